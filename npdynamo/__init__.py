@@ -1,0 +1,37 @@
+"""npdynamo: TorchDynamo + AOTAutograd + FX for NumPy programs, in pure Python.
+
+Put ``@npdynamo.compile`` on a NumPy function: its bytecode is captured into a graph of array ops
+guarded by shapes, dtypes and values, and the graph is compiled by a backend.
+"""
+
+from npdynamo import config, fx, ops
+from npdynamo.backends import list_backends, register_backend
+from npdynamo.capture.builtins_table import graph_break
+from npdynamo.capture.frames import compile, disable, enable, reset
+from npdynamo.errors import (
+    BackendCompilerFailed,
+    GradError,
+    InvalidBackend,
+    NpdynamoError,
+    Unsupported,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendCompilerFailed",
+    "GradError",
+    "InvalidBackend",
+    "NpdynamoError",
+    "Unsupported",
+    "compile",
+    "config",
+    "disable",
+    "enable",
+    "fx",
+    "graph_break",
+    "list_backends",
+    "ops",
+    "register_backend",
+    "reset",
+]

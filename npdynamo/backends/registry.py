@@ -1,0 +1,46 @@
+"""Backend registry: the last stage of the pipeline turns an ``fx.GraphModule`` into a callable.
+
+A backend is ``backend(gm, example_inputs) -> callable``; the callable takes the graph's inputs
+positionally and returns a tuple of its outputs. Backends are looked up by name or passed directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from npdynamo.errors import InvalidBackend
+
+Backend = Callable[[Any, list], Callable[..., tuple]]
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(name: str | Callable | None = None, fn: Backend | None = None):
+    """Register ``fn`` as backend ``name``; also works as a decorator, with or without a name."""
+    if callable(name) and fn is None:
+        return register_backend(name.__name__, name)
+    if fn is None:
+        return lambda f: register_backend(name, f)
+    if not isinstance(name, str) or not name:
+        raise InvalidBackend(f"a backend name must be a non-empty string, not {name!r}")
+    _BACKENDS[name] = fn
+    return fn
+
+
+def list_backends() -> list[str]:
+    """Names of the registered backends, sorted."""
+    return sorted(_BACKENDS)
+
+
+def lookup_backend(backend: str | Backend) -> Backend:
+    """The backend callable for a name or a callable; unknown names raise ``InvalidBackend``."""
+    if callable(backend):
+        return backend
+    if isinstance(backend, str) and backend in _BACKENDS:
+        return _BACKENDS[backend]
+    raise InvalidBackend(
+        f"unknown backend {backend!r}; registered backends: {', '.join(list_backends())}. "
+        "Pass one of these names, a callable backend(gm, example_inputs), or register yours "
+        "with npdynamo.register_backend(name)."
+    )

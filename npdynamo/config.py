@@ -1,0 +1,14 @@
+"""Knobs read by every stage (``npdynamo.config``); plain module attributes, set them directly."""
+
+from __future__ import annotations
+
+import os
+
+#: Compiled entries kept per code object; past this the function runs without new compiles.
+cache_size_limit: int = 8
+
+#: A dimension that changed across a recompile is captured as dynamic next time.
+automatic_dynamic_shapes: bool = True
+
+#: Print extra detail in warnings and reports.
+verbose: bool = bool(os.environ.get("NPDYNAMO_VERBOSE"))

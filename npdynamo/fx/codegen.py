@@ -1,0 +1,142 @@
+"""Code generation: an fx graph turned into the Python source of one plain function.
+
+``GraphModule`` compiles this source; the eager backend hands the resulting function out as is,
+so the code must cost no more than the NumPy calls it makes: each call node calls its op's
+``impl`` bound as a global, values live in locals, constants are literals or globals.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import TYPE_CHECKING, Any
+
+from npdynamo.errors import NpdynamoError
+from npdynamo.fx.node import Node, iter_nodes, target_name, to_identifier
+
+if TYPE_CHECKING:
+    from npdynamo.fx.graph import Graph
+
+# Types whose repr is a literal that evaluates back to an equal value of the same type.
+_LITERAL_TYPES = (bool, int, str, bytes, type(None), type(Ellipsis))
+
+
+class _Emitter:
+    """Renders arguments as Python expressions, binding what has no literal form as globals."""
+
+    def __init__(self, reserved: set[str]) -> None:
+        self.used = set(reserved)
+        self.globals: dict[str, Any] = {}
+        self._bound: dict[int, str] = {}
+        self._constants = 0
+
+    def fresh(self, hint: str) -> str:
+        # Node names rarely start with an underscore, so globals seldom need a suffix to differ.
+        base = "_" + to_identifier(hint)
+        name, count = base, 0
+        while name in self.used:
+            count += 1
+            name = f"{base}_{count}"
+        self.used.add(name)
+        return name
+
+    def bind(self, obj: Any, hint: str) -> str:
+        """The global name under which ``obj`` is visible to the generated code."""
+        name = self._bound.get(id(obj))
+        if name is None:
+            name = self.fresh(hint)
+            self.globals[name] = obj
+            self._bound[id(obj)] = name
+        return name
+
+    def constant(self, value: Any) -> str:
+        """A global for a constant with no literal form: ``_const_0``, ``_const_1``, ..."""
+        if id(value) not in self._bound:
+            self._constants += 1
+        return self.bind(value, f"const_{self._constants - 1}")
+
+    def target(self, target: Any) -> str:
+        impl = getattr(target, "impl", target)
+        return self.bind(impl, target_name(target))
+
+    def expr(self, a: Any) -> str:
+        if isinstance(a, Node):
+            return a.name
+        kind = type(a)
+        if kind in _LITERAL_TYPES:
+            return self._literal(a)
+        if kind is float:
+            return repr(a) if math.isfinite(a) else self.constant(a)
+        if kind is tuple:
+            items = [self.expr(x) for x in a]
+            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        if kind is list:
+            return "[" + ", ".join(self.expr(x) for x in a) + "]"
+        if kind is dict:
+            pairs = (f"{self.expr(k)}: {self.expr(v)}" for k, v in a.items())
+            return "{" + ", ".join(pairs) + "}"
+        if kind is slice:
+            return f"slice({self.expr(a.start)}, {self.expr(a.stop)}, {self.expr(a.step)})"
+        if any(True for _ in iter_nodes(a)):
+            raise NpdynamoError(
+                f"cannot generate code for a {kind.__name__} holding graph values; "
+                "use a plain tuple, list, dict or slice"
+            )
+        return self.constant(a)
+
+    def _literal(self, a: Any) -> str:
+        if a is Ellipsis:
+            return "..."
+        try:
+            return repr(a)
+        except ValueError:  # ints too long for str(); bind them instead
+            return self.constant(a)
+
+    def call(self, node: Node) -> str:
+        parts = [self.expr(a) for a in node.args]
+        odd_keys = {}
+        for key, value in node.kwargs.items():
+            if isinstance(key, str) and key.isidentifier():
+                parts.append(f"{key}={self.expr(value)}")
+            else:
+                odd_keys[key] = value
+        if odd_keys:
+            parts.append(f"**{self.expr(odd_keys)}")
+        return f"{self.target(node.target)}({', '.join(parts)})"
+
+
+def _source_comment(node: Node) -> str | None:
+    source = node.meta.get("source")
+    if not source:
+        return None
+    filename, lineno, line = source
+    text = (line or "").strip().splitlines()
+    where = f"{os.path.basename(str(filename))}:{lineno}"
+    return f"# {where}  {text[0]}" if text else f"# {where}"
+
+
+def generate_source(graph: Graph, fn_name: str = "forward") -> tuple[str, dict[str, Any]]:
+    """The source of ``def fn_name(<placeholders>): ... return (<outputs>,)`` and its globals.
+
+    A comment with the user's file, line and source text heads each run of nodes that came
+    from the same line (``meta["source"]``, set by capture).
+    """
+    if not fn_name.isidentifier():
+        raise ValueError(f"the generated function needs an identifier name, not {fn_name!r}")
+    emitter = _Emitter({n.name for n in graph.nodes} | {fn_name})
+    params = ", ".join(p.name for p in graph.placeholders)
+    lines = [f"def {fn_name}({params}):"]
+    last_comment = None
+    for node in graph.nodes:
+        comment = _source_comment(node)
+        if comment is not None and comment != last_comment:
+            lines.append(f"    {comment}")
+        last_comment = comment
+        if node.op == "call_function":
+            lines.append(f"    {node.name} = {emitter.call(node)}")
+        elif node.op == "output":
+            value = node.args[0] if node.args else ()
+            if not isinstance(value, (tuple, list)):
+                value = (value,)
+            lines.append(f"    return {emitter.expr(tuple(value))}")
+    return "\n".join(lines) + "\n", emitter.globals

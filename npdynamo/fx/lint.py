@@ -1,0 +1,103 @@
+"""Graph invariants: what every stage after capture may assume, checked by ``Graph.lint()``.
+
+Passes and code generation trust these facts (topological order, consistent ``users``, one
+output at the end, inputs first); a violation is reported naming the node it was found at.
+"""
+
+from __future__ import annotations
+
+import keyword
+from typing import TYPE_CHECKING
+
+from npdynamo.errors import NpdynamoError
+from npdynamo.fx.node import NODE_OPS, Node, iter_nodes, target_name
+
+if TYPE_CHECKING:
+    from npdynamo.fx.graph import Graph
+
+
+class LintError(NpdynamoError):
+    """A graph breaks one of the IR's invariants; ``node`` is where it was found."""
+
+    def __init__(self, message: str, node: Node | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+def _describe(node: Node) -> str:
+    if node.op == "call_function":
+        return f"node {node.name!r} (call to {target_name(node.target)})"
+    return f"{node.op} node {node.name!r}"
+
+
+def lint_graph(graph: Graph) -> None:
+    """Raise ``LintError`` for the first invariant ``graph`` violates."""
+    listed = list(graph.nodes)
+    if len(listed) != len(graph.nodes):
+        raise LintError(f"the graph counts {len(graph.nodes)} nodes but lists {len(listed)}")
+    members = set(listed)
+    defined: set[Node] = set()
+    names: dict[str, Node] = {}
+    output: Node | None = None
+    body_started = False
+
+    for node in listed:
+        where = _describe(node)
+        if node.graph is not graph:
+            raise LintError(f"{where} belongs to another graph", node)
+        if node._next._prev is not node or node._prev._next is not node:
+            raise LintError(f"the node list is broken around {where}", node)
+        if node.op not in NODE_OPS:
+            raise LintError(f"{where} has unknown kind {node.op!r}", node)
+        if not node.name.isidentifier() or keyword.iskeyword(node.name):
+            raise LintError(f"{where}: its name is not a valid Python identifier", node)
+        if node.name in names:
+            raise LintError(f"{where} has the same name as an earlier node", node)
+        names[node.name] = node
+
+        if node.op == "output" and output is not None:
+            raise LintError(f"duplicate output: {where} follows output {output.name!r}", node)
+        if output is not None:
+            raise LintError(f"{where} comes after the output {output.name!r}", node)
+        if node.op == "placeholder":
+            if body_started:
+                raise LintError(f"{where} comes after a non-placeholder node", node)
+        else:
+            body_started = True
+        if node.op == "call_function" and not callable(node.target):
+            raise LintError(f"{where} has a target that is not callable", node)
+
+        _check_inputs(graph, node, where, defined, members)
+        _check_users(node, where, members)
+        defined.add(node)
+        if node.op == "output":
+            output = node
+
+    if output is None:
+        raise LintError("the graph has no output node")
+
+
+def _check_inputs(graph: Graph, node: Node, where: str, defined: set, members: set) -> None:
+    actual = dict.fromkeys([*iter_nodes(node.args), *iter_nodes(node.kwargs)])
+    if set(actual) != set(node.all_input_nodes):
+        raise LintError(f"{where}: its recorded inputs do not match its args/kwargs", node)
+    for inp in actual:
+        if inp.graph is not graph:
+            raise LintError(f"{where} reads {inp.name!r}, a node of another graph", node)
+        if inp not in members:
+            raise LintError(f"{where} reads {inp.name!r}, which is not in the graph", node)
+        if inp not in defined:
+            raise LintError(
+                f"{where} reads {inp.name!r} before it is defined (not in topological order)",
+                node,
+            )
+        if node not in inp.users:
+            raise LintError(f"{where} reads {inp.name!r} but is missing from its users", node)
+
+
+def _check_users(node: Node, where: str, members: set) -> None:
+    for user in node.users:
+        if user not in members:
+            raise LintError(f"{where} lists {user.name!r} as a user, but it is not in the graph")
+        if not any(n is node for n in iter_nodes((user.args, user.kwargs))):
+            raise LintError(f"{where} lists {user.name!r} as a user, but it does not read it", node)

@@ -1,0 +1,7 @@
+"""Graph passes run between capture and the backends: DCE, CSE, shape/dtype propagation."""
+
+from npdynamo.fx.passes.cse import common_subexpression_elimination
+from npdynamo.fx.passes.dce import dead_code_elimination
+from npdynamo.fx.passes.shape_prop import propagate_shapes
+
+__all__ = ["common_subexpression_elimination", "dead_code_elimination", "propagate_shapes"]

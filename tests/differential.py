@@ -1,0 +1,98 @@
+"""Differential testing: run a function plain and compiled on copies of the same inputs and compare
+return values (type, dtype, shape, values), every argument's state afterwards, and exceptions."""
+
+from __future__ import annotations
+
+import copy
+import types
+
+import numpy as np
+
+import npdynamo
+
+
+def assert_same_value(expected, got, path: str = "result") -> None:
+    """Bitwise comparison of nested results: same Python types, dtypes, shapes and values."""
+    assert type(got) is type(expected), f"{path}: type {type(got)} != {type(expected)}"
+    if isinstance(expected, np.ndarray):
+        assert got.dtype == expected.dtype, f"{path}: dtype {got.dtype} != {expected.dtype}"
+        assert got.shape == expected.shape, f"{path}: shape {got.shape} != {expected.shape}"
+        assert np.array_equal(got, expected, equal_nan=expected.dtype.kind in "fc"), (
+            f"{path}: values differ\n{got}\n{expected}"
+        )
+    elif isinstance(expected, np.generic):
+        assert got.dtype == expected.dtype, f"{path}: dtype {got.dtype} != {expected.dtype}"
+        assert (got == expected) or (got != got and expected != expected), (
+            f"{path}: {got!r} != {expected!r}"
+        )
+    elif isinstance(expected, (list, tuple)):
+        assert len(got) == len(expected), f"{path}: length {len(got)} != {len(expected)}"
+        for i, (e, g) in enumerate(zip(expected, got)):
+            assert_same_value(e, g, f"{path}[{i}]")
+    elif isinstance(expected, dict):
+        assert list(got) == list(expected), f"{path}: keys {list(got)} != {list(expected)}"
+        for k in expected:
+            assert_same_value(expected[k], got[k], f"{path}[{k!r}]")
+    elif isinstance(expected, float) and expected != expected:
+        assert got != got, f"{path}: {got!r} is not nan"
+    elif hasattr(expected, "__dict__") and not isinstance(
+        expected, (type, types.FunctionType, types.ModuleType)
+    ):
+        assert_same_value(vars(expected), vars(got), f"{path}.__dict__")
+    else:
+        assert got == expected, f"{path}: {got!r} != {expected!r}"
+
+
+def run_plain(fn, args, kwargs):
+    try:
+        return fn(*args, **kwargs), None
+    except Exception as exc:  # the compiled call must raise the same
+        return None, exc
+
+
+def check_same(fn, *args, backend="eager", calls: int = 2, compiled=None, **kwargs):
+    """Compare ``fn`` plain and compiled, ``calls`` times (the later calls hit the cache).
+
+    Returns the compiled wrapper so callers can inspect it."""
+    compiled = compiled or npdynamo.compile(fn, backend=backend)
+    for _ in range(calls):
+        plain_args, plain_kwargs = copy.deepcopy((args, kwargs))
+        comp_args, comp_kwargs = copy.deepcopy((args, kwargs))
+        expected, exc = run_plain(fn, plain_args, plain_kwargs)
+        if exc is not None:
+            try:
+                compiled(*comp_args, **comp_kwargs)
+            except Exception as got_exc:
+                assert type(got_exc) is type(exc), f"raised {type(got_exc)} not {type(exc)}"
+                assert str(got_exc) == str(exc)
+            else:
+                raise AssertionError(f"compiled call did not raise {exc!r}")
+        else:
+            got = compiled(*comp_args, **comp_kwargs)
+            assert_same_value(expected, got)
+        assert_same_value(plain_args, comp_args, "args after the call")
+        assert_same_value(plain_kwargs, comp_kwargs, "kwargs after the call")
+    return compiled
+
+
+class CountingBackend:
+    """A backend that records every graph it is given and runs it eagerly."""
+
+    def __init__(self) -> None:
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return gm.forward
+
+    @property
+    def count(self) -> int:
+        return len(self.graphs)
+
+    def op_names(self, index: int = -1) -> list[str]:
+        gm = self.graphs[index]
+        return [
+            getattr(n.target, "name", str(n.target))
+            for n in gm.graph.nodes
+            if n.op == "call_function"
+        ]
