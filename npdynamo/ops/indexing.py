@@ -1,0 +1,190 @@
+"""Indexing ops: ``getitem`` (basic and integer-array indexing) and a functional ``setitem``.
+
+The index is a tuple of static items (ints, slices, None, Ellipsis, Python bools, constant int
+lists) and array operands (integer index arrays). Its result shape follows NumPy's rules,
+including where the broadcast shape of the advanced indices lands. Boolean-array masks select a
+data-dependent number of elements and are refused with ``UnsupportedArguments``.
+``setitem(x, index, value)`` returns a new array equal to ``x`` after ``x[index] = value``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.registry import Op, UnsupportedArguments, register
+from npdynamo.ops.rules import (
+    assignment_shape_check,
+    broadcast_shapes,
+    check_python_scalar_assignment,
+    fmt_shape,
+    is_py_scalar,
+    to_meta,
+)
+
+_BAD_INDEX = (
+    "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
+    "boolean arrays are valid indices"
+)
+_ADVANCED = object()  # placeholder for the advanced-index block in the result shape
+
+
+def _classify(opname: str, item: Any) -> tuple[str, Any]:
+    """(kind, payload) for one index item; kinds: newaxis ellipsis bool int int0d slice array."""
+    if item is None:
+        return "newaxis", None
+    if item is Ellipsis:
+        return "ellipsis", None
+    if type(item) is bool or isinstance(item, np.bool_):
+        return "bool", bool(item)
+    if type(item) is int or isinstance(item, np.integer):
+        return "int", int(item)
+    if isinstance(item, slice):
+        for field in (item.start, item.stop, item.step):
+            if isinstance(field, ArrayMeta):
+                raise UnsupportedArguments(f"{opname}: a slice bound computed from array data")
+        return "slice", item
+    if isinstance(item, list):
+        values = np.asarray(item) if item else np.zeros(0, np.intp)
+        return _classify_array(opname, ArrayMeta(values.shape, values.dtype), values)
+    if isinstance(item, (np.ndarray, np.generic)):
+        return _classify_array(opname, ArrayMeta.of(item), np.asarray(item))
+    if isinstance(item, ArrayMeta):
+        return _classify_array(opname, item, None)
+    raise IndexError(f"{opname}: {_BAD_INDEX}")
+
+
+def _classify_array(opname: str, meta: ArrayMeta, values: np.ndarray | None) -> tuple[str, Any]:
+    if meta.dtype.kind == "b":
+        raise UnsupportedArguments(
+            f"{opname}: a boolean mask index selects a data-dependent number of elements"
+        )
+    if meta.dtype.kind not in "iu":
+        raise IndexError(
+            f"{opname}: arrays used as indices must be of integer (or boolean) type, "
+            f"not {meta.dtype}"
+        )
+    if meta.ndim == 0:
+        return ("int", int(values)) if values is not None else ("int0d", None)
+    return "array", (meta, values)
+
+
+def index_shape(opname: str, meta: ArrayMeta, index: Any) -> tuple[tuple[int, ...], bool]:
+    """(shape of ``x[index]``, whether ``x[index]`` is a single element as a NumPy scalar)."""
+    items = [_classify(opname, it) for it in (index if isinstance(index, tuple) else (index,))]
+    kinds = [k for k, _ in items]
+    if kinds.count("ellipsis") > 1:
+        raise IndexError(f"{opname}: an index can only have a single ellipsis ('...')")
+    consumed = sum(k in ("int", "int0d", "slice", "array") for k in kinds)
+    if consumed > meta.ndim:
+        raise IndexError(
+            f"{opname}: too many indices for array: array is {meta.ndim}-dimensional, but "
+            f"{consumed} were indexed"
+        )
+    advanced = "array" in kinds or "bool" in kinds
+    out: list[Any] = []
+    adv_shapes: list[tuple[int, ...]] = []
+    adv_positions: list[int] = []
+    dim = 0
+    for pos, (kind, payload) in enumerate(items):
+        if kind == "ellipsis":
+            n = meta.ndim - consumed
+            out.extend(meta.shape[dim : dim + n])
+            dim += n
+        elif kind == "newaxis":
+            out.append(1)
+        elif kind == "slice":
+            out.append(len(range(*payload.indices(meta.shape[dim]))))
+            dim += 1
+        elif kind in ("int", "int0d"):
+            size = meta.shape[dim]
+            if kind == "int" and not -size <= payload < size:
+                raise IndexError(
+                    f"{opname}: index {payload} is out of bounds for axis {dim} with size {size}"
+                )
+            if advanced:
+                adv_shapes.append(())
+                adv_positions.append(pos)
+                out.append(_ADVANCED)
+            dim += 1
+        elif kind == "array":
+            arr_meta, values = payload
+            size = meta.shape[dim]
+            if values is not None and values.size:
+                bad = values[(values < -size) | (values >= size)]
+                if bad.size:
+                    raise IndexError(
+                        f"{opname}: index {bad.flat[0]} is out of bounds for axis {dim} with "
+                        f"size {size}"
+                    )
+            adv_shapes.append(arr_meta.shape)
+            adv_positions.append(pos)
+            out.append(_ADVANCED)
+            dim += 1
+        else:  # a Python bool: a 0-d mask adding an axis of length 1 (True) or 0 (False)
+            adv_shapes.append((1,) if payload else (0,))
+            adv_positions.append(pos)
+            out.append(_ADVANCED)
+    out.extend(meta.shape[dim:])
+    if not advanced:
+        element = consumed == meta.ndim and all(k in ("int", "int0d") for k in kinds)
+        return tuple(out), element
+    try:
+        block = broadcast_shapes(opname, *adv_shapes)
+    except ValueError:
+        shapes = " ".join(fmt_shape(s) for s in adv_shapes)
+        raise IndexError(
+            f"{opname}: shape mismatch: indexing arrays could not be broadcast together with "
+            f"shapes {shapes}"
+        ) from None
+    first = out.index(_ADVANCED)
+    rest = [d for d in out if d is not _ADVANCED]
+    adjacent = adv_positions == list(range(adv_positions[0], adv_positions[-1] + 1))
+    shape = rest[:first] + list(block) + rest[first:] if adjacent else list(block) + rest
+    return tuple(shape), False
+
+
+def _getitem_rule(x: object, index: Any) -> ArrayMeta:
+    meta = to_meta("getitem", x)
+    shape, element = index_shape("getitem", meta, index)
+    return ArrayMeta(shape, meta.dtype, scalar=element)
+
+
+def _setitem_rule(x: object, index: Any, value: object) -> ArrayMeta:
+    meta = to_meta("setitem", x)
+    if meta.scalar:
+        raise TypeError(f"setitem: a NumPy scalar ({meta.dtype}) does not support item assignment")
+    target, element = index_shape("setitem", meta, index)
+    if is_py_scalar(value):
+        check_python_scalar_assignment("setitem", value, meta.dtype)
+        return ArrayMeta(meta.shape, meta.dtype)
+    if isinstance(value, (list, tuple)):
+        if element:
+            raise TypeError("setitem: a single array element cannot be set to a sequence")
+        # A constant: converting it to the target dtype raises exactly what NumPy raises.
+        vmeta = to_meta("setitem", np.asarray(value, dtype=meta.dtype))
+    else:
+        vmeta = to_meta("setitem", value)
+    if element and vmeta.ndim > 0:
+        raise ValueError(
+            f"setitem: setting an array element with a sequence (value of shape "
+            f"{fmt_shape(vmeta.shape)})."
+        )
+    assignment_shape_check("setitem", vmeta.shape, target)
+    return ArrayMeta(meta.shape, meta.dtype)
+
+
+def _getitem(x, index):
+    return x[index]
+
+
+def _setitem(x, index, value):
+    out = x.copy(order="K")
+    out[index] = value
+    return out
+
+
+register(Op("getitem", _getitem, _getitem_rule))
+register(Op("setitem", _setitem, _setitem_rule))

@@ -1,0 +1,99 @@
+"""The canonical op: one graph-level operation with its NumPy implementation and its meta rule.
+
+Graph nodes call ``Op`` objects, never raw NumPy callables. Each op module (``elementwise``,
+``reductions``, ``linalg``, ``shape_ops``, ``indexing``, ``creation``) builds its ops with
+``Op(...)`` and files them in ``REGISTRY`` through ``register``; ``normalize`` maps user-level
+NumPy calls onto them, and later stages (fx passes, autograd, backends) read their attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from npdynamo.ops.meta import ArrayMeta
+
+KINDS = ("elementwise", "reduction", "opaque")
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+#: Marks a static keyword without a default in ``Op.defaults``: canonical kwargs always hold it.
+REQUIRED: Any = _Required()
+
+
+class UnsupportedArguments(Exception):
+    """A valid NumPy call that cannot become a graph op (``out=``, ``where=``, a boolean mask...).
+
+    The translator turns it into a graph break; the message says what was not supported.
+    """
+
+
+class Op:
+    """A canonical operation of the graph.
+
+    ``impl`` takes the canonical args/kwargs (array operands first, static parameters as
+    keywords) and returns exactly what NumPy returns. ``rule`` takes the same arguments with
+    every array operand replaced by its ``ArrayMeta`` and returns the result's meta, raising the
+    exception type NumPy would raise. ``defaults`` lists the static keywords the op accepts, in
+    signature order, with their defaults; canonical kwargs only hold values that differ from
+    them. ``vjp`` is filled in by the autograd stage.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        impl: Callable[..., Any],
+        rule: Callable[..., ArrayMeta | tuple[ArrayMeta, ...]],
+        *,
+        kind: str = "opaque",
+        differentiable: bool = True,
+        impure: bool = False,
+        defaults: Mapping[str, Any] | None = None,
+    ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"op {name!r}: kind must be one of {KINDS}, not {kind!r}")
+        self.name = name
+        self.impl = impl
+        self.rule = rule
+        self.kind = kind
+        self.differentiable = differentiable
+        self.impure = impure
+        self.defaults: dict[str, Any] = dict(defaults or {})
+        self.vjp: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.impl(*args, **kwargs)
+
+    def infer(self, *args: Any, **kwargs: Any) -> ArrayMeta | tuple[ArrayMeta, ...]:
+        """The result's meta from the operands' metas; computes no values."""
+        return self.rule(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"ops.{self.name}"
+
+    def __reduce__(self) -> tuple[Callable[[str], Op], tuple[str]]:
+        # Ops are singletons: pickling (e.g. a cached graph) refers to them by name.
+        return (lookup, (self.name,))
+
+
+REGISTRY: dict[str, Op] = {}
+
+
+def register(op: Op) -> Op:
+    """File ``op`` under its name; a second op with the same name is a programming error."""
+    if op.name in REGISTRY:
+        raise ValueError(f"an op named {op.name!r} is already registered")
+    REGISTRY[op.name] = op
+    return op
+
+
+def lookup(name: str) -> Op:
+    """The registered op called ``name``."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"no op named {name!r}; known ops: {sorted(REGISTRY)}") from None
