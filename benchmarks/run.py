@@ -1,0 +1,13 @@
+"""Run every benchmark (``make bench``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import overhead  # noqa: E402
+
+if __name__ == "__main__":
+    overhead.main()

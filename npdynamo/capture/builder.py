@@ -1,0 +1,236 @@
+"""Wrapping: turns a Python object read from the frame into a tracked value plus its guards.
+
+Every object the translator reads from outside (an argument, a global, an attribute, a closure
+cell, a container item) passes through ``ValueBuilder.wrap`` with the source it was read from.
+Arrays become graph placeholders guarded on type, dtype and shape; Python constants are guarded
+on value; functions and modules on identity; containers on type and length or keys.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from npdynamo.capture.errors import CaptureUnsupported
+from npdynamo.capture.guards import AttrSource, GuardKind, ItemSource, Source
+from npdynamo.capture.values import (
+    Const,
+    DictValue,
+    ExternalCell,
+    FunctionValue,
+    ListValue,
+    TupleValue,
+    UserObjectValue,
+    Value,
+)
+
+CONSTANT_TYPES = (bool, int, float, complex, str, bytes, type(None), range, slice)
+#: Modules whose attributes are taken as fixed: reading ``np.exp`` installs no guard.
+TRUSTED_MODULES = ("numpy", "math", "operator", "builtins", "cmath", "npdynamo")
+
+
+def is_trusted_module(module: types.ModuleType) -> bool:
+    name = getattr(module, "__name__", "")
+    return name.split(".")[0] in TRUSTED_MODULES
+
+
+def is_constant(value: object) -> bool:
+    """Immutable values the translator may compute with directly."""
+    if isinstance(value, CONSTANT_TYPES) or value is Ellipsis:
+        return True
+    if isinstance(value, (np.generic, np.dtype)):
+        return True
+    if isinstance(value, tuple):
+        return all(is_constant(v) for v in value)
+    return False
+
+
+def constant_value(value: object) -> Value:
+    """A tracked value for an object created during capture (no source, no guard)."""
+    if isinstance(value, tuple):
+        return TupleValue([constant_value(v) for v in value])
+    return Const(value)
+
+
+class ValueBuilder:
+    """Wraps frame objects into tracked values; one tracked value per source."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self._by_source: dict[Source, Value] = {}
+
+    def wrap(self, value: object, source: Source | None) -> Value:
+        if source is None:
+            return self._wrap_unguarded(value)
+        cached = self._by_source.get(source)
+        if cached is not None:
+            return cached
+        wrapped = self._wrap(value, source)
+        self._by_source[source] = wrapped
+        return wrapped
+
+    def _wrap_unguarded(self, value: object) -> Value:
+        if isinstance(value, types.FunctionType) and not is_trusted_name(value):
+            return self.function(value, None)
+        if isinstance(value, np.ndarray):
+            raise self.ctx.unsupported("an array that is neither an argument nor a global")
+        return constant_value(value)
+
+    def _wrap(self, value: object, source: Source) -> Value:
+        ctx = self.ctx
+        kind = type(value)
+        if kind is np.ndarray:
+            return self.array(value, source)
+        if isinstance(value, np.ndarray):
+            raise ctx.unsupported(
+                f"{source.short()} is a {kind.__qualname__} (an ndarray subclass)",
+                "pass a plain numpy.ndarray (np.asarray(x))",
+            )
+        if kind in (bool, type(None)) or value is Ellipsis:
+            ctx.guard(source, GuardKind.CONSTANT, value)
+            return Const(value, source)
+        if kind in (int, float, complex, str, bytes, range, slice) or isinstance(value, np.generic):
+            ctx.guard(source, GuardKind.CONSTANT, value)
+            return Const(value, source)
+        if isinstance(value, np.dtype):
+            ctx.guard(source, GuardKind.CONSTANT, value)
+            return Const(value, source)
+        if kind is tuple or kind is list:
+            ctx.guard(source, GuardKind.TYPE, kind)
+            ctx.guard(source, GuardKind.LENGTH, len(value))
+            loader = lambda: [self.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
+            if kind is tuple:
+                return TupleValue(None, source, loader=loader, length=len(value))
+            return ListValue(None, source, fresh=False, loader=loader, length=len(value))
+        if kind is dict:
+            if not all(type(k) in (str, int) for k in value):
+                raise ctx.unsupported(f"dict {source.short()} has keys that are not str or int")
+            ctx.guard(source, GuardKind.TYPE, dict)
+            ctx.guard(source, GuardKind.DICT_KEYS, tuple(value))
+            return DictValue(
+                None,
+                source,
+                fresh=False,
+                length=len(value),
+                loader=lambda: _LazyDict(self, value, source),
+            )
+        if isinstance(value, types.ModuleType):
+            ctx.guard(source, GuardKind.ID, value)
+            return Const(value, source)
+        if isinstance(value, types.FunctionType) and not is_trusted_name(value):
+            return self.function(value, source)
+        if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+            from npdynamo.capture.values import BoundMethodValue
+
+            func = self.function(value.__func__, AttrSource(source, "__func__"))
+            return BoundMethodValue(func, self.wrap(value.__self__, AttrSource(source, "__self__")))
+        if callable(value) and (
+            isinstance(value, (types.BuiltinFunctionType, np.ufunc, type)) or is_trusted_name(value)
+        ):
+            ctx.guard(source, GuardKind.ID, value)
+            return Const(value, source)
+        ctx.guard(source, GuardKind.TYPE, kind)
+        return UserObjectValue(value, source)
+
+    def array(self, value: np.ndarray, source: Source) -> Value:
+        from npdynamo.capture.values import ArrayValue
+
+        ctx = self.ctx
+        if value.dtype.hasobject or value.dtype.fields is not None:
+            raise ctx.unsupported(
+                f"{source.short()} has dtype {value.dtype}; only numeric and bool arrays "
+                "can be captured"
+            )
+        ctx.guard(source, GuardKind.TYPE, np.ndarray)
+        ctx.guard(source, GuardKind.DTYPE, value.dtype)
+        ctx.guard(source, GuardKind.SHAPE, value.shape)
+        return ArrayValue(ctx.add_placeholder(value, source), source)
+
+    def function(self, fn: types.FunctionType, source: Source | None) -> FunctionValue:
+        from npdynamo.capture.frames import is_disabled
+        from npdynamo.capture.frames.dispatch import original_function
+
+        original = original_function(fn)
+        if original is not None:  # a compiled function called from a compiled one: inline it
+            if source is not None:
+                self.ctx.guard(source, GuardKind.ID, fn)
+            return self.function(original, None)
+
+        if is_disabled(fn):
+            raise self.ctx.unsupported(
+                f"{fn.__qualname__} is marked npdynamo.disable, so it is never captured"
+            )
+        if source is not None:
+            self.ctx.guard(source, GuardKind.ID, fn)
+        defaults = tuple(
+            self.wrap(v, ItemSource(AttrSource(source, "__defaults__"), i) if source else None)
+            for i, v in enumerate(fn.__defaults__ or ())
+        )
+        kwdefaults = {
+            k: self.wrap(v, ItemSource(AttrSource(source, "__kwdefaults__"), k) if source else None)
+            for k, v in (fn.__kwdefaults__ or {}).items()
+        }
+        closure = tuple(
+            ExternalCell(
+                cell,
+                AttrSource(ItemSource(AttrSource(source, "__closure__"), i), "cell_contents")
+                if source
+                else None,
+            )
+            for i, cell in enumerate(fn.__closure__ or ())
+        )
+        if closure and source is None:
+            # Without a source a later call could not re-read the cells: refuse rather than guess.
+            raise CaptureUnsupported(f"closure {fn.__qualname__} reached without a source")
+        return FunctionValue(
+            fn.__code__, fn.__globals__, fn.__name__, defaults, kwdefaults, closure, fn, source
+        )
+
+
+def is_trusted_name(value: object) -> bool:
+    module = getattr(value, "__module__", "") or ""
+    return module.split(".")[0] in TRUSTED_MODULES
+
+
+class _LazyDict(dict):
+    """The items of a dict read from the frame: each value is wrapped on first access."""
+
+    def __init__(self, builder: ValueBuilder, raw: dict, source: Source) -> None:
+        super().__init__((k, None) for k in raw)
+        self._builder, self._raw, self._source = builder, raw, source
+
+    def __getitem__(self, key):
+        value = super().__getitem__(key)
+        if value is None:
+            value = self._builder.wrap(self._raw[key], ItemSource(self._source, key))
+            super().__setitem__(key, value)
+        return value
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def values(self):
+        return [self[k] for k in self]
+
+    def items(self):
+        return [(k, self[k]) for k in self]
+
+    def pop(self, key, *default):
+        if key in self:
+            value = self[key]
+            super().pop(key)
+            return value
+        return super().pop(key, *default)
+
+    def copy(self):
+        return {k: self[k] for k in self}
+
+    def setdefault(self, key, default=None):
+        if key in self:
+            return self[key]
+        super().__setitem__(key, default)
+        return default
+
+    def __iter__(self):
+        return iter(list(super().keys()))

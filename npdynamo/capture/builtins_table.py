@@ -1,0 +1,314 @@
+"""Python builtins under capture: evaluated on tracked values, never called on graph arrays.
+
+``len(x)`` of an array is its guarded shape; ``range``/``enumerate``/``zip`` build iterators the
+translator unrolls; ``min``/``max``/``abs``/``sum`` work on numbers and fold arrays into ops where
+Python itself would call NumPy (``abs(x)``, ``sum([a, b])``). ``float(x)`` of a graph value is a
+graph break.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from npdynamo import ops
+from npdynamo.capture.containers import items_of, truthiness
+from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.values import (
+    ArrayValue,
+    Const,
+    DictValue,
+    FunctionValue,
+    IteratorValue,
+    ListValue,
+    SetValue,
+    TupleValue,
+    UserObjectValue,
+    Value,
+)
+
+BUILTINS: dict = {}
+
+
+def builtin(*targets):
+    def register(fn):
+        for target in targets:
+            BUILTINS[target] = fn
+        return fn
+
+    return register
+
+
+def _consts(frame, args: list[Value], what: str) -> list:
+    if not all(isinstance(a, Const) for a in args):
+        raise frame.unsupported(
+            f"{what}() of a graph value needs the value in Python",
+            "keep it as an array, or accept a graph break here",
+        )
+    return [a.value for a in args]
+
+
+def _apply(fn, *args, **kwargs):
+    from npdynamo.capture.builder import constant_value
+
+    try:
+        return constant_value(fn(*args, **kwargs))
+    except Exception as exc:
+        raise UserCodeRaises(exc) from exc
+
+
+@builtin(len)
+def _len(frame, args, kwargs):
+    (obj,) = args
+    if isinstance(obj, ArrayValue):
+        if obj.meta.ndim == 0:
+            raise UserCodeRaises(TypeError("len() of unsized object"))
+        return Const(obj.meta.shape[0])
+    if isinstance(obj, (TupleValue, ListValue, SetValue, DictValue)):
+        return Const(obj.length() if hasattr(obj, "length") else len(obj.items))
+    if isinstance(obj, Const):
+        return _apply(len, obj.value)
+    raise frame.unsupported(f"len() of a {obj.kind()}")
+
+
+@builtin(range)
+def _range(frame, args, kwargs):
+    return _apply(range, *_consts(frame, args, "range"))
+
+
+@builtin(enumerate)
+def _enumerate(frame, args, kwargs):
+    start = args[1] if len(args) > 1 else kwargs.get("start", Const(0))
+    items = items_of(frame, args[0])
+    return IteratorValue(
+        items=[TupleValue([Const(i + start.value), v]) for i, v in enumerate(items)]
+    )
+
+
+@builtin(zip)
+def _zip(frame, args, kwargs):
+    if kwargs.get("strict") is not None and truthiness(frame, kwargs["strict"]):
+        lists = [items_of(frame, a) for a in args]
+        if len({len(x) for x in lists}) > 1:
+            raise UserCodeRaises(ValueError("zip() arguments have different lengths"))
+    lists = [items_of(frame, a) for a in args]
+    return IteratorValue(items=[TupleValue(list(group)) for group in zip(*lists)])
+
+
+@builtin(reversed)
+def _reversed(frame, args, kwargs):
+    return IteratorValue(items=items_of(frame, args[0])[::-1])
+
+
+@builtin(iter)
+def _iter(frame, args, kwargs):
+    from npdynamo.capture.containers import get_iter
+
+    return get_iter(frame, args[0])
+
+
+@builtin(next)
+def _next(frame, args, kwargs):
+    it = args[0]
+    if not isinstance(it, IteratorValue):
+        raise frame.unsupported("next() of something that is not a tracked iterator")
+    item = it.next()
+    if item is None:
+        if len(args) > 1:
+            return args[1]
+        raise UserCodeRaises(StopIteration())
+    return item
+
+
+SEQUENCE_KINDS = {tuple: TupleValue, list: ListValue, set: SetValue}
+
+
+@builtin(tuple, list, set)
+def _sequence(frame, args, kwargs):
+    items = items_of(frame, args[0]) if args else []
+    return SEQUENCE_KINDS[frame.current_call_target](items)
+
+
+@builtin(dict)
+def _dict(frame, args, kwargs):
+    from npdynamo.capture.containers import const_key
+
+    result: dict = {}
+    if args:
+        src = args[0]
+        if isinstance(src, DictValue):
+            result.update(src.items)
+        else:
+            for pair in items_of(frame, src):
+                k, v = items_of(frame, pair)
+                result[const_key(frame, k)] = v
+    result.update(kwargs)
+    return DictValue(result)
+
+
+def _number_fold(frame, name: str, fn, args: list[Value], kwargs):
+    if len(args) == 1:
+        args = items_of(frame, args[0])
+    if any(isinstance(a, ArrayValue) for a in args):
+        raise frame.unsupported(
+            f"{name}() compares arrays element by element in Python",
+            f"use np.{'maximum' if name == 'max' else 'minimum'} or np.{name}",
+        )
+    values = _consts(frame, args, name)
+    kw = {k: v.value for k, v in kwargs.items() if isinstance(v, Const)}
+    return _apply(fn, values, **kw)
+
+
+@builtin(min)
+def _min(frame, args, kwargs):
+    return _number_fold(frame, "min", min, args, kwargs)
+
+
+@builtin(max)
+def _max(frame, args, kwargs):
+    return _number_fold(frame, "max", max, args, kwargs)
+
+
+@builtin(abs)
+def _abs(frame, args, kwargs):
+    from npdynamo.capture.calls import op_call
+
+    (x,) = args
+    if isinstance(x, ArrayValue):
+        return op_call(frame, ops.UNARY_OPERATORS["abs"], (x,), {})
+    return _apply(abs, *_consts(frame, args, "abs"))
+
+
+@builtin(sum)
+def _sum(frame, args, kwargs):
+    from npdynamo.capture.opcodes import binary_op
+
+    start = args[1] if len(args) > 1 else kwargs.get("start", Const(0))
+    total = start
+    for item in items_of(frame, args[0]):
+        total = binary_op(frame, "+", total, item)
+    return total
+
+
+@builtin(int, float, bool, complex, str)
+def _convert(frame, args, kwargs):
+    target = frame.current_call_target
+    if any(isinstance(a, ArrayValue) for a in args):
+        raise frame.unsupported(
+            f"{target.__name__}() of a graph value needs its data in Python",
+            "keep the value as an array, or accept a graph break here",
+        )
+    if target is bool and args:
+        return Const(truthiness(frame, args[0]))
+    return _apply(target, *_consts(frame, args, target.__name__))
+
+
+@builtin(round, divmod, pow, hash, chr, ord, slice)
+def _plain(frame, args, kwargs):
+    target = frame.current_call_target
+    return _apply(target, *_consts(frame, args, target.__name__))
+
+
+@builtin(isinstance)
+def _isinstance(frame, args, kwargs):
+    obj, classes = args
+    if not isinstance(classes, (Const, TupleValue)):
+        raise frame.unsupported("isinstance() with a class that is not a constant")
+    klass = classes.value if isinstance(classes, Const) else tuple(c.value for c in classes.items)
+    return Const(isinstance(_example(frame, obj), klass))
+
+
+@builtin(type)
+def _type(frame, args, kwargs):
+    if len(args) != 1:
+        raise frame.unsupported("type() with three arguments")
+    return Const(type(_example(frame, args[0])))
+
+
+def _example(frame, obj: Value) -> object:
+    """An object of the same Python type as ``obj`` (for isinstance / type)."""
+    if isinstance(obj, ArrayValue):
+        meta = obj.meta
+        return meta.dtype.type(0) if meta.scalar else np.empty((0,), meta.dtype)
+    if isinstance(obj, Const):
+        return obj.value
+    if isinstance(obj, UserObjectValue):
+        return obj.obj
+    kinds = {TupleValue: (), ListValue: [], DictValue: {}, SetValue: set()}
+    if type(obj) in kinds:
+        return kinds[type(obj)]
+    if isinstance(obj, FunctionValue):
+        return obj.fn if obj.fn is not None else (lambda: None)
+    raise frame.unsupported(f"isinstance()/type() of a {obj.kind()}")
+
+
+@builtin(all, any)
+def _all_any(frame, args, kwargs):
+    target = frame.current_call_target
+    return Const(target(truthiness(frame, v) for v in items_of(frame, args[0])))
+
+
+@builtin(getattr)
+def _getattr(frame, args, kwargs):
+    from npdynamo.capture.calls import get_attr
+
+    name = _consts(frame, [args[1]], "getattr")[0]
+    if len(args) > 2:
+        try:
+            return get_attr(frame, args[0], name)
+        except UserCodeRaises:
+            return args[2]
+    return get_attr(frame, args[0], name)
+
+
+@builtin(hasattr)
+def _hasattr(frame, args, kwargs):
+    from npdynamo.capture.calls import get_attr
+
+    try:
+        get_attr(frame, args[0], _consts(frame, [args[1]], "hasattr")[0])
+        return Const(True)
+    except UserCodeRaises:
+        return Const(False)
+
+
+@builtin(builtins.print, builtins.input, builtins.open)
+def _io(frame, args, kwargs):
+    target = frame.current_call_target
+    raise frame.unsupported(
+        f"{target.__name__}() does input/output, which a graph cannot hold",
+        "move it outside the compiled function, or accept a graph break here",
+    )
+
+
+def _graph_break(frame, args, kwargs):
+    raise frame.unsupported("npdynamo.graph_break() was called", "remove the call to fuse more")
+
+
+def register_graph_break(fn) -> None:
+    BUILTINS[fn] = _graph_break
+
+
+def graph_break() -> None:
+    """An explicit graph break: compiled code stops here and Python runs (a no-op in Python)."""
+
+
+register_graph_break(graph_break)
+
+
+@builtin(sorted)
+def _sorted(frame, args, kwargs):
+    items = items_of(frame, args[0])
+    reverse = kwargs.get("reverse", Const(False))
+    if "key" in kwargs or not isinstance(reverse, Const):
+        raise frame.unsupported("sorted() with a key function")
+    values = _consts(frame, items, "sorted")
+    return ListValue([Const(v) for v in _apply_raw(sorted, values, reverse=reverse.value)])
+
+
+def _apply_raw(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        raise UserCodeRaises(exc) from exc

@@ -1,0 +1,457 @@
+"""Calls and attribute reads under capture: NumPy functions become ops, user functions are inlined.
+
+The opcode handlers reduce every call form (function, method pair, keyword names, ``*args``) to
+``call_value(frame, fn, args, kwargs)``. NumPy callables and array methods are normalised by
+``ops`` into canonical ops and recorded as graph nodes; Python builtins are evaluated on tracked
+values (``builtins_table.py``); user functions run as inlined frames.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from npdynamo import ops
+from npdynamo.capture.builder import constant_value, is_constant, is_trusted_module
+from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.guards import AttrSource
+from npdynamo.capture.values import (
+    NULL,
+    ArrayValue,
+    BoundMethodValue,
+    Const,
+    DictValue,
+    FunctionValue,
+    IteratorValue,
+    ListValue,
+    MethodValue,
+    SetValue,
+    TupleValue,
+    UserObjectValue,
+    Value,
+)
+
+#: Ops whose result may share memory with their first operand (NumPy returns a view).
+VIEW_OPS = frozenset(
+    {
+        "reshape",
+        "transpose",
+        "getitem",
+        "ravel",
+        "squeeze",
+        "expand_dims",
+        "broadcast_to",
+        "swapaxes",
+        "moveaxis",
+        "diagonal",
+    }
+)
+#: Array methods that hand a graph value to Python: a graph break, with this explanation.
+ARRAY_TO_PYTHON = {"item", "tolist", "tobytes", "__bool__", "__float__", "__int__", "__index__"}
+#: Array methods that write into the array (side effects, a later issue).
+ARRAY_INPLACE_METHODS = {"fill", "sort", "put", "itemset", "resize", "setflags", "partition"}
+
+
+def raw(value: Value):
+    """The argument form ``ops`` normalisation takes: arrays stay tracked, constants are plain."""
+    if isinstance(value, Const):
+        return value.value
+    if isinstance(value, TupleValue):
+        return tuple(raw(v) for v in value.items)
+    if isinstance(value, ListValue):
+        return [raw(v) for v in value.items]
+    return value
+
+
+def as_python(frame, value: Value):
+    """The plain Python object behind a tracked value built only from constants."""
+    if isinstance(value, Const):
+        return value.value
+    if isinstance(value, TupleValue):
+        return tuple(as_python(frame, v) for v in value.items)
+    if isinstance(value, ListValue):
+        return [as_python(frame, v) for v in value.items]
+    if isinstance(value, DictValue):
+        return {k: as_python(frame, v) for k, v in value.items.items()}
+    raise frame.unsupported(
+        f"a {value.kind()} passed where Python needs a plain value (a graph value's data is "
+        "not known while capturing)"
+    )
+
+
+def has_array(obj) -> bool:
+    if isinstance(obj, ArrayValue):
+        return True
+    if isinstance(obj, (tuple, list)):
+        return any(has_array(v) for v in obj)
+    if isinstance(obj, dict):
+        return any(has_array(v) for v in obj.values())
+    return False
+
+
+def wrap_result(value: object) -> Value:
+    return constant_value(value)
+
+
+# -- ops -------------------------------------------------------------------------------------
+def op_call(frame, op, args: tuple, kwargs: dict) -> Value:
+    """Record an op; fold it when every operand is a Python constant and the result a scalar."""
+    ctx = frame.ctx
+    if not has_array(args) and not has_array(kwargs) and op.kind != "opaque":
+        try:
+            result = op(*args, **kwargs)
+        except Exception as exc:
+            raise UserCodeRaises(exc) from exc
+        if isinstance(result, np.generic):
+            return Const(result)
+    result = ctx.call_op(op, tuple(args), dict(kwargs))
+    if op.name in VIEW_OPS and args and isinstance(args[0], ArrayValue):
+        result.base = args[0]
+        args[0].views += 1
+    return result
+
+
+def normalized_op_call(frame, normalized) -> Value:
+    op, args, kwargs = normalized
+    return op_call(frame, op, args, kwargs)
+
+
+def _normalize(frame, fn, *call):
+    try:
+        return fn(*call)
+    except ops.UnsupportedArguments as exc:
+        raise frame.unsupported(f"this NumPy call cannot be captured: {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise UserCodeRaises(exc) from exc
+
+
+# -- calls -----------------------------------------------------------------------------------
+def call_value(frame, fn: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """Call a tracked callable with tracked arguments."""
+    from npdynamo.capture.builtins_table import BUILTINS
+
+    if isinstance(fn, FunctionValue):
+        return inline_call(frame, fn, args, kwargs)
+    if isinstance(fn, BoundMethodValue):
+        return inline_call(frame, fn.func, [fn.self_value, *args], kwargs)
+    if isinstance(fn, MethodValue):
+        if fn.self_value is None:
+            return call_method(frame, args[0], fn.name, args[1:], kwargs)
+        return call_method(frame, fn.self_value, fn.name, args, kwargs)
+    if isinstance(fn, Const):
+        target = fn.value
+        handler = BUILTINS.get(_key(target))
+        if handler is not None:
+            frame.current_call_target = target
+            return handler(frame, args, kwargs)
+        normalized = _normalize(
+            frame,
+            ops.normalize_call,
+            target,
+            tuple(raw(a) for a in args),
+            {k: raw(v) for k, v in kwargs.items()},
+        )
+        if normalized is not None:
+            return normalized_op_call(frame, normalized)
+        if isinstance(target, type) and issubclass(target, BaseException):
+            return Const(target(*(raw(a) for a in args)))
+        if (
+            _pure_on_constants(target)
+            and all(isinstance(a, Const) for a in args)
+            and all(isinstance(v, Const) for v in kwargs.values())
+        ):
+            try:
+                return wrap_result(
+                    target(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()})
+                )
+            except Exception as exc:
+                raise UserCodeRaises(exc) from exc
+        raise frame.unsupported(*_unknown_call_reason(target))
+    if isinstance(fn, UserObjectValue):
+        call = _class_attribute(fn.obj, "__call__")
+        if isinstance(call, types.FunctionType):
+            return inline_call(frame, frame.ctx.builder.wrap(call, None), [fn, *args], kwargs)
+    raise frame.unsupported(f"calling a {_describe(fn)} is not supported")
+
+
+def _key(target):
+    try:
+        hash(target)
+        return target
+    except TypeError:
+        return None
+
+
+def _pure_on_constants(target) -> bool:
+    """C callables that compute a Python value from constants without side effects."""
+    if isinstance(target, type) and (issubclass(target, np.generic) or target is np.dtype):
+        return True
+    module = getattr(target, "__module__", None) or ""
+    return module in ("math", "cmath") or (isinstance(target, np.ufunc))
+
+
+def _unknown_call_reason(target) -> tuple[str, str]:
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+    module = getattr(target, "__module__", None) or ""
+    full = f"{module}.{name}" if module else name
+    if target is print:
+        return (
+            "print() writes output, which a graph cannot hold",
+            "print outside the compiled function, or accept a graph break here",
+        )
+    if module.startswith("numpy.random") or module == "numpy.random.mtrand":
+        return (
+            f"call to {full}: random number generation is not captured yet",
+            "draw random numbers outside the compiled function and pass them in",
+        )
+    if isinstance(target, type):
+        return (
+            f"creating a {full} object inside the compiled function is not supported",
+            "create it outside and pass it in",
+        )
+    return (
+        f"call to {full}, a function npdynamo cannot put into a graph",
+        "use numpy functions npdynamo knows, or call it outside the compiled function",
+    )
+
+
+def _describe(value: Value) -> str:
+    if isinstance(value, Const):
+        return type(value.value).__qualname__
+    if isinstance(value, UserObjectValue):
+        return type(value.obj).__qualname__
+    return value.kind()
+
+
+def bind_arguments(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, Value]):
+    """Bind a call's arguments to ``fn``'s parameters as Python would, or raise its TypeError."""
+    code = fn.code
+    nargs, nkw = code.co_argcount, code.co_kwonlyargcount
+    names = code.co_varnames
+    pos_names = names[:nargs]
+    kw_names = names[nargs : nargs + nkw]
+    has_varargs = bool(code.co_flags & 0x04)
+    has_varkw = bool(code.co_flags & 0x08)
+    bound: dict[str, Value] = {}
+    extra_pos = args[nargs:]
+    for name, value in zip(pos_names, args):
+        bound[name] = value
+    if extra_pos and not has_varargs:
+        raise UserCodeRaises(
+            TypeError(f"{fn.name}() takes {nargs} positional arguments but {len(args)} were given")
+        )
+    varkw: dict[str, Value] = {}
+    for key, value in kwargs.items():
+        if key in pos_names[code.co_posonlyargcount :] or key in kw_names:
+            if key in bound:
+                raise UserCodeRaises(
+                    TypeError(f"{fn.name}() got multiple values for argument '{key}'")
+                )
+            bound[key] = value
+        elif has_varkw:
+            varkw[key] = value
+        else:
+            raise UserCodeRaises(
+                TypeError(f"{fn.name}() got an unexpected keyword argument '{key}'")
+            )
+    defaults = fn.defaults
+    first_default = nargs - len(defaults)
+    for i, name in enumerate(pos_names):
+        if name not in bound:
+            if i >= first_default:
+                bound[name] = defaults[i - first_default]
+            else:
+                raise UserCodeRaises(TypeError(f"{fn.name}() missing required argument: '{name}'"))
+    for name in kw_names:
+        if name not in bound:
+            if name in fn.kwdefaults:
+                bound[name] = fn.kwdefaults[name]
+            else:
+                raise UserCodeRaises(
+                    TypeError(f"{fn.name}() missing required keyword-only argument: '{name}'")
+                )
+    index = nargs + nkw
+    if has_varargs:
+        bound[names[index]] = TupleValue(list(extra_pos))
+        index += 1
+    if has_varkw:
+        bound[names[index]] = DictValue(varkw)
+    return bound
+
+
+def inline_call(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """Evaluate a user function's body inside the current graph."""
+    from npdynamo.capture.translator import Frame
+
+    locals_ = bind_arguments(frame, fn, args, kwargs)
+    return Frame(frame.ctx, fn, locals_, parent=frame).run()
+
+
+# -- methods ---------------------------------------------------------------------------------
+def call_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    from npdynamo.capture.containers import container_method
+
+    if isinstance(obj, ArrayValue):
+        if name in ARRAY_TO_PYTHON:
+            raise frame.unsupported(
+                f"x.{name}() turns a graph value into a Python value",
+                "keep the value as an array (e.g. use np.where instead of branching on it)",
+            )
+        if name in ARRAY_INPLACE_METHODS:
+            raise frame.unsupported(f"x.{name}() modifies an array in place; not captured yet")
+        normalized = _normalize(
+            frame,
+            ops.normalize_method,
+            name,
+            obj,
+            tuple(raw(a) for a in args),
+            {k: raw(v) for k, v in kwargs.items()},
+        )
+        if normalized is None:
+            raise frame.unsupported(f"the array method .{name}() is not supported")
+        return normalized_op_call(frame, normalized)
+    if isinstance(obj, (ListValue, TupleValue, DictValue, SetValue)):
+        return container_method(frame, obj, name, args, kwargs)
+    if isinstance(obj, Const) and is_constant(obj.value):
+        # str.join, int.bit_length, dtype methods...: computed on the plain Python values
+        method = getattr(obj.value, name, None)
+        if method is None:
+            raise UserCodeRaises(
+                AttributeError(f"'{type(obj.value).__name__}' object has no attribute '{name}'")
+            )
+        plain_args = [as_python(frame, a) for a in args]
+        plain_kwargs = {k: as_python(frame, v) for k, v in kwargs.items()}
+        try:
+            return wrap_result(method(*plain_args, **plain_kwargs))
+        except Exception as exc:
+            raise UserCodeRaises(exc) from exc
+    fn = get_attr(frame, obj, name)
+    return call_value(frame, fn, args, kwargs)
+
+
+def load_method(frame, obj: Value, name: str) -> tuple[Value, Value]:
+    """What ``LOAD_METHOD`` / method-form ``LOAD_ATTR`` leaves: (method, self) or (NULL, attr)."""
+    if isinstance(obj, (ArrayValue, ListValue, TupleValue, DictValue, SetValue)):
+        kind = {
+            ArrayValue: np.ndarray,
+            ListValue: list,
+            TupleValue: tuple,
+            DictValue: dict,
+            SetValue: set,
+        }[type(obj)]
+        if callable(getattr(kind, name, None)) and name not in ("T",):
+            return MethodValue(None, name), obj
+    if isinstance(obj, UserObjectValue):
+        attr = _class_attribute(obj.obj, name)
+        if isinstance(attr, types.FunctionType) and name not in getattr(obj.obj, "__dict__", {}):
+            return frame.ctx.builder.wrap(attr, None), obj
+    return NULL, get_attr(frame, obj, name)
+
+
+# -- attributes ------------------------------------------------------------------------------
+def _class_attribute(obj, name):
+    for klass in type(obj).__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
+
+
+ARRAY_CONSTANT_ATTRS = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")
+
+
+def get_attr(frame, obj: Value, name: str) -> Value:
+    ctx = frame.ctx
+    if isinstance(obj, ArrayValue):
+        meta = obj.meta
+        if name == "shape":
+            return TupleValue([Const(d) for d in meta.shape])
+        if name in ARRAY_CONSTANT_ATTRS:
+            return Const(
+                getattr(np.empty((0,), meta.dtype), name)
+                if name == "itemsize"
+                else {
+                    "ndim": meta.ndim,
+                    "size": meta.size,
+                    "dtype": meta.dtype,
+                    "nbytes": meta.nbytes,
+                }[name]
+            )
+        normalized = _normalize(frame, ops.normalize_attribute, name, obj)
+        if normalized is not None:
+            return normalized_op_call(frame, normalized)
+        if callable(getattr(np.ndarray, name, None)):
+            return MethodValue(obj, name)
+        raise frame.unsupported(f"the array attribute .{name} is not supported")
+    if isinstance(obj, Const):
+        value = obj.value
+        try:
+            attr = getattr(value, name)
+        except AttributeError as exc:
+            raise UserCodeRaises(exc) from exc
+        if isinstance(value, types.ModuleType):
+            if is_trusted_module(value):
+                if isinstance(attr, np.ndarray):
+                    raise frame.unsupported(f"the module array {value.__name__}.{name}")
+                return Const(attr)  # numpy's own functions stay opaque: ops or a refusal
+            if obj.source is None:
+                return ctx.builder.wrap(attr, None)
+            return ctx.builder.wrap(attr, AttrSource(obj.source, name))
+        if callable(attr) and not isinstance(value, type):
+            return MethodValue(obj, name)
+        return (
+            Const(attr)
+            if is_constant(attr) or isinstance(value, type)
+            else ctx.builder.wrap(attr, None)
+        )
+    if isinstance(obj, UserObjectValue):
+        return user_attr(frame, obj, name)
+    if isinstance(obj, (ListValue, TupleValue, DictValue, SetValue)):
+        return MethodValue(obj, name)
+    if isinstance(obj, FunctionValue) and name in ("__name__", "__qualname__", "__doc__"):
+        return Const(getattr(obj.fn, name) if obj.fn else obj.name)
+    if isinstance(obj, BoundMethodValue) and name in ("__self__", "__func__"):
+        return obj.self_value if name == "__self__" else obj.func
+    if isinstance(obj, IteratorValue):
+        raise frame.unsupported("attributes of iterators are not supported")
+    raise frame.unsupported(f"reading .{name} of a {_describe(obj)} is not supported")
+
+
+def user_attr(frame, obj: UserObjectValue, name: str) -> Value:
+    """``obj.name`` for a user object, as Python's attribute lookup would find it."""
+    ctx = frame.ctx
+    klass = type(obj.obj)
+    if klass.__getattribute__ is not object.__getattribute__ or hasattr(klass, "__getattr__"):
+        raise frame.unsupported(
+            f"{klass.__qualname__} customises attribute access (__getattr__/__getattribute__)"
+        )
+    if name in obj.attrs:
+        return obj.attrs[name]
+    class_attr = _class_attribute(obj.obj, name)
+    if isinstance(class_attr, property):
+        if class_attr.fget is None:
+            raise UserCodeRaises(AttributeError(f"property {name!r} has no getter"))
+        getter = ctx.builder.wrap(class_attr.fget, None)
+        return inline_call(frame, getter, [obj], {})
+    instance_dict = getattr(obj.obj, "__dict__", None)
+    if instance_dict is not None and name in instance_dict:
+        value = ctx.builder.wrap(instance_dict[name], AttrSource(obj.source, name))
+    elif isinstance(class_attr, types.FunctionType):
+        value = BoundMethodValue(ctx.builder.wrap(class_attr, None), obj)
+    elif isinstance(class_attr, staticmethod):
+        value = ctx.builder.wrap(class_attr.__func__, None)
+    elif isinstance(class_attr, classmethod):
+        value = BoundMethodValue(ctx.builder.wrap(class_attr.__func__, None), Const(klass))
+    elif class_attr is not None and not hasattr(class_attr, "__get__"):
+        value = ctx.builder.wrap(getattr(obj.obj, name), AttrSource(obj.source, name))
+    elif hasattr(class_attr, "__get__"):
+        # slots and other data descriptors: read the value, guard it like an instance attribute
+        try:
+            raw_value = getattr(obj.obj, name)
+        except AttributeError as exc:
+            raise UserCodeRaises(exc) from exc
+        value = ctx.builder.wrap(raw_value, AttrSource(obj.source, name))
+    else:
+        raise UserCodeRaises(AttributeError(f"'{klass.__name__}' object has no attribute '{name}'"))
+    obj.attrs[name] = value
+    return value

@@ -1,0 +1,236 @@
+"""Python containers under capture: list/tuple/dict/set methods, iteration, indexing, truthiness.
+
+Containers created by the captured code (``fresh``) are mutated freely; mutating a container that
+came from outside would be a side effect on the caller's data, which is refused for now.
+"""
+
+from __future__ import annotations
+
+from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.values import (
+    ArrayValue,
+    Const,
+    DictValue,
+    IteratorValue,
+    ListValue,
+    SetValue,
+    TupleValue,
+    Value,
+)
+
+MUTATING = {
+    ListValue: {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort"},
+    DictValue: {"update", "pop", "setdefault", "clear", "popitem", "__setitem__"},
+    SetValue: {"add", "discard", "remove", "clear", "update", "pop"},
+}
+
+
+def require_fresh(frame, obj: Value, what: str) -> None:
+    if not getattr(obj, "fresh", True):
+        raise frame.unsupported(
+            f"{what} mutates {obj.source.short() if obj.source else 'a container'}, which comes "
+            "from outside the compiled function (side effects are not captured yet)",
+            "build a new container inside the function and return it",
+        )
+
+
+def const_key(frame, key: Value):
+    if isinstance(key, Const):
+        try:
+            hash(key.value)
+        except TypeError as exc:
+            raise UserCodeRaises(exc) from exc
+        return key.value
+    if isinstance(key, TupleValue) and all(isinstance(v, Const) for v in key.items):
+        return tuple(v.value for v in key.items)
+    raise frame.unsupported(f"a dict key or set item that is a {key.kind()} is not supported")
+
+
+def truthiness(frame, value: Value) -> bool:
+    """``bool(value)`` for a value known at capture time; arrays are data-dependent."""
+    if isinstance(value, Const):
+        return bool(value.value)
+    if isinstance(value, (TupleValue, ListValue, DictValue)):
+        return value.length() > 0
+    if isinstance(value, SetValue):
+        return bool(value.items)
+    if isinstance(value, ArrayValue):
+        raise frame.unsupported(
+            "a branch depends on the values in an array (data-dependent control flow)",
+            "use np.where / np.select to compute both sides, or accept a graph break here",
+        )
+    return True  # functions, user objects without __bool__/__len__
+
+
+def items_of(frame, value: Value) -> list[Value]:
+    """The values iterating ``value`` yields, computed at capture time."""
+    from npdynamo import ops
+    from npdynamo.capture.calls import op_call
+
+    if isinstance(value, (TupleValue, ListValue, SetValue)):
+        return list(value.items)
+    if isinstance(value, DictValue):
+        return [Const(k) if not isinstance(k, tuple) else _const_tuple(k) for k in value.items]
+    if isinstance(value, IteratorValue):
+        return value.remaining()
+    if isinstance(value, Const) and isinstance(value.value, (range, tuple, str, bytes, frozenset)):
+        from npdynamo.capture.builder import constant_value
+
+        return [constant_value(v) for v in value.value]
+    if isinstance(value, ArrayValue):
+        if value.meta.ndim == 0:
+            raise UserCodeRaises(TypeError("iteration over a 0-d array"))
+        getitem = ops.REGISTRY["getitem"]
+        return [op_call(frame, getitem, (value, i), {}) for i in range(value.meta.shape[0])]
+    raise frame.unsupported(f"iterating over a {value.kind()} is not supported")
+
+
+def _const_tuple(key: tuple) -> TupleValue:
+    return TupleValue([Const(k) for k in key])
+
+
+def get_iter(frame, value: Value) -> IteratorValue:
+    if isinstance(value, IteratorValue):
+        return value
+    if isinstance(value, ListValue):
+        return IteratorValue(live=value)
+    return IteratorValue(items=items_of(frame, value))
+
+
+def subscript(frame, container: Value, index: Value) -> Value:
+    """``container[index]`` for tuples, lists, dicts and constants."""
+    if isinstance(container, DictValue):
+        key = const_key(frame, index)
+        if key not in container.items:
+            raise UserCodeRaises(KeyError(key))
+        return container.items[key]
+    if isinstance(container, (TupleValue, ListValue)):
+        if not isinstance(index, Const):
+            raise frame.unsupported("indexing a list or tuple with a graph value")
+        try:
+            picked = container.items[index.value]
+        except (IndexError, TypeError) as exc:
+            raise UserCodeRaises(exc) from exc
+        if isinstance(index.value, slice):
+            return type(container)(list(picked))
+        return picked
+    if isinstance(container, Const) and isinstance(index, Const):
+        from npdynamo.capture.builder import constant_value
+
+        try:
+            return constant_value(container.value[index.value])
+        except Exception as exc:
+            raise UserCodeRaises(exc) from exc
+    raise frame.unsupported(f"indexing a {container.kind()} is not supported")
+
+
+def store_subscript(frame, container: Value, index: Value, value: Value) -> None:
+    if isinstance(container, DictValue):
+        require_fresh(frame, container, "d[k] = v")
+        container.items[const_key(frame, index)] = value
+        return
+    if isinstance(container, ListValue):
+        require_fresh(frame, container, "lst[i] = v")
+        if not isinstance(index, Const):
+            raise frame.unsupported("list index that is a graph value")
+        try:
+            if isinstance(index.value, slice):
+                container.items[index.value] = items_of(frame, value)
+            else:
+                container.items[index.value] = value
+        except (IndexError, TypeError, ValueError) as exc:
+            raise UserCodeRaises(exc) from exc
+        return
+    raise frame.unsupported(f"item assignment into a {container.kind()} is not supported")
+
+
+def container_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict) -> Value:
+    """Methods of lists, tuples, dicts and sets, applied to the tracked container."""
+    if name in MUTATING.get(type(obj), ()):
+        require_fresh(frame, obj, f".{name}()")
+    if kwargs and name not in ("sort", "pop", "get", "update"):
+        raise frame.unsupported(f"keyword arguments to .{name}()")
+    try:
+        if isinstance(obj, DictValue):
+            return _dict_method(frame, obj, name, args, kwargs)
+        if isinstance(obj, (ListValue, TupleValue)):
+            return _sequence_method(frame, obj, name, args)
+        if isinstance(obj, SetValue) and name == "add":
+            obj.items.append(args[0])
+            return Const(None)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise UserCodeRaises(exc) from exc
+    raise frame.unsupported(
+        f"the {type(obj).__name__[:-5].lower()} method .{name}() is not supported"
+    )
+
+
+def _dict_method(frame, d: DictValue, name: str, args: list[Value], kwargs: dict) -> Value:
+    keys = [Const(k) if not isinstance(k, tuple) else _const_tuple(k) for k in d.items]
+    if name == "keys":
+        return ListValue(keys)
+    if name == "values":
+        return ListValue(list(d.items.values()))
+    if name == "items":
+        return ListValue([TupleValue([k, v]) for k, v in zip(keys, d.items.values())])
+    if name == "get":
+        key = const_key(frame, args[0])
+        default = args[1] if len(args) > 1 else kwargs.get("default", Const(None))
+        return d.items.get(key, default)
+    if name == "copy":
+        return DictValue(dict(d.items))
+    if name == "__getitem__":
+        return subscript(frame, d, args[0])
+    if name == "__contains__":
+        return Const(const_key(frame, args[0]) in d.items)
+    if name == "update":
+        other = args[0] if args else DictValue({})
+        if not isinstance(other, DictValue):
+            raise frame.unsupported("dict.update with a non-dict argument")
+        d.items.update(other.items)
+        d.items.update(kwargs)
+        return Const(None)
+    if name == "pop":
+        key = const_key(frame, args[0])
+        if key in d.items or len(args) < 2:
+            return d.items.pop(key)
+        return args[1]
+    if name == "setdefault":
+        key = const_key(frame, args[0])
+        return d.items.setdefault(key, args[1] if len(args) > 1 else Const(None))
+    if name == "clear":
+        d.items.clear()
+        return Const(None)
+    raise frame.unsupported(f"the dict method .{name}() is not supported")
+
+
+def _sequence_method(frame, seq, name: str, args: list[Value]) -> Value:
+    items = seq.items
+    if name == "append":
+        items.append(args[0])
+        return Const(None)
+    if name == "extend":
+        items.extend(items_of(frame, args[0]))
+        return Const(None)
+    if name == "insert":
+        items.insert(args[0].value, args[1])
+        return Const(None)
+    if name == "pop":
+        return items.pop(args[0].value if args else -1)
+    if name == "clear":
+        items.clear()
+        return Const(None)
+    if name == "reverse":
+        items.reverse()
+        return Const(None)
+    if name == "copy":
+        return ListValue(list(items))
+    if name in ("index", "count", "remove"):
+        if not all(isinstance(v, Const) for v in items) or not isinstance(args[0], Const):
+            raise frame.unsupported(f".{name}() on a sequence holding graph values")
+        plain = [v.value for v in items]
+        if name == "remove":
+            del items[plain.index(args[0].value)]
+            return Const(None)
+        return Const(getattr(plain, name)(args[0].value))
+    raise frame.unsupported(f"the sequence method .{name}() is not supported")

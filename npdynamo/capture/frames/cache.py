@@ -1,0 +1,271 @@
+"""Per-code-object cache of compiled entries and the recompilation policy.
+
+Part of the frame hooks, between the generated dispatchers (which read ``FrameCache.pairs``) and
+the translator (``npdynamo.capture.entry.build_entry``, called on a miss). A cache belongs to one
+code object and one ``(backend, fullgraph, dynamic)`` setting; functions without a closure share
+it, a closure gets its own (its entries may depend on its cells, which guards do not see).
+
+On a miss the first entry's ``miss_reason`` is recorded as the recompile reason (logged on
+``npdynamo.recompiles``), a new entry is built, appended and run. Past
+``config.cache_size_limit`` entries the cache is run-only: existing entries still serve, other
+calls run the original function in Python, and one ``RecompileLimitWarning`` says why.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+import warnings
+import weakref
+from collections.abc import Callable
+from types import CodeType, FunctionType, MethodType
+from typing import Any
+
+from npdynamo import config
+from npdynamo.capture.frames.disable import capture_suspended, suspend_capture
+from npdynamo.capture.frames.dispatch import EntryList, is_generated_code, original_function
+from npdynamo.errors import Unsupported
+
+recompiles_log = logging.getLogger("npdynamo.recompiles")
+graph_breaks_log = logging.getLogger("npdynamo.graph_breaks")
+
+SUPPORTED_PYTHON = ((3, 11), (3, 12), (3, 13))
+# Module attribute, not a constant, so tests can pretend to run on another version.
+_python = sys.version_info[:2]
+_python_warned = False
+
+
+class NpdynamoWarning(UserWarning):
+    """Root of the warnings npdynamo emits on purpose."""
+
+
+class RecompileLimitWarning(NpdynamoWarning):
+    """A function reached ``config.cache_size_limit`` entries; new cases now run in Python."""
+
+
+class UnsupportedPythonWarning(NpdynamoWarning):
+    """The running Python is not one npdynamo can capture; everything runs uncompiled."""
+
+
+def capture_supported() -> bool:
+    """True when the running CPython is one whose bytecode npdynamo understands."""
+    return _python in SUPPORTED_PYTHON
+
+
+_PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "")
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """Warn, attributing the warning to the first caller outside npdynamo and its generated code."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (
+        frame.f_code.co_filename.startswith(_PACKAGE_DIR) or is_generated_code(frame.f_code)
+    ):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)
+
+
+def warn_unsupported_python() -> None:
+    """Warn once per process that nothing will be compiled on this Python."""
+    global _python_warned
+    if _python_warned:
+        return
+    _python_warned = True
+    supported = ", ".join(f"{major}.{minor}" for major, minor in SUPPORTED_PYTHON)
+    warn_user(
+        f"npdynamo captures CPython {supported} bytecode only; this is Python "
+        f"{_python[0]}.{_python[1]}, so compiled functions and npdynamo.enable() regions run "
+        "as plain, uncompiled Python.",
+        UnsupportedPythonWarning,
+    )
+
+
+def describe_code(code: CodeType) -> str:
+    """``qualname (file:line)``: how messages name a function."""
+    return f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
+
+
+def _build_entry(fn: FunctionType, frame_args: tuple, *, backend: Callable, fullgraph: bool):
+    # Imported on first use: the translator imports helpers from this package.
+    from npdynamo.capture.entry import build_entry
+
+    return build_entry(fn, frame_args, backend=backend, fullgraph=fullgraph)
+
+
+class FrameCache:
+    """The compiled entries of one code object for one backend and ``fullgraph`` setting."""
+
+    def __init__(
+        self, code: CodeType, backend: Callable, fullgraph: bool, dynamic: bool | None = None
+    ) -> None:
+        self.code = code
+        self.backend = backend
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic  # not passed on yet: build_entry takes no ``dynamic``
+        self.pairs = EntryList()  # (check, run) per entry, iterated by the dispatchers
+        self.entries: list[Any] = []
+        self.refused: str | None = None  # why the translator refused this code, if it did
+        self.limit_warned = False
+
+    def clear(self) -> None:
+        """Drop every entry and forget refusals and warnings (``reset()``)."""
+        self.pairs.clear()
+        self.entries.clear()
+        self.refused = None
+        self.limit_warned = False
+
+    def miss_handler(
+        self, fn: FunctionType, fallback: FunctionType, *, strict: bool = True
+    ) -> Callable[..., Any]:
+        """What a dispatcher calls when no entry accepts its frame arguments.
+
+        ``strict``: code the translator refuses raises ``Unsupported`` (an explicit
+        ``@compile``); otherwise (functions the region hook picked up) it runs in Python.
+        """
+        return functools.partial(self.miss, fn, fallback, strict)
+
+    def miss(self, fn: FunctionType, fallback: FunctionType, strict: bool, *frame_args: Any) -> Any:
+        """Compile an entry for ``frame_args`` and run it, or run ``fallback`` in Python."""
+        if self.refused is not None or capture_suspended():
+            return fallback(*frame_args)
+        # Nothing the guards or the translator call may be hooked or compiled meanwhile.
+        with suspend_capture():
+            entry = self._compile(fn, frame_args, strict or self.fullgraph)
+        if entry is None:
+            return fallback(*frame_args)
+        return entry.run(*frame_args)
+
+    def _compile(self, fn: FunctionType, frame_args: tuple, strict: bool) -> Any:
+        reason = self._miss_reason(frame_args)
+        limit = config.cache_size_limit
+        if len(self.entries) >= limit:
+            if not self.limit_warned:
+                self.limit_warned = True
+                warn_user(self._limit_message(limit, reason), RecompileLimitWarning)
+            return None
+        if reason is not None:
+            _REASONS.setdefault(id(self.code), (self.code, []))[1].append(reason)
+            recompiles_log.info(
+                "Recompiling function %s\n    triggered by: %s", describe_code(self.code), reason
+            )
+        try:
+            entry = _build_entry(fn, frame_args, backend=self.backend, fullgraph=self.fullgraph)
+        except Unsupported as exc:
+            # Until graph breaks exist, code a graph cannot hold is an error naming the reason
+            # for a function the user compiled explicitly; region-hooked code runs in Python.
+            if strict:
+                raise
+            self.refused = str(exc)
+            graph_breaks_log.info(
+                "Not capturing %s, it runs in Python: %s", describe_code(self.code), exc
+            )
+            return None
+        self.entries.append(entry)
+        self.pairs.append((entry.check, entry.run))
+        return entry
+
+    def _miss_reason(self, frame_args: tuple) -> str | None:
+        if not self.entries:
+            return None
+        try:
+            return self.entries[0].miss_reason(*frame_args)
+        except Exception as exc:  # a reason is diagnostics: never fail the user's call for it
+            return f"a guard failed (its reason could not be computed: {exc!r})"
+
+    def _limit_message(self, limit: int, reason: str | None) -> str:
+        return (
+            f"npdynamo: function {describe_code(self.code)} reached "
+            f"npdynamo.config.cache_size_limit ({limit}) compiled entries. It keeps being "
+            "recompiled, so calls that match no existing entry now run as plain Python. "
+            f"Last recompile reason: {reason or 'none recorded'}. "
+            "To allow more entries, raise npdynamo.config.cache_size_limit; to see every "
+            "reason, enable the 'npdynamo.recompiles' logger (NPDYNAMO_LOGS=recompiles)."
+        )
+
+
+_SHARED: dict[tuple, FrameCache] = {}
+_PER_FUNCTION: weakref.WeakKeyDictionary[FunctionType, dict[tuple, FrameCache]] = (
+    weakref.WeakKeyDictionary()
+)
+_ALL: weakref.WeakSet[FrameCache] = weakref.WeakSet()
+_OWNERS: weakref.WeakKeyDictionary[FunctionType, FrameCache] = weakref.WeakKeyDictionary()
+# Keyed by id (code objects compare by value); the code is kept so the id stays its own.
+_REASONS: dict[int, tuple[CodeType, list[str]]] = {}
+_RESET_CALLBACKS: list[Callable[[], None]] = []
+
+
+def cache_for(
+    fn: FunctionType,
+    code: CodeType,
+    backend: Callable,
+    fullgraph: bool,
+    dynamic: bool | None = None,
+) -> FrameCache:
+    """The cache serving calls of ``fn`` (whose original code is ``code``)."""
+    # The cache holds ``backend``, so its id stays valid while the key exists.
+    options = (id(backend), fullgraph, dynamic)
+    if fn.__closure__ is None:
+        table, key = _SHARED, (id(code), *options)
+    else:
+        table, key = _PER_FUNCTION.setdefault(fn, {}), options
+    cache = table.get(key)
+    if cache is None:
+        cache = table[key] = FrameCache(code, backend, fullgraph, dynamic)
+        _ALL.add(cache)
+    return cache
+
+
+def register_owner(front: FunctionType, cache: FrameCache) -> None:
+    """Record that calls of ``front`` (a dispatcher or hooked function) are served by ``cache``."""
+    _OWNERS[front] = cache
+
+
+def forget_owner(front: FunctionType) -> None:
+    """Undo ``register_owner`` (the region hook restored ``front``'s code)."""
+    _OWNERS.pop(front, None)
+
+
+def cache_of(obj: object) -> FrameCache | None:
+    """The cache behind a compiled function or a region-hooked function, if any."""
+    if isinstance(obj, MethodType):
+        obj = obj.__func__
+    try:
+        return _OWNERS.get(obj)
+    except TypeError:
+        return None
+
+
+def compiled_entries(obj: object) -> list[Any]:
+    """The compiled entries currently serving ``obj`` (a compiled or region-hooked function)."""
+    cache = cache_of(obj)
+    return list(cache.entries) if cache is not None else []
+
+
+def recompile_reasons(obj: object) -> list[str]:
+    """Every recompile reason recorded for ``obj``'s code since the last ``reset()``."""
+    if isinstance(obj, MethodType):
+        obj = obj.__func__
+    original = original_function(obj)
+    if original is not None:
+        obj = original
+    code = obj if isinstance(obj, CodeType) else getattr(obj, "__code__", None)
+    record = _REASONS.get(id(code))
+    return list(record[1]) if record is not None and record[0] is code else []
+
+
+def on_reset(callback: Callable[[], None]) -> None:
+    """Run ``callback`` on every ``reset()`` (the region hook un-hooks functions there)."""
+    _RESET_CALLBACKS.append(callback)
+
+
+def reset() -> None:
+    """Drop every compiled entry, recompile record and refusal; un-hook region-hooked functions."""
+    for cache in list(_ALL):
+        cache.clear()
+    _SHARED.clear()
+    _PER_FUNCTION.clear()
+    _REASONS.clear()
+    for callback in _RESET_CALLBACKS:
+        callback()

@@ -1,0 +1,114 @@
+"""The decorator entry, ``compile``: the frame hook's main entry, which sees every call.
+
+First stage of the pipeline for decorated functions. ``compile(fn)`` returns a generated
+dispatcher with ``fn``'s own signature (see ``dispatch``) that serves calls from the per-code
+cache (see ``cache``) and builds a new entry with the translator on a miss.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable
+from types import FunctionType, MethodType
+from typing import Any
+
+from npdynamo.backends import lookup_backend
+from npdynamo.capture.frames.cache import (
+    cache_for,
+    capture_supported,
+    register_owner,
+    warn_unsupported_python,
+)
+from npdynamo.capture.frames.disable import is_disabled
+from npdynamo.capture.frames.dispatch import (
+    make_dispatcher,
+    make_fallback,
+    make_original_view,
+    original_function,
+    register_original,
+)
+from npdynamo.errors import NpdynamoError
+
+# Each dispatcher's user function (its ``__wrapped__``, which callers may overwrite).
+_USER_FUNCTIONS: weakref.WeakKeyDictionary[FunctionType, FunctionType] = weakref.WeakKeyDictionary()
+
+
+class NotCompilable(NpdynamoError, TypeError):
+    """``compile`` was given something that is not a Python function or method."""
+
+
+def compile(
+    fn: Callable | None = None,
+    *,
+    backend: str | Callable = "eager",
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+) -> Any:
+    """Compile ``fn``: usable as ``@compile`` and ``@compile(backend=..., fullgraph=...)``.
+
+    Returns a function with ``fn``'s signature and metadata. Each call runs the first compiled
+    entry whose guards accept the arguments; otherwise a new entry is captured and compiled.
+    ``backend`` is a registered name or a callable ``backend(gm, example_inputs)``; an unknown
+    name raises ``InvalidBackend`` here. ``fullgraph=True`` turns graph breaks into errors.
+    ``dynamic``: ``None`` (shapes start static, changed dims become dynamic), True or False.
+    """
+    backend_fn = lookup_backend(backend)
+    if not isinstance(fullgraph, bool):
+        raise TypeError(f"fullgraph must be True or False, not {fullgraph!r}")
+    if dynamic is not None and not isinstance(dynamic, bool):
+        raise TypeError(f"dynamic must be None, True or False, not {dynamic!r}")
+    if fn is None:
+        return functools.partial(_compile, backend=backend_fn, fullgraph=fullgraph, dynamic=dynamic)
+    return _compile(fn, backend=backend_fn, fullgraph=fullgraph, dynamic=dynamic)
+
+
+def _compile(obj: Any, *, backend: Callable, fullgraph: bool, dynamic: bool | None) -> Any:
+    options = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
+    if isinstance(obj, staticmethod):
+        return staticmethod(_compile(obj.__func__, **options))
+    if isinstance(obj, classmethod):
+        return classmethod(_compile(obj.__func__, **options))
+    if isinstance(obj, MethodType) and isinstance(obj.__func__, FunctionType):
+        return MethodType(_compile(obj.__func__, **options), obj.__self__)
+    if not isinstance(obj, FunctionType):
+        raise NotCompilable(_not_compilable_message(obj))
+    if is_disabled(obj):
+        return obj
+    if not capture_supported():
+        warn_unsupported_python()
+        return obj
+    fn = _USER_FUNCTIONS.get(obj, obj)  # compiling a compiled function: start from the user's
+    # A region-hooked function runs a trampoline; its original code is kept by its view.
+    code = (original_function(fn) or fn).__code__
+    view = make_original_view(fn, code)
+    cache = cache_for(fn, code, backend, fullgraph, dynamic)
+    miss = cache.miss_handler(view, make_fallback(fn, code))
+    dispatcher = make_dispatcher(view, cache.pairs, miss)
+    functools.update_wrapper(dispatcher, fn)
+    register_owner(dispatcher, cache)
+    register_original(dispatcher, view)
+    _USER_FUNCTIONS[dispatcher] = fn
+    return dispatcher
+
+
+def _not_compilable_message(obj: Any) -> str:
+    if isinstance(obj, str):
+        return (
+            f"npdynamo.compile got the string {obj!r} where a function was expected; pass the "
+            f"backend by keyword: @npdynamo.compile(backend={obj!r})."
+        )
+    if isinstance(obj, type):
+        return (
+            f"npdynamo.compile cannot compile the class {obj.__qualname__}: compile one of its "
+            "methods instead (@npdynamo.compile on the def, or npdynamo.compile(obj.method))."
+        )
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or repr(obj)
+    message = (
+        f"npdynamo.compile cannot compile {name!r} (of type {type(obj).__name__}): it compiles "
+        "Python functions (def or lambda), methods, staticmethods and classmethods, whose "
+        "bytecode it reads."
+    )
+    if any(isinstance(k.__dict__.get("__call__"), FunctionType) for k in type(obj).__mro__):
+        return message + " For a callable object, compile its method: compile(obj.__call__)."
+    return message + f" Call {name} from a Python function and compile that function."

@@ -1,0 +1,23 @@
+"""Guards: what a compiled entry assumes about its inputs, checked on every call."""
+
+from npdynamo.capture.guards.guard import Guard, GuardKind, GuardSet
+from npdynamo.capture.guards.sources import (
+    AttrSource,
+    ClosureSource,
+    GlobalSource,
+    ItemSource,
+    LocalSource,
+    Source,
+)
+
+__all__ = [
+    "AttrSource",
+    "ClosureSource",
+    "GlobalSource",
+    "Guard",
+    "GuardKind",
+    "GuardSet",
+    "ItemSource",
+    "LocalSource",
+    "Source",
+]

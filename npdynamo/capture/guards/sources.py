@@ -1,0 +1,114 @@
+"""Sources: where a value the translator relies on came from, so a guard can read it again.
+
+A source is named the way the reports print it (``L['x'].shape``, ``G['np']``, ``L['self'].w``)
+and renders itself as a Python expression inside the generated guard and run functions, where the
+frame's arguments are positional parameters ``a0, a1, ...``, the function's globals are ``G`` and
+its closure cells are ``CELL0, CELL1, ...``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class Source:
+    """Base of all sources; frozen dataclasses, so equal sources hash alike."""
+
+    def name(self) -> str:
+        """The canonical name: ``L['x'].w[0]``."""
+        raise NotImplementedError
+
+    def short(self) -> str:
+        """The name a user reads in a reason: ``x.w[0]``."""
+        raise NotImplementedError
+
+    def expr(self) -> str:
+        """A Python expression reading the value inside generated guard/run code."""
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.name()
+
+
+@dataclass(frozen=True)
+class LocalSource(Source):
+    """The frame argument ``local`` (position ``index`` in the frame's argument tuple)."""
+
+    local: str
+    index: int
+
+    def name(self) -> str:
+        return f"L[{self.local!r}]"
+
+    def short(self) -> str:
+        return self.local
+
+    def expr(self) -> str:
+        return f"a{self.index}"
+
+
+@dataclass(frozen=True)
+class GlobalSource(Source):
+    """A name in the captured function's module globals."""
+
+    global_name: str
+
+    def name(self) -> str:
+        return f"G[{self.global_name!r}]"
+
+    def short(self) -> str:
+        return self.global_name
+
+    def expr(self) -> str:
+        return f"G[{self.global_name!r}]"
+
+
+@dataclass(frozen=True)
+class ClosureSource(Source):
+    """The contents of the captured function's closure cell ``index`` (free variable ``var``)."""
+
+    var: str
+    index: int
+
+    def name(self) -> str:
+        return f"C[{self.var!r}]"
+
+    def short(self) -> str:
+        return self.var
+
+    def expr(self) -> str:
+        return f"CELL{self.index}.cell_contents"
+
+
+@dataclass(frozen=True)
+class AttrSource(Source):
+    """``base.attr``."""
+
+    base: Source
+    attr: str
+
+    def name(self) -> str:
+        return f"{self.base.name()}.{self.attr}"
+
+    def short(self) -> str:
+        return f"{self.base.short()}.{self.attr}"
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}.{self.attr}"
+
+
+@dataclass(frozen=True)
+class ItemSource(Source):
+    """``base[key]`` for a constant key (int or str)."""
+
+    base: Source
+    key: object
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.key!r}]"
+
+    def short(self) -> str:
+        return f"{self.base.short()}[{self.key!r}]"
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}[{self.key!r}]"

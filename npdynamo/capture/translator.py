@@ -1,0 +1,285 @@
+"""The translator: evaluates a function's bytecode symbolically into a graph plus guards.
+
+``CaptureContext`` owns what one capture builds (the fx graph, the guards, the values read from
+the frame). ``Frame`` is one activation: the captured function or a user function inlined into it.
+It steps through the instructions the ``bytecode`` library decoded, dispatching each to the one
+opcode-handler table in ``opcodes.py``; jumps follow values known at capture time, so loops unroll
+and branches specialise. Nothing here executes an array operation.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import sys
+import types
+
+import bytecode as bc
+
+from npdynamo import ops
+from npdynamo.capture.builder import ValueBuilder
+from npdynamo.capture.errors import CaptureUnsupported, Location, UserCodeRaises
+from npdynamo.capture.guards import ClosureSource, GuardKind, GuardSet, LocalSource
+from npdynamo.capture.values import (
+    NULL,
+    ArrayValue,
+    CellValue,
+    Const,
+    ExternalCell,
+    FunctionValue,
+    Value,
+)
+from npdynamo.fx import Graph
+
+#: Instructions one capture may evaluate before giving up (an unrolled loop that never ends).
+STEP_LIMIT = 500_000
+#: Depth of inlined user calls before giving up (recursion).
+INLINE_DEPTH_LIMIT = 32
+
+CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coro, async gen
+
+
+def frame_arg_names(code: types.CodeType) -> list[str]:
+    """The frame's argument locals in ``co_varnames`` order (positional, kw-only, *args, **kw)."""
+    n = code.co_argcount + code.co_kwonlyargcount
+    n += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+    return list(code.co_varnames[:n])
+
+
+class CaptureContext:
+    """Everything one capture of one function builds."""
+
+    def __init__(self, fn: types.FunctionType) -> None:
+        self.fn = fn
+        self.graph = Graph()
+        self.arg_names = frame_arg_names(fn.__code__)
+        self.guards = GuardSet(arg_count=len(self.arg_names))
+        self.cells = tuple(fn.__closure__ or ())
+        self.guards.namespace_base = self.guard_namespace()
+        self.builder = ValueBuilder(self)
+        self.placeholders: list[tuple[object, object]] = []  # (node, source)
+        self.steps = 0
+        self.current: Frame | None = None
+
+    def guard_namespace(self) -> dict:
+        ns = {"G": self.fn.__globals__}
+        ns.update({f"CELL{i}": c for i, c in enumerate(self.cells)})
+        return ns
+
+    # -- locations -------------------------------------------------------------------------
+    def location(self) -> Location | None:
+        return self.current.location() if self.current is not None else None
+
+    def user_stack(self) -> list[Location]:
+        stack, frame = [], self.current
+        while frame is not None:
+            stack.append(frame.location())
+            frame = frame.parent
+        return stack[::-1]
+
+    def where(self) -> tuple[str, int]:
+        loc = self.location()
+        if loc is None:  # arguments are wrapped before the first instruction runs
+            return (self.fn.__code__.co_filename, self.fn.__code__.co_firstlineno)
+        return (loc.filename, loc.lineno)
+
+    def unsupported(self, reason: str, hint: str = "") -> CaptureUnsupported:
+        return CaptureUnsupported(reason, hint, self.location(), self.user_stack())
+
+    # -- guards and graph ------------------------------------------------------------------
+    def guard(self, source, kind: GuardKind, expected: object) -> None:
+        if source is not None:
+            from npdynamo.capture.guards import Guard
+
+            self.guards.add(Guard(source, kind, expected, self.where()))
+
+    def add_placeholder(self, value, source) -> object:
+        name = _identifier(source.short())
+        node = self.graph.placeholder(name)
+        from npdynamo.ops.meta import ArrayMeta
+
+        node.meta["val"] = ArrayMeta.of(value)
+        node.meta["source_name"] = source.name()
+        self.placeholders.append((node, source))
+        return node
+
+    def call_op(self, op, args: tuple, kwargs: dict) -> ArrayValue | Const:
+        """Record ``op(*args, **kwargs)`` (tracked values inside) as a graph node."""
+        node_args = _to_node_args(args)
+        node_kwargs = _to_node_args(kwargs)
+        meta_args = _to_meta_args(args)
+        meta_kwargs = _to_meta_args(kwargs)
+        try:
+            meta = op.infer(*meta_args, **meta_kwargs)
+        except (ops.UnsupportedArguments, NotImplementedError) as exc:
+            raise self.unsupported(
+                f"{op!r} with these arguments cannot be captured: {exc}"
+            ) from exc
+        except Exception as exc:
+            raise UserCodeRaises(exc) from exc
+        if isinstance(meta, tuple):
+            raise self.unsupported(f"{op!r} returns several arrays; not supported yet")
+        node = self.graph.call_function(op, node_args, node_kwargs)
+        node.meta["val"] = meta
+        loc = self.location()
+        if loc is not None:
+            node.meta["source"] = (loc.filename, loc.lineno, loc.source_line.strip())
+        return ArrayValue(node)
+
+
+def _identifier(text: str) -> str:
+    name = re.sub(r"\W+", "_", text).strip("_") or "arg"
+    return name if not name[0].isdigit() else "_" + name
+
+
+def _map_values(obj, fn):
+    if isinstance(obj, tuple):
+        return tuple(_map_values(v, fn) for v in obj)
+    if isinstance(obj, list):
+        return [_map_values(v, fn) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _map_values(v, fn) for k, v in obj.items()}
+    if isinstance(obj, slice):
+        return slice(*(_map_values(v, fn) for v in (obj.start, obj.stop, obj.step)))
+    return fn(obj)
+
+
+def _to_node_args(obj):
+    return _map_values(obj, lambda v: v.node if isinstance(v, ArrayValue) else v)
+
+
+def _to_meta_args(obj):
+    return _map_values(obj, lambda v: v.meta if isinstance(v, ArrayValue) else v)
+
+
+class Frame:
+    """One activation of user bytecode under symbolic evaluation."""
+
+    def __init__(
+        self,
+        ctx: CaptureContext,
+        func: FunctionValue,
+        locals_: dict[str, Value],
+        parent: Frame | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.func = func
+        self.code = func.code
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        if self.depth > INLINE_DEPTH_LIMIT:
+            raise ctx.unsupported("calls nest too deeply to inline (recursion?)")
+        if self.code.co_flags & CO_GENERATOR_LIKE:
+            raise ctx.unsupported(
+                f"{self.code.co_name} is a generator or coroutine, which cannot be captured"
+            )
+        self.globals = func.globals
+        self.instrs = list(bc.Bytecode.from_code(self.code))
+        self.labels = {ins: i for i, ins in enumerate(self.instrs) if isinstance(ins, bc.Label)}
+        self.ip = 0
+        self.lineno = self.code.co_firstlineno
+        self.stack: list[Value] = []
+        self.locals = dict(locals_)
+        self.cells: dict[str, Value] = {}
+        for name, cell in zip(self.code.co_freevars, func.closure):
+            self.cells[name] = cell
+        self.kw_names: tuple[str, ...] = ()
+        self.return_value: Value | None = None
+
+    # -- helpers used by the handlers ------------------------------------------------------
+    def location(self) -> Location:
+        filename = self.code.co_filename
+        line = linecache.getline(filename, self.lineno) if self.lineno else ""
+        return Location(filename, self.lineno or 0, line.rstrip("\n"), self.code.co_name)
+
+    def push(self, value: Value) -> None:
+        self.stack.append(value)
+
+    def pop(self) -> Value:
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list[Value]:
+        if n == 0:
+            return []
+        items = self.stack[-n:]
+        del self.stack[-n:]
+        return items
+
+    def jump(self, label: bc.Label) -> None:
+        self.ip = self.labels[label]
+
+    def unsupported(self, reason: str, hint: str = "") -> CaptureUnsupported:
+        return self.ctx.unsupported(reason, hint)
+
+    def load_cell(self, name: str) -> Value:
+        cell = self.cells.get(name)
+        if isinstance(cell, CellValue):
+            if cell.contents is None:
+                raise UserCodeRaises(
+                    NameError(
+                        f"cannot access free variable '{name}' where it is not associated with a"
+                        " value in enclosing scope"
+                    )
+                )
+            return cell.contents
+        if isinstance(cell, ExternalCell):
+            if cell.contents is None:
+                try:
+                    raw = cell.cell.cell_contents
+                except ValueError as exc:
+                    raise UserCodeRaises(NameError(str(exc))) from exc
+                cell.contents = self.ctx.builder.wrap(raw, cell.source)
+            return cell.contents
+        raise self.unsupported(f"closure variable {name!r} not found")
+
+    # -- the loop --------------------------------------------------------------------------
+    def run(self) -> Value:
+        from npdynamo.capture.opcodes import HANDLERS
+
+        previous, self.ctx.current = self.ctx.current, self
+        try:
+            instrs = self.instrs
+            while self.return_value is None:
+                ins = instrs[self.ip]
+                self.ip += 1
+                if not isinstance(ins, bc.Instr):
+                    continue
+                if ins.lineno is not None:
+                    self.lineno = ins.lineno
+                self.ctx.steps += 1
+                if self.ctx.steps > STEP_LIMIT:
+                    raise self.unsupported(
+                        "the loop runs too many iterations to unroll into a graph",
+                        "move the long loop out of the compiled function or shorten it",
+                    )
+                handler = HANDLERS.get(ins.name)
+                if handler is None:
+                    raise self.unsupported(
+                        f"the Python construct behind opcode {ins.name} is not supported"
+                    )
+                handler(self, ins)
+            return self.return_value
+        finally:
+            self.ctx.current = previous
+
+
+def root_frame(ctx: CaptureContext, frame_args: tuple) -> Frame:
+    """The frame of the captured function itself, its arguments wrapped with their sources."""
+    fn = ctx.fn
+    code = fn.__code__
+    locals_: dict[str, Value] = {}
+    for i, name in enumerate(ctx.arg_names):
+        locals_[name] = ctx.builder.wrap(frame_args[i], LocalSource(name, i))
+    closure = tuple(
+        ExternalCell(cell, ClosureSource(name, i))
+        for i, (name, cell) in enumerate(zip(code.co_freevars, ctx.cells))
+    )
+    func = FunctionValue(code, fn.__globals__, fn.__name__, closure=closure, fn=fn)
+    return Frame(ctx, func, locals_)
+
+
+def check_python_version() -> bool:
+    return (3, 11) <= sys.version_info[:2] <= (3, 13)
+
+
+__all__ = ["CaptureContext", "Frame", "NULL", "Const", "root_frame", "frame_arg_names"]

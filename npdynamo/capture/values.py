@@ -1,0 +1,205 @@
+"""Tracked value kinds: what the translator keeps on its symbolic stack and in its locals.
+
+During capture no array is computed. A graph array is an ``ArrayValue`` (a graph node plus its
+``ArrayMeta``); Python values the graph depends on are tracked exactly (``Const``, containers of
+tracked values, functions, user objects). Values read from the frame carry a ``source`` so the
+guards can re-read them on later calls.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+
+from npdynamo.capture.guards.sources import Source
+from npdynamo.ops.meta import ArrayMeta
+
+
+class Value:
+    """Base of every tracked value."""
+
+    source: Source | None = None
+
+    def kind(self) -> str:
+        return type(self).__name__
+
+
+class NullValue(Value):
+    """The NULL slot CPython pushes beside a callable (never a real object)."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = NullValue()
+
+
+@dataclass(eq=False)
+class Const(Value):
+    """An immutable Python value known exactly: numbers, str, None, modules, builtins, dtypes,
+    types, ranges, slices of constants."""
+
+    value: object
+    source: Source | None = None
+
+    def __repr__(self) -> str:
+        return f"Const({self.value!r})"
+
+
+@dataclass(eq=False)
+class ArrayValue(Value):
+    """An array computed by the graph (or fed to it): ``node`` holds it.
+
+    One ``ArrayValue`` stands for one NumPy array object, so every name bound to the same array
+    shares it. ``base`` is the array this one may be a view of; ``views`` counts views taken of
+    it: an in-place update is only expressible functionally when neither exists.
+    """
+
+    node: object
+    source: Source | None = None
+    base: ArrayValue | None = None
+    views: int = 0
+
+    @property
+    def meta(self) -> ArrayMeta:
+        return self.node.meta["val"]
+
+    def __repr__(self) -> str:
+        return f"ArrayValue({self.node.name}: {self.meta})"
+
+
+class _Container(Value):
+    """A tuple, list or dict; one read from the frame wraps its items only when they are used,
+    so an unused item adds no guard (``loader`` wraps them, ``length`` is known without it)."""
+
+    def __init__(
+        self,
+        items=None,
+        source: Source | None = None,
+        fresh: bool = True,
+        loader=None,
+        length: int | None = None,
+    ) -> None:
+        self._items = items
+        self.source = source
+        self.fresh = fresh
+        self._loader = loader
+        self._length = length
+
+    @property
+    def items(self):
+        if self._items is None:
+            self._items = self._loader()
+            self._loader = None
+        return self._items
+
+    @items.setter
+    def items(self, value) -> None:
+        self._items = value
+
+    def length(self) -> int:
+        if self._items is None and self._length is not None:
+            return self._length
+        return len(self.items)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.length()} items)"
+
+
+class TupleValue(_Container):
+    def __init__(
+        self, items=None, source: Source | None = None, loader=None, length: int | None = None
+    ) -> None:
+        super().__init__(items, source, False, loader, length)
+
+
+class ListValue(_Container):
+    """A list; ``fresh`` lists were created by the captured code and may be mutated freely."""
+
+
+class DictValue(_Container):
+    """A dict with constant keys (``items`` maps key -> tracked value); ``fresh`` as for lists."""
+
+
+@dataclass(eq=False)
+class SetValue(Value):
+    items: list[Value]
+    fresh: bool = True
+
+
+@dataclass(eq=False)
+class IteratorValue(Value):
+    """An iterator the unrolled loop steps through: over a snapshot, or live over a list."""
+
+    items: list[Value] | None = None
+    live: ListValue | None = None
+    pos: int = 0
+
+    def next(self) -> Value | None:
+        seq = self.live.items if self.live is not None else self.items
+        if self.pos >= len(seq):
+            return None
+        self.pos += 1
+        return seq[self.pos - 1]
+
+    def remaining(self) -> list[Value]:
+        seq = self.live.items if self.live is not None else self.items
+        rest = list(seq[self.pos :])
+        self.pos = len(seq)
+        return rest
+
+
+@dataclass(eq=False)
+class CellValue(Value):
+    """A closure cell created by the captured code (MAKE_CELL); ``contents`` None = unbound."""
+
+    contents: Value | None = None
+    name: str = ""
+
+
+@dataclass(eq=False)
+class FunctionValue(Value):
+    """A Python function to inline: one read from the frame (``fn``) or made by MAKE_FUNCTION."""
+
+    code: types.CodeType
+    globals: dict
+    name: str
+    defaults: tuple = ()
+    kwdefaults: dict = field(default_factory=dict)
+    closure: tuple = ()  # CellValue (made here) or ExternalCell (read from a function object)
+    fn: types.FunctionType | None = None
+    source: Source | None = None
+
+
+@dataclass(eq=False)
+class ExternalCell(Value):
+    """A closure cell of a function that exists outside the capture; reads are guarded."""
+
+    cell: object
+    source: Source | None = None
+    contents: Value | None = None
+
+
+@dataclass(eq=False)
+class BoundMethodValue(Value):
+    """``obj.method`` for a Python method of a user class."""
+
+    func: FunctionValue
+    self_value: Value
+
+
+@dataclass(eq=False)
+class MethodValue(Value):
+    """A method of a tracked builtin-like value (array, list, dict, str) awaiting its call."""
+
+    self_value: Value
+    name: str
+
+
+@dataclass(eq=False)
+class UserObjectValue(Value):
+    """An instance of a user class read from the frame; its attributes are read through guards."""
+
+    obj: object
+    source: Source | None = None
+    attrs: dict = field(default_factory=dict)

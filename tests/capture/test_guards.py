@@ -1,0 +1,225 @@
+"""Guards: every kind is checked for both outcomes, and a miss names what changed."""
+
+import numpy as np
+import pytest
+
+import npdynamo
+from npdynamo.backends import lookup_backend
+from npdynamo.capture.entry import build_entry
+from tests.differential import CountingBackend
+
+EAGER = lookup_backend("eager")
+G_SCALE = 2.0
+G_TABLE = {"a": 1.0}
+
+
+def entry_for(fn, *args):
+    return build_entry(fn, args, backend=EAGER)
+
+
+def f_array(x):
+    return x * 2
+
+
+def f_const(x, n):
+    return x * n
+
+
+def f_global(x):
+    return x * G_SCALE
+
+
+def f_list(x, items):
+    return x * len(items)
+
+
+def f_dict(x, d):
+    return x + d["a"]
+
+
+def f_module_fn(x):
+    return np.exp(x)
+
+
+class Obj:
+    def __init__(self, k):
+        self.k = k
+
+
+def f_attr(x, obj):
+    return x * obj.k
+
+
+def f_tuple(x, t):
+    return x * t[0]
+
+
+CASES = [
+    # (function, capture args, args that pass, args that fail, expected reason fragment)
+    (f_array, (np.ones(3),), (np.zeros(3),), (np.ones(4),), "x.shape[0]: expected 3, got 4"),
+    (
+        f_array,
+        (np.ones(3),),
+        (np.zeros(3),),
+        (np.ones(3, np.float32),),
+        "x.dtype: expected float64, got float32",
+    ),
+    (
+        f_array,
+        (np.ones(3),),
+        (np.zeros(3),),
+        ([1.0, 2.0, 3.0],),
+        "type(x): expected ndarray, got list",
+    ),
+    (f_array, (np.ones((2, 3)),), (np.zeros((2, 3)),), (np.ones(6),), "x.ndim: expected 2, got 1"),
+    (f_const, (np.ones(3), 2), (np.zeros(3), 2), (np.ones(3), 3), "n: expected 2, got 3"),
+    (f_const, (np.ones(3), 2), (np.zeros(3), 2), (np.ones(3), 2.0), "n: expected 2, got 2.0"),
+    (
+        f_list,
+        (np.ones(3), [1, 2]),
+        (np.ones(3), [5, 6]),
+        (np.ones(3), [1, 2, 3]),
+        "len(items): expected 2, got 3",
+    ),
+    (
+        f_dict,
+        (np.ones(3), {"a": 1.0}),
+        (np.ones(3), {"a": 1.0}),
+        (np.ones(3), {"b": 1.0}),
+        "d keys: expected ['a'], got ['b']",
+    ),
+    (
+        f_attr,
+        (np.ones(3), Obj(2.0)),
+        (np.ones(3), Obj(2.0)),
+        (np.ones(3), Obj(3.0)),
+        "obj.k: expected 2.0, got 3.0",
+    ),
+    (
+        f_tuple,
+        (np.ones(3), (2.0,)),
+        (np.ones(3), (2.0,)),
+        (np.ones(3), (2.0, 1.0)),
+        "len(t): expected 1, got 2",
+    ),
+]
+
+
+@pytest.mark.parametrize("fn,capture,ok,bad,reason", CASES)
+def test_guard_both_outcomes(fn, capture, ok, bad, reason):
+    entry = entry_for(fn, *capture)
+    assert entry.check(*capture)
+    assert entry.check(*ok)
+    assert not entry.check(*bad)
+    assert reason in entry.miss_reason(*bad)
+    assert "test_guards.py" in entry.miss_reason(*bad)
+
+
+def test_global_value_guard(monkeypatch):
+    entry = entry_for(f_global, np.ones(2))
+    assert entry.check(np.ones(2))
+    monkeypatch.setitem(globals(), "G_SCALE", 3.0)
+    assert not entry.check(np.ones(2))
+    assert "G_SCALE: expected 2.0, got 3.0" in entry.miss_reason(np.ones(2))
+
+
+def test_global_identity_guard(monkeypatch):
+    entry = entry_for(f_module_fn, np.ones(2))
+    assert entry.check(np.ones(2))
+    monkeypatch.setitem(globals(), "np", type("FakeNumpy", (), {"exp": staticmethod(abs)}))
+    assert not entry.check(np.ones(2) if False else __import__("numpy").ones(2))
+    assert "np: expected the object seen at capture" in entry.miss_reason(
+        __import__("numpy").ones(2)
+    )
+
+
+def test_one_generated_guard_function():
+    entry = entry_for(f_attr, np.ones(3), Obj(2.0))
+    source = entry.guard_set.source
+    assert source.count("def check(") == 1
+    # cheap type checks come before the dtype and shape checks
+    assert source.index("type(a0) is") < source.index(".dtype is")
+    assert source.index(".dtype is") < source.index(".shape ==")
+
+
+def test_guards_do_not_keep_user_data_alive():
+    import gc
+    import weakref
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.k = 2.0
+    ref = weakref.ref(holder)
+    entry = entry_for(f_attr, np.ones(3), holder)
+    del holder
+    gc.collect()
+    assert ref() is None
+    assert entry.guard_set.describe()
+
+
+def recompiles(fn, first, second):
+    backend = CountingBackend()
+    compiled = npdynamo.compile(fn, backend=backend)
+    compiled(*first)
+    compiled(*first)
+    assert backend.count == 1, "a second call with equal inputs must not capture again"
+    compiled(*second)
+    return backend.count
+
+
+@pytest.mark.parametrize(
+    "fn,first,second",
+    [
+        (f_array, (np.ones(3),), (np.ones(4),)),
+        (f_array, (np.ones(3),), (np.ones(3, np.float32),)),
+        (f_const, (np.ones(3), 2), (np.ones(3), 5)),
+        (f_list, (np.ones(3), [1]), (np.ones(3), [1, 2])),
+        (f_dict, (np.ones(3), {"a": 1.0}), (np.ones(3), {"a": 1.0, "b": 2.0})),
+        (f_attr, (np.ones(3), Obj(1.0)), (np.ones(3), Obj(4.0))),
+    ],
+)
+def test_change_recaptures(fn, first, second):
+    assert recompiles(fn, first, second) == 2
+
+
+def test_global_change_recaptures(monkeypatch):
+    backend = CountingBackend()
+    compiled = npdynamo.compile(f_global, backend=backend)
+    np.testing.assert_array_equal(compiled(np.ones(2)), np.ones(2) * 2.0)
+    monkeypatch.setitem(globals(), "G_SCALE", 5.0)
+    np.testing.assert_array_equal(compiled(np.ones(2)), np.ones(2) * 5.0)
+    assert backend.count == 2
+
+
+def test_straight_line_is_one_graph_and_normalised():
+    backend = CountingBackend()
+
+    def f(x, y):
+        return x + y, np.add(x, y), x.__add__(y), np.add(x, y, out=None)
+
+    npdynamo.compile(f, backend=backend)(np.ones(3), np.ones(3))
+    assert backend.count == 1
+    # the four spellings are one canonical op, merged by CSE into one node
+    assert backend.op_names() == ["add"]
+
+
+def test_cache_size_limit_runs_only(monkeypatch):
+    monkeypatch.setattr(npdynamo.config, "cache_size_limit", 2)
+    backend = CountingBackend()
+    compiled = npdynamo.compile(f_const, backend=backend)
+    compiled(np.ones(2), 1)
+    compiled(np.ones(2), 2)
+    with pytest.warns(Warning) as record:
+        out = compiled(np.ones(2), 3)
+        np.testing.assert_array_equal(out, np.ones(2) * 3)
+        compiled(np.ones(2), 4)
+    assert backend.count == 2
+    texts = [str(w.message) for w in record]
+    assert len(texts) == 1
+    assert "f_const" in texts[0] and "cache_size_limit" in texts[0]
+    assert "n: expected" in texts[0]
+    # entries captured before the limit still serve
+    np.testing.assert_array_equal(compiled(np.ones(2), 1), np.ones(2))
+    assert backend.count == 2

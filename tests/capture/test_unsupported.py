@@ -1,0 +1,159 @@
+"""Code a graph cannot hold raises ``npdynamo.Unsupported`` naming the reason, file, line and
+source text, and leaves the caller's data untouched; user code that raises keeps its exception."""
+
+import numpy as np
+import pytest
+
+import npdynamo
+from tests.capture.raising import g_assert
+from tests.differential import check_same
+
+COUNTER = 0
+
+
+def f_print(x):
+    y = x * 2
+    print("y is", y)
+    return y
+
+
+def f_branch(x):
+    if x.sum() > 0:
+        return x
+    return -x
+
+
+def f_item(x):
+    return x.sum().item() * 2
+
+
+def f_float(x):
+    return float(x.max()) + 1
+
+
+def f_linalg(x):
+    return np.linalg.inv(x)
+
+
+def f_random(x):
+    return x + np.random.rand(3)
+
+
+def f_setattr(obj, x):
+    obj.value = x * 2
+    return x
+
+
+def f_global_store(x):
+    global COUNTER
+    COUNTER += 1
+    return x
+
+
+def f_list_mutation(lst, x):
+    lst.append(x * 2)
+    return x
+
+
+def f_inplace_input(x):
+    x += 1
+    return x
+
+
+def f_generator(x):
+    yield x
+
+
+def f_explicit_break(x):
+    y = x + 1
+    npdynamo.graph_break()
+    return y
+
+
+class Box:
+    pass
+
+
+CASES = [
+    (f_print, lambda: (np.ones(3),), "print() does input/output", 'print("y is", y)'),
+    (f_branch, lambda: (np.ones(3),), "depends on the values in an array", "if x.sum() > 0:"),
+    (f_item, lambda: (np.ones(3),), "turns a graph value into a Python value", ".item()"),
+    (f_float, lambda: (np.ones(3),), "float() of a graph value", "float(x.max())"),
+    (f_linalg, lambda: (np.eye(3),), "numpy.linalg", "np.linalg.inv(x)"),
+    (f_random, lambda: (np.ones(3),), "random", "np.random.rand(3)"),
+    (f_setattr, lambda: (Box(), np.ones(3)), "assigning the attribute .value", "obj.value = "),
+    (f_global_store, lambda: (np.ones(3),), "assigning the global 'COUNTER'", "COUNTER += 1"),
+    (f_list_mutation, lambda: ([], np.ones(3)), "mutates lst", "lst.append(x * 2)"),
+    (f_inplace_input, lambda: (np.ones(3),), "writes into an array that is an input", "x += 1"),
+    (f_explicit_break, lambda: (np.ones(3),), "graph_break", "npdynamo.graph_break()"),
+]
+
+
+@pytest.mark.parametrize("fn,factory,reason,line", CASES, ids=[c[0].__name__ for c in CASES])
+def test_unsupported_names_reason_and_location(fn, factory, reason, line):
+    args = factory()
+    before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    compiled = npdynamo.compile(fn)
+    with pytest.raises(npdynamo.Unsupported) as info:
+        compiled(*args)
+    text = str(info.value)
+    assert reason in text
+    assert "test_unsupported.py" in text and line in text
+    for a, b in zip(args, before):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b)  # nothing half-applied
+    assert isinstance(info.value, npdynamo.NpdynamoError)
+
+
+def test_fullgraph_raises_too():
+    with pytest.raises(npdynamo.Unsupported):
+        npdynamo.compile(f_print, fullgraph=True)(np.ones(2))
+
+
+def test_generator_is_refused():
+    with pytest.raises(npdynamo.Unsupported, match="generator"):
+        list(npdynamo.compile(f_generator)(np.ones(2)))
+
+
+def test_region_mode_runs_refused_code_in_python(capsys):
+    def region_fn(x):
+        print("side")
+        return x * 2
+
+    with npdynamo.enable():
+        region_fn(np.ones(2))
+        out = region_fn(np.ones(2))  # hooked from here on: refused, runs in Python
+    np.testing.assert_array_equal(out, np.ones(2) * 2)
+    assert capsys.readouterr().out == "side\nside\n"
+
+
+# -- user code that raises: the compiled function raises exactly what Python raises -------------
+def g_shape_mismatch(x, y):
+    return x @ y
+
+
+def g_key_error(d):
+    return d["missing"] * 2
+
+
+def g_zero_division(x, n):
+    return x * (1 / n)
+
+
+def g_bad_reshape(x):
+    return x.reshape(5, 5)
+
+
+@pytest.mark.parametrize(
+    "fn,args",
+    [
+        (g_shape_mismatch, (np.ones((2, 3)), np.ones((4, 2)))),
+        (g_key_error, ({"a": np.ones(2)},)),
+        (g_assert, (np.ones(2), 0)),
+        (g_assert, (np.ones(2), 2)),
+        (g_zero_division, (np.ones(2), 0)),
+        (g_bad_reshape, (np.ones(6),)),
+    ],
+)
+def test_user_exceptions_match(fn, args):
+    check_same(fn, *args)
