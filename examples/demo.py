@@ -1,8 +1,9 @@
-"""A first look at npdynamo's graph IR: two NumPy programs written out as fx graphs by hand.
+"""A first look at npdynamo: a NumPy function captured into a graph, then the graph IR by hand.
 
-Capturing a function builds such graphs automatically; here we build them ourselves to see the
-middle of the pipeline: a graph of canonical ops, shape/dtype propagation, the generated Python
-function, and a check that it computes exactly what plain NumPy computes.
+Part 1 compiles an ordinary NumPy function with ``@npdynamo.compile`` and shows what the capture
+built: the graph of canonical ops, its generated Python, the guards a later call must pass, and
+that the result is exactly plain NumPy's. Part 2 builds two such graphs by hand to show the middle
+of the pipeline: shape/dtype propagation, the generated function, the same check.
 
 Run it with ``make demo`` (or ``python examples/demo.py``).
 """
@@ -11,8 +12,37 @@ from __future__ import annotations
 
 import numpy as np
 
+import npdynamo
 from npdynamo import fx, ops
+from npdynamo.capture.frames import compiled_entries
 from npdynamo.fx.passes import propagate_shapes
+
+
+def layernorm(x, gamma, beta, eps=1e-5):
+    """Layer normalisation over the last axis, written the way a NumPy user writes it."""
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def capture_demo() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    gamma, beta = np.ones(8, np.float32), np.zeros(8, np.float32)
+    compiled = npdynamo.compile(layernorm)
+    result = compiled(x, gamma, beta)
+    (entry,) = compiled_entries(compiled)
+    print("=== captured: layernorm ===")
+    entry.graph_module.print_tabular()
+    print("\ngenerated code:\n" + entry.graph_module.code)
+    print("guards:\n  " + "\n  ".join(entry.guard_set.describe()))
+    same = np.array_equal(result, layernorm(x, gamma, beta))
+    print(f"\nresult {result.dtype}{list(result.shape)}, bitwise equal to plain NumPy: {same}")
+    compiled(x * 2, gamma, beta)  # same shapes and dtypes: served by the same entry
+    print(f"entries after a second call with new values: {len(compiled_entries(compiled))}")
+    compiled(x[:2], gamma, beta)  # a new shape: a new entry, and the reason is recorded
+    print(f"entries after a call with a new shape: {len(compiled_entries(compiled))}")
+    print(f"why: {npdynamo.capture.frames.recompile_reasons(compiled)[-1]}")
 
 
 def gelu(x):
@@ -51,6 +81,8 @@ def mlp_graph() -> fx.Graph:
 
 
 def main() -> None:
+    capture_demo()
+    print("\n\n######## the graph IR, built by hand ########")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4, 8)).astype(np.float32)
     params = [rng.standard_normal(s).astype(np.float32) for s in ((8, 16), (16,), (16, 3), (3,))]

@@ -5,6 +5,7 @@ guarded by shapes, dtypes and values, and the graph is compiled by a backend.
 """
 
 from npdynamo import config, fx, ops
+from npdynamo.logs import set_logs
 from npdynamo.backends import list_backends, register_backend
 from npdynamo.capture.builtins_table import graph_break
 from npdynamo.capture.frames import compile, disable, enable, reset
@@ -34,4 +35,5 @@ __all__ = [
     "ops",
     "register_backend",
     "reset",
+    "set_logs",
 ]
