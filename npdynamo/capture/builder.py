@@ -25,6 +25,8 @@ from npdynamo.capture.values import (
     Value,
 )
 
+#: Iterators a resume function may receive (a loop continued after a graph break).
+ITERATOR_TYPES = (type(iter([])), type(iter(())), type(iter(range(0))))
 CONSTANT_TYPES = (bool, int, float, complex, str, bytes, type(None), range, slice)
 #: Modules whose attributes are taken as fixed: reading ``np.exp`` installs no guard.
 TRUSTED_MODULES = ("numpy", "math", "operator", "builtins", "cmath", "npdynamo")
@@ -114,6 +116,17 @@ class ValueBuilder:
                 fresh=False,
                 length=len(value),
                 loader=lambda: _LazyDict(self, value, source),
+            )
+        if kind in ITERATOR_TYPES:
+            from npdynamo.capture.guards import RemainingSource, remaining_items
+            from npdynamo.capture.values import IteratorValue
+
+            ctx.guard(source, GuardKind.TYPE, kind)
+            rest = RemainingSource(source)
+            items = remaining_items(value)
+            ctx.guard(rest, GuardKind.LENGTH, len(items))
+            return IteratorValue(
+                items=[self.wrap(v, ItemSource(rest, i)) for i, v in enumerate(items)]
             )
         if isinstance(value, types.ModuleType):
             ctx.guard(source, GuardKind.ID, value)

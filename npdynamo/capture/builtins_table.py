@@ -45,6 +45,7 @@ def _consts(frame, args: list[Value], what: str) -> list:
         raise frame.unsupported(
             f"{what}() of a graph value needs the value in Python",
             "keep it as an array, or accept a graph break here",
+            kind="graph_value_to_python",
         )
     return [a.value for a in args]
 
@@ -198,6 +199,7 @@ def _convert(frame, args, kwargs):
         raise frame.unsupported(
             f"{target.__name__}() of a graph value needs its data in Python",
             "keep the value as an array, or accept a graph break here",
+            kind="graph_value_to_python",
         )
     if target is bool and args:
         return Const(truthiness(frame, args[0]))
@@ -279,11 +281,14 @@ def _io(frame, args, kwargs):
     raise frame.unsupported(
         f"{target.__name__}() does input/output, which a graph cannot hold",
         "move it outside the compiled function, or accept a graph break here",
+        kind="io",
     )
 
 
 def _graph_break(frame, args, kwargs):
-    raise frame.unsupported("npdynamo.graph_break() was called", "remove the call to fuse more")
+    raise frame.unsupported(
+        "npdynamo.graph_break() was called", "remove the call to fuse more", kind="explicit"
+    )
 
 
 def register_graph_break(fn) -> None:

@@ -191,7 +191,7 @@ def _pure_on_constants(target) -> bool:
     return module in ("math", "cmath") or (isinstance(target, np.ufunc))
 
 
-def _unknown_call_reason(target) -> tuple[str, str]:
+def _unknown_call_reason(target) -> tuple[str, str, str]:
     name = getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
     module = getattr(target, "__module__", None) or ""
     full = f"{module}.{name}" if module else name
@@ -199,20 +199,24 @@ def _unknown_call_reason(target) -> tuple[str, str]:
         return (
             "print() writes output, which a graph cannot hold",
             "print outside the compiled function, or accept a graph break here",
+            "io",
         )
     if module.startswith("numpy.random") or module == "numpy.random.mtrand":
         return (
             f"call to {full}: random number generation is not captured yet",
             "draw random numbers outside the compiled function and pass them in",
+            "unknown_function",
         )
     if isinstance(target, type):
         return (
             f"creating a {full} object inside the compiled function is not supported",
             "create it outside and pass it in",
+            "unsupported_construct",
         )
     return (
         f"call to {full}, a function npdynamo cannot put into a graph",
         "use numpy functions npdynamo knows, or call it outside the compiled function",
+        "unknown_function",
     )
 
 
@@ -297,9 +301,12 @@ def call_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict[st
             raise frame.unsupported(
                 f"x.{name}() turns a graph value into a Python value",
                 "keep the value as an array (e.g. use np.where instead of branching on it)",
+                kind="graph_value_to_python",
             )
         if name in ARRAY_INPLACE_METHODS:
-            raise frame.unsupported(f"x.{name}() modifies an array in place; not captured yet")
+            raise frame.unsupported(
+                f"x.{name}() modifies an array in place; not captured yet", kind="side_effect"
+            )
         normalized = _normalize(
             frame,
             ops.normalize_method,

@@ -31,6 +31,7 @@ def require_fresh(frame, obj: Value, what: str) -> None:
             f"{what} mutates {obj.source.short() if obj.source else 'a container'}, which comes "
             "from outside the compiled function (side effects are not captured yet)",
             "build a new container inside the function and return it",
+            kind="side_effect",
         )
 
 
@@ -58,6 +59,7 @@ def truthiness(frame, value: Value) -> bool:
         raise frame.unsupported(
             "a branch depends on the values in an array (data-dependent control flow)",
             "use np.where / np.select to compute both sides, or accept a graph break here",
+            kind="data_dependent_branch",
         )
     return True  # functions, user objects without __bool__/__len__
 

@@ -1,33 +1,31 @@
 """Compiled entries: capture a function for one set of arguments and build what runs it.
 
-``build_entry`` is the capture stage's front door, called by the frame hook on a cache miss: it
-runs the translator, finishes the graph (fx passes), hands it to the backend, and generates two
-Python functions taking the frame's arguments positionally: ``check`` (the guards) and ``run``
-(fetch the graph inputs from their sources, call the compiled graph, rebuild the return value).
+``build_entry`` is the capture stage's front door, called by the frame hook (and by resume
+functions) on a cache miss. It runs the translator over the whole function; if that succeeds the
+entry calls the compiled graph and rebuilds the return value. If the translator stops at
+something a graph cannot hold, the function is re-traced up to that instruction and the entry
+runs the *broken* frame instead (``breaks.py``): the graph of everything before the break, the
+instruction natively, then a resume function. Where no break is possible the frame runs in
+Python, with the reason recorded.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from npdynamo import logs
+from npdynamo.capture.break_reasons import GraphBreakReason, reason_from
 from npdynamo.capture.errors import CaptureUnsupported, UserCodeRaises
 from npdynamo.capture.guards import GuardSet
-from npdynamo.capture.pysource import Namespace, literal, make_function
+from npdynamo.capture.guards.guard import frame_params
+from npdynamo.capture.pysource import Namespace, make_function
+from npdynamo.capture.rebuild import ValueRebuilder
+from npdynamo.capture.resume import CompileContext, default_context
 from npdynamo.capture.translator import CaptureContext, root_frame
-from npdynamo.capture.values import (
-    ArrayValue,
-    Const,
-    DictValue,
-    FunctionValue,
-    ListValue,
-    SetValue,
-    TupleValue,
-    UserObjectValue,
-    Value,
-)
 from npdynamo.errors import Unsupported
 from npdynamo.fx import GraphModule
 from npdynamo.fx.passes import common_subexpression_elimination, dead_code_elimination
@@ -43,8 +41,10 @@ class CompiledEntry:
     graph_module: GraphModule | None = None
     compiled: Callable | None = None
     fallback_reason: str | None = None
+    graph_break: GraphBreakReason | None = None
     compile_time_s: float = 0.0
     run_source: str = ""
+    code: types.CodeType | None = None
     notes: list[str] = field(default_factory=list)
 
     def miss_reason(self, *frame_args) -> str:
@@ -52,56 +52,43 @@ class CompiledEntry:
 
 
 def build_entry(
-    fn: types.FunctionType, frame_args: tuple, *, backend: Callable, fullgraph: bool = False
+    fn: types.FunctionType,
+    frame_args: tuple,
+    *,
+    backend: Callable,
+    fullgraph: bool = False,
+    context: CompileContext | None = None,
+    cells_as_argument: bool = False,
 ) -> CompiledEntry:
-    """Capture ``fn`` for ``frame_args``; raise ``npdynamo.Unsupported`` if it cannot be."""
+    """Capture ``fn`` for ``frame_args``; with ``fullgraph`` a break raises ``Unsupported``."""
+    from npdynamo.capture.breaks import CannotBreak, build_break_entry
+
+    context = context or default_context(backend, fullgraph)
     start = time.perf_counter()
-    ctx = CaptureContext(fn)
+    ctx = CaptureContext(fn, cells_as_argument=cells_as_argument)
     try:
         result = root_frame(ctx, frame_args).run()
-        outputs = _OutputBuilder(ctx)
-        result_expr = outputs.expr(result)
-    except CaptureUnsupported as exc:
-        raise to_unsupported(exc) from None
+        rebuilder = ValueRebuilder(ctx)
+        result_expr = rebuilder.expr(result)
+        entry = finish_entry(ctx, frame_args, rebuilder, f"return {result_expr}", context)
     except UserCodeRaises as exc:
-        # Python itself raises here: run the frame in Python so the user sees that exception.
-        from npdynamo.capture.frames.dispatch import make_fallback
-
-        ctx.guards.compile()
-        return CompiledEntry(
-            ctx.guards.check,
-            make_fallback(fn, fn.__code__),
-            ctx.guards,
-            fallback_reason=f"{type(exc.error).__name__}: {exc.error}",
-            compile_time_s=time.perf_counter() - start,
-        )
-    graph = ctx.graph
-    graph.output(tuple(outputs.nodes))
-    dead_code_elimination(graph)
-    common_subexpression_elimination(graph)
-    dead_code_elimination(graph)
-    inputs = [(node, src) for node, src in ctx.placeholders if node.users]
-    for node, _src in ctx.placeholders:
-        if not node.users:
-            graph.erase_node(node)
-    graph.lint()
-    ctx.guards.compile()
-    ns = Namespace(ctx.guard_namespace())
-    compiled = gm = None
-    if outputs.nodes:
-        gm = GraphModule(graph)
-        example_inputs = [_read(src, frame_args, ns) for _node, src in inputs]
-        compiled = backend(gm, example_inputs)
-    run, source = _make_runner(ctx, compiled, inputs, result_expr, outputs.namespace, ns)
-    return CompiledEntry(
-        ctx.guards.check,
-        run,
-        ctx.guards,
-        gm,
-        compiled,
-        compile_time_s=time.perf_counter() - start,
-        run_source=source,
-    )
+        entry = python_entry(ctx, f"{type(exc.error).__name__}: {exc.error}")
+    except CaptureUnsupported as exc:
+        reason = reason_from(exc)
+        logs.get_logger("graph_breaks").info("Graph break in %s: %s", fn.__qualname__, reason)
+        if fullgraph:
+            raise to_unsupported(exc) from None
+        try:
+            entry = build_break_entry(ctx.fn, frame_args, exc, reason, context, cells_as_argument)
+        except (CannotBreak, CaptureUnsupported, UserCodeRaises) as why:
+            entry = python_entry(ctx, f"{reason.reason} (the frame runs in Python: {why})")
+            entry.graph_break = reason
+    entry.compile_time_s = time.perf_counter() - start
+    entry.code = fn.__code__
+    _log_entry(entry)
+    if context.recorder is not None:
+        context.recorder(entry, fn)
+    return entry
 
 
 def to_unsupported(exc: CaptureUnsupported) -> Unsupported:
@@ -113,65 +100,108 @@ def to_unsupported(exc: CaptureUnsupported) -> Unsupported:
     return error
 
 
-def _read(source, frame_args: tuple, ns: Namespace):
-    scope = dict(ns.values)
+def python_entry(ctx: CaptureContext, reason: str) -> CompiledEntry:
+    """An entry that runs the frame in plain Python (under the guards seen so far)."""
+    fn = ctx.fn
+    ctx.guards.compile()
+    if ctx.cells_as_argument:
+        code, glob, name = fn.__code__, fn.__globals__, fn.__name__
+
+        def run(cells, *args):
+            return types.FunctionType(code, glob, name, None, cells or None)(*args)
+    else:
+        from npdynamo.capture.frames.dispatch import make_fallback
+
+        run = make_fallback(fn, fn.__code__)
+    return CompiledEntry(ctx.guards.check, run, ctx.guards, fallback_reason=reason)
+
+
+def finish_graph(
+    ctx: CaptureContext, frame_args: tuple, rebuilder: ValueRebuilder, context: CompileContext
+):
+    """Close the graph over the values the rebuilder needs; compile it with the backend.
+
+    Returns (graph module or None, compiled callable or None, [(node, source)] graph inputs)."""
+    graph = ctx.graph
+    graph.output(tuple(rebuilder.nodes))
+    dead_code_elimination(graph)
+    common_subexpression_elimination(graph)
+    dead_code_elimination(graph)
+    inputs = [(node, src) for node, src in ctx.placeholders if node.users]
+    for node, _src in ctx.placeholders:
+        if not node.users:
+            graph.erase_node(node)
+    graph.lint()
+    if not rebuilder.nodes:
+        return None, None, inputs
+    gm = GraphModule(graph)
+    example_inputs = [_read(src, frame_args, ctx) for _node, src in inputs]
+    compiled = context.backend(gm, example_inputs)
+    return gm, compiled, inputs
+
+
+def generated_function(
+    ctx: CaptureContext,
+    name: str,
+    compiled,
+    inputs,
+    rebuilder,
+    tail: str,
+    frame_cells: bool = False,
+):
+    """``def name([C,] a0, ...): out = COMPILED(inputs...); <tail>`` as one generated function.
+
+    ``C`` (the frame's cells) leads for resume functions, and for a prefix (``frame_cells``)."""
+    ns = Namespace(ctx.guard_namespace())
+    ns.values.update(rebuilder.namespace.values)
+    cell_count = ctx.guards.cell_count
+    params, unpack = frame_params(len(ctx.arg_names), cell_count)
+    if frame_cells and cell_count is None:
+        params = ", ".join(["C", *filter(None, [params])])
+    lines = [f"def {name}({params}):"]
+    if unpack:
+        lines.append(f"    {unpack}")
+    if compiled is not None:
+        callee = ns.bind(compiled, "COMPILED")
+        args = ", ".join(src.expr() for _node, src in inputs)
+        lines.append(f"    out = {callee}({args})")
+    lines.append(f"    {tail}")
+    source = "\n".join(lines) + "\n"
+    return make_function(source, name, ns, f"{name}-{ctx.fn.__name__}"), source
+
+
+def finish_entry(
+    ctx: CaptureContext,
+    frame_args: tuple,
+    rebuilder: ValueRebuilder,
+    tail: str,
+    context: CompileContext,
+) -> CompiledEntry:
+    """The entry of a fully captured frame: guards, graph, and the runner returning its value."""
+    gm, compiled, inputs = finish_graph(ctx, frame_args, rebuilder, context)
+    ctx.guards.compile()
+    run, source = generated_function(ctx, "run", compiled, inputs, rebuilder, tail)
+    return CompiledEntry(ctx.guards.check, run, ctx.guards, gm, compiled, run_source=source)
+
+
+def _read(source, frame_args: tuple, ctx: CaptureContext):
+    scope = dict(ctx.guard_namespace())
+    if ctx.cells_as_argument:
+        scope.update({f"CELL{i}": c for i, c in enumerate(ctx.cells)})
     scope.update({f"a{i}": a for i, a in enumerate(frame_args)})
     return eval(source.expr(), scope)  # noqa: S307 (our own generated expression)
 
 
-def _make_runner(
-    ctx: CaptureContext, compiled, inputs, result_expr: str, out_ns: Namespace, ns: Namespace
-):
-    ns.values.update(out_ns.values)
-    params = ", ".join(f"a{i}" for i in range(len(ctx.arg_names)))
-    lines = [f"def run({params}):"]
-    if compiled is not None:
-        name = ns.bind(compiled, "COMPILED")
-        args = ", ".join(src.expr() for _node, src in inputs)
-        lines.append(f"    out = {name}({args})")
-    lines.append(f"    return {result_expr}")
-    source = "\n".join(lines) + "\n"
-    return make_function(source, "run", ns, f"run-{ctx.fn.__name__}"), source
-
-
-class _OutputBuilder:
-    """Renders the returned tracked value as an expression over graph outputs and sources."""
-
-    def __init__(self, ctx: CaptureContext) -> None:
-        self.ctx = ctx
-        self.nodes: list = []
-        self.index: dict = {}
-        self.namespace = Namespace()
-
-    def expr(self, value: Value) -> str:
-        if isinstance(value, ArrayValue):
-            node = value.node
-            if node.op == "placeholder" and value.source is not None:
-                return value.source.expr()
-            if node not in self.index:
-                self.index[node] = len(self.nodes)
-                self.nodes.append(node)
-            return f"out[{self.index[node]}]"
-        if getattr(value, "source", None) is not None and not getattr(value, "fresh", False):
-            return value.source.expr()
-        if isinstance(value, Const):
-            text = literal(value.value)
-            return text if text is not None else self.namespace.bind(value.value, "RET")
-        if isinstance(value, TupleValue):
-            return "(" + "".join(self.expr(v) + ", " for v in value.items) + ")"
-        if isinstance(value, ListValue):
-            return "[" + ", ".join(self.expr(v) for v in value.items) + "]"
-        if isinstance(value, SetValue):
-            return (
-                "{" + ", ".join(self.expr(v) for v in value.items) + "}" if value.items else "set()"
-            )
-        if isinstance(value, DictValue):
-            parts = [
-                f"{self.namespace.bind(k, 'KEY') if literal(k) is None else literal(k)}: "
-                f"{self.expr(v)}"
-                for k, v in value.items.items()
-            ]
-            return "{" + ", ".join(parts) + "}"
-        if isinstance(value, (UserObjectValue, FunctionValue)) and value.source is not None:
-            return value.source.expr()
-        raise self.ctx.unsupported(f"returning a {value.kind()} from a compiled function")
+def _log_entry(entry: CompiledEntry) -> None:
+    if logs.enabled("guards"):
+        logs.get_logger("guards").info(
+            "Guards of %s:\n%s", entry.code.co_qualname, entry.guard_set.source
+        )
+    if entry.graph_module is not None and logs.enabled("graph_code"):
+        logs.get_logger("graph_code").info(
+            "Graph of %s:\n%s", entry.code.co_qualname, entry.graph_module.code
+        )
+    if entry.fallback_reason and logs.get_logger("graph_breaks").isEnabledFor(logging.INFO):
+        logs.get_logger("graph_breaks").info(
+            "%s runs in Python: %s", entry.code.co_qualname, entry.fallback_reason
+        )

@@ -32,6 +32,9 @@ class CaptureUnsupported(Exception):
     hint: str = ""
     location: Location | None = None
     user_stack: list[Location] = field(default_factory=list)
+    kind: str = "unsupported_construct"
+    #: position of the root frame's instruction being run when capture stopped: (index, visit)
+    root_position: tuple[int, int] | None = None
 
     def __str__(self) -> str:
         return format_reason(self.reason, self.hint, self.location)

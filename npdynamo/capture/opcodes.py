@@ -31,6 +31,7 @@ from npdynamo.capture.values import (
     NULL,
     ArrayValue,
     CellValue,
+    ComprehensionSave,
     Const,
     DictValue,
     FunctionValue,
@@ -154,7 +155,7 @@ def _load_fast_h(frame, ins):
 @handler("LOAD_FAST_AND_CLEAR", since=(3, 12))
 def _load_fast_and_clear(frame, ins):
     # comprehensions inlined by PEP 709 save the outer binding (or NULL when unbound)
-    frame.push(frame.locals.pop(ins.arg, NULL))
+    frame.push(ComprehensionSave(frame.locals.pop(ins.arg, NULL)))
 
 
 @handler("LOAD_FAST_LOAD_FAST", since=(3, 13))
@@ -166,6 +167,8 @@ def _load_fast_load_fast(frame, ins):
 @handler("STORE_FAST")
 def _store_fast(frame, ins):
     value = frame.pop()
+    if isinstance(value, ComprehensionSave):
+        value = value.saved
     if isinstance(value, NullValue):
         frame.locals.pop(ins.arg, None)
     else:
@@ -225,6 +228,7 @@ def _store_global(frame, ins):
     raise frame.unsupported(
         f"assigning the global {ins.arg!r} is a side effect, not captured yet",
         "return the new value instead of assigning a global",
+        kind="side_effect",
     )
 
 
@@ -244,7 +248,8 @@ def _store_deref(frame, ins):
     if not isinstance(cell, CellValue):
         raise frame.unsupported(
             f"assigning the closure variable {ins.arg.name!r} of an outer function is a side "
-            "effect, not captured yet"
+            "effect, not captured yet",
+            kind="side_effect",
         )
     cell.contents = frame.pop()
 
@@ -283,6 +288,7 @@ def _store_attr(frame, ins):
     raise frame.unsupported(
         f"assigning the attribute .{ins.arg} is a side effect, not captured yet",
         "return the new value instead of storing it on an object",
+        kind="side_effect",
     )
 
 
@@ -380,6 +386,7 @@ def inplace_op(frame, symbol: str, target: Value, other: Value) -> Value:
                 f"x {symbol}= ... writes into an array that is an input or shares memory with "
                 "one (in-place updates of inputs are not captured yet)",
                 f"write x = x {symbol} ... to make a new array",
+                kind="side_effect",
             )
         result = binary_op(frame, symbol, target, other)
         if result.meta.dtype != target.meta.dtype:
@@ -430,8 +437,9 @@ def _compare_op(frame, ins):
     # 3.13 adds *_CAST forms that also convert the result to bool (same comparison)
     symbol = COMPARE_SYMBOLS[ins.arg.name.removesuffix("_CAST")]
     result = binary_op(frame, symbol, left, right)
-    if ins.arg.name.endswith("_CAST") and isinstance(result, Const):
-        result = Const(bool(result.value))
+    if ins.arg.name.endswith("_CAST"):
+        # 3.13 converts to an exact bool here, for the conditional jump that follows
+        result = Const(truthiness(frame, result))
     frame.push(result)
 
 
@@ -564,7 +572,8 @@ def set_item(frame, container: Value, index: Value, value: Value) -> None:
         if container.source is not None or container.base is not None or container.views:
             raise frame.unsupported(
                 "x[...] = v writes into an array that is an input or shares memory with one "
-                "(in-place updates of inputs are not captured yet)"
+                "(in-place updates of inputs are not captured yet)",
+                kind="side_effect",
             )
         new = op_call(
             frame, ops.REGISTRY["setitem"], (container, index_value(frame, index), raw(value)), {}
@@ -728,6 +737,7 @@ def _format(frame, value: Value, spec: str = "", conversion=None) -> Const:
         raise frame.unsupported(
             "an f-string of a graph value needs its data in Python",
             "format values outside the compiled function",
+            kind="graph_value_to_python",
         )
     v = value.value
     if conversion is not None:

@@ -18,8 +18,15 @@ import bytecode as bc
 
 from npdynamo import ops
 from npdynamo.capture.builder import ValueBuilder
+from npdynamo.capture.bytecode_gen import decoded_instructions
 from npdynamo.capture.errors import CaptureUnsupported, Location, UserCodeRaises
-from npdynamo.capture.guards import ClosureSource, GuardKind, GuardSet, LocalSource
+from npdynamo.capture.guards import (
+    ClosureSource,
+    GuardKind,
+    GuardSet,
+    LocalSource,
+    remaining_items,
+)
 from npdynamo.capture.values import (
     NULL,
     ArrayValue,
@@ -46,14 +53,32 @@ def frame_arg_names(code: types.CodeType) -> list[str]:
     return list(code.co_varnames[:n])
 
 
+class ReachedBreak(Exception):
+    """The re-trace reached the break point: the root frame's state is what the break needs."""
+
+    def __init__(self, frame: Frame) -> None:
+        super().__init__("reached the graph break")
+        self.frame = frame
+
+
 class CaptureContext:
     """Everything one capture of one function builds."""
 
-    def __init__(self, fn: types.FunctionType) -> None:
+    def __init__(
+        self,
+        fn: types.FunctionType,
+        break_at: tuple[int, int] | None = None,
+        cells_as_argument: bool = False,
+    ) -> None:
         self.fn = fn
+        #: (instruction index in the root frame, visit number): where the re-trace stops
+        self.break_at = break_at
+        self.cells_as_argument = cells_as_argument
         self.graph = Graph()
         self.arg_names = frame_arg_names(fn.__code__)
         self.guards = GuardSet(arg_count=len(self.arg_names))
+        if cells_as_argument:
+            self.guards.cell_count = len(fn.__closure__ or ())
         self.cells = tuple(fn.__closure__ or ())
         self.guards.namespace_base = self.guard_namespace()
         self.builder = ValueBuilder(self)
@@ -62,8 +87,9 @@ class CaptureContext:
         self.current: Frame | None = None
 
     def guard_namespace(self) -> dict:
-        ns = {"G": self.fn.__globals__}
-        ns.update({f"CELL{i}": c for i, c in enumerate(self.cells)})
+        ns = {"G": self.fn.__globals__, "REMAINING": remaining_items}
+        if not self.cells_as_argument:
+            ns.update({f"CELL{i}": c for i, c in enumerate(self.cells)})
         return ns
 
     # -- locations -------------------------------------------------------------------------
@@ -83,8 +109,10 @@ class CaptureContext:
             return (self.fn.__code__.co_filename, self.fn.__code__.co_firstlineno)
         return (loc.filename, loc.lineno)
 
-    def unsupported(self, reason: str, hint: str = "") -> CaptureUnsupported:
-        return CaptureUnsupported(reason, hint, self.location(), self.user_stack())
+    def unsupported(
+        self, reason: str, hint: str = "", kind: str = "unsupported_construct"
+    ) -> CaptureUnsupported:
+        return CaptureUnsupported(reason, hint, self.location(), self.user_stack(), kind)
 
     # -- guards and graph ------------------------------------------------------------------
     def guard(self, source, kind: GuardKind, expected: object) -> None:
@@ -174,7 +202,7 @@ class Frame:
                 f"{self.code.co_name} is a generator or coroutine, which cannot be captured"
             )
         self.globals = func.globals
-        self.instrs = list(bc.Bytecode.from_code(self.code))
+        self.instrs = decoded_instructions(self.code)
         self.labels = {ins: i for i, ins in enumerate(self.instrs) if isinstance(ins, bc.Label)}
         self.ip = 0
         self.lineno = self.code.co_firstlineno
@@ -185,6 +213,7 @@ class Frame:
             self.cells[name] = cell
         self.kw_names: tuple[str, ...] = ()
         self.return_value: Value | None = None
+        self.visits: dict[int, int] = {}
 
     # -- helpers used by the handlers ------------------------------------------------------
     def location(self) -> Location:
@@ -208,8 +237,10 @@ class Frame:
     def jump(self, label: bc.Label) -> None:
         self.ip = self.labels[label]
 
-    def unsupported(self, reason: str, hint: str = "") -> CaptureUnsupported:
-        return self.ctx.unsupported(reason, hint)
+    def unsupported(
+        self, reason: str, hint: str = "", kind: str = "unsupported_construct"
+    ) -> CaptureUnsupported:
+        return self.ctx.unsupported(reason, hint, kind)
 
     def load_cell(self, name: str) -> Value:
         cell = self.cells.get(name)
@@ -237,9 +268,15 @@ class Frame:
         from npdynamo.capture.opcodes import HANDLERS
 
         previous, self.ctx.current = self.ctx.current, self
+        root = self.parent is None
+        break_at = self.ctx.break_at if root else None
         try:
             instrs = self.instrs
             while self.return_value is None:
+                if root:
+                    visit = self.visits[self.ip] = self.visits.get(self.ip, 0) + 1
+                    if break_at is not None and (self.ip, visit) == break_at:
+                        raise ReachedBreak(self)
                 ins = instrs[self.ip]
                 self.ip += 1
                 if not isinstance(ins, bc.Instr):
@@ -259,6 +296,11 @@ class Frame:
                     )
                 handler(self, ins)
             return self.return_value
+        except CaptureUnsupported as exc:
+            if root and exc.root_position is None:
+                index = self.ip - 1
+                exc.root_position = (index, self.visits.get(index, 1))
+            raise
         finally:
             self.ctx.current = previous
 

@@ -203,3 +203,11 @@ class UserObjectValue(Value):
     obj: object
     source: Source | None = None
     attrs: dict = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class ComprehensionSave(Value):
+    """What a 3.12+ inlined comprehension (PEP 709) saved of an outer local: restored by the
+    STORE_FAST after the comprehension. A graph break with one on the stack is refused."""
+
+    saved: Value

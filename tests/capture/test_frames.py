@@ -387,12 +387,12 @@ def test_reset_drops_entries_and_records(builder, monkeypatch):
     assert len(builder.calls) == 2
 
 
-def test_unsupported_raises_for_an_explicit_compile(builder):
-    # Until graph breaks land, a function compiled on purpose reports what it cannot capture.
+def test_unsupported_runs_in_python_and_is_not_retried(builder):
     builder.refuse.add("plain")
     wrapped = compile(plain)
-    with pytest.raises(Unsupported, match="cannot capture plain"):
-        wrapped(1)
+    assert wrapped(1) == ("native", 1, 2)
+    assert wrapped(2) == ("native", 2, 2)
+    assert len(builder.calls) == 1
 
 
 def test_unsupported_with_fullgraph_raises(builder):

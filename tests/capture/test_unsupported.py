@@ -1,5 +1,6 @@
-"""Code a graph cannot hold raises ``npdynamo.Unsupported`` naming the reason, file, line and
-source text, and leaves the caller's data untouched; user code that raises keeps its exception."""
+"""Code a graph cannot hold: under ``fullgraph=True`` it raises ``npdynamo.Unsupported`` naming the
+reason, file, line and source text, leaving the caller's data untouched; otherwise it is a graph
+break and the function still matches plain Python. User code that raises keeps its exception."""
 
 import numpy as np
 import pytest
@@ -90,10 +91,10 @@ CASES = [
 
 
 @pytest.mark.parametrize("fn,factory,reason,line", CASES, ids=[c[0].__name__ for c in CASES])
-def test_unsupported_names_reason_and_location(fn, factory, reason, line):
+def test_fullgraph_names_reason_and_location(fn, factory, reason, line):
     args = factory()
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    compiled = npdynamo.compile(fn)
+    compiled = npdynamo.compile(fn, fullgraph=True)
     with pytest.raises(npdynamo.Unsupported) as info:
         compiled(*args)
     text = str(info.value)
@@ -105,14 +106,32 @@ def test_unsupported_names_reason_and_location(fn, factory, reason, line):
     assert isinstance(info.value, npdynamo.NpdynamoError)
 
 
-def test_fullgraph_raises_too():
-    with pytest.raises(npdynamo.Unsupported):
-        npdynamo.compile(f_print, fullgraph=True)(np.ones(2))
+DETERMINISTIC = [c for c in CASES if c[0] is not f_random]
 
 
-def test_generator_is_refused():
+@pytest.mark.parametrize(
+    "fn,factory,reason,line", DETERMINISTIC, ids=[c[0].__name__ for c in DETERMINISTIC]
+)
+def test_without_fullgraph_matches_python(fn, factory, reason, line, capsys):
+    check_same(fn, *factory())
+
+
+def test_random_call_at_a_break_draws_the_same_numbers():
+    compiled = npdynamo.compile(f_random)
+    for _ in range(2):
+        np.random.seed(7)
+        expected = f_random(np.ones(3))
+        np.random.seed(7)
+        np.testing.assert_array_equal(compiled(np.ones(3)), expected)
+
+
+def test_generator_is_refused_under_fullgraph():
     with pytest.raises(npdynamo.Unsupported, match="generator"):
-        list(npdynamo.compile(f_generator)(np.ones(2)))
+        list(npdynamo.compile(f_generator, fullgraph=True)(np.ones(2)))
+
+
+def test_generator_runs_in_python():
+    assert list(npdynamo.compile(f_generator)(np.ones(2)))[0].tolist() == [1.0, 1.0]
 
 
 def test_region_mode_runs_refused_code_in_python(capsys):

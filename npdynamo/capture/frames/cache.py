@@ -116,28 +116,22 @@ class FrameCache:
         self.refused = None
         self.limit_warned = False
 
-    def miss_handler(
-        self, fn: FunctionType, fallback: FunctionType, *, strict: bool = True
-    ) -> Callable[..., Any]:
-        """What a dispatcher calls when no entry accepts its frame arguments.
+    def miss_handler(self, fn: FunctionType, fallback: FunctionType) -> Callable[..., Any]:
+        """What a dispatcher calls when no entry accepts its frame arguments."""
+        return functools.partial(self.miss, fn, fallback)
 
-        ``strict``: code the translator refuses raises ``Unsupported`` (an explicit
-        ``@compile``); otherwise (functions the region hook picked up) it runs in Python.
-        """
-        return functools.partial(self.miss, fn, fallback, strict)
-
-    def miss(self, fn: FunctionType, fallback: FunctionType, strict: bool, *frame_args: Any) -> Any:
+    def miss(self, fn: FunctionType, fallback: FunctionType, *frame_args: Any) -> Any:
         """Compile an entry for ``frame_args`` and run it, or run ``fallback`` in Python."""
         if self.refused is not None or capture_suspended():
             return fallback(*frame_args)
         # Nothing the guards or the translator call may be hooked or compiled meanwhile.
         with suspend_capture():
-            entry = self._compile(fn, frame_args, strict or self.fullgraph)
+            entry = self._compile(fn, frame_args)
         if entry is None:
             return fallback(*frame_args)
         return entry.run(*frame_args)
 
-    def _compile(self, fn: FunctionType, frame_args: tuple, strict: bool) -> Any:
+    def _compile(self, fn: FunctionType, frame_args: tuple) -> Any:
         reason = self._miss_reason(frame_args)
         limit = config.cache_size_limit
         if len(self.entries) >= limit:
@@ -153,9 +147,9 @@ class FrameCache:
         try:
             entry = _build_entry(fn, frame_args, backend=self.backend, fullgraph=self.fullgraph)
         except Unsupported as exc:
-            # Until graph breaks exist, code a graph cannot hold is an error naming the reason
-            # for a function the user compiled explicitly; region-hooked code runs in Python.
-            if strict:
+            # build_entry turns what a graph cannot hold into graph breaks; it raises only
+            # under fullgraph=True, or when the frame cannot be captured at all.
+            if self.fullgraph:
                 raise
             self.refused = str(exc)
             graph_breaks_log.info(

@@ -256,7 +256,7 @@ def _hook(fn: FunctionType, code: CodeType, backend: Callable) -> None:
         return
     view = make_original_view(fn, code)
     cache = cache_for(fn, code, backend, False)
-    miss = cache.miss_handler(view, make_fallback(fn, code), strict=False)
+    miss = cache.miss_handler(view, make_fallback(fn, code))
     trampoline = make_dispatch_code(code, cache.pairs, miss, keep_freevars=True)
     fn.__code__ = trampoline
     register_owner(fn, cache)

@@ -7,7 +7,9 @@ from npdynamo.capture.guards.sources import (
     GlobalSource,
     ItemSource,
     LocalSource,
+    RemainingSource,
     Source,
+    remaining_items,
 )
 
 __all__ = [
@@ -19,5 +21,7 @@ __all__ = [
     "GuardSet",
     "ItemSource",
     "LocalSource",
+    "RemainingSource",
     "Source",
+    "remaining_items",
 ]

@@ -102,6 +102,15 @@ def _check_expr(guard: Guard, ns: Namespace) -> str:
     return f"{e}.shape == {literal(tuple(exp))}"
 
 
+def frame_params(arg_count: int, cell_count: int | None) -> tuple[str, str]:
+    """Parameters of a generated per-entry function, and the line unpacking the cells."""
+    params = [f"a{i}" for i in range(arg_count)]
+    if cell_count is None:
+        return ", ".join(params), ""
+    unpack = "".join(f"CELL{i}, " for i in range(cell_count))
+    return ", ".join(["C", *params]), (f"{unpack}= C" if cell_count else "")
+
+
 def _value_text(value: object) -> str:
     if isinstance(value, np.dtype):
         return str(value)
@@ -117,6 +126,8 @@ class GuardSet:
     guards: list[Guard] = field(default_factory=list)
     arg_count: int = 0
     namespace_base: dict = field(default_factory=dict)
+    #: resume functions: the closure cells come first, as a tuple ``C`` unpacked into CELLi
+    cell_count: int | None = None
 
     def __post_init__(self) -> None:
         self._index: dict[tuple, Guard] = {}
@@ -134,12 +145,13 @@ class GuardSet:
     def compile(self) -> None:
         """Generate the single guard function ``check(a0, a1, ...) -> bool``."""
         ns = Namespace(self.namespace_base)
-        params = ", ".join(f"a{i}" for i in range(self.arg_count))
+        params, unpack = frame_params(self.arg_count, self.cell_count)
         checks = [_check_expr(g, ns) for g in self.ordered()] or ["True"]
         body = " and\n            ".join(checks)
+        unpack = f"        {unpack}\n" if unpack else ""
         # A failing type check can make a later attribute read raise: that is a miss too.
         self.source = (
-            f"def check({params}):\n    try:\n        return ({body})\n"
+            f"def check({params}):\n    try:\n{unpack}        return ({body})\n"
             "    except Exception:\n        return False\n"
         )
         self.check = make_function(self.source, "check", ns, "guards")
@@ -148,6 +160,9 @@ class GuardSet:
         """The first guard that fails for these arguments, in words."""
         ns = Namespace(self.namespace_base)
         scope = dict(ns.values)
+        if self.cell_count is not None:
+            cells, frame_args = frame_args[0], frame_args[1:]
+            scope.update({f"CELL{i}": c for i, c in enumerate(cells)})
         for i, arg in enumerate(frame_args):
             scope[f"a{i}"] = arg
         for guard in self.guards:  # discovery order: a container is checked before its items

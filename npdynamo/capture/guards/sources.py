@@ -112,3 +112,27 @@ class ItemSource(Source):
 
     def expr(self) -> str:
         return f"{self.base.expr()}[{self.key!r}]"
+
+
+@dataclass(frozen=True)
+class RemainingSource(Source):
+    """The items a list/tuple/range iterator has left, read without advancing it."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"remaining({self.base.name()})"
+
+    def short(self) -> str:
+        return f"remaining items of {self.base.short()}"
+
+    def expr(self) -> str:
+        return f"REMAINING({self.base.expr()})"
+
+
+def remaining_items(iterator) -> tuple:
+    """What ``iterator`` would still yield (list, tuple and range iterators), without consuming."""
+    reduced = iterator.__reduce__()
+    seq = reduced[1][0] if reduced[1] else ()
+    position = reduced[2] if len(reduced) > 2 else None
+    return tuple(seq) if position is None else tuple(seq[position:])

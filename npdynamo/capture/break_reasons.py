@@ -1,0 +1,101 @@
+"""Why a graph ends: typed break reasons, each with a message a NumPy user understands and a hint.
+
+The translator raises ``CaptureUnsupported`` with a ``kind``; the entry turns it into one of these
+records, which ``explain``, the ``graph_breaks`` log and ``Unsupported`` errors all show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from npdynamo.capture.errors import Location
+
+
+@dataclass
+class GraphBreakReason:
+    """One graph break: what happened, where (the user's file, line and source text, and the
+    chain of inlined calls that led there), and what the user can do about it."""
+
+    reason: str
+    hint: str = ""
+    location: Location | None = None
+    user_stack: list[Location] = field(default_factory=list)
+    kind = "unsupported_construct"
+    default_hint = "rewrite this line with NumPy operations, or accept the graph break"
+
+    @property
+    def filename(self) -> str:
+        return self.location.filename if self.location else "<unknown>"
+
+    @property
+    def lineno(self) -> int:
+        return self.location.lineno if self.location else 0
+
+    @property
+    def source_line(self) -> str:
+        return self.location.source_line.strip() if self.location else ""
+
+    def __str__(self) -> str:
+        text = f"{self.filename}:{self.lineno}: {self.reason}"
+        if self.source_line:
+            text += f"\n    {self.source_line}"
+        if len(self.user_stack) > 1:
+            chain = " -> ".join(f"{loc.function}:{loc.lineno}" for loc in self.user_stack)
+            text += f"\n    via {chain}"
+        if self.hint:
+            text += f"\n    hint: {self.hint}"
+        return text
+
+
+class InputOutputBreak(GraphBreakReason):
+    kind = "io"
+    default_hint = "print or write outside the compiled function, or accept the graph break"
+
+
+class DataDependentBranch(GraphBreakReason):
+    kind = "data_dependent_branch"
+    default_hint = "use np.where / np.select to compute both sides without branching"
+
+
+class GraphValueToPython(GraphBreakReason):
+    kind = "graph_value_to_python"
+    default_hint = "keep the value as an array (np.where, masks) instead of a Python number"
+
+
+class UnknownFunction(GraphBreakReason):
+    kind = "unknown_function"
+    default_hint = "use NumPy functions npdynamo knows, or call this outside the compiled function"
+
+
+class SideEffectBreak(GraphBreakReason):
+    kind = "side_effect"
+    default_hint = "return the new value instead of storing it outside the function"
+
+
+class UnsupportedConstruct(GraphBreakReason):
+    kind = "unsupported_construct"
+
+
+class ExplicitGraphBreak(GraphBreakReason):
+    kind = "explicit"
+    default_hint = "remove npdynamo.graph_break() to let the graphs on both sides fuse"
+
+
+KINDS = {
+    cls.kind: cls
+    for cls in (
+        InputOutputBreak,
+        DataDependentBranch,
+        GraphValueToPython,
+        UnknownFunction,
+        SideEffectBreak,
+        UnsupportedConstruct,
+        ExplicitGraphBreak,
+    )
+}
+
+
+def reason_from(exc) -> GraphBreakReason:
+    """The typed record of a ``CaptureUnsupported``."""
+    cls = KINDS.get(getattr(exc, "kind", ""), UnsupportedConstruct)
+    return cls(exc.reason, exc.hint or cls.default_hint, exc.location, list(exc.user_stack))

@@ -1,0 +1,244 @@
+"""Graph breaks: re-trace up to the unsupported instruction and build the broken frame's entry.
+
+The first trace stopped at an instruction a graph cannot hold (its position in the root frame is
+on the ``CaptureUnsupported``). Re-tracing from the top with that position marked as the break
+point gives the translator's exact state there: the graph of everything before it, the stack
+(NULL slots included) and the bound locals and cells. From that state the entry gets:
+
+* a *prefix* function (generated Python): call the compiled graph, rebuild the live values;
+* the *break code* (``bytecode_gen.break_code``): prefix, the instruction natively, then a
+  resume function — one per way out of the instruction (a branch has two).
+
+A user function called natively at the break goes through ``npdynamo.compile`` so it is captured
+as its own frame, as a PEP 523 hook would do.
+"""
+
+from __future__ import annotations
+
+import types
+
+import bytecode as bc
+
+from npdynamo.capture import bytecode_gen as gen
+from npdynamo.capture.break_reasons import GraphBreakReason
+from npdynamo.capture.errors import CaptureUnsupported
+from npdynamo.capture.rebuild import ValueRebuilder
+from npdynamo.capture.translator import CaptureContext, ReachedBreak, root_frame
+from npdynamo.capture.values import (
+    BoundMethodValue,
+    CellValue,
+    ComprehensionSave,
+    FunctionValue,
+    NullValue,
+    Value,
+)
+
+#: Instructions whose result may be a NULL pair (unknown without running them): never broken at.
+MAYBE_NULL = {"LOAD_GLOBAL", "LOAD_METHOD", "LOAD_SUPER_ATTR", "LOAD_ATTR"}
+#: Instructions a break cannot be placed at (their continuation is not a plain fall-through).
+NOT_BREAKABLE = {
+    "FOR_ITER",
+    "SEND",
+    "YIELD_VALUE",
+    "GET_ITER",
+    "BEFORE_WITH",
+    "SETUP_WITH",
+    "END_FOR",
+    "LOAD_FAST_AND_CLEAR",
+    "RETURN_GENERATOR",
+}
+CALLS = {"CALL", "CALL_KW", "CALL_FUNCTION_EX"}
+
+
+class CannotBreak(Exception):
+    """No graph break is possible here: the frame runs in Python."""
+
+
+def build_break_entry(
+    fn: types.FunctionType,
+    frame_args: tuple,
+    exc: CaptureUnsupported,
+    reason: GraphBreakReason,
+    context,
+    cells_as_argument: bool,
+):
+    from npdynamo.capture.entry import CompiledEntry, finish_graph, generated_function
+
+    if exc.root_position is None:
+        raise CannotBreak("the function's arguments themselves cannot be captured")
+    code = fn.__code__
+    instrs = gen.decoded_instructions(code)
+    index, visit = exc.root_position
+    ins = instrs[index]
+    _check_breakable(ins)
+    start = index
+    if ins.name == "CALL":  # KW_NAMES / PRECALL belong to the call: run them natively too
+        while (
+            start > 0
+            and isinstance(instrs[start - 1], bc.Instr)
+            and instrs[start - 1].name in ("KW_NAMES", "PRECALL")
+        ):
+            start -= 1
+    ctx = CaptureContext(fn, break_at=(start, visit), cells_as_argument=cells_as_argument)
+    try:
+        root_frame(ctx, frame_args).run()
+    except ReachedBreak as reached:
+        frame = reached.frame
+    else:
+        raise CannotBreak("the re-trace did not reach the break point")
+    stack = list(frame.stack)
+    if any(isinstance(v, ComprehensionSave) for v in stack):
+        raise CannotBreak("the break is inside a comprehension")
+    kinds = tuple("N" if isinstance(v, NullValue) else "V" for v in stack)
+    # generated names (a resume function's stack arguments) are dead after its prologue
+    local_names = tuple(
+        n
+        for n, v in frame.locals.items()
+        if not isinstance(v, NullValue) and not n.startswith("___")
+    )
+    cell_names = tuple(
+        n for n, c in frame.cells.items() if isinstance(c, CellValue) and c.contents is not None
+    )
+    rebuilder = ValueRebuilder(ctx, _frame_cell_positions(frame, code))
+    if ins.name in CALLS:
+        _compile_callee(stack, ins, context)
+    exprs = [rebuilder.expr(frame.locals[n]) for n in local_names]
+    exprs += [rebuilder.expr(frame.cells[n].contents) for n in cell_names]
+    exprs += rebuilder.stack_exprs(stack)
+    gm, compiled, inputs = finish_graph(ctx, frame_args, rebuilder, context)
+    ctx.guards.compile()
+    tail = "return (" + "".join(e + ", " for e in exprs) + ")"
+    prefix, source = generated_function(
+        ctx, "prefix", compiled, inputs, rebuilder, tail, frame_cells=True
+    )
+    try:
+        fallthrough, branch = _continuations(
+            code, instrs, start, index, kinds, local_names, frame, context, fn.__globals__
+        )
+    except Exception as error:  # the bytecode library refused the layout: never a crash
+        raise CannotBreak(f"cannot generate the resume function ({error})") from error
+    plan = gen.BreakPlan(
+        code,
+        tuple(ctx.arg_names),
+        start,
+        index,
+        kinds,
+        local_names,
+        cell_names,
+        prefix,
+        fallthrough,
+        branch,
+    )
+    try:
+        new_code = gen.break_code(plan)
+    except Exception as error:  # the bytecode library refused the layout: never a crash
+        raise CannotBreak(f"cannot generate the broken frame's code ({error})") from error
+    _log_bytecode(code, new_code)
+    run = _runner(new_code, fn, cells_as_argument)
+    entry = CompiledEntry(
+        ctx.guards.check, run, ctx.guards, gm, compiled, graph_break=reason, run_source=source
+    )
+    entry.notes.append(f"graph break at instruction {index} ({ins.name})")
+    return entry
+
+
+def _continuations(code, instrs, start, index, kinds, local_names, frame, context, glob):
+    """The resume functions after the native instruction: fall-through, and a branch's target."""
+    ins = instrs[index]
+    block = instrs[start : index + 1]
+    fallthrough = branch = None
+    if ins.name not in gen.TERMINAL:
+        after = gen.stack_after(block, kinds, jump=False)
+        key = gen.ResumeKey(code, index + 1, after, local_names)
+        fallthrough = gen.Continuation(context.resume_call(key, glob), after)
+    if ins.has_jump():
+        after = gen.stack_after(block, kinds, jump=True)
+        key = gen.ResumeKey(code, frame.labels[ins.arg], after, local_names)
+        branch = gen.Continuation(context.resume_call(key, glob), after)
+    return fallthrough, branch
+
+
+def _frame_cell_positions(frame, code) -> dict[int, int]:
+    """Where each of the frame's cells sits in the tuple the prologue hands the prefix."""
+    names = gen.closure_names(code)
+    return {id(frame.cells[name]): i for i, name in enumerate(names) if name in frame.cells}
+
+
+def _check_breakable(ins) -> None:
+    if not isinstance(ins, bc.Instr):
+        raise CannotBreak("no instruction at the break point")
+    if ins.name in NOT_BREAKABLE:
+        raise CannotBreak(f"a graph break at {ins.name} cannot be resumed")
+    if ins.name in MAYBE_NULL:
+        arg = ins.arg
+        method_form = ins.name == "LOAD_METHOD" or (
+            isinstance(arg, tuple) and arg and arg[0] is True
+        )
+        if method_form or ins.name == "LOAD_SUPER_ATTR":
+            raise CannotBreak(f"a graph break at {ins.name} may leave a NULL on the stack")
+    if (
+        ins.has_jump()
+        and ins.name.startswith(("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP"))
+        and "IF" not in ins.name
+    ):
+        raise CannotBreak("a graph break at an unconditional jump")
+
+
+def _compile_callee(stack: list[Value], ins, context) -> None:
+    """Replace a user function about to be called natively by its compiled wrapper."""
+    from npdynamo.capture.frames import compile as compile_fn
+
+    nargs = ins.arg if isinstance(ins.arg, int) else 0
+    extra = 1 if ins.name == "CALL_KW" else 0
+    if ins.name == "CALL_FUNCTION_EX":
+        nargs, extra = 1, ins.arg & 1
+    for pos in (len(stack) - nargs - extra - 2, len(stack) - nargs - extra - 1):
+        if pos < 0:
+            continue
+        value = stack[pos]
+        fn = None
+        if isinstance(value, FunctionValue):
+            fn = value.fn
+        elif isinstance(value, BoundMethodValue) and value.func.fn is not None:
+            fn = value.func.fn
+        if fn is None or fn.__closure__ is not None and value.source is None:
+            continue
+        wrapper = compile_fn(fn, backend=context.backend)
+        if isinstance(value, BoundMethodValue):
+            stack[pos] = BoundMethodValue(
+                FunctionValue(fn.__code__, fn.__globals__, fn.__name__, fn=wrapper),
+                value.self_value,
+            )
+        else:
+            stack[pos] = FunctionValue(fn.__code__, fn.__globals__, fn.__name__, fn=wrapper)
+
+
+def _runner(new_code: types.CodeType, fn: types.FunctionType, cells_as_argument: bool):
+    glob, name = fn.__globals__, fn.__name__
+    if not cells_as_argument:
+        return types.FunctionType(new_code, glob, name, None, fn.__closure__)
+
+    def run(cells, *args):
+        return types.FunctionType(new_code, glob, name, None, cells or None)(*args)
+
+    return run
+
+
+def _log_bytecode(old: types.CodeType, new: types.CodeType) -> None:
+    from npdynamo import logs
+
+    if logs.enabled("bytecode"):
+        import dis
+        import io
+
+        out = io.StringIO()
+        dis.dis(old, file=out)
+        before = out.getvalue()
+        out = io.StringIO()
+        dis.dis(new, file=out)
+        logs.get_logger("bytecode").info(
+            "Original bytecode of %s:\n%s\nTransformed:\n%s",
+            old.co_qualname,
+            before,
+            out.getvalue(),
+        )

@@ -1,0 +1,370 @@
+"""Bytecode generation for graph breaks: the code a broken frame runs, and its resume functions.
+
+Both are built the same way (capture-pitfalls.md, Q2): take the ORIGINAL instruction list, keep it
+whole, and put a forward-jumping prologue in front that rebuilds the Python stack and locals and
+jumps to the instruction where execution continues. The original exception table stays in force
+(a try range active at the jump target is split so its start is not dead code), so ``try``,
+``with`` and loops keep their exact semantics.
+
+* ``break_code``: the frame's own code. Its prologue calls a generated *prefix* function (the
+  compiled graph of everything before the break, plus rebuilding the live values), stores the
+  locals, pushes the stack and jumps to the unsupported instruction, which runs natively. Right
+  after it (and at its jump target, for a branch) a trampoline, appended after all original code
+  and outside every try range, pops the stack into temporaries and calls the resume function.
+* ``resume_code``: the original function continued after the break; its arguments are the stack
+  values (NULL slots are re-pushed by the prologue) and the bound locals; the frame's cells come
+  in as its closure, so closures made before the break see later assignments.
+
+Per-version sequences (how to call, how to drop a NULL) live in the helpers at the top.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass
+from functools import lru_cache
+
+import bytecode as bc
+
+PY = sys.version_info[:2]
+CO_VARARGS = 0x04
+CO_VARKEYWORDS = 0x08
+CO_NESTED = 0x10
+TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
+
+
+def _nop() -> None:
+    """Called to consume a NULL slot: popping a NULL with POP_TOP crashes CPython."""
+
+
+# -- per-version instruction sequences ---------------------------------------------------------
+def push_callable(obj: object, lineno: int) -> list[bc.Instr]:
+    """Push a constant callable ready for ``call`` (NULL below it until 3.12, above from 3.13)."""
+    load = bc.Instr("LOAD_CONST", obj, lineno=lineno)
+    null = bc.Instr("PUSH_NULL", lineno=lineno)
+    return [load, null] if PY >= (3, 13) else [null, load]
+
+
+def call(nargs: int, lineno: int) -> list[bc.Instr]:
+    if PY == (3, 11):
+        return [bc.Instr("PRECALL", nargs, lineno=lineno), bc.Instr("CALL", nargs, lineno=lineno)]
+    return [bc.Instr("CALL", nargs, lineno=lineno)]
+
+
+def drop_null(lineno: int) -> list[bc.Instr]:
+    """Consume the NULL on top of the stack by calling a no-op through it."""
+    seq = [bc.Instr("LOAD_CONST", _nop, lineno=lineno)]
+    if PY >= (3, 13):
+        seq.append(bc.Instr("SWAP", 2, lineno=lineno))
+    return seq + call(0, lineno) + [bc.Instr("POP_TOP", lineno=lineno)]
+
+
+def load_cell(var, lineno: int) -> bc.Instr:
+    """Push a cell object itself (to build a closure tuple)."""
+    if PY >= (3, 13):
+        return bc.Instr("LOAD_FAST", var, lineno=lineno)  # 3.13 spells LOAD_CLOSURE so
+    return bc.Instr("LOAD_CLOSURE", var, lineno=lineno)
+
+
+# -- reading and splitting the original ---------------------------------------------------------
+@lru_cache(maxsize=512)
+def _decoded(code: types.CodeType) -> tuple:
+    return tuple(bc.Bytecode.from_code(code, conserve_exception_block_stackdepth=True))
+
+
+def decoded_instructions(code: types.CodeType) -> list:
+    """The abstract instruction list of ``code`` (positions match the translator's)."""
+    return list(_decoded(code))
+
+
+def _fresh_copy(code: types.CodeType) -> tuple[bc.Bytecode, list]:
+    """A decoded copy whose instruction objects can be edited without touching the cache."""
+    b = bc.Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+    return b, list(b)
+
+
+def _split_try_at(instrs: list, position: int) -> None:
+    """Insert nothing; make the try range open at ``position`` (if any) start again there.
+
+    The prologue jumps straight to ``position``: a ``TryBegin`` before it would sit in dead code,
+    so the range is closed before ``position`` and a copy opened at it."""
+    open_entry = None
+    for item in instrs[:position]:
+        if isinstance(item, bc.TryBegin):
+            open_entry = item
+        elif isinstance(item, bc.TryEnd) and item.entry is open_entry:
+            open_entry = None
+    if open_entry is None:
+        return
+    copy = bc.TryBegin(open_entry.target, open_entry.push_lasti, open_entry.stack_depth)
+    for i in range(position, len(instrs)):
+        item = instrs[i]
+        if isinstance(item, bc.TryEnd) and item.entry is open_entry:
+            instrs[i] = bc.TryEnd(copy)
+            break
+    instrs[position:position] = [bc.TryEnd(open_entry), copy]
+
+
+def _header_end(instrs: list) -> int:
+    """Index just after the first RESUME (MAKE_CELL / COPY_FREE_VARS come before it)."""
+    for i, item in enumerate(instrs):
+        if isinstance(item, bc.Instr) and item.name == "RESUME":
+            return i + 1
+    return 0
+
+
+def _first_lineno(code: types.CodeType) -> int:
+    return code.co_firstlineno
+
+
+def stack_after(block: list[bc.Instr], kinds: tuple[str, ...], jump: bool) -> tuple[str, ...]:
+    """Stack kinds ('V' value, 'N' NULL) after ``block`` runs natively on a stack of ``kinds``;
+    ``jump`` applies to the last instruction (3.11 splits a call over PRECALL and CALL)."""
+    block = [ins for ins in block if isinstance(ins, bc.Instr)]
+    for i, ins in enumerate(block):
+        last_jump = jump and i == len(block) - 1
+        pre, _post = ins.pre_and_post_stack_effect(jump=last_jump)
+        pops = max(0, -pre)
+        pushes = ins.stack_effect(jump=last_jump) + pops
+        kinds = (kinds[: len(kinds) - pops] if pops else kinds) + ("V",) * pushes
+    return kinds
+
+
+# -- resume functions ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ResumeKey:
+    code: types.CodeType
+    start: int  # index in the decoded instruction list where the resume function continues
+    stack: tuple[str, ...]  # kinds of the stack slots, bottom first
+    locals: tuple[str, ...]  # names of the locals passed as arguments
+
+
+_RESUME_CODES: dict[ResumeKey, types.CodeType] = {}
+
+
+def resume_code(key: ResumeKey) -> types.CodeType:
+    """The code of the resume function for ``key`` (cached: one per key)."""
+    if key not in _RESUME_CODES:
+        _RESUME_CODES[key] = _build_resume_code(key)
+    return _RESUME_CODES[key]
+
+
+def closure_names(code: types.CodeType) -> tuple[str, ...]:
+    """The free variables of a resume function: the frame's cells, then its own free vars."""
+    return tuple(code.co_cellvars) + tuple(code.co_freevars)
+
+
+def _build_resume_code(key: ResumeKey) -> types.CodeType:
+    code = key.code
+    b, instrs = _fresh_copy(code)
+    lineno = _first_lineno(code)
+    cells = set(code.co_cellvars)
+    passed = set(key.locals)
+    target = bc.Label()
+    instrs.insert(key.start, target)
+    _split_try_at(instrs, key.start)
+    body = []
+    seen_resume = False
+    for item in instrs:
+        if isinstance(item, bc.Instr):
+            if item.name in ("MAKE_CELL", "COPY_FREE_VARS"):
+                continue  # the cells arrive as the closure
+            if item.name == "RESUME" and not seen_resume:
+                seen_resume = True
+                continue
+            body.extend(_rewrite_for_resume(item, cells, passed))
+        else:
+            body.append(item)
+    names = closure_names(code)
+    stack_args = [f"___stack{i}" for i, kind in enumerate(key.stack) if kind == "V"]
+    prologue = []
+    if names:
+        prologue.append(bc.Instr("COPY_FREE_VARS", len(names), lineno=lineno))
+    prologue.append(bc.Instr("RESUME", 0, lineno=lineno))
+    arg_iter = iter(stack_args)
+    for kind in key.stack:
+        if kind == "N":
+            prologue.append(bc.Instr("PUSH_NULL", lineno=lineno))
+        else:
+            prologue.append(bc.Instr("LOAD_FAST", next(arg_iter), lineno=lineno))
+    prologue.append(bc.Instr("JUMP_FORWARD", target, lineno=lineno))
+    b.clear()
+    b.extend(prologue + body)
+    b.argnames = stack_args + list(key.locals)
+    b.argcount = len(b.argnames)
+    b.posonlyargcount = 0
+    b.kwonlyargcount = 0
+    b.cellvars = []
+    b.freevars = list(names)
+    flags = b.flags & ~(CO_VARARGS | CO_VARKEYWORDS)
+    b.flags = flags | CO_NESTED if names else flags
+    b.name = f"__resume_at_{key.start}_{code.co_name}"
+    if hasattr(b, "qualname"):
+        b.qualname = b.name
+    return b.to_code(compute_exception_stack_depths=False)
+
+
+def _as_free(arg):
+    if isinstance(arg, bc.CellVar):
+        return bc.FreeVar(arg.name)
+    return arg
+
+
+def _rewrite_for_resume(ins: bc.Instr, cells: set[str], passed: set[str]) -> list[bc.Instr]:
+    """Cells become free variables; loads of locals that may be unbound become checked loads
+    (a plain LOAD_FAST of an unbound local crashes 3.12+)."""
+    name = ins.name
+    if isinstance(ins.arg, bc.CellVar):
+        return [bc.Instr(name, _as_free(ins.arg), lineno=ins.lineno)]
+    if PY < (3, 12):
+        return [ins]
+    if name == "LOAD_FAST" and isinstance(ins.arg, str) and ins.arg not in passed:
+        return [bc.Instr("LOAD_FAST_CHECK", ins.arg, lineno=ins.lineno)]
+    if name == "LOAD_FAST_LOAD_FAST":
+        return [_checked_load(n, passed, ins.lineno) for n in ins.arg]
+    if name == "STORE_FAST_LOAD_FAST":
+        store, load = ins.arg
+        return [
+            bc.Instr("STORE_FAST", store, lineno=ins.lineno),
+            _checked_load(load, passed, ins.lineno),
+        ]
+    return [ins]
+
+
+def _checked_load(name: str, passed: set[str], lineno) -> bc.Instr:
+    # after a store in the same instruction pair the local is bound, but a checked load is cheap
+    return bc.Instr("LOAD_FAST" if name in passed else "LOAD_FAST_CHECK", name, lineno=lineno)
+
+
+# -- the broken frame's own code -----------------------------------------------------------------
+@dataclass
+class Continuation:
+    """Where execution goes after the native instruction: ``call(cells, *stack, *locals)``."""
+
+    callable: object
+    stack: tuple[str, ...]
+
+
+@dataclass
+class BreakPlan:
+    """Everything ``break_code`` needs, decided by the translator."""
+
+    code: types.CodeType
+    arg_names: tuple[str, ...]  # the frame arguments, in order
+    start: int  # first instruction run natively (KW_NAMES/PRECALL before a CALL count)
+    index: int  # the unsupported instruction
+    stack: tuple[str, ...]  # kinds at ``start``
+    locals: tuple[str, ...]  # bound plain locals, rebuilt by the prefix
+    cells: tuple[str, ...]  # bound cell variables (of this frame), rebuilt by the prefix
+    prefix: object  # prefix(*frame_args) -> (locals..., cells..., non-NULL stack values...)
+    fallthrough: Continuation | None
+    branch: Continuation | None  # for a conditional jump: where its jump goes
+
+
+def break_code(plan: BreakPlan) -> types.CodeType:
+    """The code a broken frame runs: prologue, the original body, trampolines at the end."""
+    code = plan.code
+    lineno = _first_lineno(code)
+    b, instrs = _fresh_copy(code)
+    index = plan.index
+    ins = instrs[index]
+    tail: list = []
+    after = []
+    if plan.fallthrough is not None:
+        label = bc.Label()
+        after.append(bc.Instr("JUMP_FORWARD", label, lineno=ins.lineno))
+        tail += [label, *_trampoline(plan, plan.fallthrough, code, ins.lineno)]
+    if plan.branch is not None:
+        label = bc.Label()
+        name = ins.name.replace("BACKWARD", "FORWARD")
+        instrs[index] = bc.Instr(name, label, lineno=ins.lineno)
+        tail += [label, *_trampoline(plan, plan.branch, code, ins.lineno)]
+    instrs[index + 1 : index + 1] = after
+    target = bc.Label()
+    instrs.insert(plan.start, target)
+    _split_try_at(instrs, plan.start)
+    header = _header_end(instrs)
+    instrs[header:header] = _prologue(plan, target, lineno)
+    b.clear()
+    b.extend(instrs + tail)
+    b.argnames = list(plan.arg_names)
+    b.argcount = len(plan.arg_names)
+    b.posonlyargcount = 0
+    b.kwonlyargcount = 0
+    b.flags = b.flags & ~(CO_VARARGS | CO_VARKEYWORDS)
+    b.name = code.co_name
+    return b.to_code(compute_exception_stack_depths=False)
+
+
+def _load_arg(name: str, cells: set[str], lineno: int) -> bc.Instr:
+    if name in cells:  # an argument that is also a cell was moved into its cell by MAKE_CELL
+        return bc.Instr("LOAD_DEREF", bc.CellVar(name), lineno=lineno)
+    return bc.Instr("LOAD_FAST", name, lineno=lineno)
+
+
+def _prologue(plan: BreakPlan, target: bc.Label, lineno: int) -> list:
+    cells = set(plan.code.co_cellvars)
+    tmp = "___npdynamo_live"
+    # prefix(cells, *frame_args): the cells let closures made before the break be rebuilt
+    seq = push_callable(plan.prefix, lineno)
+    seq += _closure_tuple(plan.code, lineno)
+    seq += [_load_arg(n, cells, lineno) for n in plan.arg_names]
+    seq += call(1 + len(plan.arg_names), lineno)
+    seq.append(bc.Instr("STORE_FAST", tmp, lineno=lineno))
+    position = 0
+
+    def item(i: int) -> list:
+        return [
+            bc.Instr("LOAD_FAST", tmp, lineno=lineno),
+            bc.Instr("LOAD_CONST", i, lineno=lineno),
+            bc.Instr("BINARY_SUBSCR", lineno=lineno),
+        ]
+
+    for name in plan.locals:
+        seq += item(position) + [bc.Instr("STORE_FAST", name, lineno=lineno)]
+        position += 1
+    for name in plan.cells:
+        seq += item(position) + [bc.Instr("STORE_DEREF", bc.CellVar(name), lineno=lineno)]
+        position += 1
+    for kind in plan.stack:
+        if kind == "N":
+            seq.append(bc.Instr("PUSH_NULL", lineno=lineno))
+        else:
+            seq += item(position)
+            position += 1
+    seq.append(bc.Instr("DELETE_FAST", tmp, lineno=lineno))
+    seq.append(bc.Instr("JUMP_FORWARD", target, lineno=lineno))
+    return seq
+
+
+def _closure_tuple(code: types.CodeType, lineno: int) -> list:
+    """Push the tuple of the frame's cell objects (its cells, then its free variables)."""
+    seq = []
+    names = closure_names(code)
+    for name in names:
+        var = bc.CellVar(name) if name in code.co_cellvars else bc.FreeVar(name)
+        seq.append(load_cell(var, lineno))
+    seq.append(bc.Instr("BUILD_TUPLE", len(names), lineno=lineno))
+    return seq
+
+
+def _trampoline(plan: BreakPlan, cont: Continuation, code: types.CodeType, lineno) -> list:
+    """Pop the stack into temporaries, then ``return cont.callable(cells, *stack, *locals)``."""
+    seq: list = []
+    temps = []
+    for i in range(len(cont.stack) - 1, -1, -1):
+        if cont.stack[i] == "N":
+            seq += drop_null(lineno)
+        else:
+            name = f"___npdynamo_s{i}"
+            temps.append(name)
+            seq.append(bc.Instr("STORE_FAST", name, lineno=lineno))
+    temps.reverse()
+    seq += push_callable(cont.callable, lineno)
+    seq += _closure_tuple(code, lineno)
+    seq += [bc.Instr("LOAD_FAST", t, lineno=lineno) for t in temps]
+    seq += [bc.Instr("LOAD_FAST", n, lineno=lineno) for n in plan.locals]
+    seq += call(1 + len(temps) + len(plan.locals), lineno)
+    seq.append(bc.Instr("RETURN_VALUE", lineno=lineno))
+    return seq

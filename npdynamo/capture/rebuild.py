@@ -1,0 +1,135 @@
+"""Rebuilding Python values after a graph: tracked values -> expressions over graph outputs.
+
+At the end of a graph (the function's return, or a graph break) every live tracked value must
+become a real Python object again: graph arrays are the compiled graph's outputs, values read
+from the frame are re-read through their sources (so identity is kept), constants are bound, and
+containers built inside the function are built anew. ``ValueRebuilder`` renders those expressions
+and collects the graph outputs they need, in order.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from npdynamo.capture.pysource import Namespace, literal
+from npdynamo.capture.values import (
+    ArrayValue,
+    BoundMethodValue,
+    Const,
+    DictValue,
+    FunctionValue,
+    IteratorValue,
+    ListValue,
+    MethodValue,
+    SetValue,
+    TupleValue,
+    UserObjectValue,
+    Value,
+)
+
+
+def python_type(value: Value) -> type | None:
+    """The Python type of the object a tracked value stands for, when known."""
+    if isinstance(value, ArrayValue):
+        return value.meta.dtype.type if value.meta.scalar else np.ndarray
+    if isinstance(value, Const):
+        return type(value.value)
+    kinds = {TupleValue: tuple, ListValue: list, DictValue: dict, SetValue: set}
+    if type(value) in kinds:
+        return kinds[type(value)]
+    if isinstance(value, UserObjectValue):
+        return type(value.obj)
+    return None
+
+
+class ValueRebuilder:
+    """Renders tracked values as Python expressions inside a generated function."""
+
+    def __init__(self, ctx, frame_cells: dict[int, int] | None = None) -> None:
+        self.ctx = ctx
+        #: id(cell value) -> position in ``C``, the frame's cells (for closures made here)
+        self.frame_cells = frame_cells or {}
+        self.nodes: list = []
+        self.index: dict = {}
+        self.namespace = Namespace()
+
+    def bind(self, obj: object, hint: str = "RET") -> str:
+        text = literal(obj)
+        return text if text is not None else self.namespace.bind(obj, hint)
+
+    def expr(self, value: Value) -> str:
+        if isinstance(value, ArrayValue):
+            node = value.node
+            if node.op == "placeholder" and value.source is not None:
+                return value.source.expr()
+            if node not in self.index:
+                self.index[node] = len(self.nodes)
+                self.nodes.append(node)
+            return f"out[{self.index[node]}]"
+        if getattr(value, "source", None) is not None and not getattr(value, "fresh", False):
+            return value.source.expr()
+        if isinstance(value, Const):
+            return self.bind(value.value)
+        if isinstance(value, TupleValue):
+            return "(" + "".join(self.expr(v) + ", " for v in value.items) + ")"
+        if isinstance(value, ListValue):
+            return "[" + ", ".join(self.expr(v) for v in value.items) + "]"
+        if isinstance(value, SetValue):
+            if not value.items:
+                return "set()"
+            return "{" + ", ".join(self.expr(v) for v in value.items) + "}"
+        if isinstance(value, DictValue):
+            parts = [f"{self.bind(k, 'KEY')}: {self.expr(v)}" for k, v in value.items.items()]
+            return "{" + ", ".join(parts) + "}"
+        if isinstance(value, IteratorValue):
+            seq = value.live.items if value.live is not None else value.items
+            rest = "".join(self.expr(v) + ", " for v in seq[value.pos :])
+            return f"iter(({rest}))"
+        if isinstance(value, FunctionValue):
+            return self._function(value)
+        if isinstance(value, BoundMethodValue):
+            method = self.namespace.bind(types.MethodType, "MethodType")
+            return f"{method}({self.expr(value.func)}, {self.expr(value.self_value)})"
+        if isinstance(value, MethodValue) and value.self_value is not None:
+            return f"getattr({self.expr(value.self_value)}, {value.name!r})"
+        raise self.ctx.unsupported(f"a {value.kind()} cannot be handed back to Python")
+
+    def _function(self, fn: FunctionValue) -> str:
+        if fn.fn is not None:
+            return self.bind(fn.fn, "FN")
+        closure = "None"
+        if fn.closure:
+            if not all(id(cell) in self.frame_cells for cell in fn.closure):
+                raise self.ctx.unsupported(
+                    f"the closure {fn.name} made inside the function cannot be handed back to "
+                    "Python here"
+                )
+            closure = "(" + "".join(f"C[{self.frame_cells[id(c)]}], " for c in fn.closure) + ")"
+        make = self.namespace.bind(types.FunctionType, "FunctionType")
+        defaults = "(" + "".join(self.expr(v) + ", " for v in fn.defaults) + ")"
+        code = self.bind(fn.code, "CODE")
+        glob = self.bind(fn.globals, "GLOBALS")
+        text = f"{make}({code}, {glob}, {fn.name!r}, {defaults}, {closure})"
+        if fn.kwdefaults:
+            raise self.ctx.unsupported(f"the function {fn.name} has keyword-only defaults")
+        return text
+
+    def stack_exprs(self, stack: list[Value]) -> list[str]:
+        """Expressions for the non-NULL stack slots; an unbound method (the method half of a
+        [method, self] pair) is read from the type of the value above it."""
+        from npdynamo.capture.values import NullValue
+
+        exprs = []
+        for i, value in enumerate(stack):
+            if isinstance(value, NullValue):
+                continue
+            if isinstance(value, MethodValue) and value.self_value is None:
+                owner = python_type(stack[i + 1]) if i + 1 < len(stack) else None
+                if owner is None:
+                    raise self.ctx.unsupported("a method whose owner type is unknown")
+                exprs.append(f"{self.bind(owner, 'TYPE')}.{value.name}")
+            else:
+                exprs.append(self.expr(value))
+        return exprs
