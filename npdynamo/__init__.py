@@ -5,9 +5,9 @@ guarded by shapes, dtypes and values, and the graph is compiled by a backend.
 """
 
 from npdynamo import config, fx, ops
-from npdynamo.logs import set_logs
 from npdynamo.backends import list_backends, register_backend
 from npdynamo.capture.builtins_table import graph_break
+from npdynamo.capture.explain import ExplainOutput, explain
 from npdynamo.capture.frames import compile, disable, enable, reset
 from npdynamo.errors import (
     BackendCompilerFailed,
@@ -16,6 +16,7 @@ from npdynamo.errors import (
     NpdynamoError,
     Unsupported,
 )
+from npdynamo.logs import set_logs
 
 __version__ = "0.1.0"
 
@@ -25,10 +26,12 @@ __all__ = [
     "InvalidBackend",
     "NpdynamoError",
     "Unsupported",
+    "ExplainOutput",
     "compile",
     "config",
     "disable",
     "enable",
+    "explain",
     "fx",
     "graph_break",
     "list_backends",

@@ -10,5 +10,8 @@ cache_size_limit: int = 8
 #: A dimension that changed across a recompile is captured as dynamic next time.
 automatic_dynamic_shapes: bool = True
 
+#: Debugging / testing: every capture runs the frame in plain Python instead of a graph.
+force_fallback: bool = bool(os.environ.get("NPDYNAMO_FORCE_FALLBACK"))
+
 #: Print extra detail in warnings and reports.
 verbose: bool = bool(os.environ.get("NPDYNAMO_VERBOSE"))

@@ -11,8 +11,15 @@ import logging
 import os
 import sys
 
-TOPICS = ("graph_breaks", "recompiles", "guards", "graph_code", "bytecode", "output_code",
-          "aot_graphs")
+TOPICS = (
+    "graph_breaks",
+    "recompiles",
+    "guards",
+    "graph_code",
+    "bytecode",
+    "output_code",
+    "aot_graphs",
+)
 _handler: logging.Handler | None = None
 
 
@@ -56,8 +63,10 @@ def _from_environment() -> None:
     topics = [t.strip() for t in value.split(",") if t.strip()]
     unknown = [t for t in topics if t not in TOPICS]
     if unknown:
-        print(f"npdynamo: ignoring unknown NPDYNAMO_LOGS topics {unknown}; known: {TOPICS}",
-              file=sys.stderr)
+        print(
+            f"npdynamo: ignoring unknown NPDYNAMO_LOGS topics {unknown}; known: {TOPICS}",
+            file=sys.stderr,
+        )
     if topics:
         set_logs(*[t for t in topics if t in TOPICS])
 

@@ -3,7 +3,9 @@ return values (type, dtype, shape, values), every argument's state afterwards, a
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import types
 
 import numpy as np
@@ -50,6 +52,14 @@ def run_plain(fn, args, kwargs):
         return None, exc
 
 
+def run_capturing_stdout(fn, args, kwargs):
+    """(result, exception, printed text) of one call."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        result, exc = run_plain(fn, args, kwargs)
+    return result, exc, out.getvalue()
+
+
 def check_same(fn, *args, backend="eager", calls: int = 2, compiled=None, **kwargs):
     """Compare ``fn`` plain and compiled, ``calls`` times (the later calls hit the cache).
 
@@ -58,18 +68,17 @@ def check_same(fn, *args, backend="eager", calls: int = 2, compiled=None, **kwar
     for _ in range(calls):
         plain_args, plain_kwargs = copy.deepcopy((args, kwargs))
         comp_args, comp_kwargs = copy.deepcopy((args, kwargs))
-        expected, exc = run_plain(fn, plain_args, plain_kwargs)
+        expected, exc, printed = run_capturing_stdout(fn, plain_args, plain_kwargs)
+        got, got_exc, got_printed = run_capturing_stdout(compiled, comp_args, comp_kwargs)
         if exc is not None:
-            try:
-                compiled(*comp_args, **comp_kwargs)
-            except Exception as got_exc:
-                assert type(got_exc) is type(exc), f"raised {type(got_exc)} not {type(exc)}"
-                assert str(got_exc) == str(exc)
-            else:
-                raise AssertionError(f"compiled call did not raise {exc!r}")
+            assert got_exc is not None, f"compiled call did not raise {exc!r}"
+            assert type(got_exc) is type(exc), f"raised {type(got_exc)} not {type(exc)}"
+            assert str(got_exc) == str(exc)
         else:
-            got = compiled(*comp_args, **comp_kwargs)
+            if got_exc is not None:
+                raise got_exc
             assert_same_value(expected, got)
+        assert got_printed == printed, f"printed {got_printed!r}, expected {printed!r}"
         assert_same_value(plain_args, comp_args, "args after the call")
         assert_same_value(plain_kwargs, comp_kwargs, "kwargs after the call")
     return compiled

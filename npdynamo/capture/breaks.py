@@ -21,6 +21,7 @@ import bytecode as bc
 
 from npdynamo.capture import bytecode_gen as gen
 from npdynamo.capture.break_reasons import GraphBreakReason
+from npdynamo.capture.calls import _class_attribute
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.translator import CaptureContext, ReachedBreak, root_frame
@@ -30,6 +31,7 @@ from npdynamo.capture.values import (
     ComprehensionSave,
     FunctionValue,
     NullValue,
+    UserObjectValue,
     Value,
 )
 
@@ -41,8 +43,6 @@ NOT_BREAKABLE = {
     "SEND",
     "YIELD_VALUE",
     "GET_ITER",
-    "BEFORE_WITH",
-    "SETUP_WITH",
     "END_FOR",
     "LOAD_FAST_AND_CLEAR",
     "RETURN_GENERATOR",
@@ -192,25 +192,39 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
     extra = 1 if ins.name == "CALL_KW" else 0
     if ins.name == "CALL_FUNCTION_EX":
         nargs, extra = 1, ins.arg & 1
-    for pos in (len(stack) - nargs - extra - 2, len(stack) - nargs - extra - 1):
-        if pos < 0:
-            continue
-        value = stack[pos]
-        fn = None
-        if isinstance(value, FunctionValue):
-            fn = value.fn
-        elif isinstance(value, BoundMethodValue) and value.func.fn is not None:
-            fn = value.func.fn
-        if fn is None or fn.__closure__ is not None and value.source is None:
-            continue
-        wrapper = compile_fn(fn, backend=context.backend)
-        if isinstance(value, BoundMethodValue):
-            stack[pos] = BoundMethodValue(
-                FunctionValue(fn.__code__, fn.__globals__, fn.__name__, fn=wrapper),
-                value.self_value,
+    below = len(stack) - nargs - extra - 2
+    if below < 0:
+        return
+    # [NULL, callable] (3.11/3.12), [callable, NULL] (3.13) or [method, self]
+    pos = below + 1 if isinstance(stack[below], NullValue) else below
+    value = stack[pos]
+    fn = None
+    if isinstance(value, FunctionValue):
+        fn = value.fn
+    elif isinstance(value, BoundMethodValue) and value.func.fn is not None:
+        fn = value.func.fn
+    elif isinstance(value, UserObjectValue):
+        call = _class_attribute(value.obj, "__call__")
+        if isinstance(call, types.FunctionType):  # obj(...) -> type(obj).__call__(obj, ...)
+            fn = call
+            value = BoundMethodValue(
+                FunctionValue(call.__code__, call.__globals__, call.__name__, fn=call), value
             )
-        else:
-            stack[pos] = FunctionValue(fn.__code__, fn.__globals__, fn.__name__, fn=wrapper)
+    if fn is None or (fn.__closure__ is not None and value.source is None):
+        return
+    if context.recorder is not None:  # explain: record the callee's captures too
+        from npdynamo.capture.explain import call_through_context
+
+        wrapper = call_through_context(fn, context)
+    else:
+        wrapper = compile_fn(fn, backend=context.backend)
+    if isinstance(value, BoundMethodValue):
+        stack[pos] = BoundMethodValue(
+            FunctionValue(fn.__code__, fn.__globals__, fn.__name__, fn=wrapper),
+            value.self_value,
+        )
+    else:
+        stack[pos] = FunctionValue(fn.__code__, fn.__globals__, fn.__name__, fn=wrapper)
 
 
 def _runner(new_code: types.CodeType, fn: types.FunctionType, cells_as_argument: bool):

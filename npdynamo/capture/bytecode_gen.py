@@ -20,6 +20,7 @@ Per-version sequences (how to call, how to drop a NULL) live in the helpers at t
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from dataclasses import dataclass
@@ -132,6 +133,19 @@ def stack_after(block: list[bc.Instr], kinds: tuple[str, ...], jump: bool) -> tu
 
 
 # -- resume functions ----------------------------------------------------------------------------
+_RESUME_NAME = re.compile(r"^__resume_at_\d+_(.*)$")
+
+
+def user_name(code: types.CodeType) -> str:
+    """The user's function name behind a (possibly resume) code object."""
+    name = code.co_name
+    match = _RESUME_NAME.match(name)
+    while match:
+        name = match.group(1)
+        match = _RESUME_NAME.match(name)
+    return name
+
+
 @dataclass(frozen=True)
 class ResumeKey:
     code: types.CodeType
@@ -199,7 +213,7 @@ def _build_resume_code(key: ResumeKey) -> types.CodeType:
     b.freevars = list(names)
     flags = b.flags & ~(CO_VARARGS | CO_VARKEYWORDS)
     b.flags = flags | CO_NESTED if names else flags
-    b.name = f"__resume_at_{key.start}_{code.co_name}"
+    b.name = f"__resume_at_{key.start}_{user_name(code)}"
     if hasattr(b, "qualname"):
         b.qualname = b.name
     return b.to_code(compute_exception_stack_depths=False)

@@ -17,7 +17,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from npdynamo import logs
+from npdynamo import config, logs
 from npdynamo.capture.break_reasons import GraphBreakReason, reason_from
 from npdynamo.capture.errors import CaptureUnsupported, UserCodeRaises
 from npdynamo.capture.guards import GuardSet
@@ -66,6 +66,8 @@ def build_entry(
     context = context or default_context(backend, fullgraph)
     start = time.perf_counter()
     ctx = CaptureContext(fn, cells_as_argument=cells_as_argument)
+    if config.force_fallback:
+        return python_entry(ctx, "npdynamo.config.force_fallback is set")
     try:
         result = root_frame(ctx, frame_args).run()
         rebuilder = ValueRebuilder(ctx)
@@ -165,6 +167,7 @@ def generated_function(
         callee = ns.bind(compiled, "COMPILED")
         args = ", ".join(src.expr() for _node, src in inputs)
         lines.append(f"    out = {callee}({args})")
+    lines += [f"    {statement}" for statement in rebuilder.prelude]
     lines.append(f"    {tail}")
     source = "\n".join(lines) + "\n"
     return make_function(source, name, ns, f"{name}-{ctx.fn.__name__}"), source

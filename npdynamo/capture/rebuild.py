@@ -29,6 +29,19 @@ from npdynamo.capture.values import (
     Value,
 )
 
+#: Kinds whose rebuilt object has an identity the user can observe (``is``, mutation).
+IDENTITY_KINDS = (
+    ListValue,
+    DictValue,
+    SetValue,
+    TupleValue,
+    IteratorValue,
+    FunctionValue,
+    BoundMethodValue,
+    MethodValue,
+    UserObjectValue,
+)
+
 
 def python_type(value: Value) -> type | None:
     """The Python type of the object a tracked value stands for, when known."""
@@ -51,6 +64,9 @@ class ValueRebuilder:
         self.ctx = ctx
         #: id(cell value) -> position in ``C``, the frame's cells (for closures made here)
         self.frame_cells = frame_cells or {}
+        #: statements run before the result is built: one per object with an identity
+        self.prelude: list[str] = []
+        self._memo: dict[int, str] = {}
         self.nodes: list = []
         self.index: dict = {}
         self.namespace = Namespace()
@@ -60,6 +76,20 @@ class ValueRebuilder:
         return text if text is not None else self.namespace.bind(obj, hint)
 
     def expr(self, value: Value) -> str:
+        """The expression of ``value``. An object built here (a list, an iterator, a function)
+        is built once and named, so every reference to it is the same Python object."""
+        key = id(value)
+        if key in self._memo:
+            return self._memo[key]
+        text = self._expr(value)
+        if isinstance(value, IDENTITY_KINDS) and not text.isidentifier():
+            name = f"v{len(self._memo)}"
+            self.prelude.append(f"{name} = {text}")
+            self._memo[key] = name
+            return name
+        return text
+
+    def _expr(self, value: Value) -> str:
         if isinstance(value, ArrayValue):
             node = value.node
             if node.op == "placeholder" and value.source is not None:

@@ -96,3 +96,12 @@ class ResumeCall:
         )
         self.entries.append(entry)
         return entry.run(cells, *args)
+
+
+def _register_reset() -> None:
+    from npdynamo.capture.frames.cache import on_reset
+
+    on_reset(reset_contexts)
+
+
+_register_reset()

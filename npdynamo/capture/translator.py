@@ -18,7 +18,7 @@ import bytecode as bc
 
 from npdynamo import ops
 from npdynamo.capture.builder import ValueBuilder
-from npdynamo.capture.bytecode_gen import decoded_instructions
+from npdynamo.capture.bytecode_gen import decoded_instructions, user_name
 from npdynamo.capture.errors import CaptureUnsupported, Location, UserCodeRaises
 from npdynamo.capture.guards import (
     ClosureSource,
@@ -219,7 +219,7 @@ class Frame:
     def location(self) -> Location:
         filename = self.code.co_filename
         line = linecache.getline(filename, self.lineno) if self.lineno else ""
-        return Location(filename, self.lineno or 0, line.rstrip("\n"), self.code.co_name)
+        return Location(filename, self.lineno or 0, line.rstrip("\n"), user_name(self.code))
 
     def push(self, value: Value) -> None:
         self.stack.append(value)
@@ -291,9 +291,7 @@ class Frame:
                     )
                 handler = HANDLERS.get(ins.name)
                 if handler is None:
-                    raise self.unsupported(
-                        f"the Python construct behind opcode {ins.name} is not supported"
-                    )
+                    raise self.unsupported(*unsupported_opcode_reason(ins.name))
                 handler(self, ins)
             return self.return_value
         except CaptureUnsupported as exc:
@@ -318,6 +316,29 @@ def root_frame(ctx: CaptureContext, frame_args: tuple) -> Frame:
     )
     func = FunctionValue(code, fn.__globals__, fn.__name__, closure=closure, fn=fn)
     return Frame(ctx, func, locals_)
+
+
+#: What the user wrote, for opcodes that have no handler (a graph break in plain words).
+OPCODE_CONSTRUCTS = {
+    "BEFORE_WITH": (
+        "a `with` block: its __enter__ and __exit__ run in Python",
+        "the code inside the block is still compiled after the break",
+    ),
+    "IMPORT_NAME": ("an import inside the function", "import at module level"),
+    "IMPORT_FROM": ("an import inside the function", "import at module level"),
+    "LOAD_BUILD_CLASS": ("a class definition inside the function", "define it at module level"),
+    "YIELD_VALUE": ("yield: generators cannot be captured", "return a list instead"),
+    "GET_AWAITABLE": ("await: coroutines cannot be captured", ""),
+    "LOAD_SUPER_ATTR": ("super() attribute lookup", ""),
+    "DELETE_DEREF": ("del of a closure variable", ""),
+}
+
+
+def unsupported_opcode_reason(name: str) -> tuple[str, str]:
+    reason, hint = OPCODE_CONSTRUCTS.get(
+        name, (f"the Python construct behind opcode {name} is not supported", "")
+    )
+    return reason, hint
 
 
 def check_python_version() -> bool:

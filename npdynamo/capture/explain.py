@@ -1,0 +1,140 @@
+"""``npdynamo.explain``: run a function once under capture and report every graph and break.
+
+The run uses a fresh ``CompileContext`` whose recorder sees every entry built along the way (the
+function's own, its resume functions', and those of user functions called at a break), so the
+report covers the whole call without touching any compiled function's cache.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from dataclasses import dataclass, field
+
+from npdynamo.backends import lookup_backend
+from npdynamo.capture.break_reasons import GraphBreakReason
+from npdynamo.capture.resume import CompileContext
+
+
+@dataclass
+class ExplainOutput:
+    """What one captured run of a function produced."""
+
+    graphs: list = field(default_factory=list)
+    break_reasons: list[GraphBreakReason] = field(default_factory=list)
+    ops_per_graph: list[int] = field(default_factory=list)
+    guards: list[str] = field(default_factory=list)
+    compile_time_s: float = 0.0
+    python_frames: list[str] = field(default_factory=list)
+    result: object = None
+
+    @property
+    def graph_count(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def graph_break_count(self) -> int:
+        return len(self.break_reasons)
+
+    def __str__(self) -> str:
+        lines = [
+            f"Graph count: {self.graph_count}",
+            f"Graph break count: {self.graph_break_count}",
+            f"Op count: {sum(self.ops_per_graph)}",
+            f"Compile time: {self.compile_time_s * 1e3:.1f} ms",
+        ]
+        if self.break_reasons:
+            lines.append("Break reasons:")
+            for i, reason in enumerate(self.break_reasons, 1):
+                body = str(reason).replace("\n", "\n   ")
+                lines.append(f"  {i}. {body}")
+        if self.python_frames:
+            lines.append("Frames that ran in Python:")
+            lines += [f"  - {text}" for text in self.python_frames]
+        if self.graphs:
+            lines.append("Ops per graph:")
+            for i, (gm, n) in enumerate(zip(self.graphs, self.ops_per_graph), 1):
+                names = [
+                    getattr(node.target, "name", str(node.target))
+                    for node in gm.graph.nodes
+                    if node.op == "call_function"
+                ]
+                lines.append(f"  graph {i}: {n} ops: {', '.join(names)}")
+        if self.guards:
+            lines.append("Guards:")
+            lines += [f"  {g}" for g in self.guards]
+        return "\n".join(lines)
+
+
+def frame_args_of(fn: types.FunctionType, args: tuple, kwargs: dict) -> tuple:
+    """The frame's argument locals (co_varnames order) for a call ``fn(*args, **kwargs)``."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    positional, keyword_only, varargs, varkw = [], [], [], []
+    for name, param in inspect.signature(fn).parameters.items():
+        value = bound.arguments[name]
+        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            positional.append(value)
+        elif param.kind is param.KEYWORD_ONLY:
+            keyword_only.append(value)
+        elif param.kind is param.VAR_POSITIONAL:
+            varargs.append(tuple(value))
+        else:
+            varkw.append(dict(value))
+    return tuple(positional + keyword_only + varargs + varkw)
+
+
+class _Recorder:
+    def __init__(self, output: ExplainOutput) -> None:
+        self.output = output
+
+    def __call__(self, entry, fn) -> None:
+        out = self.output
+        name = fn.__code__.co_qualname
+        if entry.graph_module is not None:
+            out.graphs.append(entry.graph_module)
+            out.ops_per_graph.append(
+                sum(1 for n in entry.graph_module.graph.nodes if n.op == "call_function")
+            )
+        if entry.graph_break is not None:
+            out.break_reasons.append(entry.graph_break)
+        if entry.fallback_reason is not None:
+            out.python_frames.append(f"{name}: {entry.fallback_reason}")
+        out.guards += [f"{name}: {text}" for text in entry.guard_set.describe()]
+        out.compile_time_s += entry.compile_time_s
+
+
+def explain(fn, backend="eager"):
+    """``explain(fn)(*args, **kwargs)`` runs ``fn`` once under capture and returns the report."""
+    from npdynamo.capture.entry import build_entry
+    from npdynamo.capture.frames.dispatch import original_function
+
+    target = original_function(fn) or fn
+    if isinstance(target, types.MethodType):
+        bound_self, target = target.__self__, target.__func__
+    else:
+        bound_self = None
+    compiler = lookup_backend(backend)
+
+    def run(*args, **kwargs) -> ExplainOutput:
+        output = ExplainOutput()
+        context = CompileContext(compiler, recorder=_Recorder(output))
+        call_args = (bound_self, *args) if bound_self is not None else args
+        frame_args = frame_args_of(target, call_args, kwargs)
+        entry = build_entry(target, frame_args, backend=compiler, context=context)
+        output.result = entry.run(*frame_args)
+        return output
+
+    return run
+
+
+def call_through_context(fn: types.FunctionType, context: CompileContext):
+    """A callable capturing ``fn`` in ``context`` on every call (used by explain's runs)."""
+    from npdynamo.capture.entry import build_entry
+
+    def call(*args, **kwargs):
+        frame_args = frame_args_of(fn, args, kwargs)
+        entry = build_entry(fn, frame_args, backend=context.backend, context=context)
+        return entry.run(*frame_args)
+
+    return call

@@ -1,0 +1,155 @@
+"""Graph breaks, plain vs compiled: results, argument state, printed output and exceptions match;
+strict mode checks the exact graphs and breaks ``explain`` reports; the same programs also pass
+with every capture forced to fall back to Python."""
+
+import contextlib
+import io
+import sys
+
+import numpy as np
+import pytest
+
+import npdynamo
+from tests.capture.break_programs import (
+    BREAK_PROGRAMS,
+    break_two_calls_deep,
+    comprehension_with_break,
+    print_in_loop,
+)
+from tests.differential import CountingBackend, check_same
+
+IDS = [p[0] for p in BREAK_PROGRAMS]
+STRICT = [p for p in BREAK_PROGRAMS if p[3] is not None]
+
+
+def quiet_explain(fn, *args):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return npdynamo.explain(fn)(*args)
+
+
+@pytest.mark.parametrize("name,fn,factory,counts", BREAK_PROGRAMS, ids=IDS)
+def test_break_program_matches_python(name, fn, factory, counts):
+    check_same(fn, *factory(), calls=3)
+
+
+@pytest.mark.parametrize("name,fn,factory,counts", STRICT, ids=[p[0] for p in STRICT])
+def test_strict_graph_and_break_counts(name, fn, factory, counts):
+    out = quiet_explain(fn, *factory())
+    assert (out.graph_count, out.graph_break_count) == counts, str(out)
+
+
+@pytest.mark.parametrize("name,fn,factory,counts", BREAK_PROGRAMS, ids=IDS)
+def test_forced_fallback_matches_python(name, fn, factory, counts, monkeypatch):
+    monkeypatch.setattr(npdynamo.config, "force_fallback", True)
+    backend = CountingBackend()
+    check_same(fn, *factory(), compiled=npdynamo.compile(fn, backend=backend), calls=2)
+    assert backend.count == 0
+
+
+def test_enough_break_programs():
+    assert len({id(fn) for _n, fn, _f, _c in BREAK_PROGRAMS}) >= 50
+
+
+def test_loop_body_stays_compiled_around_the_break():
+    backend = CountingBackend()
+    compiled = npdynamo.compile(print_in_loop, backend=backend)
+    with contextlib.redirect_stdout(io.StringIO()):
+        compiled(np.ones(3))
+        graphs_first_call = backend.count
+        compiled(np.ones(3))
+    # the root graph plus one graph per iteration, each mixing the two sides of the break;
+    # the second call compiles nothing new
+    assert graphs_first_call == 6
+    assert backend.count == 6
+    ops = [set(backend.op_names(i)) for i in range(1, 5)]
+    assert all(names == {"add", "multiply"} for names in ops)
+
+
+def test_branch_taken_both_ways_over_two_calls():
+    from tests.capture.break_programs import branch_on_sum
+
+    backend = CountingBackend()
+    compiled = npdynamo.compile(branch_on_sum, backend=backend)
+    pos, neg = np.ones(3), -np.ones(3)
+    np.testing.assert_array_equal(compiled(pos), branch_on_sum(pos))
+    np.testing.assert_array_equal(compiled(neg), branch_on_sum(neg))
+    np.testing.assert_array_equal(compiled(pos), branch_on_sum(pos))
+    assert backend.count == 3  # the condition's graph, then one graph per side
+
+
+def test_explain_report_names_lines_reasons_and_hints():
+    out = quiet_explain(break_two_calls_deep, np.ones(3))
+    assert (out.graph_count, out.graph_break_count) == (5, 3)
+    reason = out.break_reasons[0]
+    assert reason.filename.endswith("break_programs.py")
+    assert reason.source_line == 'print("helper called")'
+    assert "print() does input/output" in reason.reason
+    assert reason.hint
+    chain = [loc.function for loc in reason.user_stack]
+    assert chain == ["break_two_calls_deep", "_outer_helper", "_log_and_scale"]
+    assert reason.kind == "io"
+    text = str(out)
+    assert text.startswith("Graph count: 5\nGraph break count: 3")
+    assert "print() does input/output" in text and 'print("helper called")' in text
+    assert "hint:" in text and "Ops per graph:" in text and "Guards:" in text
+    assert out.ops_per_graph and all(n > 0 for n in out.ops_per_graph)
+    assert out.compile_time_s > 0
+
+
+@pytest.mark.parametrize(
+    "fn,kind",
+    [
+        ("item_call", "graph_value_to_python"),
+        ("branch_on_sum", "data_dependent_branch"),
+        ("linalg_inverse", "unknown_function"),
+        ("explicit_breaks", "explicit"),
+        ("print_middle", "io"),
+    ],
+)
+def test_break_kinds(fn, kind):
+    from tests.capture import break_programs
+
+    program = getattr(break_programs, fn)
+    factory = next(f for _n, p, f, _c in BREAK_PROGRAMS if p is program)
+    out = quiet_explain(program, *factory())
+    assert out.break_reasons[0].kind == kind
+    assert out.break_reasons[0].lineno > 0
+
+
+def test_explain_does_not_touch_the_cache():
+    from npdynamo.capture.frames import compiled_entries
+
+    compiled = npdynamo.compile(break_two_calls_deep)
+    quiet_explain(compiled, np.ones(3))
+    assert compiled_entries(compiled) == []
+
+
+def test_comprehension_break_is_refused_on_312_plus():
+    out = quiet_explain(comprehension_with_break, np.ones(3))
+    if sys.version_info >= (3, 12):
+        assert out.python_frames and "comprehension" in out.python_frames[0]
+    assert out.result == comprehension_with_break(np.ones(3))
+
+
+def test_fullgraph_raises_at_the_first_break():
+    with pytest.raises(npdynamo.Unsupported, match="print"):
+        npdynamo.compile(break_two_calls_deep, fullgraph=True)(np.ones(3))
+
+
+def test_graph_break_logging(caplog):
+    import logging
+
+    from tests.capture.break_programs import print_middle
+
+    npdynamo.set_logs("graph_breaks", "guards", "graph_code", "bytecode")
+    try:
+        with caplog.at_level(logging.INFO, logger="npdynamo"):
+            with contextlib.redirect_stdout(io.StringIO()):
+                npdynamo.compile(print_middle)(np.ones(2))
+    finally:
+        npdynamo.set_logs()
+    text = caplog.text
+    assert "Graph break in print_middle" in text
+    assert "def check(" in text  # the guard function's source
+    assert "def forward(" in text  # the graph's code
+    assert "Transformed:" in text  # original and transformed bytecode
