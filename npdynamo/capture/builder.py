@@ -92,6 +92,12 @@ class ValueBuilder:
         if kind in (bool, type(None)) or value is Ellipsis:
             ctx.guard(source, GuardKind.CONSTANT, value)
             return Const(value, source)
+        if isinstance(value, (np.floating, np.complexfloating)):
+            # data (a loss, a max): a graph input, so a new value does not recompile
+            ctx.guard(source, GuardKind.TYPE, kind)
+            from npdynamo.capture.values import ArrayValue
+
+            return ArrayValue(ctx.add_placeholder(value, source), source)
         if kind in (int, float, complex, str, bytes, range, slice) or isinstance(value, np.generic):
             ctx.guard(source, GuardKind.CONSTANT, value)
             return Const(value, source)

@@ -45,9 +45,14 @@ class ExplainOutput:
         ]
         if self.break_reasons:
             lines.append("Break reasons:")
-            for i, reason in enumerate(self.break_reasons, 1):
-                body = str(reason).replace("\n", "\n   ")
-                lines.append(f"  {i}. {body}")
+            groups: dict[tuple, list[GraphBreakReason]] = {}
+            for reason in self.break_reasons:  # a break in a loop is met once per iteration
+                key = (reason.filename, reason.lineno, reason.reason)
+                groups.setdefault(key, []).append(reason)
+            for i, same in enumerate(groups.values(), 1):
+                times = f" (x{len(same)})" if len(same) > 1 else ""
+                body = str(same[0]).replace("\n", "\n   ")
+                lines.append(f"  {i}.{times} {body}")
         if self.python_frames:
             lines.append("Frames that ran in Python:")
             lines += [f"  - {text}" for text in self.python_frames]
@@ -62,7 +67,15 @@ class ExplainOutput:
                 lines.append(f"  graph {i}: {n} ops: {', '.join(names)}")
         if self.guards:
             lines.append("Guards:")
-            lines += [f"  {g}" for g in self.guards]
+            by_function: dict[str, list[str]] = {}
+            for line in self.guards:
+                name, _, guard = line.partition(": ")
+                seen = by_function.setdefault(name, [])
+                if guard not in seen:
+                    seen.append(guard)
+            for name, guards in by_function.items():
+                lines.append(f"  {name}:")
+                lines += [f"    {g}" for g in guards]
         return "\n".join(lines)
 
 

@@ -153,3 +153,19 @@ def test_graph_break_logging(caplog):
     assert "def check(" in text  # the guard function's source
     assert "def forward(" in text  # the graph's code
     assert "Transformed:" in text  # original and transformed bytecode
+
+
+def _sum_then_print(x):
+    s = x.sum()
+    print("sum computed")
+    return x * s
+
+
+def test_numpy_scalar_crossing_a_break_is_data_not_a_guard():
+    backend = CountingBackend()
+    compiled = npdynamo.compile(_sum_then_print, backend=backend)
+    with contextlib.redirect_stdout(io.StringIO()):
+        for seed in range(4):
+            x = np.random.default_rng(seed).standard_normal(3)
+            np.testing.assert_array_equal(compiled(x), x * x.sum())
+    assert backend.count == 2  # captured once on each side of the break, never again
