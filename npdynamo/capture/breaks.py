@@ -105,6 +105,7 @@ def build_break_entry(
     exprs = [rebuilder.expr(frame.locals[n]) for n in local_names]
     exprs += [rebuilder.expr(frame.cells[n].contents) for n in cell_names]
     exprs += rebuilder.stack_exprs(stack)
+    rebuilder.record_side_effects()  # flushed before the native instruction runs
     gm, compiled, inputs = finish_graph(ctx, frame_args, rebuilder, context)
     ctx.guards.compile()
     tail = "return (" + "".join(e + ", " for e in exprs) + ")"

@@ -61,6 +61,8 @@ class ValueBuilder:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self._by_source: dict[Source, Value] = {}
+        self._by_id: dict[int, tuple] = {}
+        self._cells: dict[int, ExternalCell] = {}
 
     def wrap(self, value: object, source: Source | None) -> Value:
         if source is None:
@@ -68,9 +70,31 @@ class ValueBuilder:
         cached = self._by_source.get(source)
         if cached is not None:
             return cached
+        if isinstance(value, MUTABLE_TYPES) or _is_user_object(value):
+            # one tracked value per object, so a mutation is seen through every name for it;
+            # later calls must pass the same object in both places
+            seen = self._by_id.get(id(value))
+            if seen is not None:
+                first_value, first_source, _keepalive = seen
+                self.ctx.guard(source, GuardKind.ALIAS, first_source)
+                self._by_source[source] = first_value
+                return first_value
         wrapped = self._wrap(value, source)
         self._by_source[source] = wrapped
+        if isinstance(value, MUTABLE_TYPES) or _is_user_object(value):
+            self._by_id[id(value)] = (wrapped, source, value)
         return wrapped
+
+    def external_cell(self, cell, source: Source | None) -> ExternalCell:
+        """One tracked value per cell object: a store through one name is seen by all."""
+        seen = self._cells.get(id(cell))
+        if seen is None:
+            seen = self._cells[id(cell)] = ExternalCell(cell, source)
+        return seen
+
+    def arrays_read(self) -> list[tuple[Source, object]]:
+        """(source, array) of every input array seen, for the aliasing checks of writes."""
+        return [(src, obj) for _v, src, obj in self._by_id.values() if type(obj) is np.ndarray]
 
     def _wrap_unguarded(self, value: object) -> Value:
         if isinstance(value, types.FunctionType) and not is_trusted_name(value):
@@ -106,11 +130,14 @@ class ValueBuilder:
             return Const(value, source)
         if kind is tuple or kind is list:
             ctx.guard(source, GuardKind.TYPE, kind)
-            ctx.guard(source, GuardKind.LENGTH, len(value))
             loader = lambda: [self.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
             if kind is tuple:
+                ctx.guard(source, GuardKind.LENGTH, len(value))
                 return TupleValue(None, source, loader=loader, length=len(value))
-            return ListValue(None, source, fresh=False, loader=loader, length=len(value))
+            lst = ListValue(None, source, fresh=False, loader=loader, length=len(value))
+            # the length is a fact only once the items are used: appending alone needs no guard
+            lst.on_load = lambda: ctx.guard(source, GuardKind.LENGTH, len(value))
+            return lst
         if kind is dict:
             if not all(type(k) in (str, int) for k in value):
                 raise ctx.unsupported(f"dict {source.short()} has keys that are not str or int")
@@ -145,7 +172,8 @@ class ValueBuilder:
             func = self.function(value.__func__, AttrSource(source, "__func__"))
             return BoundMethodValue(func, self.wrap(value.__self__, AttrSource(source, "__self__")))
         if callable(value) and (
-            isinstance(value, (types.BuiltinFunctionType, np.ufunc, type)) or is_trusted_name(value)
+            isinstance(value, (types.BuiltinFunctionType, np.ufunc, type, *DESCRIPTOR_TYPES))
+            or is_trusted_name(value)
         ):
             ctx.guard(source, GuardKind.ID, value)
             return Const(value, source)
@@ -191,7 +219,7 @@ class ValueBuilder:
             for k, v in (fn.__kwdefaults__ or {}).items()
         }
         closure = tuple(
-            ExternalCell(
+            self.external_cell(
                 cell,
                 AttrSource(ItemSource(AttrSource(source, "__closure__"), i), "cell_contents")
                 if source
@@ -205,6 +233,22 @@ class ValueBuilder:
         return FunctionValue(
             fn.__code__, fn.__globals__, fn.__name__, defaults, kwdefaults, closure, fn, source
         )
+
+
+#: Unbound methods of builtin types (``list.append``): a method pair's first half after a break.
+DESCRIPTOR_TYPES = (
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+)
+#: Objects whose identity matters when mutated: aliasing between sources is tracked for them.
+MUTABLE_TYPES = (np.ndarray, list, dict, set)
+
+
+def _is_user_object(value: object) -> bool:
+    return type(value).__module__ not in ("builtins", "numpy") and not isinstance(
+        value, (types.ModuleType, types.FunctionType, type, types.MethodType)
+    )
 
 
 def is_trusted_name(value: object) -> bool:

@@ -16,7 +16,9 @@ from npdynamo import ops
 from npdynamo.capture.builder import constant_value, is_constant, is_trusted_module
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.guards import AttrSource
+from npdynamo.capture.side_effects import cast_for_inplace, view_of, write_array
 from npdynamo.capture.values import (
+    DELETED,
     NULL,
     ArrayValue,
     BoundMethodValue,
@@ -47,6 +49,8 @@ VIEW_OPS = frozenset(
         "diagonal",
     }
 )
+#: Types whose unbound methods are dispatched like method calls on the tracked value.
+METHOD_OWNERS = (list, dict, set, tuple, np.ndarray)
 #: Array methods that hand a graph value to Python: a graph break, with this explanation.
 ARRAY_TO_PYTHON = {"item", "tolist", "tobytes", "__bool__", "__float__", "__int__", "__index__"}
 #: Array methods that write into the array (side effects, a later issue).
@@ -107,8 +111,10 @@ def op_call(frame, op, args: tuple, kwargs: dict) -> Value:
             return Const(result)
     result = ctx.call_op(op, tuple(args), dict(kwargs))
     if op.name in VIEW_OPS and args and isinstance(args[0], ArrayValue):
-        result.base = args[0]
-        args[0].views += 1
+        # NumPy returns a view here (basic indexing, reshape, transpose...): writes through one
+        # must reach the other; integer-array indexing copies
+        if op.name != "getitem" or not has_array(args[1:]):
+            view_of(result, args[0], op, tuple(args), dict(kwargs))
     return result
 
 
@@ -141,10 +147,16 @@ def call_value(frame, fn: Value, args: list[Value], kwargs: dict[str, Value]) ->
         return call_method(frame, fn.self_value, fn.name, args, kwargs)
     if isinstance(fn, Const):
         target = fn.value
+        owner = getattr(target, "__objclass__", None)
+        if owner in METHOD_OWNERS and args:  # list.append(lst, v) is lst.append(v)
+            return call_method(frame, args[0], target.__name__, args[1:], kwargs)
         handler = BUILTINS.get(_key(target))
         if handler is not None:
             frame.current_call_target = target
             return handler(frame, args, kwargs)
+        out = kwargs.get("out")
+        if isinstance(out, (ArrayValue, TupleValue)):
+            return _call_with_out(frame, fn, args, kwargs)
         normalized = _normalize(
             frame,
             ops.normalize_call,
@@ -173,6 +185,22 @@ def call_value(frame, fn: Value, args: list[Value], kwargs: dict[str, Value]) ->
         if isinstance(call, types.FunctionType):
             return inline_call(frame, frame.ctx.builder.wrap(call, None), [fn, *args], kwargs)
     raise frame.unsupported(f"calling a {_describe(fn)} is not supported")
+
+
+def _call_with_out(frame, fn: Const, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """``np.add(a, b, out=c)``: compute functionally, then write into ``c`` as NumPy would."""
+    out = kwargs.pop("out")
+    if isinstance(out, TupleValue):
+        if out.length() != 1:
+            raise frame.unsupported("out= with several arrays")
+        out = out.items[0]
+    if not isinstance(out, ArrayValue):
+        raise frame.unsupported("out= that is not an array")
+    result = call_value(frame, fn, args, kwargs)
+    if not isinstance(result, ArrayValue):
+        raise frame.unsupported("out= of a function that does not return an array")
+    write_array(frame.ctx, out, cast_for_inplace(frame.ctx, result, out))
+    return out
 
 
 def _key(target):
@@ -303,6 +331,11 @@ def call_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict[st
                 "keep the value as an array (e.g. use np.where instead of branching on it)",
                 kind="graph_value_to_python",
             )
+        if name == "fill" and len(args) == 1 and not kwargs:
+            setitem = ops.REGISTRY["setitem"]
+            new = op_call(frame, setitem, (obj, Ellipsis, raw(args[0])), {})
+            write_array(frame.ctx, obj, new)
+            return Const(None)
         if name in ARRAY_INPLACE_METHODS:
             raise frame.unsupported(
                 f"x.{name}() modifies an array in place; not captured yet", kind="side_effect"
@@ -433,6 +466,10 @@ def user_attr(frame, obj: UserObjectValue, name: str) -> Value:
             f"{klass.__qualname__} customises attribute access (__getattr__/__getattribute__)"
         )
     if name in obj.attrs:
+        if obj.attrs[name] is DELETED:
+            raise UserCodeRaises(
+                AttributeError(f"'{klass.__name__}' object has no attribute '{name}'")
+            )
         return obj.attrs[name]
     class_attr = _class_attribute(obj.obj, name)
     if isinstance(class_attr, property):

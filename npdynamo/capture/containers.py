@@ -25,14 +25,30 @@ MUTATING = {
 }
 
 
-def require_fresh(frame, obj: Value, what: str) -> None:
-    if not getattr(obj, "fresh", True):
-        raise frame.unsupported(
-            f"{what} mutates {obj.source.short() if obj.source else 'a container'}, which comes "
-            "from outside the compiled function (side effects are not captured yet)",
-            "build a new container inside the function and return it",
-            kind="side_effect",
-        )
+def outside(frame, obj: Value) -> bool:
+    """True if ``obj`` came from outside the frame: mutating it is a side effect to replay."""
+    if getattr(obj, "fresh", True):
+        return False
+    if obj.source is None:
+        raise frame.unsupported("mutating a container whose origin is unknown", kind="side_effect")
+    return True
+
+
+def record(frame, kind: str, obj: Value, *args) -> None:
+    """Record a mutation of ``obj`` for replay, if it came from outside."""
+    if outside(frame, obj):
+        frame.ctx.side_effects.record(kind, obj, *args)
+
+
+def extend_list(frame, lst: ListValue, items: list[Value]) -> None:
+    """``lst.extend(items)``; appending to an outside list does not need its contents."""
+    if outside(frame, lst) and not lst.loaded:
+        lst.appended.extend(items)
+        for item in items:
+            frame.ctx.side_effects.record("list_append", lst, item)
+        return
+    lst.items.extend(items)
+    record(frame, "list_state", lst)
 
 
 def const_key(frame, key: Value):
@@ -128,11 +144,11 @@ def subscript(frame, container: Value, index: Value) -> Value:
 
 def store_subscript(frame, container: Value, index: Value, value: Value) -> None:
     if isinstance(container, DictValue):
-        require_fresh(frame, container, "d[k] = v")
-        container.items[const_key(frame, index)] = value
+        key = const_key(frame, index)
+        container.items[key] = value
+        record(frame, "dict_set", container, key, value)
         return
     if isinstance(container, ListValue):
-        require_fresh(frame, container, "lst[i] = v")
         if not isinstance(index, Const):
             raise frame.unsupported("list index that is a graph value")
         try:
@@ -142,23 +158,29 @@ def store_subscript(frame, container: Value, index: Value, value: Value) -> None
                 container.items[index.value] = value
         except (IndexError, TypeError, ValueError) as exc:
             raise UserCodeRaises(exc) from exc
+        record(frame, "list_state", container)
         return
     raise frame.unsupported(f"item assignment into a {container.kind()} is not supported")
 
 
 def container_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict) -> Value:
     """Methods of lists, tuples, dicts and sets, applied to the tracked container."""
-    if name in MUTATING.get(type(obj), ()):
-        require_fresh(frame, obj, f".{name}()")
     if kwargs and name not in ("sort", "pop", "get", "update"):
         raise frame.unsupported(f"keyword arguments to .{name}()")
     try:
         if isinstance(obj, DictValue):
             return _dict_method(frame, obj, name, args, kwargs)
+        if isinstance(obj, ListValue) and name in ("append", "extend"):
+            extend_list(frame, obj, [args[0]] if name == "append" else items_of(frame, args[0]))
+            return Const(None)
         if isinstance(obj, (ListValue, TupleValue)):
-            return _sequence_method(frame, obj, name, args)
+            result = _sequence_method(frame, obj, name, args)
+            if name in MUTATING[ListValue]:
+                record(frame, "list_state", obj)
+            return result
         if isinstance(obj, SetValue) and name == "add":
             obj.items.append(args[0])
+            record(frame, "set_state", obj)
             return Const(None)
     except (KeyError, IndexError, ValueError) as exc:
         raise UserCodeRaises(exc) from exc
@@ -189,19 +211,26 @@ def _dict_method(frame, d: DictValue, name: str, args: list[Value], kwargs: dict
         other = args[0] if args else DictValue({})
         if not isinstance(other, DictValue):
             raise frame.unsupported("dict.update with a non-dict argument")
-        d.items.update(other.items)
-        d.items.update(kwargs)
+        for key, value in [*other.items.items(), *kwargs.items()]:
+            d.items[key] = value
+            record(frame, "dict_set", d, key, value)
         return Const(None)
     if name == "pop":
         key = const_key(frame, args[0])
         if key in d.items or len(args) < 2:
-            return d.items.pop(key)
+            value = d.items.pop(key)
+            record(frame, "dict_del", d, key)
+            return value
         return args[1]
     if name == "setdefault":
         key = const_key(frame, args[0])
-        return d.items.setdefault(key, args[1] if len(args) > 1 else Const(None))
+        if key not in d.items:
+            d.items[key] = args[1] if len(args) > 1 else Const(None)
+            record(frame, "dict_set", d, key, d.items[key])
+        return d.items[key]
     if name == "clear":
         d.items.clear()
+        record(frame, "dict_clear", d)
         return Const(None)
     raise frame.unsupported(f"the dict method .{name}() is not supported")
 

@@ -72,6 +72,7 @@ def build_entry(
         result = root_frame(ctx, frame_args).run()
         rebuilder = ValueRebuilder(ctx)
         result_expr = rebuilder.expr(result)
+        rebuilder.record_side_effects()
         entry = finish_entry(ctx, frame_args, rebuilder, f"return {result_expr}", context)
     except UserCodeRaises as exc:
         entry = python_entry(ctx, f"{type(exc.error).__name__}: {exc.error}")
@@ -124,6 +125,7 @@ def finish_graph(
     """Close the graph over the values the rebuilder needs; compile it with the backend.
 
     Returns (graph module or None, compiled callable or None, [(node, source)] graph inputs)."""
+    check_written_arrays(ctx)
     graph = ctx.graph
     graph.output(tuple(rebuilder.nodes))
     dead_code_elimination(graph)
@@ -140,6 +142,33 @@ def finish_graph(
     example_inputs = [_read(src, frame_args, ctx) for _node, src in inputs]
     compiled = context.backend(gm, example_inputs)
     return gm, compiled, inputs
+
+
+def check_written_arrays(ctx: CaptureContext) -> None:
+    """An array written in place must not share memory with another input array, or the
+    functional graph would miss the write: refuse if it does, guard that it still does not."""
+    import numpy as np
+
+    from npdynamo.capture.guards import GuardKind
+
+    written = [a for a in ctx.side_effects.arrays if a.node.op != "placeholder"]
+    if not written:
+        return
+    inputs = ctx.builder.arrays_read()
+    objects = {src: obj for src, obj in inputs}
+    for array in written:
+        mine = objects.get(array.source)
+        for src, other in inputs:
+            if src == array.source or other is mine:
+                continue
+            if np.may_share_memory(mine, other):
+                raise ctx.unsupported(
+                    f"{array.source.short()} is written in place and shares memory with "
+                    f"{src.short()} (overlapping arguments)",
+                    "pass separate arrays, or copy one of them",
+                    kind="side_effect",
+                )
+            ctx.guard(array.source, GuardKind.NO_OVERLAP, src)
 
 
 def generated_function(
@@ -168,6 +197,7 @@ def generated_function(
         args = ", ".join(src.expr() for _node, src in inputs)
         lines.append(f"    out = {callee}({args})")
     lines += [f"    {statement}" for statement in rebuilder.prelude]
+    lines += [f"    {statement}" for statement in rebuilder.effects]
     lines.append(f"    {tail}")
     source = "\n".join(lines) + "\n"
     return make_function(source, name, ns, f"{name}-{ctx.fn.__name__}"), source

@@ -18,28 +18,33 @@ from npdynamo import ops
 from npdynamo.capture.calls import call_value, get_attr, load_method, op_call, raw
 from npdynamo.capture.containers import (
     const_key,
+    extend_list,
     get_iter,
     items_of,
-    require_fresh,
+    record,
     store_subscript,
     subscript,
     truthiness,
 )
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.guards import GlobalSource
+from npdynamo.capture.side_effects import cast_for_inplace, write_array
 from npdynamo.capture.values import (
+    DELETED,
     NULL,
     ArrayValue,
     CellValue,
     ComprehensionSave,
     Const,
     DictValue,
+    ExternalCell,
     FunctionValue,
     IteratorValue,
     ListValue,
     NullValue,
     SetValue,
     TupleValue,
+    UserObjectValue,
     Value,
 )
 
@@ -209,6 +214,8 @@ def _global_value(frame, name: str) -> Value:
     import builtins
 
     ctx = frame.ctx
+    if frame.globals is ctx.fn.__globals__ and name in ctx.side_effects.global_stores:
+        return ctx.side_effects.global_stores[name]
     if name in frame.globals:
         if frame.globals is ctx.fn.__globals__:
             return ctx.builder.wrap(frame.globals[name], GlobalSource(name))
@@ -223,13 +230,18 @@ def _global_value(frame, name: str) -> Value:
     raise UserCodeRaises(NameError(f"name '{name}' is not defined"))
 
 
-@handler("STORE_GLOBAL", "DELETE_GLOBAL")
+@handler("STORE_GLOBAL")
 def _store_global(frame, ins):
-    raise frame.unsupported(
-        f"assigning the global {ins.arg!r} is a side effect, not captured yet",
-        "return the new value instead of assigning a global",
-        kind="side_effect",
-    )
+    if frame.globals is not frame.ctx.fn.__globals__:
+        raise frame.unsupported(
+            f"assigning the global {ins.arg!r} of another module", kind="side_effect"
+        )
+    frame.ctx.side_effects.global_stores[ins.arg] = frame.pop()
+
+
+@handler("DELETE_GLOBAL")
+def _delete_global(frame, ins):
+    raise frame.unsupported(f"del of the global {ins.arg!r}", kind="side_effect")
 
 
 @handler("LOAD_DEREF")
@@ -245,13 +257,17 @@ def _load_closure(frame, ins):
 @handler("STORE_DEREF")
 def _store_deref(frame, ins):
     cell = frame.cells.get(ins.arg.name)
-    if not isinstance(cell, CellValue):
-        raise frame.unsupported(
-            f"assigning the closure variable {ins.arg.name!r} of an outer function is a side "
-            "effect, not captured yet",
-            kind="side_effect",
-        )
-    cell.contents = frame.pop()
+    value = frame.pop()
+    if isinstance(cell, ExternalCell):
+        # a cell of a function outside the capture (nonlocal): written back after the graph
+        if cell.source is None:
+            raise frame.unsupported(
+                f"assigning the closure variable {ins.arg.name!r}", kind="side_effect"
+            )
+        cell.contents = value
+        frame.ctx.side_effects.record("cell_set", None, cell.source.expr(), value)
+        return
+    cell.contents = value
 
 
 @handler("MAKE_CELL")
@@ -283,13 +299,43 @@ def _load_attr_312(frame, ins):
         frame.push(get_attr(frame, obj, name))
 
 
-@handler("STORE_ATTR", "DELETE_ATTR")
+@handler("STORE_ATTR")
 def _store_attr(frame, ins):
-    raise frame.unsupported(
-        f"assigning the attribute .{ins.arg} is a side effect, not captured yet",
-        "return the new value instead of storing it on an object",
-        kind="side_effect",
+    obj = frame.pop()
+    value = frame.pop()
+    _check_plain_attributes(frame, obj, ins.arg)
+    obj.attrs[ins.arg] = value
+    frame.ctx.side_effects.record("attr_set", obj, ins.arg, value)
+
+
+@handler("DELETE_ATTR")
+def _delete_attr(frame, ins):
+    obj = frame.pop()
+    _check_plain_attributes(frame, obj, ins.arg)
+    if ins.arg not in obj.attrs and ins.arg not in getattr(obj.obj, "__dict__", {}):
+        raise UserCodeRaises(AttributeError(ins.arg))
+    obj.attrs[ins.arg] = DELETED
+    frame.ctx.side_effects.record("attr_del", obj, ins.arg)
+
+
+def _check_plain_attributes(frame, obj: Value, name: str) -> None:
+    """Stores are replayed with setattr: only plain instance attributes of user objects."""
+    from npdynamo.capture.calls import _class_attribute
+
+    if not isinstance(obj, UserObjectValue) or obj.source is None:
+        raise frame.unsupported(
+            f"assigning the attribute .{name} of a {obj.kind()}", kind="side_effect"
+        )
+    klass = type(obj.obj)
+    custom = klass.__setattr__ is not object.__setattr__ or klass.__delattr__ is not (
+        object.__delattr__
     )
+    descriptor = hasattr(_class_attribute(obj.obj, name), "__set__")
+    if custom or descriptor or not hasattr(obj.obj, "__dict__"):
+        raise frame.unsupported(
+            f"assigning .{name}: {klass.__qualname__} customises attribute assignment",
+            kind="side_effect",
+        )
 
 
 # -- operators -------------------------------------------------------------------------------
@@ -379,39 +425,13 @@ def _structural_equal(frame, a: Value, b: Value) -> bool:
 
 
 def inplace_op(frame, symbol: str, target: Value, other: Value) -> Value:
-    """``target <symbol>= other``: arrays and fresh lists change in place, numbers rebind."""
+    """``target <symbol>= other``: arrays and lists change in place, numbers rebind."""
     if isinstance(target, ArrayValue):
-        if target.source is not None or target.base is not None or target.views:
-            raise frame.unsupported(
-                f"x {symbol}= ... writes into an array that is an input or shares memory with "
-                "one (in-place updates of inputs are not captured yet)",
-                f"write x = x {symbol} ... to make a new array",
-                kind="side_effect",
-            )
         result = binary_op(frame, symbol, target, other)
-        if result.meta.dtype != target.meta.dtype:
-            import numpy as np
-
-            if not np.can_cast(result.meta.dtype, target.meta.dtype, "same_kind"):
-                raise UserCodeRaises(
-                    TypeError(
-                        f"Cannot cast ufunc output from {result.meta.dtype} to {target.meta.dtype}"
-                    )
-                )
-            result = op_call(frame, ops.REGISTRY["astype"], (result, target.meta.dtype), {})
-        if result.meta.shape != target.meta.shape:
-            raise UserCodeRaises(
-                ValueError(
-                    f"non-broadcastable output operand with shape {target.meta.shape} "
-                    "doesn't match "
-                    f"the broadcast shape {result.meta.shape}"
-                )
-            )
-        target.node = result.node  # every name bound to this array sees the update
+        write_array(frame.ctx, target, cast_for_inplace(frame.ctx, result, target))
         return target
     if isinstance(target, ListValue) and symbol == "+":
-        require_fresh(frame, target, "lst += ...")
-        target.items.extend(items_of(frame, other))
+        extend_list(frame, target, items_of(frame, other))
         return target
     return binary_op(frame, symbol, target, other)
 
@@ -569,16 +589,10 @@ def _binary_slice(frame, ins):
 
 def set_item(frame, container: Value, index: Value, value: Value) -> None:
     if isinstance(container, ArrayValue):
-        if container.source is not None or container.base is not None or container.views:
-            raise frame.unsupported(
-                "x[...] = v writes into an array that is an input or shares memory with one "
-                "(in-place updates of inputs are not captured yet)",
-                kind="side_effect",
-            )
         new = op_call(
             frame, ops.REGISTRY["setitem"], (container, index_value(frame, index), raw(value)), {}
         )
-        container.node = new.node
+        write_array(frame.ctx, container, new)
         return
     store_subscript(frame, container, index, value)
 
@@ -604,17 +618,18 @@ def _store_slice(frame, ins):
 def _delete_subscr(frame, ins):
     index = frame.pop()
     container = frame.pop()
-    require_fresh(frame, container, "del x[...]")
     if isinstance(container, DictValue):
         key = const_key(frame, index)
         if key not in container.items:
             raise UserCodeRaises(KeyError(key))
         del container.items[key]
+        record(frame, "dict_del", container, key)
     elif isinstance(container, ListValue) and isinstance(index, Const):
         try:
             del container.items[index.value]
         except IndexError as exc:
             raise UserCodeRaises(exc) from exc
+        record(frame, "list_state", container)
     else:
         raise frame.unsupported(f"del on a {container.kind()}")
 

@@ -66,6 +66,8 @@ class ValueRebuilder:
         self.frame_cells = frame_cells or {}
         #: statements run before the result is built: one per object with an identity
         self.prelude: list[str] = []
+        #: the side effects written back after the graph (set by ``record_side_effects``)
+        self.effects: list[str] = []
         self._memo: dict[int, str] = {}
         self.nodes: list = []
         self.index: dict = {}
@@ -89,15 +91,22 @@ class ValueRebuilder:
             return name
         return text
 
+    def graph_value(self, value: ArrayValue) -> str:
+        """The expression of an array's current data: a graph output (or its input)."""
+        node = value.node
+        if node.op == "placeholder" and value.source is not None:
+            return value.source.expr()
+        if node not in self.index:
+            self.index[node] = len(self.nodes)
+            self.nodes.append(node)
+        return f"out[{self.index[node]}]"
+
     def _expr(self, value: Value) -> str:
         if isinstance(value, ArrayValue):
-            node = value.node
-            if node.op == "placeholder" and value.source is not None:
+            # an array from outside stays that object (written back first if it was changed)
+            if value.source is not None:
                 return value.source.expr()
-            if node not in self.index:
-                self.index[node] = len(self.nodes)
-                self.nodes.append(node)
-            return f"out[{self.index[node]}]"
+            return self.graph_value(value)
         if getattr(value, "source", None) is not None and not getattr(value, "fresh", False):
             return value.source.expr()
         if isinstance(value, Const):
@@ -145,6 +154,12 @@ class ValueRebuilder:
         if fn.kwdefaults:
             raise self.ctx.unsupported(f"the function {fn.name} has keyword-only defaults")
         return text
+
+    def record_side_effects(self) -> None:
+        """Render the capture's side effects; call before the graph is closed."""
+        from npdynamo.capture.side_effects import replay_statements
+
+        self.effects = replay_statements(self.ctx, self)
 
     def stack_exprs(self, stack: list[Value]) -> list[str]:
         """Expressions for the non-NULL stack slots; an unbound method (the method half of a

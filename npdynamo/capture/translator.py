@@ -27,6 +27,7 @@ from npdynamo.capture.guards import (
     LocalSource,
     remaining_items,
 )
+from npdynamo.capture.side_effects import SideEffects
 from npdynamo.capture.values import (
     NULL,
     ArrayValue,
@@ -82,6 +83,7 @@ class CaptureContext:
         self.cells = tuple(fn.__closure__ or ())
         self.guards.namespace_base = self.guard_namespace()
         self.builder = ValueBuilder(self)
+        self.side_effects = SideEffects()
         self.placeholders: list[tuple[object, object]] = []  # (node, source)
         self.steps = 0
         self.current: Frame | None = None
@@ -311,7 +313,7 @@ def root_frame(ctx: CaptureContext, frame_args: tuple) -> Frame:
     for i, name in enumerate(ctx.arg_names):
         locals_[name] = ctx.builder.wrap(frame_args[i], LocalSource(name, i))
     closure = tuple(
-        ExternalCell(cell, ClosureSource(name, i))
+        ctx.builder.external_cell(cell, ClosureSource(name, i))
         for i, (name, cell) in enumerate(zip(code.co_freevars, ctx.cells))
     )
     func = FunctionValue(code, fn.__globals__, fn.__name__, closure=closure, fn=fn)

@@ -59,6 +59,8 @@ class ArrayValue(Value):
     source: Source | None = None
     base: ArrayValue | None = None
     views: int = 0
+    recipe: tuple | None = None  # (op, args, kwargs) that made this view from ``base``
+    derived: list = field(default_factory=list)  # views made from this array
 
     @property
     def meta(self) -> ArrayMeta:
@@ -69,8 +71,10 @@ class ArrayValue(Value):
 
 
 class _Container(Value):
-    """A tuple, list or dict; one read from the frame wraps its items only when they are used,
-    so an unused item adds no guard (``loader`` wraps them, ``length`` is known without it)."""
+    """A tuple, list or dict. One read from the frame wraps its items only when they are used,
+    so an unused item adds no guard: ``loader`` wraps them on first use, then ``on_load`` runs
+    (a list's length guard is installed there, so a list that is only appended to is never
+    guarded on its length). ``appended`` holds what was appended before the items were needed."""
 
     def __init__(
         self,
@@ -85,12 +89,22 @@ class _Container(Value):
         self.fresh = fresh
         self._loader = loader
         self._length = length
+        self.appended: list[Value] = []
+        self.on_load = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._items is not None
 
     @property
     def items(self):
         if self._items is None:
             self._items = self._loader()
             self._loader = None
+            if self.appended:
+                self._items.extend(self.appended)
+            if self.on_load is not None:
+                self.on_load()
         return self._items
 
     @items.setter
@@ -99,7 +113,9 @@ class _Container(Value):
 
     def length(self) -> int:
         if self._items is None and self._length is not None:
-            return self._length
+            if self.on_load is not None:
+                self.on_load()  # the length is now a fact the capture relies on
+            return self._length + len(self.appended)
         return len(self.items)
 
     def __repr__(self) -> str:
@@ -211,3 +227,7 @@ class ComprehensionSave(Value):
     STORE_FAST after the comprehension. A graph break with one on the stack is refused."""
 
     saved: Value
+
+
+#: What a user object's attribute holds after ``del obj.attr`` inside the capture.
+DELETED = Const(object())

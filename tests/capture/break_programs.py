@@ -129,7 +129,7 @@ def tolist_call(x):
     return len(values), x + 1
 
 
-@breaks((2, 2), lambda: (a(4),))
+@breaks((2, 1), lambda: (a(4),))
 def method_pair_on_stack(x):
     out = []
     out.append(float(x.sum()))
@@ -240,7 +240,7 @@ def loop_over_list_of_arrays(ws):
     return total
 
 
-@breaks((2, 3), lambda: ({"a": a(2), "b": a(2, seed=1)},))
+@breaks((2, 2), lambda: ({"a": a(2), "b": a(2, seed=1)},))
 def loop_over_dict_items(params):
     out = {}
     for name, value in params.items():
@@ -373,7 +373,7 @@ def try_caught_after_break(x):
     return total
 
 
-@breaks((2, 2), lambda: (a(3),))
+@breaks((2, 1), lambda: (a(3),))
 def try_finally_with_break(x):
     log = []
     try:
@@ -416,7 +416,7 @@ class Recorder:
         return False
 
 
-@breaks((3, 4), lambda: (a(3), Recorder()))
+@breaks((3, 2), lambda: (a(3), Recorder()))
 def with_block(x, rec):
     y = x * 2
     with rec:
@@ -448,7 +448,7 @@ def local_bound_on_some_paths(x, flag):
     return x
 
 
-@breaks((1, 2), lambda: (a(3),))
+@breaks((1, 1), lambda: (a(3),))
 def closure_cell_changes_after_break(x):
     k = 2
     scale = lambda v: v * k  # noqa: E731
@@ -457,7 +457,7 @@ def closure_cell_changes_after_break(x):
     return scale(x)
 
 
-@breaks((2, 3), lambda: (a(3),))
+@breaks((2, 1), lambda: (a(3),))
 def nonlocal_counter(x):
     count = 0
 

@@ -28,6 +28,8 @@ class GuardKind(enum.IntEnum):
     DICT_KEYS = 4
     DTYPE = 5
     SHAPE = 6
+    ALIAS = 7  # the same object as another source (an argument passed twice)
+    NO_OVERLAP = 8  # a written array shares no memory with another input array
 
 
 @dataclass(eq=False)
@@ -41,7 +43,8 @@ class Guard:
     where: tuple[str, int] | None = None
 
     def key(self) -> tuple:
-        return (self.source, self.kind)
+        relation = self.expected if self.kind >= GuardKind.ALIAS else None
+        return (self.source, self.kind, relation)
 
     def describe(self) -> str:
         """Readable text of what is checked, for ``explain`` and the ``guards`` log."""
@@ -59,6 +62,10 @@ class Guard:
             return f"list({name}) == {list(exp)!r}"
         if self.kind is GuardKind.DTYPE:
             return f"{name}.dtype == {exp}"
+        if self.kind is GuardKind.ALIAS:
+            return f"{name} is {exp.short()}"
+        if self.kind is GuardKind.NO_OVERLAP:
+            return f"{name} shares no memory with {exp.short()}"
         return f"{name}.shape == {exp}"
 
 
@@ -95,6 +102,10 @@ def _check_expr(guard: Guard, ns: Namespace) -> str:
         return f"len({e}) == {exp}"
     if kind is GuardKind.DICT_KEYS:
         return f"list({e}) == {ns.bind(list(exp), 'KEYS')}"
+    if kind is GuardKind.ALIAS:
+        return f"{e} is {exp.expr()}"
+    if kind is GuardKind.NO_OVERLAP:
+        return f"not {ns.bind(np.may_share_memory, 'may_share_memory')}({e}, {exp.expr()})"
     if kind is GuardKind.DTYPE:
         dt = ns.bind(exp, "DT")
         # identity first: NumPy hands out canonical dtype singletons, so `==` rarely runs
@@ -203,6 +214,10 @@ class GuardSet:
             return f"len({name}): expected {exp}, got {len(actual)}{where}"
         if kind is GuardKind.DICT_KEYS:
             return f"{name} keys: expected {list(exp)!r}, got {list(actual)!r}{where}"
+        if kind is GuardKind.ALIAS:
+            return f"{name}: expected the same object as {exp.short()}, got another{where}"
+        if kind is GuardKind.NO_OVERLAP:
+            return f"{name}: now shares memory with {exp.short()}, which it did not{where}"
         if kind is GuardKind.ID:
             return (
                 f"{name}: expected the object seen at capture ({_obj_text(exp)}), "

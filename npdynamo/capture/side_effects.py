@@ -1,0 +1,170 @@
+"""Side effects: mutations of data that outlives the frame, recorded during capture and replayed.
+
+The graph is functional: an in-place array update (``w -= lr * g``, ``x[1:3] = v``, ``out=``)
+becomes a new node, and the tracked value of that array points at it, so later reads see the new
+data. What must reach the caller's objects is recorded here, in program order:
+
+* arrays that came from outside (arguments, globals, attributes, container items) and were
+  written: copied back into the SAME array object (``np.copyto``) after the graph ran, so their
+  identity and memory are kept and a graph that raises writes nothing;
+* lists, dicts and sets from outside that were mutated, attributes stored or deleted on user
+  objects, globals and closure cells assigned: replayed as Python statements after the graph, or
+  before the native instruction of a graph break.
+
+Views: writing through a view (``row = x[0]; row += 1``) updates its base with ``setitem`` and
+re-derives every view of that base, as NumPy's shared memory would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from npdynamo import ops
+from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.values import ArrayValue, Value
+
+
+@dataclass
+class Mutation:
+    """One recorded Python-level mutation: ``kind`` of ``target`` with ``args``."""
+
+    kind: str  # list_append, list_extend, list_state, dict_set, dict_del, dict_clear,
+    #             set_state, attr_set, attr_del, global_set, cell_set
+    target: Value | None
+    args: tuple = ()
+
+
+@dataclass
+class SideEffects:
+    """What one capture must write back, in program order."""
+
+    arrays: list[ArrayValue] = field(default_factory=list)
+    mutations: list[Mutation] = field(default_factory=list)
+    global_stores: dict[str, Value] = field(default_factory=dict)
+
+    def array_written(self, array: ArrayValue) -> None:
+        if array.source is not None and array not in self.arrays:
+            self.arrays.append(array)
+
+    def record(self, kind: str, target: Value | None, *args) -> None:
+        if kind in ("list_state", "set_state"):
+            # the final contents are written once; earlier records of the same object go
+            self.mutations = [
+                m
+                for m in self.mutations
+                if not (m.target is target and m.kind in ("list_append", kind))
+            ]
+        self.mutations.append(Mutation(kind, target, args))
+
+    def __bool__(self) -> bool:
+        return bool(self.arrays or self.mutations or self.global_stores)
+
+
+# -- arrays ------------------------------------------------------------------------------------
+def view_of(result: ArrayValue, base: ArrayValue, op, args: tuple, kwargs: dict) -> None:
+    """Remember that ``result`` shares memory with ``base`` (NumPy returned a view)."""
+    result.base = base
+    result.recipe = (op, args, kwargs)
+    base.views += 1
+    base.derived.append(result)
+
+
+def write_array(ctx, target: ArrayValue, new: ArrayValue) -> None:
+    """``target`` now holds ``new``'s data (same shape and dtype): propagate through views."""
+    if target.base is not None:
+        op, args, kwargs = target.recipe
+        if op.name != "getitem":
+            raise ctx.unsupported(
+                f"writing through a view made by {op.name} is not captured",
+                "write into the original array with an index instead",
+                kind="side_effect",
+            )
+        index = args[1]
+        base = target.base
+        updated = ctx.call_op(ops.REGISTRY["setitem"], (base, index, new), {})
+        write_array(ctx, base, updated)
+        return
+    target.node = new.node
+    ctx.side_effects.array_written(target)
+    _rederive(ctx, target)
+
+
+def _rederive(ctx, array: ArrayValue) -> None:
+    for view in array.derived:
+        op, args, kwargs = view.recipe
+        fresh = ctx.call_op(op, (array, *args[1:]), kwargs)
+        view.node = fresh.node
+        _rederive(ctx, view)
+
+
+def cast_for_inplace(ctx, result: ArrayValue, target: ArrayValue) -> ArrayValue:
+    """NumPy's rules for writing ``result`` into ``target`` in place (same_kind, broadcast)."""
+    res, tgt = result.meta, target.meta
+    if res.dtype != tgt.dtype:
+        if not np.can_cast(res.dtype, tgt.dtype, "same_kind"):
+            raise UserCodeRaises(
+                TypeError(
+                    f"Cannot cast ufunc output from dtype('{res.dtype}') to dtype('{tgt.dtype}') "
+                    "with casting rule 'same_kind'"
+                )
+            )
+        result = ctx.call_op(ops.REGISTRY["astype"], (result, tgt.dtype), {})
+    if result.meta.shape != tgt.shape:
+        try:
+            shape = np.broadcast_shapes(result.meta.shape, tgt.shape)
+        except ValueError:
+            shape = None
+        if shape != tgt.shape:
+            raise UserCodeRaises(
+                ValueError(
+                    f"non-broadcastable output operand with shape {tgt.shape} doesn't match the "
+                    f"broadcast shape {np.broadcast_shapes(result.meta.shape, tgt.shape) if shape else result.meta.shape}"
+                )
+            )
+        result = ctx.call_op(ops.REGISTRY["broadcast_to"], (result, tgt.shape), {})
+    return result
+
+
+# -- replay ------------------------------------------------------------------------------------
+def replay_statements(ctx, rebuilder) -> list[str]:
+    """Python statements writing the recorded side effects back, in program order."""
+    effects = ctx.side_effects
+    lines: list[str] = []
+    copyto = rebuilder.namespace.bind(np.copyto, "copyto")
+    for array in effects.arrays:
+        if array.node.op == "placeholder":
+            continue  # written and restored to the value it had: nothing changed
+        lines.append(f"{copyto}({array.source.expr()}, {rebuilder.graph_value(array)})")
+    for m in effects.mutations:
+        lines += _mutation_lines(m, rebuilder)
+    for name, value in effects.global_stores.items():
+        lines.append(f"G[{name!r}] = {rebuilder.expr(value)}")
+    return lines
+
+
+def _mutation_lines(m: Mutation, rebuilder) -> list[str]:
+    kind = m.kind
+    target = m.target.source.expr() if m.target is not None and m.target.source else None
+    if kind == "list_append":
+        return [f"{target}.append({rebuilder.expr(m.args[0])})"]
+    if kind == "list_state":
+        items = ", ".join(rebuilder.expr(v) for v in m.target.items)
+        return [f"{target}[:] = [{items}]"]
+    if kind == "dict_set":
+        return [f"{target}[{rebuilder.bind(m.args[0], 'KEY')}] = {rebuilder.expr(m.args[1])}"]
+    if kind == "dict_del":
+        return [f"del {target}[{rebuilder.bind(m.args[0], 'KEY')}]"]
+    if kind == "dict_clear":
+        return [f"{target}.clear()"]
+    if kind == "set_state":
+        items = ", ".join(rebuilder.expr(v) for v in m.target.items)
+        return [f"{target}.clear()", f"{target}.update([{items}])"]
+    if kind == "attr_set":
+        return [f"{target}.{m.args[0]} = {rebuilder.expr(m.args[1])}"]
+    if kind == "attr_del":
+        return [f"del {target}.{m.args[0]}"]
+    if kind == "cell_set":
+        return [f"{m.args[0]} = {rebuilder.expr(m.args[1])}"]
+    raise AssertionError(f"unknown mutation {kind}")
