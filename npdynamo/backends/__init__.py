@@ -3,4 +3,13 @@
 from npdynamo.backends import eager as _eager  # noqa: F401  (registers "eager")
 from npdynamo.backends.registry import list_backends, lookup_backend, register_backend
 
+
+@register_backend("numba")
+def _numba(gm, example_inputs):
+    """The ``numba`` backend, imported on first use so that ``import npdynamo`` skips numba."""
+    from npdynamo.backends.numba import numba_backend
+
+    return numba_backend(gm, example_inputs)
+
+
 __all__ = ["list_backends", "lookup_backend", "register_backend"]

@@ -22,7 +22,6 @@ _BUILTIN_TYPES = (
     bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset, slice, range,
     type(None), type(Ellipsis),
 )
-_SCALAR_TYPES = (bool, int, float, complex)
 
 
 def is_array_value(x: object) -> bool:
@@ -37,7 +36,7 @@ def _is_static(x: object) -> bool:
 def _freeze(name: str, x: object) -> object:
     if isinstance(x, (list, tuple)):
         return tuple(_freeze(name, v) for v in x)
-    if is_array_value(x) and not isinstance(x, (np.generic, np.ndarray)):
+    if is_array_value(x):
         raise UnsupportedArguments(
             f"{name}: a list holding array values is not supported (use np.stack)"
         )

@@ -17,8 +17,8 @@ from npdynamo.ops.rules import (
     broadcast_shapes,
     check_python_int,
     fmt_shape,
-    output_casting_error,
     operand,
+    output_casting_error,
     promotion_key,
     shape_of,
     to_meta,
@@ -68,11 +68,13 @@ def ufunc_meta(
     ufunc: np.ufunc, opname: str, operands: tuple[Operand, ...], dtype: np.dtype | None = None
 ) -> ArrayMeta | tuple[ArrayMeta, ...]:
     """The result meta(s) of ``ufunc(*operands, dtype=dtype)``."""
-    if all(type(x) is int for x in operands) and any(
-        not -(2**63) <= x < 2**63 for x in operands  # type: ignore[operator]
-    ):
-        # Without an array, NumPy first converts such ints by value (uint64 or object arrays).
-        raise UnsupportedArguments(f"{opname}: Python ints beyond int64 without an array operand")
+    if not any(isinstance(x, ArrayMeta) for x in operands):
+        # Without an array, NumPy converts huge Python ints by value (to uint64 or object
+        # arrays) and some legacy loop resolvers treat Python ints as int64 under dtype=.
+        if dtype is not None or any(
+            type(x) is int and not -(2**63) <= x < 2**63 for x in operands  # type: ignore[operator]
+        ):
+            raise UnsupportedArguments(f"{opname}: this call on Python numbers only")
     keys = tuple(promotion_key(x) for x in operands) + (None,) * ufunc.nout
     extra = {} if dtype is None else {"signature": (None,) * ufunc.nin + (dtype,) * ufunc.nout}
     try:
@@ -98,9 +100,12 @@ def ufunc_meta(
 
 def _check_python_ints(ufunc: np.ufunc, opname: str, operands: tuple[Operand, ...],
                        dtypes: tuple[np.dtype, ...]) -> None:
+    # Comparisons of Python ints with integer arrays give exact answers for any value.
+    exact = ufunc.__name__ in COMPARISONS and any(
+        isinstance(x, ArrayMeta) and x.dtype.kind in "iu" for x in operands
+    )
     for x, dt in zip(operands, dtypes):
-        if type(x) is int and not (ufunc.__name__ in COMPARISONS and dt.kind in "iu"):
-            # Comparisons give exact answers for any Python int against integer arrays.
+        if type(x) is int and not (exact and dt.kind in "iu"):
             check_python_int(opname, x, dt)
 
 

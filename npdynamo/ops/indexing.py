@@ -162,13 +162,25 @@ def _setitem_rule(x: object, index: Any, value: object) -> ArrayMeta:
         return ArrayMeta(meta.shape, meta.dtype)
     if isinstance(value, (list, tuple)):
         if element:
-            raise TypeError("setitem: a single array element cannot be set to a sequence")
+            # NumPy's answer depends on the dtype (bool takes the list's truth value).
+            raise UnsupportedArguments("setitem: assigning a sequence to a single element")
         # A constant: converting it to the target dtype raises exactly what NumPy raises.
         vmeta = to_meta("setitem", np.asarray(value, dtype=meta.dtype))
+        if vmeta.ndim > len(target):
+            # NumPy converts a sequence with at most as many dimensions as the target has.
+            raise ValueError(
+                f"setitem: setting an array element with a sequence: a {vmeta.ndim}-d sequence "
+                f"into a {len(target)}-d selection"
+            )
     else:
         vmeta = to_meta("setitem", value)
     if element and vmeta.ndim > 0:
-        raise ValueError(
+        # One element takes a non-0-d array only as a truth value (bool, size 1); complex
+        # elements fail in the complex() conversion instead.
+        if meta.dtype.kind == "b" and vmeta.size == 1:
+            return ArrayMeta(meta.shape, meta.dtype)
+        error = TypeError if meta.dtype.kind == "c" else ValueError
+        raise error(
             f"setitem: setting an array element with a sequence (value of shape "
             f"{fmt_shape(vmeta.shape)})."
         )

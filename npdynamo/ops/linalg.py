@@ -139,6 +139,7 @@ def _einsum_rule(subscripts: str, *operands: object, dtype: np.dtype | None = No
             "subscripts string"
         )
     sizes: dict[str, list[int]] = {}
+    lenient: list[ValueError] = []
     counts: dict[str, int] = {}
     ellipsis_shapes = []
     for i, (term, meta) in enumerate(zip(terms, metas)):
@@ -158,11 +159,18 @@ def _einsum_rule(subscripts: str, *operands: object, dtype: np.dtype | None = No
                 del dims[:n_ell]
                 continue
             size = dims.pop(0)
-            if own.setdefault(item, size) != size:
-                raise ValueError(
+            seen = own.get(item)
+            if seen is not None and seen != size:
+                mismatch = ValueError(
                     f"einsum: dimensions in operand {i} for collapsing index {item!r} don't "
-                    f"match ({own[item]} != {size})"
+                    f"match ({seen} != {size})"
                 )
+                if seen:
+                    raise mismatch
+                # When the result is a view of the lone operand, NumPy lets a repeated label
+                # whose first dimension is 0 take the later size; otherwise it is an error.
+                lenient.append(mismatch)
+            own[item] = size
             counts[item] = counts.get(item, 0) + 1
         for label, size in own.items():
             sizes.setdefault(label, []).append(size)
@@ -193,8 +201,10 @@ def _einsum_rule(subscripts: str, *operands: object, dtype: np.dtype | None = No
     shape: tuple[int, ...] = ()
     for item in out_items:
         shape += ell_shape if item == _ELLIPSIS else (label_size[item],)
-    summed = set(label_size) - set(out_items)
-    if len(metas) == 1 and not summed:
+    view = len(metas) == 1 and not set(label_size) - set(out_items)
+    if lenient and not view:
+        raise lenient[0]
+    if view:
         # A lone operand without summation comes back as a view of itself: dtype= is ignored.
         out_dtype = metas[0].dtype
     elif dtype is None:

@@ -130,12 +130,19 @@ def normalize_axis(opname: str, axis: int, ndim: int, what: str | None = None) -
 
 
 def normalize_axes(
-    opname: str, axis: int | Iterable[int] | None, ndim: int, *, legacy_0d: bool = False
+    opname: str,
+    axis: int | Iterable[int] | None,
+    ndim: int,
+    *,
+    legacy_0d: bool = False,
+    in_order: bool = False,
+    duplicate: str = "duplicate value in 'axis'",
 ) -> tuple[int, ...]:
     """The reduced/selected axes as sorted non-negative ints (``None`` = all axes).
 
     ``legacy_0d``: NumPy's ufunc reductions and ``squeeze`` accept a plain ``axis=0`` or
-    ``axis=-1`` on 0-d arrays and treat it as "no axis".
+    ``axis=-1`` on 0-d arrays and treat it as "no axis". Out-of-bounds axes are reported before
+    duplicates unless ``in_order`` (then the first problem in the sequence wins).
     """
     if axis is None:
         return tuple(range(ndim))
@@ -143,9 +150,13 @@ def normalize_axes(
         if legacy_0d and ndim == 0 and axis in (0, -1):
             return ()
         return (normalize_axis(opname, axis, ndim),)
-    out = [normalize_axis(opname, a, ndim) for a in axis]
+    out: list[int] = []
+    for a in axis:
+        out.append(normalize_axis(opname, a, ndim))
+        if in_order and out[-1] in out[:-1]:
+            raise ValueError(f"{opname}: {duplicate}")
     if len(set(out)) != len(out):
-        raise ValueError(f"{opname}: duplicate value in 'axis'")
+        raise ValueError(f"{opname}: {duplicate}")
     return tuple(sorted(out))
 
 
@@ -158,7 +169,8 @@ def check_python_int(opname: str, value: int, dtype: np.dtype, *, bounds: bool =
     """
     if dtype.kind in "biu":
         fits_long = _INT64_MIN <= value < 2**63
-        fits_ulong = dtype == np.uint64 and 0 <= value <= _UINT64_MAX
+        # Without the bounds step any value a 64-bit integer holds is accepted (and wrapped).
+        fits_ulong = (dtype == np.uint64 or not bounds) and 0 <= value <= _UINT64_MAX
         if not (fits_long or fits_ulong):
             raise OverflowError(f"{opname}: Python int too large to convert to C long")
         if dtype.kind == "b" or not bounds:

@@ -55,9 +55,11 @@ def _transpose_rule(a: object, *, axes: tuple[int, ...] | None = None) -> ArrayM
                 f"transpose: axes don't match array: {len(axes)} axes for an array of shape "
                 f"{fmt_shape(meta.shape)}"
             )
-        perm = [normalize_axis("transpose", ax, meta.ndim) for ax in axes]
-        if len(set(perm)) != len(perm):
-            raise ValueError("transpose: repeated axis in transpose")
+        perm = []
+        for ax in axes:
+            perm.append(normalize_axis("transpose", ax, meta.ndim))
+            if perm[-1] in perm[:-1]:
+                raise ValueError("transpose: repeated axis in transpose")
     return ArrayMeta(tuple(meta.shape[i] for i in perm), meta.dtype, scalar=meta.scalar)
 
 
@@ -65,9 +67,7 @@ def _expand_dims_rule(a: object, *, axis: AxisArg) -> ArrayMeta:
     meta = to_meta("expand_dims", a)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     ndim = meta.ndim + len(axes)
-    new = [normalize_axis("expand_dims", ax, ndim) for ax in axes]
-    if len(set(new)) != len(new):
-        raise ValueError("expand_dims: repeated axis")
+    new = normalize_axes("expand_dims", axes, ndim, duplicate="repeated axis")
     dims = iter(meta.shape)
     return ArrayMeta(tuple(1 if i in new else next(dims) for i in range(ndim)), meta.dtype)
 
@@ -77,7 +77,7 @@ def _squeeze_rule(a: object, *, axis: AxisArg | None = None) -> ArrayMeta:
     if axis is None:
         axes = tuple(i for i, d in enumerate(meta.shape) if d == 1)
     else:
-        axes = normalize_axes("squeeze", axis, meta.ndim, legacy_0d=True)
+        axes = normalize_axes("squeeze", axis, meta.ndim, legacy_0d=True, in_order=True)
         if any(meta.shape[i] != 1 for i in axes):
             raise ValueError(
                 "squeeze: cannot select an axis to squeeze out which has size not equal to one"

@@ -5,3 +5,9 @@ from npdynamo.fx.passes.dce import dead_code_elimination
 from npdynamo.fx.passes.shape_prop import propagate_shapes
 
 __all__ = ["common_subexpression_elimination", "dead_code_elimination", "propagate_shapes"]
+
+# Rewrites used before code generation (the numba backend runs them on its copy of a graph).
+from npdynamo.fx.passes.constant_fold import constant_fold  # noqa: E402
+from npdynamo.fx.passes.simplify import simplify  # noqa: E402
+
+__all__ += ["constant_fold", "simplify"]
