@@ -35,6 +35,11 @@ def assert_same_value(expected, got, path: str = "result") -> None:
         assert list(got) == list(expected), f"{path}: keys {list(got)} != {list(expected)}"
         for k in expected:
             assert_same_value(expected[k], got[k], f"{path}[{k!r}]")
+    elif isinstance(expected, types.FunctionType):
+        assert got.__code__ is expected.__code__, f"{path}: a different function"
+        cells = [c.cell_contents for c in expected.__closure__ or ()]
+        got_cells = [c.cell_contents for c in got.__closure__ or ()]
+        assert_same_value(cells, got_cells, f"{path}.__closure__")
     elif isinstance(expected, float) and expected != expected:
         assert got != got, f"{path}: {got!r} is not nan"
     elif hasattr(expected, "__dict__") and not isinstance(

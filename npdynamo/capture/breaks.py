@@ -62,7 +62,12 @@ def build_break_entry(
     context,
     cells_as_argument: bool,
 ):
-    from npdynamo.capture.entry import CompiledEntry, finish_graph, generated_function
+    from npdynamo.capture.entry import (
+        CompiledEntry,
+        finish_graph,
+        generated_function,
+        rerun_in_python_on_graph_failure,
+    )
 
     if exc.root_position is None:
         raise CannotBreak("the function's arguments themselves cannot be captured")
@@ -135,7 +140,7 @@ def build_break_entry(
     except Exception as error:  # the bytecode library refused the layout: never a crash
         raise CannotBreak(f"cannot generate the broken frame's code ({error})") from error
     _log_bytecode(code, new_code)
-    run = _runner(new_code, fn, cells_as_argument)
+    run = rerun_in_python_on_graph_failure(ctx, _runner(new_code, fn, cells_as_argument))
     entry = CompiledEntry(
         ctx.guards.check, run, ctx.guards, gm, compiled, graph_break=reason, run_source=source
     )

@@ -103,20 +103,43 @@ def to_unsupported(exc: CaptureUnsupported) -> Unsupported:
     return error
 
 
-def python_entry(ctx: CaptureContext, reason: str) -> CompiledEntry:
-    """An entry that runs the frame in plain Python (under the guards seen so far)."""
+class GraphFailed(Exception):
+    """A compiled graph raised at run time; nothing was written back yet."""
+
+
+def python_runner(ctx: CaptureContext):
+    """The frame's original code, run in Python, called like the entry's ``run``."""
     fn = ctx.fn
-    ctx.guards.compile()
     if ctx.cells_as_argument:
         code, glob, name = fn.__code__, fn.__globals__, fn.__name__
 
         def run(cells, *args):
             return types.FunctionType(code, glob, name, None, cells or None)(*args)
-    else:
-        from npdynamo.capture.frames.dispatch import make_fallback
 
-        run = make_fallback(fn, fn.__code__)
-    return CompiledEntry(ctx.guards.check, run, ctx.guards, fallback_reason=reason)
+        return run
+    from npdynamo.capture.frames.dispatch import make_fallback
+
+    return make_fallback(fn, fn.__code__)
+
+
+def python_entry(ctx: CaptureContext, reason: str) -> CompiledEntry:
+    """An entry that runs the frame in plain Python (under the guards seen so far)."""
+    ctx.guards.compile()
+    return CompiledEntry(ctx.guards.check, python_runner(ctx), ctx.guards, fallback_reason=reason)
+
+
+def rerun_in_python_on_graph_failure(ctx: CaptureContext, run):
+    """Wrap a broken frame's code: if its prefix graph raises, the frame reruns in Python (no
+    write-back had happened, so the user sees exactly Python's state and exception)."""
+    fallback = python_runner(ctx)
+
+    def guarded_run(*args):
+        try:
+            return run(*args)
+        except GraphFailed:
+            return fallback(*args)
+
+    return guarded_run
 
 
 def finish_graph(
@@ -195,7 +218,27 @@ def generated_function(
     if compiled is not None:
         callee = ns.bind(compiled, "COMPILED")
         args = ", ".join(src.expr() for _node, src in inputs)
-        lines.append(f"    out = {callee}({args})")
+        # a graph that raises (an index out of range found at run time) has written nothing:
+        # rerun the frame in Python so state and exception are exactly Python's
+        if name == "run":
+            call_args = ", ".join(
+                filter(
+                    None,
+                    [
+                        "C" if cell_count is not None else "",
+                        *(f"a{i}" for i in range(len(ctx.arg_names))),
+                    ],
+                )
+            )
+            on_error = f"return {ns.bind(python_runner(ctx), 'PYTHON')}({call_args})"
+        else:
+            on_error = f"raise {ns.bind(GraphFailed, 'GraphFailed')}() from None"
+        lines += [
+            "    try:",
+            f"        out = {callee}({args})",
+            "    except Exception:",
+            f"        {on_error}",
+        ]
     lines += [f"    {statement}" for statement in rebuilder.prelude]
     lines += [f"    {statement}" for statement in rebuilder.effects]
     lines.append(f"    {tail}")

@@ -106,6 +106,12 @@ class ValueRebuilder:
             # an array from outside stays that object (written back first if it was changed)
             if value.source is not None:
                 return value.source.expr()
+            if value.base is not None:
+                # a view stays a view of its (rebuilt) base, as NumPy shares their memory
+                op, args, kwargs = value.recipe
+                rest = "".join(", " + self.bind(a, "ARG") for a in args[1:])
+                rest += "".join(f", {k}={self.bind(v, 'ARG')}" for k, v in kwargs.items())
+                return f"{self.bind(op.impl, 'VIEW')}({self.expr(value.base)}{rest})"
             return self.graph_value(value)
         if getattr(value, "source", None) is not None and not getattr(value, "fresh", False):
             return value.source.expr()

@@ -58,7 +58,7 @@ def two_prints(x):
     return z - y
 
 
-@breaks((4, 3), lambda: (a(2, 2),))
+@breaks((3, 3), lambda: (a(2, 2),))
 def explicit_breaks(x):
     x = x @ x
     npdynamo.graph_break()
