@@ -192,3 +192,51 @@ def test_random_mutation_sequences(steps, seed):
 
     with contextlib.redirect_stdout(io.StringIO()):
         check_state(prog, factory, calls=3)
+
+
+def _add_into(x, y):
+    x += 1
+    return y * 2
+
+
+def test_alias_and_overlap_guards_both_outcomes():
+    from npdynamo.backends import lookup_backend
+    from npdynamo.capture.entry import build_entry
+
+    x = np.ones(3)
+    same = build_entry(_add_into, (x, x), backend=lookup_backend("eager"))
+    assert same.check(x, x)
+    assert not same.check(np.ones(3), np.ones(3))
+    assert "expected the same object as x" in same.miss_reason(np.ones(3), np.ones(3))
+    apart = build_entry(_add_into, (np.ones(3), np.ones(3)), backend=lookup_backend("eager"))
+    assert apart.check(np.ones(3), np.ones(3))
+    base = np.ones(6)
+    assert not apart.check(base[:3], base[1:4])
+    assert "shares memory with y" in apart.miss_reason(base[:3], base[1:4])
+
+
+def test_write_through_transposed_view_matches_numpy():
+    def f(x):
+        t = x.T
+        t += 1  # NumPy writes through the view into x
+        return x
+
+    check_state(f, lambda: (np.arange(6.0).reshape(2, 3),))
+
+
+def test_recompile_is_logged_with_the_failing_guard(caplog):
+    import logging
+
+    def g(x):
+        return x + 1
+
+    npdynamo.set_logs("recompiles")
+    try:
+        with caplog.at_level(logging.INFO, logger="npdynamo"):
+            compiled = npdynamo.compile(g)
+            compiled(np.ones(3))
+            compiled(np.ones(4))
+    finally:
+        npdynamo.set_logs()
+    assert "Recompiling function" in caplog.text
+    assert "x.shape[0]: expected 3, got 4" in caplog.text
