@@ -1,0 +1,198 @@
+"""Handlers for control flow (jumps, loops, returns, raise) and for calls and function creation."""
+
+from __future__ import annotations
+
+from npdynamo.capture.calls import call_value
+from npdynamo.capture.containers import (
+    get_iter,
+    items_of,
+    truthiness,
+)
+from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.opcodes.layout import do_call, pop_callable
+from npdynamo.capture.opcodes.table import PY, handler
+from npdynamo.capture.values import (
+    NULL,
+    Const,
+    DictValue,
+    FunctionValue,
+    IteratorValue,
+    Value,
+)
+
+
+# -- control flow ----------------------------------------------------------------------------
+@handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT")
+def _jump(frame, ins):
+    frame.jump(ins.arg)
+
+
+def _jump_if(frame, ins, when: bool):
+    if truthiness(frame, frame.pop()) == when:
+        frame.jump(ins.arg)
+
+
+@handler("POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE")
+def _pop_jump_if_true(frame, ins):
+    _jump_if(frame, ins, True)
+
+
+@handler("POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE")
+def _pop_jump_if_false(frame, ins):
+    _jump_if(frame, ins, False)
+
+
+def _is_none(value: Value) -> bool:
+    return isinstance(value, Const) and value.value is None
+
+
+@handler("POP_JUMP_IF_NONE", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE")
+def _pop_jump_if_none(frame, ins):
+    if _is_none(frame.pop()):
+        frame.jump(ins.arg)
+
+
+@handler("POP_JUMP_IF_NOT_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE")
+def _pop_jump_if_not_none(frame, ins):
+    if not _is_none(frame.pop()):
+        frame.jump(ins.arg)
+
+
+@handler("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP", until=(3, 11))
+def _jump_or_pop(frame, ins):
+    when = ins.name == "JUMP_IF_TRUE_OR_POP"
+    if truthiness(frame, frame.stack[-1]) == when:
+        frame.jump(ins.arg)
+    else:
+        frame.pop()
+
+
+@handler("GET_ITER")
+def _get_iter(frame, ins):
+    frame.push(get_iter(frame, frame.pop()))
+
+
+@handler("FOR_ITER")
+def _for_iter(frame, ins):
+    it = frame.stack[-1]
+    if not isinstance(it, IteratorValue):
+        raise frame.unsupported(f"a for loop over a {it.kind()}")
+    item = it.next()
+    if item is not None:
+        frame.push(item)
+        return
+    if PY == (3, 11):
+        frame.pop()
+    else:
+        # 3.12+: the loop exit runs END_FOR (3.13: END_FOR + POP_TOP), which pops the iterator
+        # and a second slot; a placeholder keeps that cleanup balanced.
+        frame.push(NULL)
+    frame.jump(ins.arg)
+
+
+@handler("END_FOR", since=(3, 12))
+def _end_for(frame, ins):
+    frame.pop()
+    if PY == (3, 12):
+        frame.pop()
+
+
+@handler("RETURN_VALUE")
+def _return_value(frame, ins):
+    frame.return_value = frame.pop()
+
+
+@handler("RETURN_CONST", since=(3, 12))
+def _return_const(frame, ins):
+    from npdynamo.capture.builder import constant_value
+
+    frame.return_value = constant_value(ins.arg)
+
+
+@handler("GET_LEN")
+def _get_len(frame, ins):
+    from npdynamo.capture.builtins_table import _len
+
+    frame.push(_len(frame, [frame.stack[-1]], {}))
+
+
+# -- calls and functions ---------------------------------------------------------------------
+@handler("KW_NAMES", until=(3, 12))
+def _kw_names(frame, ins):
+    names = ins.arg
+    frame.kw_names = names if isinstance(names, tuple) else tuple(frame.code.co_consts[names])
+
+
+@handler("CALL", until=(3, 12))
+def _call_312(frame, ins):
+    names, frame.kw_names = frame.kw_names, ()
+    do_call(frame, ins.arg, names)
+
+
+@handler("CALL", since=(3, 13))
+def _call_313(frame, ins):
+    do_call(frame, ins.arg, ())
+
+
+@handler("CALL_KW", since=(3, 13))
+def _call_kw(frame, ins):
+    names = frame.pop()
+    do_call(frame, ins.arg, tuple(v.value for v in items_of(frame, names)))
+
+
+@handler("CALL_FUNCTION_EX")
+def _call_function_ex(frame, ins):
+    kwargs = frame.pop() if ins.arg & 1 else DictValue({})
+    args = frame.pop()
+    fn, self_args = pop_callable(frame)
+    if not isinstance(kwargs, DictValue):
+        raise frame.unsupported("** of something that is not a dict")
+    frame.push(call_value(frame, fn, self_args + items_of(frame, args), dict(kwargs.items)))
+
+
+@handler("MAKE_FUNCTION", until=(3, 12))
+def _make_function_312(frame, ins):
+    code = frame.pop().value
+    flags = ins.arg
+    closure = tuple(frame.pop().items) if flags & 0x08 else ()
+    if flags & 0x04:
+        frame.pop()  # annotations do not change what the function computes
+    kwdefaults = dict(frame.pop().items) if flags & 0x02 else {}
+    defaults = tuple(frame.pop().items) if flags & 0x01 else ()
+    frame.push(FunctionValue(code, frame.globals, code.co_name, defaults, kwdefaults, closure))
+
+
+@handler("MAKE_FUNCTION", since=(3, 13))
+def _make_function_313(frame, ins):
+    code = frame.pop().value
+    frame.push(FunctionValue(code, frame.globals, code.co_name))
+
+
+@handler("SET_FUNCTION_ATTRIBUTE", since=(3, 13))
+def _set_function_attribute(frame, ins):
+    fn = frame.pop()
+    value = frame.pop()
+    flag = int(ins.arg)
+    if flag == 0x08:
+        fn.closure = tuple(value.items)
+    elif flag == 0x02:
+        fn.kwdefaults = dict(value.items)
+    elif flag == 0x01:
+        fn.defaults = tuple(value.items)
+    frame.push(fn)
+
+
+@handler("LOAD_ASSERTION_ERROR")
+def _load_assertion_error(frame, ins):
+    frame.push(Const(AssertionError))
+
+
+@handler("RAISE_VARARGS")
+def _raise(frame, ins):
+    args = frame.popn(ins.arg)
+    exc = args[0].value if args and isinstance(args[0], Const) else None
+    if isinstance(exc, type) and issubclass(exc, BaseException):
+        exc = exc()
+    if isinstance(exc, BaseException):
+        raise UserCodeRaises(exc)
+    raise frame.unsupported("raise inside the compiled function")

@@ -1,0 +1,324 @@
+"""Handlers for operators (binary, in-place, comparison, unary, identity, membership) and
+subscripts and slices."""
+
+from __future__ import annotations
+
+import operator
+
+from npdynamo import ops
+from npdynamo.capture.calls import op_call, raw
+from npdynamo.capture.containers import (
+    const_key,
+    extend_list,
+    items_of,
+    record,
+    store_subscript,
+    subscript,
+    truthiness,
+)
+from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.opcodes.table import handler
+from npdynamo.capture.side_effects import cast_for_inplace, write_array
+from npdynamo.capture.values import (
+    ArrayValue,
+    Const,
+    DictValue,
+    ListValue,
+    TupleValue,
+    Value,
+)
+
+# -- operators -------------------------------------------------------------------------------
+BINARY_SYMBOLS = {
+    "ADD": "+",
+    "SUBTRACT": "-",
+    "MULTIPLY": "*",
+    "TRUE_DIVIDE": "/",
+    "FLOOR_DIVIDE": "//",
+    "REMAINDER": "%",
+    "POWER": "**",
+    "MATRIX_MULTIPLY": "@",
+    "AND": "&",
+    "OR": "|",
+    "XOR": "^",
+    "LSHIFT": "<<",
+    "RSHIFT": ">>",
+}
+PY_OPERATORS = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+    "@": operator.matmul,
+    "&": operator.and_,
+    "|": operator.or_,
+    "^": operator.xor,
+    "<<": operator.lshift,
+    ">>": operator.rshift,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
+    """``left <symbol> right`` with Python's semantics on tracked values."""
+    if isinstance(left, ArrayValue) or isinstance(right, ArrayValue):
+        for side in (left, right):
+            if not isinstance(side, (ArrayValue, Const)):
+                raise frame.unsupported(
+                    f"array {symbol} {side.kind()} (convert the Python container with np.array "
+                    "outside the compiled function)"
+                )
+        return op_call(frame, ops.BINARY_OPERATORS[symbol], (raw(left), raw(right)), {})
+    if isinstance(left, Const) and isinstance(right, Const):
+        try:
+            return Const(PY_OPERATORS[symbol](left.value, right.value))
+        except Exception as exc:
+            raise UserCodeRaises(exc) from exc
+    return _sequence_op(frame, symbol, left, right)
+
+
+def _sequence_op(frame, symbol: str, left: Value, right: Value) -> Value:
+    if symbol == "+" and type(left) is type(right) and isinstance(left, (TupleValue, ListValue)):
+        return type(left)(left.items + right.items)
+    if symbol == "*" and isinstance(left, (TupleValue, ListValue)) and isinstance(right, Const):
+        return type(left)(left.items * right.value)
+    if symbol == "*" and isinstance(right, (TupleValue, ListValue)) and isinstance(left, Const):
+        return type(right)(right.items * left.value)
+    if symbol in ("==", "!=") and not isinstance(left, ArrayValue):
+        same = _structural_equal(frame, left, right)
+        return Const(same if symbol == "==" else not same)
+    raise frame.unsupported(f"the operator {symbol} on {left.kind()} and {right.kind()}")
+
+
+def _structural_equal(frame, a: Value, b: Value) -> bool:
+    if isinstance(a, Const) and isinstance(b, Const):
+        return bool(a.value == b.value)
+    if isinstance(a, (TupleValue, ListValue)) and type(a) is type(b):
+        return len(a.items) == len(b.items) and all(
+            _structural_equal(frame, x, y) for x, y in zip(a.items, b.items)
+        )
+    if isinstance(a, Const) and isinstance(b, TupleValue) and isinstance(a.value, tuple):
+        return _structural_equal(frame, TupleValue([Const(v) for v in a.value]), b)
+    if isinstance(b, Const) and isinstance(a, TupleValue):
+        return _structural_equal(frame, b, a)
+    if type(a) is not type(b):
+        return False
+    raise frame.unsupported(f"comparing two {a.kind()} values")
+
+
+def inplace_op(frame, symbol: str, target: Value, other: Value) -> Value:
+    """``target <symbol>= other``: arrays and lists change in place, numbers rebind."""
+    if isinstance(target, ArrayValue):
+        result = binary_op(frame, symbol, target, other)
+        write_array(frame.ctx, target, cast_for_inplace(frame.ctx, result, target))
+        return target
+    if isinstance(target, ListValue) and symbol == "+":
+        extend_list(frame, target, items_of(frame, other))
+        return target
+    return binary_op(frame, symbol, target, other)
+
+
+@handler("BINARY_OP")
+def _binary_op(frame, ins):
+    right = frame.pop()
+    left = frame.pop()
+    name = ins.arg.name
+    if name.startswith("INPLACE_"):
+        frame.push(inplace_op(frame, BINARY_SYMBOLS[name[len("INPLACE_") :]], left, right))
+    else:
+        frame.push(binary_op(frame, BINARY_SYMBOLS[name], left, right))
+
+
+COMPARE_SYMBOLS = {"LT": "<", "LE": "<=", "EQ": "==", "NE": "!=", "GT": ">", "GE": ">="}
+
+
+@handler("COMPARE_OP")
+def _compare_op(frame, ins):
+    right = frame.pop()
+    left = frame.pop()
+    # 3.13 adds *_CAST forms that also convert the result to bool (same comparison)
+    symbol = COMPARE_SYMBOLS[ins.arg.name.removesuffix("_CAST")]
+    result = binary_op(frame, symbol, left, right)
+    if ins.arg.name.endswith("_CAST"):
+        # 3.13 converts to an exact bool here, for the conditional jump that follows
+        result = Const(truthiness(frame, result))
+    frame.push(result)
+
+
+def unary_op(frame, symbol: str, value: Value) -> Value:
+    if isinstance(value, ArrayValue):
+        return op_call(frame, ops.UNARY_OPERATORS[symbol], (value,), {})
+    if isinstance(value, Const):
+        fn = {"-": operator.neg, "+": operator.pos, "~": operator.invert}[symbol]
+        try:
+            return Const(fn(value.value))
+        except Exception as exc:
+            raise UserCodeRaises(exc) from exc
+    raise frame.unsupported(f"unary {symbol} on a {value.kind()}")
+
+
+@handler("UNARY_NEGATIVE")
+def _unary_negative(frame, ins):
+    frame.push(unary_op(frame, "-", frame.pop()))
+
+
+@handler("UNARY_INVERT")
+def _unary_invert(frame, ins):
+    frame.push(unary_op(frame, "~", frame.pop()))
+
+
+@handler("UNARY_POSITIVE", until=(3, 11))
+def _unary_positive(frame, ins):
+    frame.push(unary_op(frame, "+", frame.pop()))
+
+
+@handler("CALL_INTRINSIC_1", since=(3, 12))
+def _call_intrinsic_1(frame, ins):
+    name = ins.arg.name
+    if name == "INTRINSIC_UNARY_POSITIVE":
+        frame.push(unary_op(frame, "+", frame.pop()))
+    elif name == "INTRINSIC_LIST_TO_TUPLE":
+        frame.push(TupleValue(list(frame.pop().items)))
+    else:
+        raise frame.unsupported(f"the Python construct behind {name} is not supported")
+
+
+@handler("UNARY_NOT")
+def _unary_not(frame, ins):
+    frame.push(Const(not truthiness(frame, frame.pop())))
+
+
+@handler("TO_BOOL", since=(3, 13))
+def _to_bool(frame, ins):
+    frame.push(Const(truthiness(frame, frame.pop())))
+
+
+@handler("IS_OP")
+def _is_op(frame, ins):
+    right = frame.pop()
+    left = frame.pop()
+    if isinstance(left, Const) and isinstance(right, Const):
+        same = left.value is right.value
+    else:
+        same = left is right
+    frame.push(Const(same != bool(ins.arg)))
+
+
+@handler("CONTAINS_OP")
+def _contains_op(frame, ins):
+    container = frame.pop()
+    item = frame.pop()
+    if isinstance(container, DictValue):
+        found = const_key(frame, item) in container.items
+    elif isinstance(container, Const) and isinstance(item, Const):
+        try:
+            found = item.value in container.value
+        except Exception as exc:
+            raise UserCodeRaises(exc) from exc
+    else:
+        members = items_of(frame, container)
+        if not isinstance(item, Const) or not all(isinstance(m, Const) for m in members):
+            raise frame.unsupported("`in` on values that are not Python constants")
+        found = item.value in [m.value for m in members]
+    frame.push(Const(found != bool(ins.arg)))
+
+
+# -- subscripts and slices -------------------------------------------------------------------
+def index_value(frame, index: Value):
+    """A tracked index as the plain index object ``ops.getitem`` takes (arrays stay tracked)."""
+    if isinstance(index, (Const, ArrayValue)):
+        return raw(index)
+    if isinstance(index, TupleValue):
+        return tuple(index_value(frame, v) for v in index.items)
+    if isinstance(index, ListValue):
+        raise frame.unsupported(
+            "indexing an array with a Python list", "index with a tuple or an integer array"
+        )
+    raise frame.unsupported(f"an array index that is a {index.kind()}")
+
+
+def get_item(frame, container: Value, index: Value) -> Value:
+    if isinstance(container, ArrayValue):
+        return op_call(frame, ops.REGISTRY["getitem"], (container, index_value(frame, index)), {})
+    return subscript(frame, container, index)
+
+
+@handler("BINARY_SUBSCR")
+def _binary_subscr(frame, ins):
+    index = frame.pop()
+    container = frame.pop()
+    frame.push(get_item(frame, container, index))
+
+
+def make_slice(frame, parts: list[Value]) -> Value:
+    if not all(isinstance(p, Const) for p in parts):
+        raise frame.unsupported("a slice bound that is a graph value")
+    return Const(slice(*(p.value for p in parts)))
+
+
+@handler("BUILD_SLICE")
+def _build_slice(frame, ins):
+    frame.push(make_slice(frame, frame.popn(ins.arg)))
+
+
+@handler("BINARY_SLICE", since=(3, 12))
+def _binary_slice(frame, ins):
+    stop = frame.pop()
+    start = frame.pop()
+    container = frame.pop()
+    frame.push(get_item(frame, container, make_slice(frame, [start, stop])))
+
+
+def set_item(frame, container: Value, index: Value, value: Value) -> None:
+    if isinstance(container, ArrayValue):
+        new = op_call(
+            frame, ops.REGISTRY["setitem"], (container, index_value(frame, index), raw(value)), {}
+        )
+        write_array(frame.ctx, container, new)
+        return
+    store_subscript(frame, container, index, value)
+
+
+@handler("STORE_SUBSCR")
+def _store_subscr(frame, ins):
+    index = frame.pop()
+    container = frame.pop()
+    value = frame.pop()
+    set_item(frame, container, index, value)
+
+
+@handler("STORE_SLICE", since=(3, 12))
+def _store_slice(frame, ins):
+    stop = frame.pop()
+    start = frame.pop()
+    container = frame.pop()
+    value = frame.pop()
+    set_item(frame, container, make_slice(frame, [start, stop]), value)
+
+
+@handler("DELETE_SUBSCR")
+def _delete_subscr(frame, ins):
+    index = frame.pop()
+    container = frame.pop()
+    if isinstance(container, DictValue):
+        key = const_key(frame, index)
+        if key not in container.items:
+            raise UserCodeRaises(KeyError(key))
+        del container.items[key]
+        record(frame, "dict_del", container, key)
+    elif isinstance(container, ListValue) and isinstance(index, Const):
+        try:
+            del container.items[index.value]
+        except IndexError as exc:
+            raise UserCodeRaises(exc) from exc
+        record(frame, "list_state", container)
+    else:
+        raise frame.unsupported(f"del on a {container.kind()}")

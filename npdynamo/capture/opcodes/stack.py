@@ -1,0 +1,256 @@
+"""Handlers for stack shuffling, loads and stores of locals, globals, cells and attributes."""
+
+from __future__ import annotations
+
+import bytecode as bc
+
+from npdynamo.capture.calls import get_attr, load_method
+from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.guards import GlobalSource
+from npdynamo.capture.opcodes.layout import push_method, push_with_null
+from npdynamo.capture.opcodes.table import handler
+from npdynamo.capture.values import (
+    DELETED,
+    NULL,
+    CellValue,
+    ComprehensionSave,
+    Const,
+    ExternalCell,
+    NullValue,
+    UserObjectValue,
+    Value,
+)
+
+
+# -- no-ops and stack shuffling --------------------------------------------------------------
+@handler("NOP", "RESUME", "PRECALL", "COPY_FREE_VARS", "EXTENDED_ARG", "CACHE")
+def _nop(frame, ins):
+    pass
+
+
+@handler("POP_TOP")
+def _pop_top(frame, ins):
+    frame.pop()
+
+
+@handler("PUSH_NULL")
+def _push_null(frame, ins):
+    frame.push(NULL)
+
+
+@handler("COPY")
+def _copy(frame, ins):
+    frame.push(frame.stack[-ins.arg])
+
+
+@handler("SWAP")
+def _swap(frame, ins):
+    s = frame.stack
+    s[-1], s[-ins.arg] = s[-ins.arg], s[-1]
+
+
+# -- loads and stores ------------------------------------------------------------------------
+@handler("LOAD_CONST")
+def _load_const(frame, ins):
+    from npdynamo.capture.builder import constant_value
+
+    frame.push(constant_value(ins.arg))
+
+
+def _load_fast(frame, name):
+    if isinstance(name, (bc.CellVar, bc.FreeVar)):  # 3.13 spells LOAD_CLOSURE this way
+        frame.push(frame.cells[name.name])
+        return
+    if name not in frame.locals:
+        raise UserCodeRaises(
+            UnboundLocalError(
+                f"cannot access local variable '{name}' where it is not associated with a value"
+            )
+        )
+    frame.push(frame.locals[name])
+
+
+@handler("LOAD_FAST", "LOAD_FAST_CHECK")
+def _load_fast_h(frame, ins):
+    _load_fast(frame, ins.arg)
+
+
+@handler("LOAD_FAST_AND_CLEAR", since=(3, 12))
+def _load_fast_and_clear(frame, ins):
+    # comprehensions inlined by PEP 709 save the outer binding (or NULL when unbound)
+    frame.push(ComprehensionSave(frame.locals.pop(ins.arg, NULL)))
+
+
+@handler("LOAD_FAST_LOAD_FAST", since=(3, 13))
+def _load_fast_load_fast(frame, ins):
+    for name in ins.arg:
+        _load_fast(frame, name)
+
+
+@handler("STORE_FAST")
+def _store_fast(frame, ins):
+    value = frame.pop()
+    if isinstance(value, ComprehensionSave):
+        value = value.saved
+    if isinstance(value, NullValue):
+        frame.locals.pop(ins.arg, None)
+    else:
+        frame.locals[ins.arg] = value
+
+
+@handler("STORE_FAST_LOAD_FAST", since=(3, 13))
+def _store_fast_load_fast(frame, ins):
+    store, load = ins.arg
+    frame.locals[store] = frame.pop()
+    _load_fast(frame, load)
+
+
+@handler("STORE_FAST_STORE_FAST", since=(3, 13))
+def _store_fast_store_fast(frame, ins):
+    first, second = ins.arg
+    frame.locals[first] = frame.pop()
+    frame.locals[second] = frame.pop()
+
+
+@handler("DELETE_FAST")
+def _delete_fast(frame, ins):
+    frame.locals.pop(ins.arg, None)
+
+
+@handler("LOAD_GLOBAL")
+def _load_global(frame, ins):
+    push_null, name = ins.arg
+    frame.push_null_for_global = push_null
+    value = _global_value(frame, name)
+    if push_null:
+        push_with_null(frame, value)
+    else:
+        frame.push(value)
+
+
+def _global_value(frame, name: str) -> Value:
+    import builtins
+
+    ctx = frame.ctx
+    if frame.globals is ctx.fn.__globals__ and name in ctx.side_effects.global_stores:
+        return ctx.side_effects.global_stores[name]
+    if name in frame.globals:
+        if frame.globals is ctx.fn.__globals__:
+            return ctx.builder.wrap(frame.globals[name], GlobalSource(name))
+        from npdynamo.capture.guards import AttrSource, ItemSource
+
+        # a global of an inlined function from another module: read through that function
+        src = frame.func.source
+        source = ItemSource(AttrSource(src, "__globals__"), name) if src is not None else None
+        return ctx.builder.wrap(frame.globals[name], source)
+    if hasattr(builtins, name):
+        return Const(getattr(builtins, name))
+    raise UserCodeRaises(NameError(f"name '{name}' is not defined"))
+
+
+@handler("STORE_GLOBAL")
+def _store_global(frame, ins):
+    if frame.globals is not frame.ctx.fn.__globals__:
+        raise frame.unsupported(
+            f"assigning the global {ins.arg!r} of another module", kind="side_effect"
+        )
+    frame.ctx.side_effects.global_stores[ins.arg] = frame.pop()
+
+
+@handler("DELETE_GLOBAL")
+def _delete_global(frame, ins):
+    raise frame.unsupported(f"del of the global {ins.arg!r}", kind="side_effect")
+
+
+@handler("LOAD_DEREF")
+def _load_deref(frame, ins):
+    frame.push(frame.load_cell(ins.arg.name))
+
+
+@handler("LOAD_CLOSURE", until=(3, 12))
+def _load_closure(frame, ins):
+    frame.push(frame.cells[ins.arg.name])
+
+
+@handler("STORE_DEREF")
+def _store_deref(frame, ins):
+    cell = frame.cells.get(ins.arg.name)
+    value = frame.pop()
+    if isinstance(cell, ExternalCell):
+        # a cell of a function outside the capture (nonlocal): written back after the graph
+        if cell.source is None:
+            raise frame.unsupported(
+                f"assigning the closure variable {ins.arg.name!r}", kind="side_effect"
+            )
+        cell.contents = value
+        frame.ctx.side_effects.record("cell_set", None, cell.source.expr(), value)
+        return
+    cell.contents = value
+
+
+@handler("MAKE_CELL")
+def _make_cell(frame, ins):
+    name = ins.arg.name
+    frame.cells[name] = CellValue(frame.locals.pop(name, None), name)
+
+
+# -- attributes ------------------------------------------------------------------------------
+@handler("LOAD_ATTR", until=(3, 11))
+def _load_attr_311(frame, ins):
+    frame.push(get_attr(frame, frame.pop(), ins.arg))
+
+
+@handler("LOAD_METHOD", until=(3, 11))
+def _load_method_311(frame, ins):
+    method, self_value = load_method(frame, frame.pop(), ins.arg)
+    push_method(frame, method, self_value)
+
+
+@handler("LOAD_ATTR", since=(3, 12))
+def _load_attr_312(frame, ins):
+    is_method, name = ins.arg
+    obj = frame.pop()
+    if is_method:
+        method, self_value = load_method(frame, obj, name)
+        push_method(frame, method, self_value)
+    else:
+        frame.push(get_attr(frame, obj, name))
+
+
+@handler("STORE_ATTR")
+def _store_attr(frame, ins):
+    obj = frame.pop()
+    value = frame.pop()
+    _check_plain_attributes(frame, obj, ins.arg)
+    obj.attrs[ins.arg] = value
+    frame.ctx.side_effects.record("attr_set", obj, ins.arg, value)
+
+
+@handler("DELETE_ATTR")
+def _delete_attr(frame, ins):
+    obj = frame.pop()
+    _check_plain_attributes(frame, obj, ins.arg)
+    if ins.arg not in obj.attrs and ins.arg not in getattr(obj.obj, "__dict__", {}):
+        raise UserCodeRaises(AttributeError(ins.arg))
+    obj.attrs[ins.arg] = DELETED
+    frame.ctx.side_effects.record("attr_del", obj, ins.arg)
+
+
+def _check_plain_attributes(frame, obj: Value, name: str) -> None:
+    """Stores are replayed with setattr: only plain instance attributes of user objects."""
+    from npdynamo.capture.calls import _class_attribute
+
+    if not isinstance(obj, UserObjectValue) or obj.source is None:
+        raise frame.unsupported(
+            f"assigning the attribute .{name} of a {obj.kind()}", kind="side_effect"
+        )
+    klass = type(obj.obj)
+    custom = klass.__setattr__ is not object.__setattr__ or klass.__delattr__ is not (
+        object.__delattr__
+    )
+    descriptor = hasattr(_class_attribute(obj.obj, name), "__set__")
+    if custom or descriptor or not hasattr(obj.obj, "__dict__"):
+        raise frame.unsupported(
+            f"assigning .{name}: {klass.__qualname__} customises attribute assignment",
+            kind="side_effect",
+        )
