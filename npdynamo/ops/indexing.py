@@ -9,6 +9,7 @@ data-dependent number of elements and are refused with ``UnsupportedArguments``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -71,8 +72,21 @@ def _classify_array(opname: str, meta: ArrayMeta, values: np.ndarray | None) -> 
     return "array", (meta, values)
 
 
-def index_shape(opname: str, meta: ArrayMeta, index: Any) -> tuple[tuple[int, ...], bool]:
-    """(shape of ``x[index]``, whether ``x[index]`` is a single element as a NumPy scalar)."""
+def index_shape(
+    opname: str,
+    meta: ArrayMeta,
+    index: Any,
+    *,
+    on_prepared: Callable[[], None] | None = None,
+    on_shape: Callable[[tuple[int, ...], bool], None] | None = None,
+) -> tuple[tuple[int, ...], bool]:
+    """(shape of ``x[index]``, whether ``x[index]`` is a single element as a NumPy scalar).
+
+    NumPy checks an index in stages and ``setitem`` interleaves its value checks with them:
+    ``on_prepared`` runs once the plain items are validated (before advanced indices are
+    broadcast), ``on_shape`` once the selection's shape is known (before index arrays are
+    bounds-checked).
+    """
     items = [_classify(opname, it) for it in (index if isinstance(index, tuple) else (index,))]
     kinds = [k for k, _ in items]
     if kinds.count("ellipsis") > 1:
@@ -87,6 +101,7 @@ def index_shape(opname: str, meta: ArrayMeta, index: Any) -> tuple[tuple[int, ..
     out: list[Any] = []
     adv_shapes: list[tuple[int, ...]] = []
     adv_positions: list[int] = []
+    bounds_error: IndexError | None = None
     dim = 0
     for pos, (kind, payload) in enumerate(items):
         if kind == "ellipsis":
@@ -112,10 +127,10 @@ def index_shape(opname: str, meta: ArrayMeta, index: Any) -> tuple[tuple[int, ..
         elif kind == "array":
             arr_meta, values = payload
             size = meta.shape[dim]
-            if values is not None and values.size:
+            if values is not None and values.size and bounds_error is None:
                 bad = values[(values < -size) | (values >= size)]
                 if bad.size:
-                    raise IndexError(
+                    bounds_error = IndexError(
                         f"{opname}: index {bad.flat[0]} is out of bounds for axis {dim} with "
                         f"size {size}"
                     )
@@ -128,9 +143,24 @@ def index_shape(opname: str, meta: ArrayMeta, index: Any) -> tuple[tuple[int, ..
             adv_positions.append(pos)
             out.append(_ADVANCED)
     out.extend(meta.shape[dim:])
+    if on_prepared is not None:
+        on_prepared()
     if not advanced:
         element = consumed == meta.ndim and all(k in ("int", "int0d") for k in kinds)
-        return tuple(out), element
+        shape = tuple(out)
+    else:
+        element = False
+        shape = _place_advanced(opname, out, adv_shapes, adv_positions)
+    if on_shape is not None:
+        on_shape(shape, element)
+    if bounds_error is not None:
+        raise bounds_error
+    return shape, element
+
+
+def _place_advanced(opname: str, out: list[Any], adv_shapes: list[tuple[int, ...]],
+                    adv_positions: list[int]) -> tuple[int, ...]:
+    """Insert the advanced indices' broadcast shape: in place if they are adjacent, else first."""
     try:
         block = broadcast_shapes(opname, *adv_shapes)
     except ValueError:
@@ -142,8 +172,7 @@ def index_shape(opname: str, meta: ArrayMeta, index: Any) -> tuple[tuple[int, ..
     first = out.index(_ADVANCED)
     rest = [d for d in out if d is not _ADVANCED]
     adjacent = adv_positions == list(range(adv_positions[0], adv_positions[-1] + 1))
-    shape = rest[:first] + list(block) + rest[first:] if adjacent else list(block) + rest
-    return tuple(shape), False
+    return tuple(rest[:first] + list(block) + rest[first:] if adjacent else list(block) + rest)
 
 
 def _getitem_rule(x: object, index: Any) -> ArrayMeta:
@@ -156,10 +185,20 @@ def _setitem_rule(x: object, index: Any, value: object) -> ArrayMeta:
     meta = to_meta("setitem", x)
     if meta.scalar:
         raise TypeError(f"setitem: a NumPy scalar ({meta.dtype}) does not support item assignment")
-    target, element = index_shape("setitem", meta, index)
+    result = ArrayMeta(meta.shape, meta.dtype)
     if is_py_scalar(value):
-        check_python_scalar_assignment("setitem", value, meta.dtype)
-        return ArrayMeta(meta.shape, meta.dtype)
+        # A Python scalar is converted to the array's dtype before advanced indices are used.
+        index_shape("setitem", meta, index,
+                    on_prepared=lambda: check_python_scalar_assignment("setitem", value,
+                                                                       meta.dtype))
+        return result
+    index_shape("setitem", meta, index,
+                on_shape=lambda target, element: _check_value(meta, value, target, element))
+    return result
+
+
+def _check_value(meta: ArrayMeta, value: object, target: tuple[int, ...], element: bool) -> None:
+    """What NumPy checks when it writes an array (or constant sequence) into ``target``."""
     if isinstance(value, (list, tuple)):
         if element:
             # NumPy's answer depends on the dtype (bool takes the list's truth value).
@@ -178,14 +217,13 @@ def _setitem_rule(x: object, index: Any, value: object) -> ArrayMeta:
         # One element takes a non-0-d array only as a truth value (bool, size 1); complex
         # elements fail in the complex() conversion instead.
         if meta.dtype.kind == "b" and vmeta.size == 1:
-            return ArrayMeta(meta.shape, meta.dtype)
+            return
         error = TypeError if meta.dtype.kind == "c" else ValueError
         raise error(
             f"setitem: setting an array element with a sequence (value of shape "
             f"{fmt_shape(vmeta.shape)})."
         )
     assignment_shape_check("setitem", vmeta.shape, target)
-    return ArrayMeta(meta.shape, meta.dtype)
 
 
 def _getitem(x, index):

@@ -35,8 +35,11 @@ def huge_int(x: object) -> bool:
 
 dtypes = st.one_of(st.sampled_from(MAIN_DTYPES), st.sampled_from(MAIN_DTYPES + EXTRA_DTYPES))
 py_scalars = st.one_of(
-    st.sampled_from(PY_INTS), st.sampled_from(PY_FLOATS), st.booleans(),
-    st.integers(-4, 6), st.floats(-4, 4, allow_nan=False),
+    st.sampled_from(PY_INTS),
+    st.sampled_from(PY_FLOATS),
+    st.booleans(),
+    st.integers(-4, 6),
+    st.floats(-4, 4, allow_nan=False),
 )
 small_py_scalars = st.one_of(st.booleans(), st.integers(-3, 5), st.floats(-3, 3, allow_nan=False))
 sides = st.one_of(st.integers(1, 3), st.integers(0, 4))
@@ -83,8 +86,9 @@ def operands(draw, shape, nonneg: bool = False, scalars=py_scalars):
 def broadcast_shapes(draw, n: int, clash: float = 0.1):
     """``n`` shapes that broadcast together, except with probability ``clash``."""
     shapes_ = list(
-        draw(hnp.mutually_broadcastable_shapes(num_shapes=n, max_dims=4, min_side=0, max_side=4))
-        .input_shapes
+        draw(
+            hnp.mutually_broadcastable_shapes(num_shapes=n, max_dims=4, min_side=0, max_side=4)
+        ).input_shapes
     )
     if draw(st.floats(0, 1)) < clash:
         i = draw(st.integers(0, n - 1))
@@ -200,16 +204,22 @@ def dot_case(draw):
     a_shape = a_lead + (k,) if draw(st.integers(0, 5)) else ()
     if draw(st.integers(0, 8)) == 0 and a_shape:
         a_shape = a_shape[:-1] + (k + 1,)
-    b = draw(st.one_of(arrays(b_shape), small_py_scalars)) if b_shape == () else draw(
-        arrays(b_shape)
+    b = (
+        draw(st.one_of(arrays(b_shape), small_py_scalars))
+        if b_shape == ()
+        else draw(arrays(b_shape))
     )
     return Case((draw(arrays(a_shape)), b))
 
 
 @st.composite
 def outer_case(draw):
-    return Case((draw(operands(draw(shapes), scalars=small_py_scalars)),
-                 draw(operands(draw(shapes), scalars=small_py_scalars))))
+    return Case(
+        (
+            draw(operands(draw(shapes), scalars=small_py_scalars)),
+            draw(operands(draw(shapes), scalars=small_py_scalars)),
+        )
+    )
 
 
 @st.composite
@@ -254,8 +264,11 @@ def einsum_case(draw):
     subscripts = ",".join(terms)
     if draw(st.booleans()):
         present = sorted(set("".join(terms)) - {"."})
-        out = draw(st.permutations(present).flatmap(
-            lambda p: st.integers(0, len(p)).map(lambda k: "".join(p[:k]))))
+        out = draw(
+            st.permutations(present).flatmap(
+                lambda p: st.integers(0, len(p)).map(lambda k: "".join(p[:k]))
+            )
+        )
         if use_ellipsis and draw(st.integers(0, 4)):
             out = "..." + out
         subscripts += "->" + out
@@ -296,11 +309,13 @@ def reshape_case(draw):
 def transpose_case(draw):
     x = draw(arrays())
     nd = np.ndim(x)
-    axes = draw(st.one_of(
-        st.none(),
-        st.permutations(range(nd)).map(tuple),
-        st.lists(st.integers(-nd - 1, nd), max_size=nd + 1).map(tuple),
-    ))
+    axes = draw(
+        st.one_of(
+            st.none(),
+            st.permutations(range(nd)).map(tuple),
+            st.lists(st.integers(-nd - 1, nd), max_size=nd + 1).map(tuple),
+        )
+    )
     return Case((x,), {} if axes is None else {"axes": axes})
 
 
@@ -308,8 +323,12 @@ def transpose_case(draw):
 def expand_dims_case(draw):
     x = draw(arrays())
     nd = np.ndim(x)
-    axis = draw(st.one_of(st.integers(-nd - 2, nd + 1),
-                          st.lists(st.integers(-nd - 3, nd + 2), max_size=3).map(tuple)))
+    axis = draw(
+        st.one_of(
+            st.integers(-nd - 2, nd + 1),
+            st.lists(st.integers(-nd - 3, nd + 2), max_size=3).map(tuple),
+        )
+    )
     return Case((x,), {"axis": axis})
 
 
@@ -350,8 +369,9 @@ def stack_case(draw):
 
 @st.composite
 def broadcast_to_case(draw):
-    result = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=4, min_side=0,
-                                                     max_side=4))
+    result = draw(
+        hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=4, min_side=0, max_side=4)
+    )
     x_shape, target = result.input_shapes[0], result.result_shape
     if draw(st.integers(0, 6)) == 0:
         target = draw(shapes)
@@ -364,10 +384,15 @@ def flat_case():
 
 @st.composite
 def array_case(draw):
-    x = draw(st.one_of(
-        arrays(), small_py_scalars, st.sampled_from(PY_INTS),
-        st.lists(st.integers(-3, 3), max_size=3), st.lists(st.floats(-2, 2), max_size=2),
-    ))
+    x = draw(
+        st.one_of(
+            arrays(),
+            small_py_scalars,
+            st.sampled_from(PY_INTS),
+            st.lists(st.integers(-3, 3), max_size=3),
+            st.lists(st.floats(-2, 2), max_size=2),
+        )
+    )
     dtype = draw(maybe_dtype(2))
     return Case((x,), {} if dtype is None else {"dtype": dtype}, unsupported_ok=huge_int(x))
 
@@ -376,14 +401,16 @@ def array_case(draw):
 def swapaxes_case(draw):
     x = draw(arrays())
     nd = np.ndim(x)
-    return Case((x,), {"axis1": draw(st.integers(-nd - 1, nd)),
-                       "axis2": draw(st.integers(-nd - 1, nd))})
+    return Case(
+        (x,), {"axis1": draw(st.integers(-nd - 1, nd)), "axis2": draw(st.integers(-nd - 1, nd))}
+    )
 
 
 @st.composite
 def moveaxis_case(draw):
     x = draw(arrays())
     nd = np.ndim(x)
-    axes = st.one_of(st.integers(-nd - 1, nd),
-                     st.lists(st.integers(-nd - 1, nd), max_size=3).map(tuple))
+    axes = st.one_of(
+        st.integers(-nd - 1, nd), st.lists(st.integers(-nd - 1, nd), max_size=3).map(tuple)
+    )
     return Case((x,), {"source": draw(axes), "destination": draw(axes)})

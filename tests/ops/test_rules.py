@@ -20,8 +20,24 @@ from tests.ops.cases import CASES, Case
 # NPDYNAMO_TEST_STRESS=20 multiplies the examples for a long hunt; CI runs the default.
 _STRESS = int(os.environ.get("NPDYNAMO_TEST_STRESS", "1"))
 # A few ops have a much larger input space than the rest.
-_RICH = {"getitem", "setitem", "einsum", "matmul", "dot", "reshape", "sum", "max", "argmax",
-         "where", "clip", "add", "power", "concatenate", "full", "arange"}
+_RICH = {
+    "getitem",
+    "setitem",
+    "einsum",
+    "matmul",
+    "dot",
+    "reshape",
+    "sum",
+    "max",
+    "argmax",
+    "where",
+    "clip",
+    "add",
+    "power",
+    "concatenate",
+    "full",
+    "arange",
+}
 
 
 def to_metas(value: object) -> object:
@@ -58,15 +74,18 @@ def check_case(name: str, case: Case) -> None:
         assert case.unsupported_ok, f"{where}: rule refused a supported call: {rule_error}"
         return
     if np_error is not None:
-        assert rule_error is not None, f"{where}: NumPy raised {np_error!r}, the rule returned " \
-                                       f"{inferred}"
+        assert rule_error is not None, (
+            f"{where}: NumPy raised {np_error!r}, the rule returned {inferred}"
+        )
         assert type(rule_error) is type(np_error), (
             f"{where}: NumPy raised {type(np_error).__name__}({np_error}), the rule raised "
             f"{type(rule_error).__name__}({rule_error})"
         )
         return
-    assert rule_error is None, f"{where}: NumPy returned {meta_of(result)}, rule raised " \
-                               f"{type(rule_error).__name__}({rule_error})"
+    assert rule_error is None, (
+        f"{where}: NumPy returned {meta_of(result)}, rule raised "
+        f"{type(rule_error).__name__}({rule_error})"
+    )
     assert inferred == meta_of(result), f"{where}: rule {inferred} != NumPy {meta_of(result)}"
 
 
