@@ -7,7 +7,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import overhead  # noqa: E402
+from benchmarks import overhead, train_step  # noqa: E402
 
 if __name__ == "__main__":
     overhead.main()
+    print()
+    train_step.main()

@@ -5,6 +5,7 @@ guarded by shapes, dtypes and values, and the graph is compiled by a backend.
 """
 
 from npdynamo import config, fx, ops
+from npdynamo.autograd import grad, value_and_grad
 from npdynamo.backends import list_backends, register_backend
 from npdynamo.capture.builtins_table import graph_break
 from npdynamo.capture.explain import ExplainOutput, explain
@@ -33,10 +34,12 @@ __all__ = [
     "enable",
     "explain",
     "fx",
+    "grad",
     "graph_break",
     "list_backends",
     "ops",
     "register_backend",
     "reset",
     "set_logs",
+    "value_and_grad",
 ]

@@ -164,6 +164,23 @@ class ValueBuilder:
         if isinstance(value, types.ModuleType):
             ctx.guard(source, GuardKind.ID, value)
             return Const(value, source)
+        spec = getattr(value, "__npdynamo_grad__", None)
+        if spec is not None:  # a value_and_grad(loss) wrapper made outside the function
+            from npdynamo.capture.autodiff import GradFunctionValue
+
+            ctx.guard(source, GuardKind.ID, value)
+            return GradFunctionValue(self.wrap(spec.fn, AttrSource(AttrSource(
+                source, "__npdynamo_grad__"), "fn")), spec.argnums, spec.single_argnum,
+                spec.has_aux, spec.with_value)
+        if is_tracer(value):  # inside an outer grad: the graph becomes a differentiable step
+            if type(value.value) is not np.ndarray:
+                raise ctx.unsupported(f"{source.short()} is a traced scalar or nested tracer")
+            ctx.guard(source, GuardKind.TYPE, kind)
+            ctx.guard(source, GuardKind.DTYPE, value.dtype)
+            ctx.guard(source, GuardKind.SHAPE, value.shape)
+            from npdynamo.capture.values import ArrayValue
+
+            return ArrayValue(ctx.add_placeholder(value, source), source)
         if isinstance(value, types.FunctionType) and not is_trusted_name(value):
             return self.function(value, source)
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
@@ -249,6 +266,12 @@ def _is_user_object(value: object) -> bool:
     return type(value).__module__ not in ("builtins", "numpy") and not isinstance(
         value, (types.ModuleType, types.FunctionType, type, types.MethodType)
     )
+
+
+def is_tracer(value: object) -> bool:
+    from npdynamo.autograd.tracer import Tracer
+
+    return isinstance(value, Tracer)
 
 
 def is_trusted_name(value: object) -> bool:

@@ -317,3 +317,16 @@ def _apply_raw(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except Exception as exc:
         raise UserCodeRaises(exc) from exc
+
+
+def _register_autograd() -> None:
+    from npdynamo.autograd.api import grad, value_and_grad
+    from npdynamo.capture.autodiff import make_grad_function
+
+    BUILTINS[value_and_grad] = lambda frame, args, kwargs: make_grad_function(
+        frame, args, kwargs, with_value=True)
+    BUILTINS[grad] = lambda frame, args, kwargs: make_grad_function(
+        frame, args, kwargs, with_value=False)
+
+
+_register_autograd()

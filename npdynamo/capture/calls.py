@@ -139,6 +139,10 @@ def call_value(frame, fn: Value, args: list[Value], kwargs: dict[str, Value]) ->
 
     if isinstance(fn, FunctionValue):
         return inline_call(frame, fn, args, kwargs)
+    from npdynamo.capture.autodiff import GradFunctionValue, call_grad_function
+
+    if isinstance(fn, GradFunctionValue):
+        return call_grad_function(frame, fn, args, kwargs)
     if isinstance(fn, BoundMethodValue):
         return inline_call(frame, fn.func, [fn.self_value, *args], kwargs)
     if isinstance(fn, MethodValue):

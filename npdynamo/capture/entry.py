@@ -163,7 +163,15 @@ def finish_graph(
         return None, None, inputs
     gm = GraphModule(graph)
     example_inputs = [_read(src, frame_args, ctx) for _node, src in inputs]
-    compiled = context.backend(gm, example_inputs)
+    compiler = context.backend
+    from npdynamo.autograd.tracer import is_tracer
+
+    if any(is_tracer(x) for x in example_inputs):
+        # inside an outer grad: forward and backward graphs, one step on the enclosing tape
+        from npdynamo.autograd.aot import aot_backend
+
+        compiler = aot_backend(compiler)
+    compiled = compiler(gm, example_inputs)
     return gm, compiled, inputs
 
 

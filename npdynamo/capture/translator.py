@@ -128,7 +128,9 @@ class CaptureContext:
         node = self.graph.placeholder(name)
         from npdynamo.ops.meta import ArrayMeta
 
-        node.meta["val"] = ArrayMeta.of(value)
+        from npdynamo.autograd.tracer import tracer_value
+
+        node.meta["val"] = ArrayMeta.of(tracer_value(value))
         node.meta["source_name"] = source.name()
         self.placeholders.append((node, source))
         return node

@@ -1,0 +1,147 @@
+"""Symbolic reverse mode: differentiate captured fx nodes into more fx nodes.
+
+``reverse_mode`` is the graph-building twin of ``Tape.backward``: it walks the forward nodes
+in reverse and runs the same VJP rules, but with an ``emit`` that appends nodes to a graph.
+Capture calls it for ``value_and_grad(loss)(params)`` inside a compiled function (forward,
+backward and the update end up in one graph); ``joint.build_joint`` calls it to make the
+joint forward/backward graph that the partitioner splits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from npdynamo.autograd.emitting import SHAPE_ONLY, Emit, backprop_step, meta
+from npdynamo.errors import GradError
+from npdynamo.fx import Graph, Node, map_arg
+from npdynamo.ops import REGISTRY, ArrayMeta, Op
+
+
+def carries_gradient(node: Node) -> bool:
+    """Whether ``node``'s value is floating point (masks, indices and shapes carry none)."""
+    val = node.meta.get("val")
+    return isinstance(val, ArrayMeta) and val.dtype.kind == "f"
+
+
+def _constant_result(node: Node) -> bool:
+    return getattr(node.target, "name", None) in SHAPE_ONLY
+
+
+def reverse_mode(
+    nodes: Sequence[Node],
+    output: Node | Sequence[Node],
+    wrt: Sequence[Node],
+    emit: Emit,
+    cotangent: Any = None,
+) -> list[Any]:
+    """Cotangents of ``wrt`` (None where ``output`` does not depend on one), built with ``emit``.
+
+    ``nodes`` are the forward ``call_function`` nodes in program order, ``output`` the scalar
+    result node (or several result nodes), ``wrt`` the placeholders or intermediate nodes to
+    differentiate with respect to. With ``cotangent=None`` the output must be a scalar and is
+    seeded with 1; otherwise ``cotangent`` gives one handle (or None for zero) per output.
+    Nothing is emitted for nodes off the paths from ``wrt`` to ``output``.
+    """
+    outputs = [output] if isinstance(output, Node) else list(output)
+    wrt_set = set(wrt)
+    on_path = _on_path(nodes, outputs, wrt_set)
+    if cotangent is None:
+        for out in outputs:
+            out_meta = meta(out)
+            if out_meta.shape != ():
+                raise GradError(
+                    f"the differentiated output {out.name} has shape {out_meta.shape}; "
+                    "gradients need a scalar output (reduce it with .sum() or .mean())"
+                )
+        seeds = [None] * len(outputs)
+    else:
+        seeds = [cotangent] if isinstance(output, Node) else list(cotangent)
+        if len(seeds) != len(outputs):
+            raise ValueError(f"{len(outputs)} outputs but {len(seeds)} cotangents")
+    grads: dict[Node, Any] = {}
+    for out, seed in zip(outputs, seeds):
+        if out not in on_path:
+            continue
+        if seed is None and cotangent is None:
+            seed = emit(REGISTRY["ones"], shape=(), dtype=meta(out).dtype)
+        if seed is not None:
+            grads[out] = seed if out not in grads else emit(REGISTRY["add"], grads[out], seed)
+    for node in reversed(nodes):
+        g = grads.get(node)
+        if g is None or node in wrt_set and not _reads_path(node, on_path):
+            continue
+        if node not in wrt_set:
+            del grads[node]  # consumed: its inputs receive it below
+        keys = tuple(_keys(a, on_path) for a in node.args)
+        if not any(_has_key(k) for k in keys):
+            continue
+        op = node.target
+        if not isinstance(op, Op) or not op.differentiable:
+            raise GradError(_not_differentiable(node))
+        for key, ct in backprop_step(op, g, node, node.args, node.kwargs, keys, emit):
+            seen = grads.get(key)
+            grads[key] = ct if seen is None else emit(REGISTRY["add"], seen, ct)
+    return [grads.get(w) for w in wrt]
+
+
+def _on_path(nodes: Sequence[Node], outputs: list[Node], wrt: set[Node]) -> set[Node]:
+    """Nodes that depend on some ``wrt`` through floating-point values and feed an output."""
+    reached = set(wrt)
+    for node in nodes:
+        if node not in reached and carries_gradient(node) and not _constant_result(node) and any(
+            n in reached for n in node.all_input_nodes
+        ):
+            reached.add(node)
+    feeding = set(outputs)
+    for node in reversed(nodes):
+        if node in feeding:
+            feeding.update(node.all_input_nodes)
+    return reached & feeding
+
+
+def _reads_path(node: Node, on_path: set[Node]) -> bool:
+    return any(n in on_path for n in node.all_input_nodes)
+
+
+def _keys(arg: Any, on_path: set[Node]) -> Any:
+    if isinstance(arg, Node):
+        return arg if arg in on_path else None
+    if isinstance(arg, (tuple, list)):
+        return tuple(_keys(a, on_path) for a in arg)
+    return None
+
+
+def _has_key(keys: Any) -> bool:
+    if isinstance(keys, tuple):
+        return any(_has_key(k) for k in keys)
+    return keys is not None
+
+
+def _not_differentiable(node: Node) -> str:
+    target = getattr(node.target, "name", None) or getattr(node.target, "__name__", "?")
+    where = ""
+    source = node.meta.get("source")
+    if source:
+        filename, lineno, line = source
+        where = f" (at {filename}:{lineno}: {str(line).strip()})"
+    return (
+        f"np.{target} is not differentiable, but its result {node.name}{where} lies on the "
+        "path from the differentiated inputs to the output"
+    )
+
+
+def graph_emitter(graph: Graph, tag: str = "backward") -> Emit:
+    """An ``emit`` appending nodes to ``graph``, each with ``meta['val']`` from the op's rule."""
+
+    def emit(op: Op, *args: Any, **kwargs: Any) -> Node:
+        node = graph.call_function(op, args, kwargs)
+        node.meta["val"] = op.infer(*map_arg(args, _val), **map_arg(kwargs, _val))
+        node.meta["autograd"] = tag
+        return node
+
+    return emit
+
+
+def _val(node: Node) -> Any:
+    return node.meta["val"]
