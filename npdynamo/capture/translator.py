@@ -126,9 +126,8 @@ class CaptureContext:
     def add_placeholder(self, value, source) -> object:
         name = _identifier(source.short())
         node = self.graph.placeholder(name)
-        from npdynamo.ops.meta import ArrayMeta
-
         from npdynamo.autograd.tracer import tracer_value
+        from npdynamo.ops.meta import ArrayMeta
 
         node.meta["val"] = ArrayMeta.of(tracer_value(value))
         node.meta["source_name"] = source.name()
