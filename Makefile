@@ -17,7 +17,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/train_mlp.py
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -185,13 +185,18 @@ def check_written_arrays(ctx: CaptureContext) -> None:
     written = [a for a in ctx.side_effects.arrays if a.node.op != "placeholder"]
     if not written:
         return
+    from npdynamo.capture.guards import AttrSource
+
     inputs = ctx.builder.arrays_read()
     objects = {src: obj for src, obj in inputs}
+    done = set()
     for array in written:
         mine = objects.get(array.source)
         for src, other in inputs:
-            if src == array.source or other is mine:
+            pair = frozenset((src, array.source))
+            if src == array.source or other is mine or pair in done:
                 continue
+            done.add(pair)
             if np.may_share_memory(mine, other):
                 raise ctx.unsupported(
                     f"{array.source.short()} is written in place and shares memory with "
@@ -199,7 +204,13 @@ def check_written_arrays(ctx: CaptureContext) -> None:
                     "pass separate arrays, or copy one of them",
                     kind="side_effect",
                 )
-            ctx.guard(array.source, GuardKind.NO_OVERLAP, src)
+            if mine.base is None and other.base is None:
+                # two distinct arrays that own their memory cannot overlap: cheap to check
+                ctx.guard(AttrSource(array.source, "base"), GuardKind.CONSTANT, None)
+                ctx.guard(AttrSource(src, "base"), GuardKind.CONSTANT, None)
+                ctx.guard(array.source, GuardKind.DISTINCT, src)
+            else:
+                ctx.guard(array.source, GuardKind.NO_OVERLAP, src)
 
 
 def generated_function(

@@ -27,6 +27,8 @@ class ExplainOutput:
     compile_time_s: float = 0.0
     python_frames: list[str] = field(default_factory=list)
     result: object = None
+    #: graphs that ran as differentiable steps of an outer tape (AOT forward/backward pairs)
+    aot_functions: list = field(default_factory=list)
 
     @property
     def graph_count(self) -> int:
@@ -65,6 +67,10 @@ class ExplainOutput:
                     if node.op == "call_function"
                 ]
                 lines.append(f"  graph {i}: {n} ops: {', '.join(names)}")
+        reports = [f.report() for f in self.aot_functions if getattr(f, "partitions", None)]
+        if reports:
+            lines.append("Forward/backward partitions (what the backward saves):")
+            lines += ["  " + r.replace("\n", "\n  ") for r in reports]
         if self.guards:
             lines.append("Guards:")
             by_function: dict[str, list[str]] = {}
@@ -104,6 +110,8 @@ class _Recorder:
     def __call__(self, entry, fn) -> None:
         out = self.output
         name = fn.__code__.co_qualname
+        if hasattr(entry.compiled, "report") and hasattr(entry.compiled, "partitions"):
+            out.aot_functions.append(entry.compiled)
         if entry.graph_module is not None:
             out.graphs.append(entry.graph_module)
             out.ops_per_graph.append(
@@ -122,6 +130,11 @@ def explain(fn, backend="eager"):
     from npdynamo.capture.entry import build_entry
     from npdynamo.capture.frames.dispatch import original_function
 
+    from npdynamo.autograd.api import grad_spec
+
+    spec = grad_spec(fn)
+    if spec is not None:  # explain(grad(compile(f))): the AOT forward/backward of each graph
+        return _explain_gradient(spec, lookup_backend(backend))
     target = original_function(fn) or fn
     if isinstance(target, types.MethodType):
         bound_self, target = target.__self__, target.__func__
@@ -136,6 +149,24 @@ def explain(fn, backend="eager"):
         frame_args = frame_args_of(target, call_args, kwargs)
         entry = build_entry(target, frame_args, backend=compiler, context=context)
         output.result = entry.run(*frame_args)
+        return output
+
+    return run
+
+
+def _explain_gradient(spec, compiler):
+    from npdynamo import autograd
+    from npdynamo.capture.frames.dispatch import original_function
+
+    inner = original_function(spec.fn) or spec.fn
+    make = autograd.value_and_grad if spec.with_value else autograd.grad
+    argnums = spec.argnums[0] if spec.single_argnum else spec.argnums
+
+    def run(*args, **kwargs) -> ExplainOutput:
+        output = ExplainOutput()
+        context = CompileContext(compiler, recorder=_Recorder(output))
+        traced = make(call_through_context(inner, context), argnums=argnums, has_aux=spec.has_aux)
+        output.result = traced(*args, **kwargs)
         return output
 
     return run

@@ -29,7 +29,8 @@ class GuardKind(enum.IntEnum):
     DTYPE = 5
     SHAPE = 6
     ALIAS = 7  # the same object as another source (an argument passed twice)
-    NO_OVERLAP = 8  # a written array shares no memory with another input array
+    DISTINCT = 8  # not the same object as another source
+    NO_OVERLAP = 9  # a written array shares no memory with another input array
 
 
 @dataclass(eq=False)
@@ -66,6 +67,8 @@ class Guard:
             return f"{name} is {exp.short()}"
         if self.kind is GuardKind.NO_OVERLAP:
             return f"{name} shares no memory with {exp.short()}"
+        if self.kind is GuardKind.DISTINCT:
+            return f"{name} is not {exp.short()}"
         return f"{name}.shape == {exp}"
 
 
@@ -106,6 +109,8 @@ def _check_expr(guard: Guard, ns: Namespace) -> str:
         return f"{e} is {exp.expr()}"
     if kind is GuardKind.NO_OVERLAP:
         return f"not {ns.bind(np.may_share_memory, 'may_share_memory')}({e}, {exp.expr()})"
+    if kind is GuardKind.DISTINCT:
+        return f"{e} is not {exp.expr()}"
     if kind is GuardKind.DTYPE:
         dt = ns.bind(exp, "DT")
         # identity first: NumPy hands out canonical dtype singletons, so `==` rarely runs
@@ -218,11 +223,16 @@ class GuardSet:
             return f"{name}: expected the same object as {exp.short()}, got another{where}"
         if kind is GuardKind.NO_OVERLAP:
             return f"{name}: now shares memory with {exp.short()}, which it did not{where}"
+        if kind is GuardKind.DISTINCT:
+            return f"{name}: expected another object than {exp.short()}, got the same{where}"
         if kind is GuardKind.ID:
             return (
                 f"{name}: expected the object seen at capture ({_obj_text(exp)}), "
                 f"got {_obj_text(actual)}{where}"
             )
+        if isinstance(actual, np.ndarray):  # ``x.base``: x was an owning array, now a view
+            owner = name.removesuffix(".base")
+            return f"{owner}: is now a view of another array; it owned its memory{where}"
         return f"{name}: expected {_value_text(exp)}, got {_value_text(actual)}{where}"
 
     def describe(self) -> list[str]:
