@@ -127,10 +127,9 @@ class _Recorder:
 
 def explain(fn, backend="eager"):
     """``explain(fn)(*args, **kwargs)`` runs ``fn`` once under capture and returns the report."""
+    from npdynamo.autograd.api import grad_spec
     from npdynamo.capture.entry import build_entry
     from npdynamo.capture.frames.dispatch import original_function
-
-    from npdynamo.autograd.api import grad_spec
 
     spec = grad_spec(fn)
     if spec is not None:  # explain(grad(compile(f))): the AOT forward/backward of each graph
