@@ -39,7 +39,7 @@ def finite_difference(fn, args, argnums, eps=1e-6):
         out = []
         for j, leaf in enumerate(flat):
             if isinstance(leaf, float):
-                def at(v, j=j):
+                def at(v, j=j, i=i, flat=flat, treedef=treedef):
                     new = list(flat)
                     new[j] = v
                     call = list(args)
