@@ -498,3 +498,10 @@ def generator_frame_runs_in_python(x):
         yield v * 2
 
     return list(gen(x))[0] + 1
+
+
+@breaks((2, 4), lambda: (a(50),))
+def scalar_powers_match_python(x):
+    s = x.sum()
+    m = np.abs(x).max()
+    return s**2, m**0.5, m**1.5, 2.0**m, np.power(m, 1.5), x * s

@@ -222,3 +222,4 @@ def where_chain(x):
 def logical_ops(a, b):
     p, q = a > 0, b > 0
     return p & q, p | q, p ^ q, ~p, np.logical_and(p, q), np.logical_not(q)
+
