@@ -66,7 +66,11 @@ def call_grad_function(frame, gf: GradFunctionValue, args: list[Value], kwargs: 
     if len({id(leaf.node) for leaf in leaves}) != len(leaves):
         raise frame.unsupported("differentiating with respect to the same array twice")
     start = len(list(ctx.graph.nodes))
-    result = _call(frame, gf.fn, args, kwargs)
+    ctx.differentiating += 1
+    try:
+        result = _call(frame, gf.fn, args, kwargs)
+    finally:
+        ctx.differentiating -= 1
     aux = None
     if gf.has_aux:
         if not isinstance(result, (TupleValue, ListValue)) or result.length() != 2:

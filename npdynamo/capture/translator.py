@@ -84,6 +84,8 @@ class CaptureContext:
         self.guards.namespace_base = self.guard_namespace()
         self.builder = ValueBuilder(self)
         self.side_effects = SideEffects()
+        #: > 0 while a loss is captured for value_and_grad (tape semantics apply)
+        self.differentiating = 0
         self.placeholders: list[tuple[object, object]] = []  # (node, source)
         self.steps = 0
         self.current: Frame | None = None

@@ -76,11 +76,12 @@ def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
                     f"array {symbol} {side.kind()} (convert the Python container with np.array "
                     "outside the compiled function)"
                 )
-        if symbol == "**" and all(
+        if symbol == "**" and not frame.ctx.differentiating and all(
             side.meta.scalar if isinstance(side, ArrayValue) else True for side in (left, right)
         ):
             # Python's ** on NumPy scalars uses scalar math, which differs from np.power in the
-            # last digit for about 1% of inputs: let Python compute it
+            # last digit for about 1% of inputs: let Python compute it (under grad, the tape's
+            # tracers use np.power, and so does the captured loss)
             raise frame.unsupported(
                 "** between NumPy scalars is computed with Python's scalar math, not np.power",
                 "use np.power(a, b) (or np.sqrt) to keep it in the graph")
