@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,10 @@ from npdynamo.capture.translator import CaptureContext, root_frame
 from npdynamo.errors import Unsupported
 from npdynamo.fx import GraphModule
 from npdynamo.fx.passes import common_subexpression_elimination, dead_code_elimination
+
+
+class BackendFallbackWarning(UserWarning):
+    """A backend raised while compiling a graph; the graph runs on the eager backend."""
 
 
 @dataclass
@@ -171,7 +176,17 @@ def finish_graph(
         from npdynamo.autograd.aot import aot_backend
 
         compiler = aot_backend(compiler)
-    compiled = compiler(gm, example_inputs)
+    try:
+        compiled = compiler(gm, example_inputs)
+    except Exception as exc:  # never worse than Python: the graph runs on the eager backend
+        name = getattr(context.backend, "__name__", repr(context.backend))
+        warnings.warn(
+            f"npdynamo: backend {name} failed to compile a graph of {ctx.fn.__qualname__} "
+            f"({type(exc).__name__}: {exc}); that graph runs on the eager backend instead",
+            BackendFallbackWarning,
+            stacklevel=2,
+        )
+        compiled = gm.forward
     return gm, compiled, inputs
 
 

@@ -223,3 +223,16 @@ def test_cache_size_limit_runs_only(monkeypatch):
     # entries captured before the limit still serve
     np.testing.assert_array_equal(compiled(np.ones(2), 1), np.ones(2))
     assert backend.count == 2
+
+
+def test_failing_backend_falls_back_to_eager_with_one_warning():
+    from npdynamo.capture.entry import BackendFallbackWarning
+
+    def broken_backend(gm, example_inputs):
+        raise RuntimeError("no compiler here")
+
+    compiled = npdynamo.compile(f_array, backend=broken_backend)
+    with pytest.warns(BackendFallbackWarning, match="broken_backend failed") as record:
+        np.testing.assert_array_equal(compiled(np.ones(3)), np.ones(3) * 2)
+        np.testing.assert_array_equal(compiled(np.ones(3)), np.ones(3) * 2)
+    assert len(record) == 1
