@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
