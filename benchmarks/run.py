@@ -13,3 +13,11 @@ if __name__ == "__main__":
     overhead.main()
     print()
     train_step.main()
+    # The numba backend (issue 6): what kernels compute themselves, when threads pay, the
+    # workloads against NumPy and hand-written numba, and start-up from the disk cache.
+    from benchmarks import numba_backend, startup, threads, transcendentals
+
+    transcendentals.main()
+    threads.main()
+    numba_backend.main()
+    startup.main()
