@@ -41,6 +41,9 @@ from npdynamo.fx import Graph
 
 #: Instructions one capture may evaluate before giving up (an unrolled loop that never ends).
 STEP_LIMIT = 500_000
+#: Ops one graph may hold: a long loop unrolled past this ends the graph (a graph break), so
+#: generating and compiling a graph stays fast; the loop continues in a resume function.
+GRAPH_NODE_LIMIT = 4_000
 #: Depth of inlined user calls before giving up (recursion).
 INLINE_DEPTH_LIMIT = 32
 
@@ -88,6 +91,7 @@ class CaptureContext:
         self.differentiating = 0
         self.placeholders: list[tuple[object, object]] = []  # (node, source)
         self.steps = 0
+        self.node_count = 0
         self.current: Frame | None = None
 
     def guard_namespace(self) -> dict:
@@ -152,6 +156,11 @@ class CaptureContext:
             raise UserCodeRaises(exc) from exc
         if isinstance(meta, tuple):
             raise self.unsupported(f"{op!r} returns several arrays; not supported yet")
+        self.node_count += 1
+        if self.node_count > GRAPH_NODE_LIMIT:
+            raise self.unsupported(
+                f"the graph reached {GRAPH_NODE_LIMIT} ops (a long loop unrolled); it ends here",
+                "the rest continues in the next graph")
         node = self.graph.call_function(op, node_args, node_kwargs)
         node.meta["val"] = meta
         loc = self.location()

@@ -169,3 +169,17 @@ def test_numpy_scalar_crossing_a_break_is_data_not_a_guard():
             x = np.random.default_rng(seed).standard_normal(3)
             np.testing.assert_array_equal(compiled(x), x * x.sum())
     assert backend.count == 2  # captured once on each side of the break, never again
+
+
+def _long_loop(x):
+    for _ in range(3000):
+        x = x * 0.999 + 0.001
+    return x
+
+
+def test_a_very_long_unrolled_loop_is_split_into_graphs():
+    from npdynamo.capture.translator import GRAPH_NODE_LIMIT
+
+    out = quiet_explain(_long_loop, np.ones(3))
+    assert out.graph_count == 2 and max(out.ops_per_graph) == GRAPH_NODE_LIMIT
+    check_same(_long_loop, np.ones(3), calls=2)
