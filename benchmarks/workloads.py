@@ -1,0 +1,63 @@
+"""The benchmark workloads, written the way a user writes them (shared by tests and benchmarks)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+GELU_C = math.sqrt(2 / math.pi)
+
+
+def gelu(x):
+    return 0.5 * x * (1 + np.tanh(GELU_C * (x + 0.044715 * x**3)))
+
+
+def gelu_cubed(x):
+    return 0.5 * x * (1 + np.tanh(GELU_C * (x + 0.044715 * x * x * x)))
+
+
+def softmax(x):
+    m = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layernorm(x, weight, bias):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5) * weight + bias
+
+
+def adam(params, grads, m, v, t, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+    """One Adam step on a dict of parameters, written functionally (new arrays returned):
+    in-place updates of argument arrays are not capturable yet."""
+    new_p, new_m, new_v = {}, {}, {}
+    for k in params:
+        g = grads[k]
+        mk = b1 * m[k] + (1 - b1) * g
+        vk = b2 * v[k] + (1 - b2) * g * g
+        m_hat = mk / (1 - b1**t)
+        v_hat = vk / (1 - b2**t)
+        new_p[k] = params[k] - lr * m_hat / (np.sqrt(v_hat) + eps)
+        new_m[k] = mk
+        new_v[k] = vk
+    return new_p, new_m, new_v
+
+
+def mlp_forward(x, w1, b1, w2, b2):
+    """A 2-layer MLP forward with softmax probabilities (the training step needs autograd)."""
+    h = np.maximum(x @ w1 + b1, 0)
+    logits = h @ w2 + b2
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def tiny_chain(x):
+    """Ten elementwise ops on a tiny array: per-call overhead dominates."""
+    y = x * 2.0 + 1.0
+    y = y * x - 3.0
+    y = y / 2.0 + x
+    y = y * 0.5 - x * x
+    return y + 1.0

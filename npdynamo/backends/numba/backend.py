@@ -1,0 +1,159 @@
+"""The ``numba`` backend: graph passes, fusion, kernel generation, disk cache, one program.
+
+``numba_backend(gm, example_inputs)`` simplifies a copy of the graph (``fx.passes``), partitions
+it into fusion groups, generates and loads one kernel per group, builds the graph's program and
+runs it once on the example inputs so every kernel is compiled before the first real call. The
+returned callable carries ``npdynamo_report`` (a ``NumbaReport``) for ``explain``. Whatever goes
+wrong (an op numba cannot type, an LLVM error, a bug here) the graph runs on the eager backend
+instead, with one warning naming the kernel's ops and the reason: the backend never fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from npdynamo.backends.numba import diskcache, threads
+from npdynamo.backends.numba.codegen import generate_kernel
+from npdynamo.backends.numba.fusion import FusionGroup, partition
+from npdynamo.backends.numba.program import Program
+from npdynamo.fx import passes
+from npdynamo.fx.graph import Graph
+from npdynamo.logs import get_logger
+
+#: A compile taking longer than this logs one progress line per kernel.
+PROGRESS_AFTER_S = 1.0
+
+
+class NumbaFallbackWarning(UserWarning):
+    """A graph runs on the eager backend because the numba backend could not compile it."""
+
+
+@dataclass
+class NumbaReport:
+    """What the numba backend did with one graph (shown by ``npdynamo.explain``)."""
+
+    kernels: int = 0
+    groups: list[tuple[str, ...]] = field(default_factory=list)  # op names per fusion group
+    parallel: list[bool] = field(default_factory=list)  # per kernel
+    not_fused: list[tuple[str, str]] = field(default_factory=list)  # (node, why) run in NumPy
+    thread_policy: str = ""
+    fell_back: bool = False
+    reason: str | None = None
+    compile_time_s: float = 0.0
+    kernel_files: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        if self.fell_back:
+            return f"numba backend: fell back to eager ({self.reason})"
+        lines = [f"numba backend: {self.kernels} kernel(s), {self.thread_policy}, "
+                 f"compiled in {self.compile_time_s:.2f} s"]
+        for ops, par in zip(self.groups, self.parallel):
+            lines.append(f"  kernel ({'parallel' if par else 'serial'}): {', '.join(ops)}")
+        for name, why in self.not_fused:
+            lines.append(f"  NumPy call {name}: {why}")
+        return "\n".join(lines)
+
+
+def numba_backend(gm, example_inputs: list) -> Callable[..., tuple]:
+    """Compile ``gm`` into fused numba kernels; see the module docstring."""
+    report = NumbaReport()
+    start = time.perf_counter()
+    try:
+        fn = _compile(gm, example_inputs, report)
+    except Exception as exc:  # never fail the user: any error means the eager backend
+        _fall_back(report, f"{type(exc).__name__}: {_first_line(exc)}")
+        fn = _eager_with_report(gm.forward, report)
+    report.compile_time_s = time.perf_counter() - start
+    return fn
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _fall_back(report: NumbaReport, reason: str) -> None:
+    if report.fell_back:
+        return
+    report.fell_back = True
+    report.reason = reason
+    warnings.warn(f"npdynamo: the numba backend could not compile a graph, so it runs on the "
+                  f"eager backend (NumPy): {reason}", NumbaFallbackWarning, stacklevel=2)
+
+
+def _eager_with_report(forward: Callable[..., tuple], report: NumbaReport) -> Callable:
+    def eager(*args):
+        return forward(*args)
+
+    eager.npdynamo_report = report
+    return eager
+
+
+def prepare_graph(graph: Graph) -> Graph:
+    """A simplified copy of ``graph`` for code generation (the input graph is not changed)."""
+    graph, _ = graph.copy()
+    passes.simplify(graph)
+    passes.constant_fold(graph)
+    passes.common_subexpression_elimination(graph)
+    passes.dead_code_elimination(graph)
+    return graph
+
+
+def _compile(gm, example_inputs: list, report: NumbaReport) -> Callable[..., tuple]:
+    graph = prepare_graph(gm.graph)
+    part = partition(graph)
+    allowed, report.thread_policy = threads.graph_allows_parallel(graph)
+    kernels = {}
+    log = get_logger("output_code")
+    for group in part.groups:
+        ks = generate_kernel(group, threads.use_parallel(allowed, group.size))
+        module, path, source = diskcache.load_kernel_module(ks.source)
+        kernels[group] = (ks, module.kernel)
+        report.groups.append(group.op_names)
+        report.parallel.append(ks.parallel)
+        report.kernel_files.append(path)
+        log.info("numba kernel %d (%s):\n%s", group.index, path, source)
+    report.kernels = len(part.groups)
+    report.not_fused = [(n.name, why) for n, why in part.not_fused.items()]
+
+    def on_fallback(group_index: int, reason: str) -> None:
+        ops = ", ".join(part.groups[group_index].op_names)
+        _fall_back(report, f"the kernel of ops [{ops}] failed: {reason}")
+
+    program = Program(graph, part, kernels, gm.forward, on_fallback)
+    program.fn.npdynamo_report = report
+    log.info("numba program for graph %s:\n%s", gm.name, program.source)
+    if part.groups and _concrete(example_inputs, graph):
+        _warm_up(program, example_inputs, part.groups, log)
+    return program.fn
+
+
+def _concrete(example_inputs: list, graph: Graph) -> bool:
+    if any(getattr(n.target, "impure", False) for n in graph.nodes):
+        return False  # running it at compile time would be visible (e.g. random state)
+    return len(example_inputs) == len(graph.placeholders) and not any(
+        type(x).__name__ == "ArrayMeta" for x in example_inputs)
+
+
+def _warm_up(program: Program, example_inputs: list, groups: list[FusionGroup],
+             log: logging.Logger) -> None:
+    start = time.perf_counter()
+    pending: list[tuple[int, float]] = []
+
+    def progress(index: int, seconds: float) -> None:
+        # Quick compiles stay quiet; once the compile passes the limit, every kernel is listed.
+        pending.append((index, seconds))
+        if time.perf_counter() - start > PROGRESS_AFTER_S:
+            for i, s in pending:
+                log.info("numba: kernel %d/%d (%s) compiled in %.2f s", i + 1, len(groups),
+                         ", ".join(groups[i].op_names), s)
+            pending.clear()
+
+    try:
+        program.warm_up(example_inputs, progress)
+    except Exception:  # noqa: S110 - a NumPy call raised: the real call raises it again
+        pass

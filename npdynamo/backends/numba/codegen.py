@@ -1,0 +1,458 @@
+"""Kernel code generation: one fusion group becomes the readable source of one ``@njit`` kernel.
+
+A kernel takes the group's inputs and NumPy-allocated output buffers (allocating inside numba
+page-faults on large arrays) and writes every output. Its loops: an outer loop over the kept
+(row) axes, ``prange`` when the group runs in parallel; inside, one *phase* per step of
+reductions: an inner loop over the reduced axes that computes the element values it needs,
+folds them into the reductions of that phase and stores the outputs that became computable.
+Values needed again in a later phase are recomputed (arithmetic is cheaper than memory), except
+transcendentals, which are kept in an output buffer of the same shape when one is free (the way a
+hand-written softmax reuses its output for the exponentials). A pure elementwise group is a row
+kernel without reductions. A reduction over every axis is chunked over the first axis
+(``prange`` over chunks, then the chunk results folded in order), so its result does not depend
+on the number of threads.
+
+The five rules of ``notes/perf-baseline.md`` hold by construction: ``error_model='numpy'``;
+no fast-math flags on the kernel itself, only ``reassoc`` on the accumulation helpers
+(``runtime.radd``) so reductions vectorise; vectorisable exp/tanh (``approx``); outputs
+allocated by NumPy; ``parallel`` decided per graph by ``threads``.
+
+Float reductions: sums and products fold blocks of ``BLOCK`` elements (vectorised, in any
+order), then add the block results in order, in float64 for float32 data. The result differs
+from NumPy's pairwise sum only by rounding: within ``rtol`` times the sum of absolute values
+(rtol 1e-5 float32, 1e-12 float64). max/min propagate NaN; integer and boolean reductions are
+exact. Sign of zero: ``max``/``min`` of equal zeros may pick the other zero than NumPy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from npdynamo.backends.numba.fusion import FusionGroup, IndexMap, broadcast_map
+from npdynamo.backends.numba.lowering import (
+    Lowered,
+    Operand,
+    Reduction,
+    cast,
+    dtype_ctor,
+    literal,
+)
+from npdynamo.fx.node import Node
+from npdynamo.ops.meta import ArrayMeta
+
+#: Elements folded per vectorised block of a float sum or product.
+BLOCK = 1024
+#: Elements per parallel chunk of a reduction over all axes.
+CHUNK = 16384
+
+_HEADER = '''"""npdynamo numba kernel (generated; do not edit): {summary}."""
+import numpy as np
+from numba import njit, prange
+
+from npdynamo.backends.numba.approx import exp_f32, exp_f64, tanh_f32, tanh_f64
+from npdynamo.backends.numba.runtime import fmaximum, fminimum, radd, rmul
+
+'''
+
+
+@dataclass
+class KernelArg:
+    """One parameter of a kernel and what the caller passes for it."""
+
+    name: str
+    kind: str  # "input" (a graph value), "const" (a constant array), "output", "extent"
+    value: object  # the Node, the constant array, or the extent's int
+
+
+@dataclass
+class KernelSource:
+    """The generated module source of one group's kernel and how to call it."""
+
+    group: FusionGroup
+    source: str
+    args: list[KernelArg]
+    parallel: bool
+    fn_name: str = "kernel"
+
+
+@dataclass
+class _Acc:
+    node: Node
+    red: Reduction
+    blocked: bool
+    total: np.dtype  # dtype of the running total (float64 for float32 sums)
+    name: str = ""
+    part: str = ""
+
+
+@dataclass
+class _Phase:
+    index: int
+    roots: list[Node] = field(default_factory=list)  # values whose element is needed
+    accs: list[_Acc] = field(default_factory=list)
+    stores: list[Node] = field(default_factory=list)  # full outputs written here
+    spills: list[Node] = field(default_factory=list)  # kept in another output's buffer
+
+
+def _meta(value: object) -> ArrayMeta | None:
+    meta = value.meta.get("val") if isinstance(value, Node) else None
+    return meta if isinstance(meta, ArrayMeta) else None
+
+
+def _index(idx_map: IndexMap) -> str:
+    if not idx_map:
+        return "()"
+    return ", ".join("0" if k is None else f"i{k}" for k in idx_map)
+
+
+def _range(lo: str, hi: str) -> str:
+    """A loop range whose index LLVM knows is not negative.
+
+    numba wraps negative indices around, which keeps LLVM from vectorising an access with an
+    index it cannot prove non-negative (a loop not starting at 0): unsigned indices have no
+    wraparound check.
+    """
+    return f"range({hi})" if lo == "0" else f"range(np.uint64({lo}), np.uint64({hi}))"
+
+
+def _init(kind: str, dtype: np.dtype) -> str:
+    if kind == "sum":
+        return literal(-0.0 if dtype.kind == "f" else 0, dtype)  # -0.0 is the exact identity
+    if kind == "prod":
+        return literal(1, dtype)
+    if kind in ("any", "all"):
+        return "False" if kind == "any" else "True"
+    if dtype.kind == "b":
+        return "False" if kind == "max" else "True"
+    if dtype.kind == "f":
+        return literal(-np.inf if kind == "max" else np.inf, dtype)
+    info = np.iinfo(dtype)
+    return literal(info.min if kind == "max" else info.max, dtype)
+
+
+def _fold(kind: str, dtype: np.dtype, acc: str, value: str, vector: bool) -> str:
+    """``acc`` folded with ``value``; ``vector`` marks the hot loop (reassociable helpers)."""
+    if kind in ("any", "all") or dtype.kind == "b":
+        return f"({acc} | {value})" if kind in ("any", "max") else f"({acc} & {value})"
+    if kind in ("sum", "prod"):
+        if dtype.kind == "f":
+            if vector:
+                return f"{'radd' if kind == 'sum' else 'rmul'}({acc}, {value})"
+            return f"({acc} {'+' if kind == 'sum' else '*'} {value})"
+        return f"{dtype_ctor(dtype)}({acc} {'+' if kind == 'sum' else '*'} {value})"
+    if dtype.kind == "f":
+        return f"{'fmaximum' if kind == 'max' else 'fminimum'}({acc}, {value})"
+    return f"({value} if {value} {'>' if kind == 'max' else '<'} {acc} else {acc})"
+
+
+class _KernelWriter:
+    def __init__(self, group: FusionGroup, parallel: bool) -> None:
+        self.g = group
+        self.parallel = parallel
+        d = group.domain
+        self.ndim = len(d)
+        self.loop_axes = group.reduce_axes or ((self.ndim - 1,) if self.ndim else ())
+        self.outer_axes = tuple(k for k in range(self.ndim) if k not in self.loop_axes)
+        self.members = set(group.nodes)
+        self.outputs = set(group.outputs)
+        self.args: list[KernelArg] = []
+        self.param: dict[int, str] = {}  # id(input node or constant) -> parameter name
+        self.extent_src: dict[int, str] = {}
+        self.lines: list[str] = []
+
+    # -- classification ----------------------------------------------------------------------
+
+    def in_loop(self, node: Node) -> bool:
+        return any(k in self.loop_axes for k in self.g.maps[node] if k is not None)
+
+    def _analyse(self) -> list[_Phase]:
+        avail: dict[Node, int] = {}
+        red_phase: dict[Node, int] = {}
+        for node in self.g.nodes:
+            low = self.g.lowered[node]
+            if isinstance(low, Reduction):
+                src = low.source.value
+                red_phase[node] = avail.get(src, 0) if src in self.members else 0
+                avail[node] = red_phase[node] + 1
+            else:
+                avail[node] = max([avail[o.value] for o in low.operands
+                                   if isinstance(o.value, Node) and o.value in self.members],
+                                  default=0)
+        self.avail = avail
+        count = max([avail[n] for n in self.g.nodes if self.in_loop(n)] +
+                    list(red_phase.values()) + [0]) + 1
+        phases = [_Phase(p) for p in range(count)]
+        for node, p in red_phase.items():
+            red = self.g.lowered[node]
+            blocked = red.kind in ("sum", "prod") and red.acc_dtype.kind == "f"
+            total = (np.dtype(np.float64) if blocked and red.acc_dtype == np.float32
+                     else red.acc_dtype)
+            phases[p].accs.append(_Acc(node, red, blocked, total))
+            src = red.source.value
+            if isinstance(src, Node) and src in self.members:
+                phases[p].roots.append(src)
+        for node in self.g.outputs:
+            if self.in_loop(node):
+                phases[avail[node]].stores.append(node)
+                phases[avail[node]].roots.append(node)
+        self._plan_spills(phases)
+        return [p for p in phases if p.roots or p.accs]
+
+    def _needed(self, roots: list[Node], phase: int) -> set[Node]:
+        needed: set[Node] = set()
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            if node in needed or not self.in_loop(node):
+                continue
+            needed.add(node)
+            if self._buffered_before(node, phase):
+                continue
+            low = self.g.lowered[node]
+            if isinstance(low, Lowered):
+                stack.extend(o.value for o in low.operands
+                             if isinstance(o.value, Node) and o.value in self.members)
+        return needed
+
+    def _buffered_before(self, node: Node, phase: int) -> bool:
+        """Whether ``node``'s elements were stored to a buffer in an earlier phase."""
+        return (node in self.outputs or node in self.spill_host) and self.avail[node] < phase
+
+    def _plan_spills(self, phases: list[_Phase]) -> None:
+        self.spill_host: dict[Node, Node] = {}
+        last_use: dict[Node, int] = {}
+        for ph in phases:
+            for node in self._needed(ph.roots, ph.index):
+                last_use[node] = ph.index
+        hosts = [o for o in self.g.outputs if self.in_loop(o)]
+        used: set[Node] = set()
+        for node in self.g.nodes:
+            low = self.g.lowered[node]
+            if (node in self.outputs or not isinstance(low, Lowered) or not low.expensive
+                    or last_use.get(node, -1) <= self.avail[node]):
+                continue
+            for host in hosts:
+                if (host not in used and _meta(host).dtype == low.dtype
+                        and self.g.maps[host] == self.g.maps[node]
+                        and self.avail[host] >= last_use[node]):
+                    used.add(host)
+                    self.spill_host[node] = host
+                    phases[self.avail[node]].spills.append(node)
+                    break
+
+    # -- parameters and element reads --------------------------------------------------------
+
+    def _param(self, value: object, kind: str) -> str:
+        key = id(value)
+        if key not in self.param:
+            if kind == "const":
+                name = f"c{sum(a.kind == 'const' for a in self.args)}"
+            else:
+                name = f"{'in' if kind == 'input' else 'out'}_{value.name}"
+            self.param[key] = name
+            self.args.append(KernelArg(name, kind, value))
+        return self.param[key]
+
+    def _read(self, operand: Operand, reader_shape: tuple[int, ...], reader_map: IndexMap) -> str:
+        value = operand.value
+        if isinstance(value, Node) and value in self.members:
+            expr, src = f"v_{value.name}", self.g.lowered[value].dtype
+        elif isinstance(value, (Node, np.ndarray)):
+            kind = "input" if isinstance(value, Node) else "const"
+            meta = _meta(value) if kind == "input" else ArrayMeta(value.shape, value.dtype)
+            name = self._param(value, kind)
+            idx = broadcast_map(meta.shape, reader_shape, reader_map)
+            for t, k in enumerate(idx):
+                if k is not None:
+                    self.extent_src.setdefault(k, f"{name}.shape[{t}]")
+            expr = name if meta.scalar else f"{name}[{_index(idx)}]"
+            src = meta.dtype
+        else:
+            return literal(value, operand.dtype)
+        return cast(expr, src, operand.dtype)
+
+    # -- emission ----------------------------------------------------------------------------
+
+    def emit(self, line: str, depth: int) -> None:
+        self.lines.append("    " * depth + line)
+
+    def _value(self, node: Node, depth: int, phase: int | None) -> None:
+        low = self.g.lowered[node]
+        if phase is not None and self._buffered_before(node, phase):
+            host = self.spill_host.get(node, node)
+            buf = self._param(host, "output")
+            self.emit(f"v_{node.name} = {buf}[{_index(self.g.maps[node])}]", depth)
+            return
+        shape = _meta(node).shape
+        exprs = [self._read(o, shape, self.g.maps[node]) for o in low.operands]
+        self.emit(f"v_{node.name} = {low.emit(exprs)}", depth)
+
+    def _outer_values(self, level: int, depth: int) -> None:
+        for node in self.g.nodes:
+            if (not self.in_loop(node) and isinstance(self.g.lowered[node], Lowered)
+                    and self.avail[node] == level):
+                self._value(node, depth, None)
+
+    def _store(self, node: Node, depth: int, into: Node | None = None) -> None:
+        buf = self._param(into or node, "output")
+        self.emit(f"{buf}[{_index(self.g.maps[node])}] = v_{node.name}", depth)
+
+    def _phase_body(self, ph: _Phase, depth: int, acc_of: dict) -> None:
+        needed = self._needed(ph.roots, ph.index)
+        for node in self.g.nodes:
+            if node in needed:
+                self._value(node, depth, ph.index)
+        for acc in ph.accs:
+            src = self._read(acc.red.source, self.g.domain, self._full_map())
+            target = acc.part if acc.blocked else acc_of[acc.node]
+            self.emit(f"{target} = {_fold(acc.red.kind, acc.red.acc_dtype, target, src, True)}",
+                      depth)
+        for node in ph.spills:
+            self._store(node, depth, self.spill_host[node])
+        for node in ph.stores:
+            self._store(node, depth)
+
+    def _full_map(self) -> IndexMap:
+        return tuple(None if d == 1 else k for k, d in enumerate(self.g.domain))
+
+    def _loops(self, ph: _Phase, depth: int, acc_of: dict, first_range: str | None,
+               axes: tuple[int, ...] | None = None) -> None:
+        """The loop nest of one phase over ``axes`` (default: all loop axes); ``first_range``
+        bounds the first loop (``"lo|hi"``)."""
+        axes = self.loop_axes if axes is None else axes
+        blocked = [a for a in ph.accs if a.blocked]
+        for pos, k in enumerate(axes):
+            last = pos == len(axes) - 1
+            lo, hi = ("0", f"n{k}")
+            if pos == 0 and first_range is not None:
+                lo, hi = first_range.split("|")
+            if last and blocked:
+                self.emit(f"for b{k} in range({lo}, {hi}, {BLOCK}):", depth)
+                depth += 1
+                for a in blocked:
+                    self.emit(f"{a.part} = {_init(a.red.kind, a.red.acc_dtype)}", depth)
+                self.emit(f"for i{k} in {_range(f'b{k}', f'min(b{k} + {BLOCK}, {hi})')}:",
+                          depth)
+                self._phase_body(ph, depth + 1, acc_of)
+                for a in blocked:
+                    total = acc_of[a.node]
+                    part = cast(a.part, a.red.acc_dtype, a.total)
+                    self.emit(f"{total} = {_fold(a.red.kind, a.total, total, part, False)}",
+                              depth)
+                return
+            self.emit(f"for i{k} in {_range(lo, hi)}:", depth)
+            depth += 1
+        self._phase_body(ph, depth, acc_of)
+
+    def _finish_reductions(self, ph: _Phase, depth: int, acc_of: dict) -> None:
+        for acc in ph.accs:
+            total, red = acc_of[acc.node], acc.red
+            count = " * ".join(f"n{k}" for k in self.g.reduce_axes) or "1"
+            if red.mean:
+                total = f"({total} / {dtype_ctor(acc.total)}({count}))"
+            elif red.kind == "sum" and acc.total.kind == "f":
+                # -0.0 starts the sum so that all -0.0 sums to -0.0; NumPy's empty sum is +0.0
+                total = f"({total} if {count} != 0 else {literal(0.0, acc.total)})"
+            self.emit(f"v_{acc.node.name} = {cast(total, acc.total, red.dtype)}", depth)
+
+    def _phase(self, ph: _Phase, depth: int) -> None:
+        for a in ph.accs:
+            a.name, a.part = f"acc_{a.node.name}", f"part_{a.node.name}"
+        acc_of = {a.node: a.name for a in ph.accs}
+        if not self.loop_axes:
+            self._phase_body(ph, depth, acc_of)
+        elif self.outer_axes or not self.parallel:
+            for a in ph.accs:
+                self.emit(f"{a.name} = {_init(a.red.kind, a.total)}", depth)
+            self._loops(ph, depth, acc_of, None)
+        elif not ph.accs:
+            k = self.loop_axes[0]
+            self.emit(f"for i{k} in prange(n{k}):", depth)
+            self._loops(ph, depth + 1, acc_of, None, self.loop_axes[1:])
+        else:
+            self._chunked(ph, depth, acc_of)
+        self._finish_reductions(ph, depth, acc_of)
+        self._outer_values(ph.index + 1, depth)
+
+    def _chunked(self, ph: _Phase, depth: int, acc_of: dict) -> None:
+        """A reduction over every axis in parallel: per-chunk results, folded in order."""
+        k0 = self.loop_axes[0]
+        rest = " * ".join(f"n{k}" for k in self.loop_axes[1:]) or "1"
+        self.emit(f"ch = max(1, {CHUNK} // max(1, {rest}))", depth)
+        self.emit(f"nch = (n{k0} + ch - 1) // ch", depth)
+        for a in ph.accs:
+            self.emit(f"parts_{a.node.name} = np.empty(nch, {dtype_ctor(a.total)})", depth)
+        self.emit("for c in prange(nch):", depth)
+        inner = {a.node: f"c{a.name}" for a in ph.accs}
+        for a in ph.accs:
+            self.emit(f"{inner[a.node]} = {_init(a.red.kind, a.total)}", depth + 1)
+        self._loops(ph, depth + 1, inner, f"c * ch|min(n{k0}, c * ch + ch)")
+        for a in ph.accs:
+            self.emit(f"parts_{a.node.name}[c] = {inner[a.node]}", depth + 1)
+        for a in ph.accs:
+            self.emit(f"{a.name} = {_init(a.red.kind, a.total)}", depth)
+        self.emit("for c in range(nch):", depth)
+        for a in ph.accs:
+            folded = _fold(a.red.kind, a.total, a.name, f"parts_{a.node.name}[c]", False)
+            self.emit(f"{a.name} = {folded}", depth + 1)
+
+    def _outer_loop(self, depth: int) -> int:
+        axes = self.outer_axes
+        if not axes:
+            return depth
+        if self.parallel and len(axes) > 1:
+            total = " * ".join(f"n{k}" for k in axes)
+            self.emit(f"for flat in prange({total}):", depth)
+            depth += 1
+            for pos, k in enumerate(axes):
+                # numba's parfor conversion refuses a variable reassigned in the loop body
+                inner = " * ".join(f"n{j}" for j in axes[pos + 1:])
+                quotient = f"(flat // ({inner}))" if inner else "flat"
+                self.emit(f"i{k} = {quotient} % n{k}" if pos else f"i{k} = {quotient}", depth)
+            return depth
+        for pos, k in enumerate(axes):
+            loop = "prange" if pos == 0 and self.parallel else "range"
+            self.emit(f"for i{k} in {loop}(n{k}):", depth)
+            depth += 1
+        return depth
+
+    def write(self) -> KernelSource:
+        for out in self.g.outputs:
+            name = self._param(out, "output")
+            for t, k in enumerate(self.g.maps[out]):
+                if k is not None:
+                    self.extent_src.setdefault(k, f"{name}.shape[{t}]")
+        phases = self._analyse()
+        depth = self._outer_loop(1)
+        self._outer_values(0, depth)
+        for ph in phases:
+            self._phase(ph, depth)
+        for out in self.g.outputs:
+            if not self.in_loop(out):
+                self._store(out, depth)
+        return self._assemble()
+
+    def _assemble(self) -> KernelSource:
+        extents = []
+        for k, d in enumerate(self.g.domain):
+            if d == 1:
+                extents.append(f"    n{k} = 1")
+            elif k in self.extent_src:
+                extents.append(f"    n{k} = {self.extent_src[k]}")
+            else:
+                self.args.append(KernelArg(f"n{k}", "extent", d))
+        order = {"input": 0, "const": 1, "extent": 2, "output": 3}
+        self.args.sort(key=lambda a: order[a.kind])
+        params = ", ".join(a.name for a in self.args)
+        flags = f"parallel={self.parallel}, error_model=\"numpy\", nogil=True, cache={{cache}}"
+        lines = [f"@njit({flags})", f"def kernel({params}):", *extents, *self.lines]
+        summary = ", ".join(self.g.op_names)
+        source = _HEADER.format(summary=summary) + "\n".join(lines) + "\n"
+        return KernelSource(self.g, source, self.args, self.parallel)
+
+
+def generate_kernel(group: FusionGroup, parallel: bool) -> KernelSource:
+    """The module source of ``group``'s kernel; ``{cache}`` in it is filled in by the caller."""
+    return _KernelWriter(group, parallel).write()

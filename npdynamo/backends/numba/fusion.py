@@ -1,0 +1,274 @@
+"""Fusion: partition a graph into fusion groups, each compiled into one numba kernel.
+
+A fusion group loops over one iteration space, its *domain* ``D`` (a shape), optionally reducing
+over trailing axes ``A`` of it. Every value of a group has the shape ``D`` (a *full* value,
+one per element of the domain) or, when the group reduces, the kept shape with or without the
+reduced axes (an *outer* value, one per row). So a softmax (max over the last axis, exp of the
+difference, sum, divide) or a layernorm is one group: a row loop whose body runs one inner loop
+per reduction. Groups produce every value needed outside them as outputs.
+
+The partition is greedy in program order: a fusible node joins the group of one of its inputs,
+or any group with the same domain (horizontal fusion), when its shape fits that group and the
+join creates no cycle through the nodes that run between kernels; otherwise it starts a group.
+Nodes that cannot be fused (matmul, shape ops, unhandled ops or dtypes) run as NumPy calls.
+Reductions over leading axes stay NumPy calls too: a row loop over them would stride through
+memory and be slower than NumPy.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from npdynamo.backends.numba.lowering import (
+    Lowered,
+    NotFusible,
+    Reduction,
+    lower_elementwise,
+    lower_reduction,
+)
+from npdynamo.fx.graph import Graph
+from npdynamo.fx.node import Node
+from npdynamo.ops.meta import ArrayMeta
+
+#: An index map gives, for each dimension of a value, the domain axis its index follows, or
+#: ``None`` where the value is broadcast (size 1).
+IndexMap = tuple
+
+
+@dataclass(eq=False)
+class FusionGroup:
+    """Nodes computed by one kernel, in program order, and what the kernel reads and writes."""
+
+    index: int
+    domain: tuple[int, ...]
+    reduce_axes: tuple[int, ...] = ()
+    nodes: list[Node] = field(default_factory=list)
+    lowered: dict[Node, Lowered | Reduction] = field(default_factory=dict)
+    maps: dict[Node, IndexMap] = field(default_factory=dict)
+    inputs: list[Node] = field(default_factory=list)
+    outputs: list[Node] = field(default_factory=list)
+
+    @property
+    def op_names(self) -> tuple[str, ...]:
+        return tuple(getattr(n.target, "name", n.name) for n in self.nodes)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.domain, dtype=np.int64)) if self.domain else 1
+
+    def is_full(self, node: Node) -> bool:
+        """Whether ``node`` varies along a reduced axis (else it is one value per row)."""
+        return any(k in self.reduce_axes for k in self.maps[node] if k is not None)
+
+    def value_map(self, shape: tuple[int, ...]) -> IndexMap | None:
+        """The index map of a group value of ``shape``, or ``None`` if no value may have it."""
+        d, a = self.domain, self.reduce_axes
+        norm = lambda k: None if d[k] == 1 else k  # noqa: E731
+        if shape == d:
+            return tuple(norm(k) for k in range(len(d)))
+        if not a:
+            return None
+        if shape == tuple(1 if k in a else d[k] for k in range(len(d))):
+            return tuple(None if k in a else norm(k) for k in range(len(d)))
+        if shape == tuple(d[k] for k in range(len(d)) if k not in a):
+            return tuple(norm(k) for k in range(len(d)) if k not in a)
+        return None
+
+
+def broadcast_map(shape: tuple[int, ...], reader_shape: tuple[int, ...],
+                  reader_map: IndexMap) -> IndexMap:
+    """The index map of an operand of ``shape`` read by a value with ``reader_map``."""
+    offset = len(reader_shape) - len(shape)
+    return tuple(None if d == 1 else reader_map[offset + t] for t, d in enumerate(shape))
+
+
+@dataclass
+class Partition:
+    """The graph's steps in execution order: fusion groups and nodes run as NumPy calls."""
+
+    steps: list[FusionGroup | Node]
+    groups: list[FusionGroup]
+    not_fused: dict[Node, str]  # node -> why it runs as a NumPy call
+
+
+def _shape(node: object) -> tuple[int, ...] | None:
+    meta = node.meta.get("val") if isinstance(node, Node) else None
+    return meta.shape if isinstance(meta, ArrayMeta) else None
+
+
+class _Partitioner:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.groups: list[FusionGroup] = []
+        self.group_of: dict[Node, FusionGroup] = {}
+        # the groups each node depends on through any path: joins must not create cycles
+        self.deps: dict[Node, frozenset[int]] = {}
+        self.not_fused: dict[Node, str] = {}
+
+    def run(self) -> Partition:
+        for node in self.graph.nodes:
+            if node.op == "call_function":
+                self._place(node)
+            inputs = node.all_input_nodes
+            deps: set[int] = set()
+            for i in inputs:
+                deps |= self.deps.get(i, frozenset())
+                if i in self.group_of:
+                    deps.add(self.group_of[i].index)
+            self.deps[node] = frozenset(deps)
+        for group in self.groups:
+            self._finish(group)
+        return Partition(self._order(), self.groups, self.not_fused)
+
+    # -- placing one node --------------------------------------------------------------------
+
+    def _place(self, node: Node) -> None:
+        kind = getattr(node.target, "kind", "opaque")
+        try:
+            if kind == "elementwise":
+                lowered: Lowered | Reduction = lower_elementwise(node)
+            elif kind == "reduction":
+                lowered = lower_reduction(node)
+            else:
+                name = getattr(node.target, "name", node.name)
+                raise NotFusible(f"{name} is neither elementwise nor a reduction: a NumPy call")
+            if _shape(node) is None:
+                raise NotFusible("the result is not an array")
+            for group in self._candidates(node):
+                if self._try_join(group, node, lowered):
+                    return
+            self._start_group(node, lowered)
+        except NotFusible as exc:
+            self.not_fused[node] = str(exc)
+
+    def _candidates(self, node: Node) -> list[FusionGroup]:
+        first = [self.group_of[i] for i in node.all_input_nodes if i in self.group_of]
+        rest = [g for g in reversed(self.groups) if g not in first]
+        seen: list[FusionGroup] = []
+        for g in first + rest:
+            if g not in seen:
+                seen.append(g)
+        return seen
+
+    def _creates_cycle(self, group: FusionGroup, node: Node) -> bool:
+        for i in node.all_input_nodes:
+            if self.group_of.get(i) is group:
+                continue
+            if group.index in self.deps.get(i, frozenset()):
+                return True
+        return False
+
+    def _try_join(self, group: FusionGroup, node: Node, lowered: Lowered | Reduction) -> bool:
+        if self._creates_cycle(group, node):
+            return False
+        if isinstance(lowered, Reduction):
+            return self._join_reduction(group, node, lowered)
+        value_map = group.value_map(_shape(node))
+        if value_map is None:
+            return False
+        for operand in lowered.operands:
+            value = operand.value
+            if isinstance(value, Node) and self.group_of.get(value) is group:
+                seen = broadcast_map(_shape(value), _shape(node), value_map)
+                if seen != group.maps[value]:
+                    return False
+        self._add(group, node, lowered, value_map)
+        return True
+
+    def _join_reduction(self, group: FusionGroup, node: Node, red: Reduction) -> bool:
+        source = red.source.value
+        if _shape(source) != group.domain or not red.axes:
+            return False
+        if group.reduce_axes and red.axes != group.reduce_axes:
+            return False
+        if not group.reduce_axes and not _trailing(red.axes, len(group.domain)):
+            return False
+        saved = group.reduce_axes
+        group.reduce_axes = red.axes
+        value_map = group.value_map(_shape(node))
+        if value_map is None:
+            group.reduce_axes = saved
+            return False
+        self._add(group, node, red, value_map)
+        return True
+
+    def _start_group(self, node: Node, lowered: Lowered | Reduction) -> None:
+        if isinstance(lowered, Reduction):
+            domain = _shape(lowered.source.value)
+            if not lowered.axes or not _trailing(lowered.axes, len(domain)):
+                raise NotFusible(
+                    f"{node.target.name} over axes {lowered.axes} of a {len(domain)}-d array: "
+                    "only reductions over trailing axes are fused"
+                )
+            group = FusionGroup(len(self.groups), domain, lowered.axes)
+        else:
+            group = FusionGroup(len(self.groups), _shape(node))
+        value_map = group.value_map(_shape(node))
+        assert value_map is not None
+        self.groups.append(group)
+        self._add(group, node, lowered, value_map)
+
+    def _add(self, group: FusionGroup, node: Node, lowered, value_map: IndexMap) -> None:
+        group.nodes.append(node)
+        group.lowered[node] = lowered
+        group.maps[node] = value_map
+        self.group_of[node] = group
+
+    # -- after placing -----------------------------------------------------------------------
+
+    def _finish(self, group: FusionGroup) -> None:
+        members = set(group.nodes)
+        for node in group.nodes:
+            for i in node.all_input_nodes:
+                if i not in members and i not in group.inputs:
+                    group.inputs.append(i)
+            if any(u not in members for u in node.users):
+                group.outputs.append(node)
+
+    def _order(self) -> list[FusionGroup | Node]:
+        """Steps in a dependency order, each as early as program order allows."""
+        position = {n: i for i, n in enumerate(self.graph.nodes)}
+        steps: list[FusionGroup | Node] = list(self.groups)
+        steps += [n for n in self.graph.nodes
+                  if n.op == "call_function" and n not in self.group_of]
+        step_of = {}
+        for step in steps:
+            for n in step.nodes if isinstance(step, FusionGroup) else [step]:
+                step_of[n] = step
+        preds: dict[int, set[int]] = {id(s): set() for s in steps}
+        succs: dict[int, set[int]] = {id(s): set() for s in steps}
+        for step in steps:
+            for n in step.nodes if isinstance(step, FusionGroup) else [step]:
+                for i in n.all_input_nodes:
+                    producer = step_of.get(i)
+                    if producer is not None and producer is not step:
+                        preds[id(step)].add(id(producer))
+                        succs[id(producer)].add(id(step))
+        first = lambda s: min(position[n] for n in (s.nodes if isinstance(s, FusionGroup)  # noqa: E731
+                                                     else [s]))
+        by_id = {id(s): s for s in steps}
+        ready = [(first(s), id(s)) for s in steps if not preds[id(s)]]
+        heapq.heapify(ready)
+        ordered = []
+        while ready:
+            _, sid = heapq.heappop(ready)
+            ordered.append(by_id[sid])
+            for nxt in succs[sid]:
+                preds[nxt].discard(sid)
+                if not preds[nxt]:
+                    heapq.heappush(ready, (first(by_id[nxt]), nxt))
+        if len(ordered) != len(steps):
+            raise RuntimeError("fusion produced a cycle between kernels")  # a bug, never user's
+        return ordered
+
+
+def _trailing(axes: tuple[int, ...], ndim: int) -> bool:
+    return axes == tuple(range(ndim - len(axes), ndim))
+
+
+def partition(graph: Graph) -> Partition:
+    """Split ``graph`` into fusion groups and NumPy steps (see the module docstring)."""
+    return _Partitioner(graph).run()

@@ -1,0 +1,239 @@
+"""The per-graph program: one generated Python function that runs a graph's steps in order.
+
+It allocates every kernel output with NumPy (``np.empty``; numba's own allocation page-faults on
+large arrays; large outputs reuse a buffer of an earlier call that nobody references any more),
+calls each kernel once (one numba dispatch per fusion group), calls the NumPy ``impl`` of every
+op that was not fused, and returns exactly what the eager backend returns: a
+tuple, NumPy scalars where the graph has NumPy scalars, the graph's input objects themselves
+where it returns an input. Any numba error while running (a kernel failing to compile for new
+argument types) switches the program to the eager backend for good, with one warning.
+NumPy calls between kernels raise exactly what they raise under the eager backend.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numba.core.errors import NumbaWarning
+
+from npdynamo.backends.numba.codegen import KernelSource
+from npdynamo.backends.numba.fusion import FusionGroup, Partition
+from npdynamo.fx.graph import Graph
+from npdynamo.fx.node import Node, to_identifier
+from npdynamo.ops.meta import ArrayMeta
+
+_LITERALS = (bool, int, str, bytes, type(None))
+
+
+class _Namespace:
+    def __init__(self, taken: set[str]) -> None:
+        self.values: dict[str, Any] = {}
+        self.taken = set(taken)
+        self._ids: dict[int, str] = {}
+
+    def bind(self, obj: Any, hint: str) -> str:
+        if id(obj) in self._ids:
+            return self._ids[id(obj)]
+        base = "_" + to_identifier(hint)
+        name, n = base, 0
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        self.values[name] = obj
+        self._ids[id(obj)] = name
+        return name
+
+    def render(self, a: Any) -> str:
+        if isinstance(a, Node):
+            return a.name
+        kind = type(a)
+        if kind in _LITERALS or a is Ellipsis:
+            return "..." if a is Ellipsis else repr(a)
+        if kind is float and math.isfinite(a):
+            return repr(a)
+        if kind is tuple:
+            items = [self.render(x) for x in a]
+            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        if kind is list:
+            return "[" + ", ".join(self.render(x) for x in a) + "]"
+        if kind is dict:
+            return "{" + ", ".join(f"{self.render(k)}: {self.render(v)}"
+                                   for k, v in a.items()) + "}"
+        if kind is slice:
+            return f"slice({self.render(a.start)}, {self.render(a.stop)}, {self.render(a.step)})"
+        return self.bind(a, "const")
+
+
+#: Outputs at least this large reuse a buffer of an earlier call that nobody references any more.
+REUSE_MIN_BYTES = 1 << 20
+_SLOT_SIZE = 3
+
+
+def take_buffer(slot: list, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """A buffer of ``shape``/``dtype``: one kept in ``slot`` that nothing else references, else
+    a new one (kept for later calls).
+
+    Fresh large arrays cost a page fault per 4 KiB page on first write (an 8 MB float64 output:
+    ~3 ms, more than the kernel). Reuse is unobservable: a buffer is taken only when the slot
+    holds the sole reference (any array, view or memoryview of it the caller still has counts).
+    A caller that keeps the previous result while computing the next (``p = step(p)``) leaves
+    one buffer in use, hence a few per slot.
+    """
+    for buf in slot:
+        # references: the slot, this loop variable and getrefcount's argument
+        if sys.getrefcount(buf) == 3 and buf.shape == shape:
+            return buf
+    buf = np.empty(shape, dtype)
+    if len(slot) >= _SLOT_SIZE:
+        slot.pop(0)
+    slot.append(buf)
+    return buf
+
+
+def _shape_expr(meta: ArrayMeta, ks: KernelSource, ns: _Namespace) -> str:
+    """The output's shape: an input's ``.shape`` when they are equal (as cheap as a literal and
+    right for any size), else the static shape."""
+    if meta.shape:
+        for arg in ks.args:
+            m = arg.value.meta.get("val") if arg.kind == "input" else None
+            if isinstance(m, ArrayMeta) and not m.scalar and m.shape == meta.shape:
+                return f"{arg.value.name}.shape"
+    return ns.render(tuple(meta.shape))
+
+
+def _last_uses(steps: list, graph: Graph) -> dict[int, list[str]]:
+    """For each step, the values computed by earlier steps that no later step or output reads."""
+    produced: dict[Node, int] = {}
+    last: dict[Node, int] = {}
+    for i, step in enumerate(steps):
+        nodes = step.nodes if isinstance(step, FusionGroup) else [step]
+        reads = step.inputs if isinstance(step, FusionGroup) else step.all_input_nodes
+        for n in reads:
+            last[n] = i
+        for n in (step.outputs if isinstance(step, FusionGroup) else nodes):
+            produced.setdefault(n, i)
+    kept = set(graph.output_node.all_input_nodes) if graph.output_node else set()
+    dead: dict[int, list[str]] = {}
+    for n, i in last.items():
+        if n in produced and n not in kept:
+            dead.setdefault(i, []).append(n.name)
+    return dead
+
+
+class Program:
+    """The generated top-level function of one graph and the state of its fallback."""
+
+    def __init__(self, graph: Graph, partition: Partition,
+                 kernels: dict[FusionGroup, tuple[KernelSource, Callable]],
+                 eager: Callable[..., tuple], on_fallback: Callable[[int, str], None]) -> None:
+        self.eager = eager
+        self.on_fallback = on_fallback
+        self.kernel_names: list[str] = []
+        taken = {n.name for n in graph.nodes} | {"forward", "exc"}
+        ns = _Namespace(taken)
+        params = [p.name for p in graph.placeholders]
+        body: list[str] = []
+        out = graph.output_node.args[0] if graph.output_node.args else ()
+        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        dead_after = _last_uses(partition.steps, graph)
+        for i, step in enumerate(partition.steps):
+            if isinstance(step, FusionGroup):
+                self._kernel_call(step, kernels[step], ns, body)
+            else:
+                self._numpy_call(step, ns, body)
+            if dead_after.get(i):
+                # free temporaries at once: NumPy reuses their memory for the next allocation,
+                # where fresh pages would cost a page fault each
+                body.append(f"del {', '.join(dead_after[i])}")
+        ns.values.update(_fell_back=False, _eager=eager, _fallback=self._fallback,
+                         _empty=np.empty, _take=take_buffer)
+        arglist = ", ".join(params)
+        call = f"({arglist},)" if len(params) == 1 else f"({arglist})"
+        lines = [
+            f"def forward({arglist}):",
+            "    if _fell_back:",
+            f"        return _eager({arglist})",
+            *("    " + line.replace("$ARGS", call) for line in body),
+            f"    return {ns.render(out)}",
+        ]
+        self.source = "\n".join(lines) + "\n"
+        self.globals = {"__name__": "npdynamo.backends.numba.generated", **ns.values}
+        exec(compile(self.source, "<npdynamo-numba-program>", "exec"), self.globals)
+        self.fn: Callable[..., tuple] = self.globals["forward"]
+
+    def _kernel_call(self, group: FusionGroup, kernel: tuple[KernelSource, Callable],
+                     ns: _Namespace, body: list[str]) -> None:
+        ks, dispatcher = kernel
+        kname = ns.bind(dispatcher, f"kernel{group.index}")
+        self.kernel_names.append(kname)
+        args = []
+        for arg in ks.args:
+            if arg.kind == "input":
+                args.append(arg.value.name)
+            elif arg.kind == "const":
+                args.append(ns.bind(arg.value, "const"))
+            elif arg.kind == "extent":
+                args.append(repr(int(arg.value)))
+            else:
+                node = arg.value
+                meta: ArrayMeta = node.meta["val"]
+                dtype = ns.bind(meta.dtype, str(meta.dtype))
+                shape = _shape_expr(meta, ks, ns)
+                if meta.nbytes >= REUSE_MIN_BYTES:
+                    slot = ns.bind([], f"slot_{node.name}")
+                    body.append(f"{node.name} = _take({slot}, {shape}, {dtype})")
+                else:
+                    body.append(f"{node.name} = _empty({shape}, {dtype})")
+                args.append(node.name)
+        # A kernel raises only when numba fails (e.g. compiling for new argument types): the
+        # try costs nothing when nothing is raised, and NumPy calls stay outside it.
+        body += ["try:", f"    {kname}({', '.join(args)})", "except Exception as exc:",
+                 f"    return _fallback(exc, $ARGS, {group.index})"]
+        for node in group.outputs:
+            if node.meta["val"].scalar:
+                body.append(f"{node.name} = {node.name}[()]")  # a NumPy scalar, as NumPy gives
+
+    def _numpy_call(self, node: Node, ns: _Namespace, body: list[str]) -> None:
+        impl = getattr(node.target, "impl", node.target)
+        fn = ns.bind(impl, getattr(node.target, "name", "op"))
+        parts = [ns.render(a) for a in node.args]
+        parts += [f"{k}={ns.render(v)}" for k, v in node.kwargs.items()]
+        body.append(f"{node.name} = {fn}({', '.join(parts)})")
+
+    def _fallback(self, exc: BaseException, args: tuple, group_index: int) -> tuple:
+        self.globals["_fell_back"] = True
+        lines = str(exc).strip().splitlines()
+        self.on_fallback(group_index, f"{type(exc).__name__}: {lines[0] if lines else ''}")
+        return self.eager(*args)
+
+    def warm_up(self, example_inputs: list, progress: Callable[[int, float], None]) -> None:
+        """Run once on the example inputs so every kernel compiles now (timed one by one)."""
+        saved = {name: self.globals[name] for name in self.kernel_names}
+
+        def timed(index: int, dispatcher: Callable) -> Callable:
+            def call(*args):
+                import time
+
+                start = time.perf_counter()
+                try:
+                    return dispatcher(*args)
+                finally:
+                    progress(index, time.perf_counter() - start)
+
+            return call
+
+        for i, name in enumerate(self.kernel_names):
+            self.globals[name] = timed(i, saved[name])
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                warnings.simplefilter("ignore", NumbaWarning)
+                self.fn(*example_inputs)
+        finally:
+            self.globals.update(saved)

@@ -1,0 +1,57 @@
+"""Thread policy of the numba backend: which kernels run with ``parallel=True``.
+
+numba's OpenMP threads and OpenBLAS's threads must never compete for the cores: with both pools
+busy in one step, an MLP step measured 15-40 ms instead of 0.3 ms on a 2-core machine. The policy
+is per graph: a graph that calls BLAS (matmul, dot, einsum, ...) gets serial kernels, so its
+BLAS calls keep every core; any other graph runs a kernel in parallel when its domain has at
+least ``PARALLEL_MIN_ELEMENTS`` elements (below that, the fork/join costs more than it saves;
+``benchmarks/threads.py`` measures the crossover).
+
+The user controls: ``NUMBA_NUM_THREADS`` (numba's pool size; 1 means always serial),
+``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS`` (BLAS's pool), and ``NPDYNAMO_NUMBA_PARALLEL``:
+``auto`` (the default, the policy above), ``never``, or ``always`` (large kernels run in parallel
+even in graphs that call BLAS: for users who set ``OPENBLAS_NUM_THREADS=1``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numba
+
+from npdynamo.fx.graph import Graph
+
+#: Ops that call BLAS (multi-threaded OpenBLAS under NumPy).
+BLAS_OPS = frozenset({"matmul", "dot", "einsum", "tensordot", "outer", "inner", "vdot"})
+#: Smallest domain run in parallel (elements); measured on a 2-core machine, where a parallel
+#: elementwise kernel first beats the serial one between 2**16 and 2**17 elements.
+PARALLEL_MIN_ELEMENTS = 1 << 17
+
+
+def _mode() -> str:
+    value = os.environ.get("NPDYNAMO_NUMBA_PARALLEL", "auto").strip().lower()
+    if value in ("0", "never", "false", "off", "no"):
+        return "never"
+    if value in ("1", "always", "true", "on", "yes"):
+        return "always"
+    return "auto"
+
+
+def graph_allows_parallel(graph: Graph) -> tuple[bool, str]:
+    """Whether kernels of ``graph`` may run in parallel, and why (for the report)."""
+    mode = _mode()
+    if mode == "never":
+        return False, "NPDYNAMO_NUMBA_PARALLEL=never"
+    if numba.config.NUMBA_NUM_THREADS <= 1:
+        return False, "NUMBA_NUM_THREADS=1"
+    if mode == "always":
+        return True, "NPDYNAMO_NUMBA_PARALLEL=always"
+    blas = sorted({getattr(n.target, "name", "") for n in graph.nodes} & BLAS_OPS)
+    if blas:
+        return False, f"the graph calls BLAS ({', '.join(blas)}): serial kernels"
+    return True, "no BLAS in the graph"
+
+
+def use_parallel(allowed: bool, elements: int) -> bool:
+    """Whether one kernel over ``elements`` elements runs with ``prange``."""
+    return allowed and elements >= PARALLEL_MIN_ELEMENTS

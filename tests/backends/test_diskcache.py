@@ -1,0 +1,83 @@
+"""The kernel disk cache: where it lives, its permissions, and reuse by a fresh process."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+import npdynamo
+from npdynamo.backends.numba import diskcache
+
+
+def test_cache_dir_is_private_and_configurable(tmp_path, monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_CACHE_DIR", str(tmp_path / "a" / "b"))
+    path = diskcache.cache_dir()
+    assert path == tmp_path / "a" / "b" / "kernels"
+    assert stat.S_IMODE(os.stat(tmp_path / "a" / "b").st_mode) == 0o700
+    monkeypatch.delenv("NPDYNAMO_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert diskcache.cache_dir() == tmp_path / "xdg" / "npdynamo" / "kernels"
+
+
+def test_without_a_cache_dir_kernels_compile_from_memory(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("NPDYNAMO_CACHE_DIR", str(blocker / "sub"))
+    assert diskcache.cache_dir() is None
+
+    def f(x):
+        return x * 3.5 - 1.25
+
+    x = np.arange(6.0)
+    fn = npdynamo.compile(f, backend="numba")
+    assert np.array_equal(fn(x), f(x))
+
+
+def test_kernel_files_are_keyed_by_source(kernel_cache_dir):
+    template = ('"""k"""\nfrom numba import njit\n@njit(cache={cache})\n'
+                "def kernel(x):\n    return x\n")
+    mod, path, source = diskcache.load_kernel_module(template)
+    assert "cache=True" in source and path.startswith(str(kernel_cache_dir))
+    assert open(path).read() == source and mod.kernel(3) == 3
+    assert diskcache.load_kernel_module(template)[0] is mod  # imported once per process
+    assert diskcache.source_key(source) != diskcache.source_key(source + "\n")
+
+
+SCRIPT = textwrap.dedent("""
+    import time
+    t0 = time.perf_counter()
+    import numpy as np, npdynamo
+    from benchmarks.workloads import gelu
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    fn = npdynamo.compile(gelu, backend="numba")
+    t1 = time.perf_counter()
+    y = fn(x)
+    t2 = time.perf_counter()
+    from npdynamo.backends.numba import diskcache
+    stats = [m.kernel.stats for m in diskcache._loaded.values()]
+    hits = sum(sum(s.cache_hits.values()) for s in stats)
+    misses = sum(sum(s.cache_misses.values()) for s in stats)
+    print(hits, misses, float(np.abs(y - gelu(x)).max()), t2 - t1)
+""")
+
+
+def test_a_fresh_process_reuses_the_compiled_kernels(tmp_path):
+    env = dict(os.environ, NPDYNAMO_CACHE_DIR=str(tmp_path / "cache"))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    runs = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                             text=True, check=True, cwd=root)
+        hits, misses, err, _seconds = out.stdout.split()
+        runs.append((int(hits), int(misses), float(err)))
+    (h1, m1, e1), (h2, m2, e2) = runs
+    assert h1 == 0 and m1 >= 1  # the first process compiles...
+    assert h2 >= 1 and m2 == 0  # ...the second loads the machine code from disk
+    assert e1 < 1e-5 and e2 < 1e-5
+    assert list((tmp_path / "cache" / "kernels").glob("k_*.py"))
