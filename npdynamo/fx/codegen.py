@@ -115,6 +115,22 @@ def _source_comment(node: Node) -> str | None:
     return f"# {where}  {text[0]}" if text else f"# {where}"
 
 
+def _last_uses(graph: Graph) -> dict[Node, list[Node]]:
+    """For each node, the intermediates whose last use it is (never outputs or inputs)."""
+    last_user: dict[Node, Node] = {}
+    for node in graph.nodes:
+        for used in node.all_input_nodes:
+            last_user[used] = node
+    freed: dict[Node, list[Node]] = {}
+    for value, user in last_user.items():
+        if value.op == "call_function" and user.op == "call_function":
+            freed.setdefault(user, []).append(value)
+    for node in graph.nodes:  # a result nobody reads (kept for its effect) goes at once
+        if node.op == "call_function" and node not in last_user:
+            freed.setdefault(node, []).append(node)
+    return freed
+
+
 def generate_source(graph: Graph, fn_name: str = "forward") -> tuple[str, dict[str, Any]]:
     """The source of ``def fn_name(<placeholders>): ... return (<outputs>,)`` and its globals.
 
@@ -127,6 +143,7 @@ def generate_source(graph: Graph, fn_name: str = "forward") -> tuple[str, dict[s
     params = ", ".join(p.name for p in graph.placeholders)
     lines = [f"def {fn_name}({params}):"]
     last_comment = None
+    freed_after = _last_uses(graph)
     for node in graph.nodes:
         comment = _source_comment(node)
         if comment is not None and comment != last_comment:
@@ -134,6 +151,10 @@ def generate_source(graph: Graph, fn_name: str = "forward") -> tuple[str, dict[s
         last_comment = comment
         if node.op == "call_function":
             lines.append(f"    {node.name} = {emitter.call(node)}")
+            # drop each temporary after its last use, so a large intermediate's memory is
+            # reused by the next op instead of every call touching fresh pages
+            if freed_after.get(node):
+                lines.append(f"    del {', '.join(n.name for n in freed_after[node])}")
         elif node.op == "output":
             value = node.args[0] if node.args else ()
             if not isinstance(value, (tuple, list)):

@@ -144,12 +144,13 @@ UFUNC_OPS = _make_ufunc_ops()
 
 def _where_rule(condition: object, x: object, y: object) -> ArrayMeta:
     cond, a, b = (operand("where", v) for v in (condition, x, y))
+    # NumPy checks the shapes first: a mismatch wins over an out-of-range Python int
+    shape = broadcast_shapes("where", *(shape_of(v) for v in (cond, a, b)))
     # np.result_type takes Python scalars by value and keeps them weak, like np.where does.
     dtype = np.result_type(*(v.dtype if isinstance(v, ArrayMeta) else v for v in (a, b)))
     for v in (a, b):
         if type(v) is int:
             check_python_int("where", v, dtype, bounds=_WHERE_CHECKS_INT_BOUNDS)
-    shape = broadcast_shapes("where", *(shape_of(v) for v in (cond, a, b)))
     return ArrayMeta(shape, dtype)  # np.where returns a 0-d array, never a NumPy scalar
 
 
