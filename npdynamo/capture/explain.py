@@ -29,6 +29,8 @@ class ExplainOutput:
     result: object = None
     #: graphs that ran as differentiable steps of an outer tape (AOT forward/backward pairs)
     aot_functions: list = field(default_factory=list)
+    #: per graph, what the backend made of it (numba: kernels, or why it fell back to NumPy)
+    backend_reports: list = field(default_factory=list)
 
     @property
     def graph_count(self) -> int:
@@ -67,6 +69,11 @@ class ExplainOutput:
                     if node.op == "call_function"
                 ]
                 lines.append(f"  graph {i}: {n} ops: {', '.join(names)}")
+        if any(r is not None for r in self.backend_reports):
+            lines.append("Backend:")
+            for i, report in enumerate(self.backend_reports, 1):
+                text = str(report) if report is not None else "runs the graph's NumPy code"
+                lines.append(f"  graph {i}: " + text.replace("\n", "\n    "))
         reports = [f.report() for f in self.aot_functions if getattr(f, "partitions", None)]
         if reports:
             lines.append("Forward/backward partitions (what the backward saves):")
@@ -114,6 +121,7 @@ class _Recorder:
             out.aot_functions.append(entry.compiled)
         if entry.graph_module is not None:
             out.graphs.append(entry.graph_module)
+            out.backend_reports.append(getattr(entry.compiled, "npdynamo_report", None))
             out.ops_per_graph.append(
                 sum(1 for n in entry.graph_module.graph.nodes if n.op == "call_function")
             )
