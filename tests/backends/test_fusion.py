@@ -128,3 +128,33 @@ def test_float16_and_unknown_ops_run_in_numpy():
     part = partition(g)
     assert not part.groups
     assert "float16" in part.not_fused[a] and "NumPy" in part.not_fused[lg]
+
+
+def test_a_training_step_graph_fuses_without_a_cycle():
+    """A joint forward/backward graph once produced a kernel cycle (frozen dependency sets
+    missed edges added by later joins); it must now compile into kernels."""
+    import warnings
+
+    import numpy as np
+
+    import npdynamo
+
+    def loss_fn(p, x):
+        h = np.maximum(x @ p["w1"] + p["b1"], 0.0)
+        z = h @ p["w2"]
+        z = z - z.max(axis=1, keepdims=True)
+        return -(z - np.log(np.exp(z).sum(axis=1, keepdims=True))).mean()
+
+    def step(p, x):
+        loss, g = npdynamo.value_and_grad(loss_fn)(p, x)
+        for k in p:
+            p[k] -= 0.1 * g[k]
+        return loss
+
+    rng = np.random.default_rng(0)
+    p = {"w1": rng.standard_normal((6, 8)), "b1": np.zeros(8), "w2": rng.standard_normal((8, 3))}
+    x = rng.standard_normal((5, 6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to eager would warn
+        out = npdynamo.explain(step, backend="numba")({k: v.copy() for k, v in p.items()}, x)
+    assert out.graph_count == 1 and not out.backend_reports[0].fell_back

@@ -104,21 +104,12 @@ class _Partitioner:
         self.graph = graph
         self.groups: list[FusionGroup] = []
         self.group_of: dict[Node, FusionGroup] = {}
-        # the groups each node depends on through any path: joins must not create cycles
-        self.deps: dict[Node, frozenset[int]] = {}
         self.not_fused: dict[Node, str] = {}
 
     def run(self) -> Partition:
         for node in self.graph.nodes:
             if node.op == "call_function":
                 self._place(node)
-            inputs = node.all_input_nodes
-            deps: set[int] = set()
-            for i in inputs:
-                deps |= self.deps.get(i, frozenset())
-                if i in self.group_of:
-                    deps.add(self.group_of[i].index)
-            self.deps[node] = frozenset(deps)
         for group in self.groups:
             self._finish(group)
         return Partition(self._order(), self.groups, self.not_fused)
@@ -154,11 +145,27 @@ class _Partitioner:
         return seen
 
     def _creates_cycle(self, group: FusionGroup, node: Node) -> bool:
-        for i in node.all_input_nodes:
-            if self.group_of.get(i) is group:
-                continue
-            if group.index in self.deps.get(i, frozenset()):
+        """Would ``node`` in ``group`` make the kernel depend on its own output?
+
+        Walks back from ``node``'s inputs over the CURRENT grouping (a kernel runs as one step,
+        so reaching any member means depending on all of its inputs): dependency sets frozen
+        when each node was placed miss edges that later joins add to earlier groups."""
+        pending = [i for i in node.all_input_nodes if self.group_of.get(i) is not group]
+        seen_nodes: set[Node] = set()
+        seen_groups: set[int] = set()
+        while pending:
+            current = pending.pop()
+            owner = self.group_of.get(current)
+            if owner is group:
                 return True
+            if owner is not None:
+                if owner.index not in seen_groups:
+                    seen_groups.add(owner.index)
+                    for member in owner.nodes:
+                        pending.extend(member.all_input_nodes)
+            elif current not in seen_nodes:
+                seen_nodes.add(current)
+                pending.extend(current.all_input_nodes)
         return False
 
     def _try_join(self, group: FusionGroup, node: Node, lowered: Lowered | Reduction) -> bool:
