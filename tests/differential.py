@@ -40,6 +40,11 @@ def assert_same_value(expected, got, path: str = "result") -> None:
         cells = [c.cell_contents for c in expected.__closure__ or ()]
         got_cells = [c.cell_contents for c in got.__closure__ or ()]
         assert_same_value(cells, got_cells, f"{path}.__closure__")
+    elif getattr(type(expected), "__slots__", None) and not hasattr(expected, "__dict__"):
+        slots = type(expected).__slots__
+        slots = (slots,) if isinstance(slots, str) else slots
+        state = [getattr(expected, s, None) for s in slots]
+        assert_same_value(state, [getattr(got, s, None) for s in slots], f"{path}.<slots>")
     elif isinstance(expected, float) and expected != expected:
         assert got != got, f"{path}: {got!r} is not nan"
     elif hasattr(expected, "__dict__") and not isinstance(

@@ -510,3 +510,18 @@ def broadcast_inplace(x, row):
     x += row
     x[0] *= row
     return x
+
+
+class Slotted:
+    __slots__ = ("w", "n")
+
+    def __init__(self):
+        self.w = np.ones(3)
+        self.n = 0
+
+
+@mutates(lambda: (Slotted(), a(3)))
+def slots_object_attributes(s, x):
+    s.w = s.w + x  # slots are not plain instance attributes: a graph break, still exact
+    s.n += 1
+    return s.w.sum()
