@@ -1,6 +1,7 @@
 """Guards: what a compiled entry assumes about its inputs, checked on every call."""
 
-from npdynamo.capture.guards.guard import Guard, GuardKind, GuardSet
+from npdynamo.capture.guards.guard import Guard, GuardSet
+from npdynamo.capture.guards.kinds import GuardKind
 from npdynamo.capture.guards.sources import (
     AttrSource,
     ClosureSource,

@@ -1,0 +1,156 @@
+"""Guard kinds: for each, the generated check, the readable description and the miss reason.
+
+One row per kind (``KINDS[kind]``), so adding a kind means adding one row. The kinds are ordered
+by cost: the generated guard function runs cheap identity and type checks first.
+"""
+
+from __future__ import annotations
+
+import enum
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from npdynamo.capture.pysource import Namespace, literal
+
+
+class GuardKind(enum.IntEnum):
+    """Guard kinds, in the order their checks run (cheap identity/type checks first)."""
+
+    TYPE = 0
+    ID = 1
+    CONSTANT = 2
+    LENGTH = 3
+    DICT_KEYS = 4
+    DTYPE = 5
+    SHAPE = 6
+    ALIAS = 7  # the same object as another source (an argument passed twice)
+    DISTINCT = 8  # not the same object as another source
+    NO_OVERLAP = 9  # a written array shares no memory with another input array
+
+
+@dataclass(frozen=True)
+class KindRules:
+    """How one kind is checked (``e``: the source's expression), described and explained."""
+
+    check: Callable[[str, object, Namespace], str]
+    describe: Callable[[str, object], str]
+    miss: Callable[[str, object, object], str]
+
+
+def obj_text(obj: object) -> str:
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    return f"<{type(obj).__name__} {name}>" if name else f"<{type(obj).__name__}>"
+
+
+def value_text(value: object) -> str:
+    if isinstance(value, np.dtype):
+        return str(value)
+    if isinstance(value, type):
+        return value.__qualname__
+    return repr(value)
+
+
+def _check_id(e: str, exp: object, ns: Namespace) -> str:
+    try:
+        ref = weakref.ref(exp)  # never keep user objects alive through a guard
+        return f"{e} is {ns.bind(ref, 'R')}()"
+    except TypeError:
+        return f"{e} is {ns.bind(exp, 'O')}"
+
+
+def _check_constant(e: str, exp: object, ns: Namespace) -> str:
+    if exp is None or type(exp) is bool:
+        return f"{e} is {exp!r}"
+    text = literal(exp)
+    if type(exp) is float and text is None and exp != exp:
+        return f"(type({e}) is float and {e} != {e})"
+    if text is None:
+        text = ns.bind(exp, "K")
+    return f"(type({e}) is {ns.bind(type(exp), 'T')} and {e} == {text})"
+
+
+def _miss_constant(name: str, exp: object, actual: object) -> str:
+    if isinstance(actual, np.ndarray):  # ``x.base``: x was an owning array, now a view
+        return f"{name.removesuffix('.base')}: is now a view of another array; it owned its memory"
+    return f"{name}: expected {value_text(exp)}, got {value_text(actual)}"
+
+
+def _miss_shape(name: str, exp: tuple, actual: object) -> str:
+    shape = getattr(actual, "shape", None)
+    if shape is not None and len(shape) != len(exp):
+        return f"{name}.ndim: expected {len(exp)}, got {len(shape)}"
+    for i, (e, a) in enumerate(zip(exp, shape or ())):
+        if e != a:
+            return f"{name}.shape[{i}]: expected {e}, got {a}"
+    return f"{name}.shape: expected {exp}, got {shape}"
+
+
+def _check_dtype(e: str, exp: object, ns: Namespace) -> str:
+    dt = ns.bind(exp, "DT")
+    # identity first: NumPy hands out canonical dtype singletons, so `==` rarely runs
+    return f"({e}.dtype is {dt} or {e}.dtype == {dt})"
+
+
+KINDS: dict[GuardKind, KindRules] = {
+    GuardKind.TYPE: KindRules(
+        lambda e, exp, ns: f"type({e}) is {ns.bind(exp, 'T')}",
+        lambda name, exp: f"type({name}) is {exp.__qualname__}",
+        lambda name, exp, actual: (
+            f"type({name}): expected {exp.__qualname__}, got {type(actual).__qualname__}"
+        ),
+    ),
+    GuardKind.ID: KindRules(
+        _check_id,
+        lambda name, exp: f"{name} is {obj_text(exp)}",
+        lambda name, exp, actual: (
+            f"{name}: expected the object seen at capture ({obj_text(exp)}), got {obj_text(actual)}"
+        ),
+    ),
+    GuardKind.CONSTANT: KindRules(
+        _check_constant, lambda name, exp: f"{name} == {exp!r}", _miss_constant
+    ),
+    GuardKind.LENGTH: KindRules(
+        lambda e, exp, ns: f"len({e}) == {exp}",
+        lambda name, exp: f"len({name}) == {exp}",
+        lambda name, exp, actual: f"len({name}): expected {exp}, got {len(actual)}",
+    ),
+    GuardKind.DICT_KEYS: KindRules(
+        lambda e, exp, ns: f"list({e}) == {ns.bind(list(exp), 'KEYS')}",
+        lambda name, exp: f"list({name}) == {list(exp)!r}",
+        lambda name, exp, actual: f"{name} keys: expected {list(exp)!r}, got {list(actual)!r}",
+    ),
+    GuardKind.DTYPE: KindRules(
+        _check_dtype,
+        lambda name, exp: f"{name}.dtype == {exp}",
+        lambda name, exp, actual: (
+            f"{name}.dtype: expected {exp}, got {getattr(actual, 'dtype', '?')}"
+        ),
+    ),
+    GuardKind.SHAPE: KindRules(
+        lambda e, exp, ns: f"{e}.shape == {literal(tuple(exp))}",
+        lambda name, exp: f"{name}.shape == {exp}",
+        _miss_shape,
+    ),
+    GuardKind.ALIAS: KindRules(
+        lambda e, exp, ns: f"{e} is {exp.expr()}",
+        lambda name, exp: f"{name} is {exp.short()}",
+        lambda name, exp, actual: f"{name}: expected the same object as {exp.short()}, got another",
+    ),
+    GuardKind.DISTINCT: KindRules(
+        lambda e, exp, ns: f"{e} is not {exp.expr()}",
+        lambda name, exp: f"{name} is not {exp.short()}",
+        lambda name, exp, actual: (
+            f"{name}: expected another object than {exp.short()}, got the same"
+        ),
+    ),
+    GuardKind.NO_OVERLAP: KindRules(
+        lambda e, exp, ns: (
+            f"not {ns.bind(np.may_share_memory, 'may_share_memory')}({e}, {exp.expr()})"
+        ),
+        lambda name, exp: f"{name} shares no memory with {exp.short()}",
+        lambda name, exp, actual: f"{name}: now shares memory with {exp.short()}, which it did not",
+    ),
+}
