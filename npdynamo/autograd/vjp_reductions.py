@@ -31,6 +31,12 @@ def _rule(name: str):
     return deco
 
 
+def _setup(emit: Emit, x: Any, axis: Any) -> tuple:
+    """What every reduction rule starts from: the emitter's math, x's meta, the reduced axes."""
+    xm = meta(x)
+    return Math(emit), xm, reduced_axes(xm, axis)
+
+
 @_rule("sum")
 def _sum(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any = None,
          keepdims: bool = False) -> tuple:
@@ -42,9 +48,7 @@ def _sum(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any =
 @_rule("mean")
 def _mean(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any = None,
           keepdims: bool = False) -> tuple:
-    M = Math(emit)
-    xm = meta(x)
-    axes = reduced_axes(xm, axis)
+    M, xm, axes = _setup(emit, x, axis)
     gk = M.div(expand_reduced(emit, g, xm, axes), reduced_size(xm, axes))
     return (M.broadcast_to(gk, xm.shape),)
 
@@ -54,9 +58,7 @@ def _prod(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any 
           keepdims: bool = False) -> tuple:
     # d prod / d x_i is the product of the other elements: out / x_i when no element is zero;
     # with exactly one zero, only that element gets the product of the rest; with two, none.
-    M = Math(emit)
-    xm = meta(x)
-    axes = reduced_axes(xm, axis)
+    M, xm, axes = _setup(emit, x, axis)
     if not axes:
         return (g,)
     gk = expand_reduced(emit, g, xm, axes)
@@ -73,9 +75,7 @@ def _prod(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any 
 def _extremum(name: str):
     def rule(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None,
              keepdims: bool = False) -> tuple:
-        M = Math(emit)
-        xm = meta(x)
-        axes = reduced_axes(xm, axis)
+        M, xm, axes = _setup(emit, x, axis)
         if not axes:
             return (g,)
         gk = expand_reduced(emit, g, xm, axes)
@@ -99,9 +99,7 @@ def _centered(emit: Emit, x: Any, axes: tuple[int, ...]) -> Any:
 @_rule("var")
 def _var(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any = None,
          ddof: Any = 0, keepdims: bool = False) -> tuple:
-    M = Math(emit)
-    xm = meta(x)
-    axes = reduced_axes(xm, axis)
+    M, xm, axes = _setup(emit, x, axis)
     gk = expand_reduced(emit, g, xm, axes)
     scale = 2.0 / (reduced_size(xm, axes) - ddof)
     return (M.mul(M.mul(gk, _centered(emit, x, axes)), scale),)
@@ -110,9 +108,7 @@ def _var(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any =
 @_rule("std")
 def _std(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any = None,
          ddof: Any = 0, keepdims: bool = False) -> tuple:
-    M = Math(emit)
-    xm = meta(x)
-    axes = reduced_axes(xm, axis)
+    M, xm, axes = _setup(emit, x, axis)
     gk = expand_reduced(emit, g, xm, axes)
     outk = expand_reduced(emit, out, xm, axes)
     denominator = M.mul(outk, float(reduced_size(xm, axes) - ddof))
