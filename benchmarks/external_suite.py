@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-CHILD = r'''
+CHILD = r"""
 import ast, copy, json, sys, time, traceback, warnings
 import numpy as np
 import npdynamo
@@ -51,7 +51,8 @@ def fresh():
 
 def same(a, b, exact):
     if isinstance(a, (tuple, list)):
-        return type(a) is type(b) and len(a) == len(b) and all(same(x, y, exact) for x, y in zip(a, b))
+        pairs = zip(a, b)
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y, exact) for x, y in pairs)
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) or isinstance(a, np.generic):
         a2, b2 = np.asarray(a), np.asarray(b)
         if a2.shape != b2.shape or a2.dtype != b2.dtype or type(a) is not type(b):
@@ -98,7 +99,7 @@ except BaseException as exc:  # one row per kernel, whatever happens
     row["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
     row["where"] = traceback.format_exc().strip().splitlines()[-3][:160]
 print("ROW" + json.dumps(row))
-'''
+"""
 
 
 def main() -> None:
@@ -131,9 +132,11 @@ def main() -> None:
                     env={**os.environ, "NPDYNAMO_PROGRESS": "0"},
                 )
                 lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("ROW")]
-                row = json.loads(lines[-1][3:]) if lines else {
-                    "error": f"exit {proc.returncode}: {proc.stderr.strip()[-200:]}"
-                }
+                row = (
+                    json.loads(lines[-1][3:])
+                    if lines
+                    else {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-200:]}"}
+                )
             except subprocess.TimeoutExpired:
                 row = {"error": f"timeout after {opts.timeout:.0f} s"}
             good = "error" not in row and row.get("result_ok") and row.get("args_ok")
