@@ -13,6 +13,7 @@ import types
 
 import numpy as np
 
+from npdynamo.capture.generators import LAZY_KINDS, rebuild_expr
 from npdynamo.capture.pysource import Namespace, literal
 from npdynamo.capture.values import (
     ArrayValue,
@@ -40,6 +41,7 @@ IDENTITY_KINDS = (
     BoundMethodValue,
     MethodValue,
     UserObjectValue,
+    *LAZY_KINDS,
 )
 
 
@@ -134,6 +136,8 @@ class ValueRebuilder:
             return f"iter(({rest}))"
         if isinstance(value, FunctionValue):
             return self._function(value)
+        if isinstance(value, LAZY_KINDS):
+            return rebuild_expr(self, value)
         if isinstance(value, BoundMethodValue):
             method = self.namespace.bind(types.MethodType, "MethodType")
             return f"{method}({self.expr(value.func)}, {self.expr(value.self_value)})"

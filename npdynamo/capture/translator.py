@@ -47,7 +47,8 @@ GRAPH_NODE_LIMIT = 4_000
 #: Depth of inlined user calls before giving up (recursion).
 INLINE_DEPTH_LIMIT = 32
 
-CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coro, async gen
+CO_GENERATOR = 0x20
+CO_GENERATOR_LIKE = CO_GENERATOR | 0x80 | 0x100 | 0x200  # + coroutine, iterable coro, async gen
 
 
 def frame_arg_names(code: types.CodeType) -> list[str]:
@@ -203,6 +204,7 @@ class Frame:
         func: FunctionValue,
         locals_: dict[str, Value],
         parent: Frame | None = None,
+        generator: bool = False,
     ) -> None:
         self.ctx = ctx
         self.func = func
@@ -211,13 +213,21 @@ class Frame:
         self.depth = 0 if parent is None else parent.depth + 1
         if self.depth > INLINE_DEPTH_LIMIT:
             raise ctx.unsupported("calls nest too deeply to inline (recursion?)")
-        if self.code.co_flags & CO_GENERATOR_LIKE:
+        flags = self.code.co_flags & CO_GENERATOR_LIKE
+        if flags and not (generator and flags == CO_GENERATOR):
             raise ctx.unsupported(
-                f"{self.code.co_name} is a generator or coroutine, which cannot be captured"
+                f"{self.code.co_name} is a coroutine or a generator run as the compiled function "
+                "itself, which cannot be captured"
             )
         self.globals = func.globals
         self.instrs = decoded_instructions(self.code)
         self.labels = {ins: i for i, ins in enumerate(self.instrs) if isinstance(ins, bc.Label)}
+        if generator and self._has_exception_handlers():
+            # closing an abandoned generator would run its finally/__exit__ code at a moment
+            # the capture does not model
+            raise ctx.unsupported(
+                f"the generator {self.code.co_name} has try/with blocks, which are not inlined"
+            )
         self.ip = 0
         self.lineno = self.code.co_firstlineno
         self.stack: list[Value] = []
@@ -227,7 +237,21 @@ class Frame:
             self.cells[name] = cell
         self.kw_names: tuple[str, ...] = ()
         self.return_value: Value | None = None
+        #: what a generator frame's last YIELD_VALUE produced (it is suspended there)
+        self.yielded: Value | None = None
         self.visits: dict[int, int] = {}
+
+    def _has_exception_handlers(self) -> bool:
+        """True if the code has a handler other than 3.12+'s generator wrapper (PEP 479)."""
+        for item in self.instrs:
+            if isinstance(item, bc.TryBegin):
+                first = next(
+                    (i for i in self.instrs[self.labels[item.target]:] if isinstance(i, bc.Instr)),
+                    None,
+                )
+                if first is None or first.name != "CALL_INTRINSIC_1":
+                    return True
+        return False
 
     # -- helpers used by the handlers ------------------------------------------------------
     def location(self) -> Location:
@@ -286,7 +310,7 @@ class Frame:
         break_at = self.ctx.break_at if root else None
         try:
             instrs = self.instrs
-            while self.return_value is None:
+            while self.return_value is None and self.yielded is None:
                 if root:
                     visit = self.visits[self.ip] = self.visits.get(self.ip, 0) + 1
                     if break_at is not None and (self.ip, visit) == break_at:
@@ -341,7 +365,8 @@ OPCODE_CONSTRUCTS = {
     "IMPORT_NAME": ("an import inside the function", "import at module level"),
     "IMPORT_FROM": ("an import inside the function", "import at module level"),
     "LOAD_BUILD_CLASS": ("a class definition inside the function", "define it at module level"),
-    "YIELD_VALUE": ("yield: generators cannot be captured", "return a list instead"),
+    "SEND": ("yield from / await inside a generator", "loop over the inner iterable instead"),
+    "GET_YIELD_FROM_ITER": ("yield from inside a generator", "loop over it with for instead"),
     "GET_AWAITABLE": ("await: coroutines cannot be captured", ""),
     "LOAD_SUPER_ATTR": ("super() attribute lookup", ""),
     "DELETE_DEREF": ("del of a closure variable", ""),
