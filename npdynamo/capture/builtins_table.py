@@ -106,6 +106,8 @@ def _zip(frame, args, kwargs):
 
 @builtin(reversed)
 def _reversed(frame, args, kwargs):
+    if is_lazy(args[0]):
+        raise UserCodeRaises(TypeError(f"'{args[0].kind()}' object is not reversible"))
     return IteratorValue(items=items_of(frame, args[0])[::-1])
 
 

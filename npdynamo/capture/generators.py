@@ -128,6 +128,16 @@ def lazy_enumerate(frame, it: Value, start: Value, args: list[Value]) -> LazyIte
     return LazyIterator(enumerate, args, items)
 
 
+def lazy_contains(frame, it: Value, item: Value) -> bool:
+    """``item in it``: pulls items only up to the first equal one, as CPython does."""
+    for member in each(it):
+        if not isinstance(item, Const) or not isinstance(member, Const):
+            raise frame.unsupported("`in` on values that are not Python constants")
+        if member.value is item.value or member.value == item.value:
+            return True
+    return False
+
+
 def rebuild_expr(rebuilder, value: Value) -> str:
     """The expression that remakes an unstarted lazy iterator in Python (a fresh call)."""
     if value.started:
@@ -153,6 +163,7 @@ __all__ = [
     "drain",
     "each",
     "is_lazy",
+    "lazy_contains",
     "lazy_enumerate",
     "lazy_zip",
     "next_item",
