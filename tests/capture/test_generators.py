@@ -318,6 +318,64 @@ def print_inside_a_generator(arrays):
     return sum(print(a.shape) or a for a in arrays)
 
 
+# -- graph breaks inside comprehensions (inlined into the frame on 3.12+) ----------------------
+COMPREHENSION_BREAKS = []
+
+
+def comprehension_break(factory):
+    def register(fn):
+        COMPREHENSION_BREAKS.append(fn)
+        return program(None, factory)(fn)
+
+    return register
+
+
+@comprehension_break(lambda: (np.arange(3.0),))
+def list_comprehension_with_breaks(x):
+    out = [float(v) * i for i, v in enumerate(x)]
+    return out, [x * float(x[0]) for _ in range(2)], {i: float(a) for i, a in enumerate(x)}
+
+
+@comprehension_break(lambda: (np.arange(3.0), []))
+def comprehension_appends_after_a_break(x, log):
+    return [log.append(float(v)) or v * 2 for v in x], log
+
+
+@comprehension_break(lambda: (np.ones(2),))
+def nested_comprehensions_with_breaks(x):
+    return [[float(a) + j for a in x] for j in range(2)], {float(a) for a in x}
+
+
+@comprehension_break(lambda: (np.arange(3.0), 7))
+def comprehension_variable_shadows_an_argument(x, v):
+    return [float(v) + i for i in range(2) for v in x * 2 if v > 0], v
+
+
+@comprehension_break(lambda: (np.arange(4.0),))
+def exception_after_a_break_restores_the_outer_name(x):
+    v = "outer"
+    try:
+        r = [float(v) if i < 2 else 1 / 0 for i, v in enumerate(x)]
+    except ZeroDivisionError:
+        r = None
+    return r, v
+
+
+@comprehension_break(lambda: (np.ones(2),))
+def print_in_a_dict_comprehension(x):
+    v = 5
+    return {i: print(i) or x * i for i in range(3)}, v
+
+
+@pytest.mark.parametrize("fn", COMPREHENSION_BREAKS, ids=[f.__name__ for f in COMPREHENSION_BREAKS])
+def test_break_inside_a_comprehension_is_resumed(fn):
+    factory = next(p[2] for p in PROGRAMS if p[1] is fn)
+    out = explain(fn, *factory())
+    assert out.graph_break_count >= 1
+    # only a raising resume function may run in Python (it raises there, as plain Python does)
+    assert all("Error" in frame for frame in out.python_frames), str(out)
+
+
 IDS = [p[0] for p in PROGRAMS]
 COUNTED = [p for p in PROGRAMS if p[3] is not None]
 
