@@ -59,6 +59,14 @@ def python_type(value: Value) -> type | None:
     return None
 
 
+def list_iterator_at(lst: list, pos: int):
+    """``iter(lst)`` advanced by ``pos`` items."""
+    it = iter(lst)
+    for _ in range(pos):
+        next(it, None)
+    return it
+
+
 class ValueRebuilder:
     """Renders tracked values as Python expressions inside a generated function."""
 
@@ -131,7 +139,11 @@ class ValueRebuilder:
             parts = [f"{self.bind(k, 'KEY')}: {self.expr(v)}" for k, v in value.items.items()]
             return "{" + ", ".join(parts) + "}"
         if isinstance(value, IteratorValue):
-            seq = value.live.items if value.live is not None else value.items
+            if value.live is not None:
+                # a list iterator stays one over the same list: later appends show through it
+                at = self.namespace.bind(list_iterator_at, "LIST_ITERATOR")
+                return f"{at}({self.expr(value.live)}, {value.pos})"
+            seq = value.items
             rest = "".join(self.expr(v) + ", " for v in seq[value.pos :])
             return f"iter(({rest}))"
         if isinstance(value, FunctionValue):

@@ -454,6 +454,33 @@ def test_escaping_generator_stays_a_generator(fn):
         assert np.array_equal(e, g)
 
 
+def test_returned_generator_sees_later_appends_to_its_list():
+    def fn(vals):
+        return (v * 2 for v in vals)
+
+    plain_list, compiled_list = [1, 2], [1, 2]
+    plain, got = fn(plain_list), npdynamo.compile(fn)(compiled_list)
+    plain_list.append(3)
+    compiled_list.append(3)
+    assert list(got) == list(plain) == [2, 4, 6]
+
+
+class Holder:
+    pass
+
+
+def test_generator_stored_on_an_attribute():
+    def fn(holder, vals):
+        holder.gen = (v + 1 for v in vals)
+        holder.total = sum(v for v in vals)
+        return holder.total
+
+    plain_holder, compiled_holder = Holder(), Holder()
+    assert npdynamo.compile(fn)(compiled_holder, [1, 2]) == fn(plain_holder, [1, 2])
+    assert type(compiled_holder.gen) is type(plain_holder.gen)
+    assert list(compiled_holder.gen) == list(plain_holder.gen) == [2, 3]
+
+
 def test_started_generator_cannot_be_handed_back():
     out = explain(returns_started, arrays())
     assert out.graph_break_count == 1
