@@ -51,6 +51,10 @@ CO_GENERATOR = 0x20
 CO_GENERATOR_LIKE = CO_GENERATOR | 0x80 | 0x100 | 0x200  # + coroutine, iterable coro, async gen
 
 
+#: What the handlers CPython adds around a generator body and an inlined comprehension run.
+RESTORING_HANDLER_OPS = frozenset({"CALL_INTRINSIC_1", "SWAP", "POP_TOP", "STORE_FAST", "NOP"})
+
+
 def frame_arg_names(code: types.CodeType) -> list[str]:
     """The frame's argument locals in ``co_varnames`` order (positional, kw-only, *args, **kw)."""
     n = code.co_argcount + code.co_kwonlyargcount
@@ -242,15 +246,17 @@ class Frame:
         self.visits: dict[int, int] = {}
 
     def _has_exception_handlers(self) -> bool:
-        """True if the code has a handler other than 3.12+'s generator wrapper (PEP 479)."""
+        """True if the code has a handler that runs user code: a try/with block, not 3.12+'s
+        generator wrapper (PEP 479) or an inlined comprehension's restore of its names."""
         for item in self.instrs:
             if isinstance(item, bc.TryBegin):
-                first = next(
-                    (i for i in self.instrs[self.labels[item.target]:] if isinstance(i, bc.Instr)),
-                    None,
-                )
-                if first is None or first.name != "CALL_INTRINSIC_1":
-                    return True
+                for ins in self.instrs[self.labels[item.target] :]:
+                    if not isinstance(ins, bc.Instr):
+                        continue
+                    if ins.name == "RERAISE":
+                        break
+                    if ins.name not in RESTORING_HANDLER_OPS:
+                        return True
         return False
 
     # -- helpers used by the handlers ------------------------------------------------------

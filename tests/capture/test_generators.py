@@ -318,6 +318,21 @@ def print_inside_a_generator(arrays):
     return sum(print(a.shape) or a for a in arrays)
 
 
+@program((1, 0), lambda: (arrays(),))
+def comprehension_inside_a_generator(arrays):
+    return sum(sum([a * i for i in range(3)]) for a in arrays)
+
+
+def squares_of_rows(rows):
+    for r in rows:
+        yield {i: v * v for i, v in enumerate(r)}
+
+
+@program((1, 0), lambda: (arrays(),))
+def comprehension_inside_a_generator_function(arrays):
+    return list(squares_of_rows(arrays))
+
+
 # -- graph breaks inside comprehensions (inlined into the frame on 3.12+) ----------------------
 COMPREHENSION_BREAKS = []
 
@@ -560,3 +575,4 @@ def test_generated_generator_programs(case):
     out = explain(fn, xs, k)
     assert out.graph_break_count == 0, source + str(out)
     assert out.python_frames == [], source + str(out)
+
