@@ -520,12 +520,13 @@ ARRAY_CONDITIONS = ["", " if k > 0", " if x.shape[0] == 4"]
 CLAUSES = ["", " for y in range(2)", " for y in (1, 2)"]
 NUMBER_CONSUMERS = ["sum", "any", "all", "min", "max", "tuple", "list", "sorted", "set"]
 ARRAY_CONSUMERS = ["sum", "tuple", "list"]
-SHAPES = ["gen", "listcomp", "for", "dict", "zip", "enumerate"]
+SHAPES = ["gen", "listcomp", "for", "dict", "zip", "enumerate", "nested", "callee"]
 
 
 def generated_source(consumer, expr, condition, clause, shape):
-    comp = f"{expr} for x in xs{clause}{condition}"
-    if shape == "gen":
+    source = "(y for y in xs if k)" if shape == "nested" else "xs"
+    comp = f"{expr} for x in {source}{clause}{condition}"
+    if shape in ("gen", "nested"):
         body = f"return {consumer}({comp})"
     elif shape == "listcomp":
         body = f"return {consumer}([{comp}])"
@@ -535,6 +536,9 @@ def generated_source(consumer, expr, condition, clause, shape):
         body = f"return dict((i, v) for i, v in enumerate({comp}))"
     elif shape == "zip":
         body = f"return list(zip(({comp}), range(3)))"
+    elif shape == "callee":  # a generator made by an inlined call, consumed by its caller
+        return (f"def make(xs, k):\n    return ({comp})\n\n"
+                f"def generated(xs, k):\n    return {consumer}(make(xs, k))\n")
     else:
         body = f"return [(i, v) for i, v in enumerate(({comp}), 2)]"
     return f"def generated(xs, k):\n    {body}\n"
@@ -559,7 +563,7 @@ def generated_programs(draw):
     return generated_source(consumer, expr, condition, clause, shape), xs, k, use_arrays
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(generated_programs())
 def test_generated_generator_programs(case):
     source, xs, k, use_arrays = case
