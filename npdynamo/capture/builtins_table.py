@@ -166,7 +166,9 @@ def _number_fold(frame, name: str, fn, args: list[Value], kwargs):
             f"use np.{'maximum' if name == 'max' else 'minimum'} or np.{name}",
         )
     values = _consts(frame, args, name)
-    kw = {k: v.value for k, v in kwargs.items() if isinstance(v, Const)}
+    if not all(isinstance(v, Const) for v in kwargs.values()):
+        raise frame.unsupported(f"{name}() with a key function written in Python")
+    kw = {k: v.value for k, v in kwargs.items()}
     return _apply(fn, values, **kw)
 
 

@@ -79,6 +79,11 @@ def min_max_of_numbers(x, vals):
     return x * max(v * 2 for v in vals), min(abs(v) for v in vals), max((v for v in []), default=7)
 
 
+@program(None, lambda: ([1, -3, 2],))
+def max_with_a_python_key(vals):
+    return max((v for v in vals), key=lambda v: -v), min(vals, key=abs)
+
+
 @program((1, 0), lambda: (arrays(),))
 def list_of_arrays(arrays):
     return list(np.tanh(a) for a in arrays)
