@@ -1,7 +1,8 @@
 """The translator: evaluates a function's bytecode symbolically into a graph plus guards.
 
 ``CaptureContext`` owns what one capture builds (the fx graph, the guards, the values read from
-the frame). ``Frame`` is one activation: the captured function or a user function inlined into it.
+the frame). ``Frame`` is one activation: the captured function, a user function inlined into it,
+or the body of a generator made inside it (run up to each yield, see ``generators.py``).
 It steps through the instructions the ``bytecode`` library decoded, dispatching each to the one
 opcode-handler table in ``opcodes.py``; jumps follow values known at capture time, so loops unroll
 and branches specialise. Nothing here executes an array operation.
