@@ -91,9 +91,9 @@ def build_break_entry(
         frame = reached.frame
     else:
         raise CannotBreak("the re-trace did not reach the break point")
-    stack = list(frame.stack)
-    if any(isinstance(v, ComprehensionSave) for v in stack):
-        raise CannotBreak("the break is inside a comprehension")
+    # a 3.12+ inlined comprehension's saved outer binding goes back on the stack as it was:
+    # the value, or NULL for an unbound name (the STORE_FAST after the loop restores either)
+    stack = [v.saved if isinstance(v, ComprehensionSave) else v for v in frame.stack]
     kinds = tuple("N" if isinstance(v, NullValue) else "V" for v in stack)
     # generated names (a resume function's stack arguments) are dead after its prologue
     local_names = tuple(

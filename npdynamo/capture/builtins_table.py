@@ -15,6 +15,7 @@ import numpy as np
 from npdynamo import ops
 from npdynamo.capture.containers import items_of, truthiness
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
@@ -81,6 +82,8 @@ def _range(frame, args, kwargs):
 @builtin(enumerate)
 def _enumerate(frame, args, kwargs):
     start = args[1] if len(args) > 1 else kwargs.get("start", Const(0))
+    if is_lazy(args[0]):
+        return lazy_enumerate(frame, args[0], start, args)
     items = items_of(frame, args[0])
     return IteratorValue(
         items=[TupleValue([Const(i + start.value), v]) for i, v in enumerate(items)]
@@ -89,6 +92,10 @@ def _enumerate(frame, args, kwargs):
 
 @builtin(zip)
 def _zip(frame, args, kwargs):
+    if any(is_lazy(a) for a in args):
+        if kwargs:
+            raise frame.unsupported("zip() of a generator with keyword arguments")
+        return lazy_zip(frame, [_iter(frame, [a], {}) for a in args], args)
     if kwargs.get("strict") is not None and truthiness(frame, kwargs["strict"]):
         lists = [items_of(frame, a) for a in args]
         if len({len(x) for x in lists}) > 1:
@@ -99,6 +106,8 @@ def _zip(frame, args, kwargs):
 
 @builtin(reversed)
 def _reversed(frame, args, kwargs):
+    if is_lazy(args[0]):
+        raise UserCodeRaises(TypeError(f"'{args[0].kind()}' object is not reversible"))
     return IteratorValue(items=items_of(frame, args[0])[::-1])
 
 
@@ -112,9 +121,9 @@ def _iter(frame, args, kwargs):
 @builtin(next)
 def _next(frame, args, kwargs):
     it = args[0]
-    if not isinstance(it, IteratorValue):
+    if not isinstance(it, IteratorValue) and not is_lazy(it):
         raise frame.unsupported("next() of something that is not a tracked iterator")
-    item = it.next()
+    item = next_item(it)
     if item is None:
         if len(args) > 1:
             return args[1]
@@ -157,7 +166,9 @@ def _number_fold(frame, name: str, fn, args: list[Value], kwargs):
             f"use np.{'maximum' if name == 'max' else 'minimum'} or np.{name}",
         )
     values = _consts(frame, args, name)
-    kw = {k: v.value for k, v in kwargs.items() if isinstance(v, Const)}
+    if not all(isinstance(v, Const) for v in kwargs.values()):
+        raise frame.unsupported(f"{name}() with a key function written in Python")
+    kw = {k: v.value for k, v in kwargs.items()}
     return _apply(fn, values, **kw)
 
 
@@ -248,7 +259,9 @@ def _example(frame, obj: Value) -> object:
 @builtin(all, any)
 def _all_any(frame, args, kwargs):
     target = frame.current_call_target
-    return Const(target(truthiness(frame, v) for v in items_of(frame, args[0])))
+    items = each(args[0]) if is_lazy(args[0]) else items_of(frame, args[0])
+    # lazily: like CPython, no item after the deciding one is computed
+    return Const(target(truthiness(frame, v) for v in items))
 
 
 @builtin(getattr)

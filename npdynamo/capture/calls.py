@@ -15,6 +15,7 @@ import numpy as np
 from npdynamo import ops
 from npdynamo.capture.builder import constant_value, is_constant, is_trusted_module
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
 from npdynamo.capture.side_effects import cast_for_inplace, view_of, write_array
 from npdynamo.capture.values import (
@@ -318,15 +319,18 @@ def bind_arguments(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str
 
 def inline_call(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """Evaluate a user function's body inside the current graph."""
-    from npdynamo.capture.translator import Frame
+    from npdynamo.capture.translator import CO_GENERATOR, Frame
 
     locals_ = bind_arguments(frame, fn, args, kwargs)
+    if fn.code.co_flags & CO_GENERATOR:  # the body runs when the generator is iterated
+        body = Frame(frame.ctx, fn, locals_, frame, generator=True)
+        return GeneratorValue(body, fn, args, kwargs)
     return Frame(frame.ctx, fn, locals_, parent=frame).run()
 
 
 # -- methods ---------------------------------------------------------------------------------
 def call_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    from npdynamo.capture.containers import container_method
+    from npdynamo.capture.containers import container_method, items_of
 
     if isinstance(obj, ArrayValue):
         if name in ARRAY_TO_PYTHON:
@@ -364,6 +368,8 @@ def call_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict[st
             raise UserCodeRaises(
                 AttributeError(f"'{type(obj.value).__name__}' object has no attribute '{name}'")
             )
+        if name == "join" and len(args) == 1:  # join takes any iterable, as a list first
+            args = [ListValue(items_of(frame, args[0]))]
         plain_args = [as_python(frame, a) for a in args]
         plain_kwargs = {k: as_python(frame, v) for k, v in kwargs.items()}
         try:

@@ -7,6 +7,7 @@ came from outside would be a side effect on the caller's data, which is refused 
 from __future__ import annotations
 
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.generators import drain, is_lazy
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
@@ -91,6 +92,8 @@ def items_of(frame, value: Value) -> list[Value]:
         return [Const(k) if not isinstance(k, tuple) else _const_tuple(k) for k in value.items]
     if isinstance(value, IteratorValue):
         return value.remaining()
+    if is_lazy(value):
+        return drain(value)
     if isinstance(value, Const) and isinstance(value.value, (range, tuple, str, bytes, frozenset)):
         from npdynamo.capture.builder import constant_value
 
@@ -107,8 +110,8 @@ def _const_tuple(key: tuple) -> TupleValue:
     return TupleValue([Const(k) for k in key])
 
 
-def get_iter(frame, value: Value) -> IteratorValue:
-    if isinstance(value, IteratorValue):
+def get_iter(frame, value: Value) -> Value:
+    if isinstance(value, IteratorValue) or is_lazy(value):
         return value
     if isinstance(value, ListValue):
         return IteratorValue(live=value)

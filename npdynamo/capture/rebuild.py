@@ -13,6 +13,7 @@ import types
 
 import numpy as np
 
+from npdynamo.capture.generators import LAZY_KINDS, rebuild_expr
 from npdynamo.capture.pysource import Namespace, literal
 from npdynamo.capture.values import (
     ArrayValue,
@@ -40,6 +41,7 @@ IDENTITY_KINDS = (
     BoundMethodValue,
     MethodValue,
     UserObjectValue,
+    *LAZY_KINDS,
 )
 
 
@@ -55,6 +57,14 @@ def python_type(value: Value) -> type | None:
     if isinstance(value, UserObjectValue):
         return type(value.obj)
     return None
+
+
+def list_iterator_at(lst: list, pos: int):
+    """``iter(lst)`` advanced by ``pos`` items."""
+    it = iter(lst)
+    for _ in range(pos):
+        next(it, None)
+    return it
 
 
 class ValueRebuilder:
@@ -129,11 +139,17 @@ class ValueRebuilder:
             parts = [f"{self.bind(k, 'KEY')}: {self.expr(v)}" for k, v in value.items.items()]
             return "{" + ", ".join(parts) + "}"
         if isinstance(value, IteratorValue):
-            seq = value.live.items if value.live is not None else value.items
+            if value.live is not None:
+                # a list iterator stays one over the same list: later appends show through it
+                at = self.namespace.bind(list_iterator_at, "LIST_ITERATOR")
+                return f"{at}({self.expr(value.live)}, {value.pos})"
+            seq = value.items
             rest = "".join(self.expr(v) + ", " for v in seq[value.pos :])
             return f"iter(({rest}))"
         if isinstance(value, FunctionValue):
             return self._function(value)
+        if isinstance(value, LAZY_KINDS):
+            return rebuild_expr(self, value)
         if isinstance(value, BoundMethodValue):
             method = self.namespace.bind(types.MethodType, "MethodType")
             return f"{method}({self.expr(value.func)}, {self.expr(value.self_value)})"

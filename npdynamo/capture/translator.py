@@ -1,7 +1,8 @@
 """The translator: evaluates a function's bytecode symbolically into a graph plus guards.
 
 ``CaptureContext`` owns what one capture builds (the fx graph, the guards, the values read from
-the frame). ``Frame`` is one activation: the captured function or a user function inlined into it.
+the frame). ``Frame`` is one activation: the captured function, a user function inlined into it,
+or the body of a generator made inside it (run up to each yield, see ``generators.py``).
 It steps through the instructions the ``bytecode`` library decoded, dispatching each to the one
 opcode-handler table in ``opcodes.py``; jumps follow values known at capture time, so loops unroll
 and branches specialise. Nothing here executes an array operation.
@@ -47,7 +48,12 @@ GRAPH_NODE_LIMIT = 4_000
 #: Depth of inlined user calls before giving up (recursion).
 INLINE_DEPTH_LIMIT = 32
 
-CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coro, async gen
+CO_GENERATOR = 0x20
+CO_GENERATOR_LIKE = CO_GENERATOR | 0x80 | 0x100 | 0x200  # + coroutine, iterable coro, async gen
+
+
+#: What the handlers CPython adds around a generator body and an inlined comprehension run.
+RESTORING_HANDLER_OPS = frozenset({"CALL_INTRINSIC_1", "SWAP", "POP_TOP", "STORE_FAST", "NOP"})
 
 
 def frame_arg_names(code: types.CodeType) -> list[str]:
@@ -203,6 +209,7 @@ class Frame:
         func: FunctionValue,
         locals_: dict[str, Value],
         parent: Frame | None = None,
+        generator: bool = False,
     ) -> None:
         self.ctx = ctx
         self.func = func
@@ -211,13 +218,21 @@ class Frame:
         self.depth = 0 if parent is None else parent.depth + 1
         if self.depth > INLINE_DEPTH_LIMIT:
             raise ctx.unsupported("calls nest too deeply to inline (recursion?)")
-        if self.code.co_flags & CO_GENERATOR_LIKE:
+        flags = self.code.co_flags & CO_GENERATOR_LIKE
+        if flags and not (generator and flags == CO_GENERATOR):
             raise ctx.unsupported(
-                f"{self.code.co_name} is a generator or coroutine, which cannot be captured"
+                f"{self.code.co_name} is a coroutine or a generator run as the compiled function "
+                "itself, which cannot be captured"
             )
         self.globals = func.globals
         self.instrs = decoded_instructions(self.code)
         self.labels = {ins: i for i, ins in enumerate(self.instrs) if isinstance(ins, bc.Label)}
+        if generator and self._has_exception_handlers():
+            # closing an abandoned generator would run its finally/__exit__ code at a moment
+            # the capture does not model
+            raise ctx.unsupported(
+                f"the generator {self.code.co_name} has try/with blocks, which are not inlined"
+            )
         self.ip = 0
         self.lineno = self.code.co_firstlineno
         self.stack: list[Value] = []
@@ -227,7 +242,23 @@ class Frame:
             self.cells[name] = cell
         self.kw_names: tuple[str, ...] = ()
         self.return_value: Value | None = None
+        #: what a generator frame's last YIELD_VALUE produced (it is suspended there)
+        self.yielded: Value | None = None
         self.visits: dict[int, int] = {}
+
+    def _has_exception_handlers(self) -> bool:
+        """True if the code has a handler that runs user code: a try/with block, not 3.12+'s
+        generator wrapper (PEP 479) or an inlined comprehension's restore of its names."""
+        for item in self.instrs:
+            if isinstance(item, bc.TryBegin):
+                for ins in self.instrs[self.labels[item.target] :]:
+                    if not isinstance(ins, bc.Instr):
+                        continue
+                    if ins.name == "RERAISE":
+                        break
+                    if ins.name not in RESTORING_HANDLER_OPS:
+                        return True
+        return False
 
     # -- helpers used by the handlers ------------------------------------------------------
     def location(self) -> Location:
@@ -286,7 +317,7 @@ class Frame:
         break_at = self.ctx.break_at if root else None
         try:
             instrs = self.instrs
-            while self.return_value is None:
+            while self.return_value is None and self.yielded is None:
                 if root:
                     visit = self.visits[self.ip] = self.visits.get(self.ip, 0) + 1
                     if break_at is not None and (self.ip, visit) == break_at:
@@ -341,7 +372,8 @@ OPCODE_CONSTRUCTS = {
     "IMPORT_NAME": ("an import inside the function", "import at module level"),
     "IMPORT_FROM": ("an import inside the function", "import at module level"),
     "LOAD_BUILD_CLASS": ("a class definition inside the function", "define it at module level"),
-    "YIELD_VALUE": ("yield: generators cannot be captured", "return a list instead"),
+    "SEND": ("yield from / await inside a generator", "loop over the inner iterable instead"),
+    "GET_YIELD_FROM_ITER": ("yield from inside a generator", "loop over it with for instead"),
     "GET_AWAITABLE": ("await: coroutines cannot be captured", ""),
     "LOAD_SUPER_ATTR": ("super() attribute lookup", ""),
     "DELETE_DEREF": ("del of a closure variable", ""),

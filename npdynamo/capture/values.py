@@ -224,7 +224,8 @@ class UserObjectValue(Value):
 @dataclass(eq=False)
 class ComprehensionSave(Value):
     """What a 3.12+ inlined comprehension (PEP 709) saved of an outer local: restored by the
-    STORE_FAST after the comprehension. A graph break with one on the stack is refused."""
+    STORE_FAST after the comprehension. At a graph break inside the comprehension it goes back
+    on the resume function's stack unwrapped (the saved value, or NULL for an unbound name)."""
 
     saved: Value
 

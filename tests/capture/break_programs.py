@@ -492,10 +492,21 @@ def comprehension_with_break(x):
     return [float(v) for v in x * 2]
 
 
-@breaks((1, 2), lambda: (a(3),))
-def generator_frame_runs_in_python(x):
+@breaks((1, 0), lambda: (a(3),))
+def generator_function_is_inlined(x):
     def gen(v):
         yield v * 2
+
+    return list(gen(x))[0] + 1
+
+
+@breaks((1, 2), lambda: (a(3),))
+def generator_with_finally_is_a_break(x):
+    def gen(v):
+        try:
+            yield v * 2
+        finally:
+            print("closed")
 
     return list(gen(x))[0] + 1
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from npdynamo.capture.containers import (
     const_key,
+    container_method,
+    extend_list,
     items_of,
+    store_subscript,
 )
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.opcodes.table import handler
@@ -47,16 +50,21 @@ def _build_const_key_map(frame, ins):
     frame.push(DictValue({const_key(frame, k): v for k, v in zip(items_of(frame, keys), values)}))
 
 
+# A comprehension's target is fresh, except in a resume function that continues a comprehension
+# after a graph break: there it came from outside, and the append is a side effect to replay.
 @handler("LIST_APPEND")
 def _list_append(frame, ins):
     value = frame.pop()
-    frame.stack[-ins.arg].items.append(value)
+    extend_list(frame, frame.stack[-ins.arg], [value])
 
 
 @handler("SET_ADD")
 def _set_add(frame, ins):
     value = frame.pop()
-    frame.stack[-ins.arg].items.append(value)
+    target = frame.stack[-ins.arg]
+    if not isinstance(target, SetValue):
+        raise frame.unsupported(f"adding to a {target.kind()} in a set comprehension")
+    container_method(frame, target, "add", [value], {})
 
 
 @handler("LIST_EXTEND")
@@ -75,7 +83,7 @@ def _set_update(frame, ins):
 def _map_add(frame, ins):
     value = frame.pop()
     key = frame.pop()
-    frame.stack[-ins.arg].items[const_key(frame, key)] = value
+    store_subscript(frame, frame.stack[-ins.arg], key, value)
 
 
 @handler("DICT_UPDATE", "DICT_MERGE")

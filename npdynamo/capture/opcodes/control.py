@@ -9,6 +9,7 @@ from npdynamo.capture.containers import (
     truthiness,
 )
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.generators import is_lazy, next_item
 from npdynamo.capture.opcodes.layout import do_call, pop_callable
 from npdynamo.capture.opcodes.table import PY, handler
 from npdynamo.capture.values import (
@@ -75,9 +76,9 @@ def _get_iter(frame, ins):
 @handler("FOR_ITER")
 def _for_iter(frame, ins):
     it = frame.stack[-1]
-    if not isinstance(it, IteratorValue):
+    if not isinstance(it, IteratorValue) and not is_lazy(it):
         raise frame.unsupported(f"a for loop over a {it.kind()}")
-    item = it.next()
+    item = next_item(it)
     if item is not None:
         frame.push(item)
         return

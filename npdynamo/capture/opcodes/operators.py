@@ -17,6 +17,7 @@ from npdynamo.capture.containers import (
     truthiness,
 )
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.generators import is_lazy, lazy_contains
 from npdynamo.capture.opcodes.table import handler
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
 from npdynamo.capture.values import (
@@ -232,6 +233,8 @@ def _contains_op(frame, ins):
             found = item.value in container.value
         except Exception as exc:
             raise UserCodeRaises(exc) from exc
+    elif is_lazy(container):
+        found = lazy_contains(frame, container, item)
     else:
         members = items_of(frame, container)
         if not isinstance(item, Const) or not all(isinstance(m, Const) for m in members):

@@ -61,6 +61,11 @@ def _load_fast(frame, name):
     if isinstance(name, (bc.CellVar, bc.FreeVar)):  # 3.13 spells LOAD_CLOSURE this way
         frame.push(frame.cells[name.name])
         return
+    if name not in frame.locals and name in frame.cells and name in frame.code.co_cellvars:
+        # 3.13's LOAD_CLOSURE of an argument that is also a cell decodes as a plain name (its
+        # value is read with LOAD_DEREF, never LOAD_FAST)
+        frame.push(frame.cells[name])
+        return
     if name not in frame.locals:
         raise UserCodeRaises(
             UnboundLocalError(
