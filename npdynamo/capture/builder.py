@@ -15,11 +15,14 @@ import numpy as np
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.guards import AttrSource, GuardKind, ItemSource, Source
 from npdynamo.capture.values import (
+    ArrayValue,
     Const,
     DictValue,
     ExternalCell,
     FunctionValue,
     ListValue,
+    MethodValue,
+    SetValue,
     TupleValue,
     UserObjectValue,
     Value,
@@ -164,6 +167,14 @@ class ValueBuilder:
         if isinstance(value, types.ModuleType):
             ctx.guard(source, GuardKind.ID, value)
             return Const(value, source)
+        if kind in BOUND_BUILTIN_TYPES and _binds_an_object(value):
+            return self.bound_builtin(value, source)
+        if kind is types.MethodType and not isinstance(value.__func__, types.FunctionType):
+            # a Cython method (np.random.Generator's) bound to its object: new on every read
+            ctx.guard(source, GuardKind.TYPE, kind)
+            ctx.guard(AttrSource(source, "__func__"), GuardKind.ID, value.__func__)
+            self.wrap(value.__self__, AttrSource(source, "__self__"))
+            return Const(value, source)
         spec = getattr(value, "__npdynamo_grad__", None)
         if spec is not None:  # a value_and_grad(loss) wrapper made outside the function
             from npdynamo.capture.autodiff import GradFunctionValue
@@ -196,6 +207,30 @@ class ValueBuilder:
             return Const(value, source)
         ctx.guard(source, GuardKind.TYPE, kind)
         return UserObjectValue(value, source)
+
+    def bound_builtin(self, value: object, source: Source) -> Value:
+        """``obj.method`` of a builtin method (``rng.integers``, ``"{}".format``, ``lst.append``).
+
+        Every attribute read makes a new bound method object, so its identity is never guarded:
+        the guard checks which C method it is, and ``__self__`` is wrapped like any other value
+        (a constant string on its value, a Generator on its type, a list on its type and length
+        when used). Called, it behaves as that method of the tracked ``__self__``.
+        """
+        owner = value.__self__
+        descriptor = _method_descriptor(owner, value)
+        if descriptor is None:  # not found the ordinary way (``super()``, a patched class)
+            self.ctx.guard(source, GuardKind.ID, value)
+            return Const(value, source)
+        self.ctx.guard(source, GuardKind.TYPE, type(value))
+        self.ctx.guard(source, GuardKind.METHOD, descriptor)
+        self_value = self.wrap(owner, AttrSource(source, "__self__"))
+        if isinstance(self_value, METHOD_SELF_KINDS) or (
+            type(self_value) is Const and is_constant(self_value.value)
+        ):
+            method = MethodValue(self_value, value.__name__)
+            method.source = source  # handed back to Python: the very object read from the frame
+            return method
+        return Const(value, source)
 
     def array(self, value: np.ndarray, source: Source) -> Value:
         from npdynamo.capture.values import ArrayValue
@@ -258,6 +293,42 @@ DESCRIPTOR_TYPES = (
     types.WrapperDescriptorType,
     types.ClassMethodDescriptorType,
 )
+#: Tracked kinds whose methods the translator evaluates itself (``calls.call_method``).
+METHOD_SELF_KINDS = (ArrayValue, ListValue, TupleValue, DictValue, SetValue)
+#: Builtin methods bound to an object: a new object on every attribute read.
+BOUND_BUILTIN_TYPES = (types.BuiltinMethodType, types.MethodWrapperType)
+
+
+def _binds_an_object(method: object) -> bool:
+    """A builtin method bound to an object, not a module-level C function (``np.add.reduce``'s
+    ``__self__`` is the ufunc, a stable object: that one is bound too, and fine to rebind)."""
+    owner = getattr(method, "__self__", None)
+    return owner is not None and not isinstance(owner, types.ModuleType)
+
+
+def _method_descriptor(owner: object, method: object) -> object | None:
+    """The descriptor whose binding to ``owner`` is ``method``, found as attribute lookup would."""
+    name = getattr(method, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    classes = (owner.__mro__ if isinstance(owner, type) else ()) + type(owner).__mro__
+    for klass in classes:
+        descriptor = klass.__dict__.get(name)
+        if descriptor is None:
+            continue
+        try:
+            if isinstance(descriptor, types.ClassMethodDescriptorType):
+                bound = descriptor.__get__(None, owner)
+            elif isinstance(descriptor, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+                bound = descriptor.__get__(owner)
+            else:
+                return None
+        except TypeError:
+            return None
+        return descriptor if bound == method else None
+    return None
+
+
 #: Objects whose identity matters when mutated: aliasing between sources is tracked for them.
 MUTABLE_TYPES = (np.ndarray, list, dict, set)
 
