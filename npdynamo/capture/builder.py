@@ -179,10 +179,15 @@ class ValueBuilder:
         if spec is not None:  # a value_and_grad(loss) wrapper made outside the function
             from npdynamo.capture.autodiff import GradFunctionValue
 
-            ctx.guard(source, GuardKind.ID, value)
-            return GradFunctionValue(self.wrap(spec.fn, AttrSource(AttrSource(
-                source, "__npdynamo_grad__"), "fn")), spec.argnums, spec.single_argnum,
-                spec.has_aux, spec.with_value)
+            # Often made anew for each call: guarded on what it computes, not on its identity.
+            ctx.guard(source, GuardKind.TYPE, kind)
+            spec_source = AttrSource(source, "__npdynamo_grad__")
+            ctx.guard(spec_source, GuardKind.TYPE, type(spec))
+            settings = ("argnums", "single_argnum", "has_aux", "with_value")
+            for name in settings:
+                ctx.guard(AttrSource(spec_source, name), GuardKind.CONSTANT, getattr(spec, name))
+            fn = self.wrap(spec.fn, AttrSource(spec_source, "fn"))
+            return GradFunctionValue(fn, *(getattr(spec, name) for name in settings))
         if is_tracer(value):  # inside an outer grad: the graph becomes a differentiable step
             if type(value.value) is not np.ndarray:
                 raise ctx.unsupported(f"{source.short()} is a traced scalar or nested tracer")

@@ -149,3 +149,27 @@ def test_a_method_found_another_way_than_attribute_lookup_is_guarded_by_identity
     for m in (ordinary, through_super, ordinary):
         check_same(calls_a_passed_method, m, 0, calls=1, compiled=compiled)
     assert ordinary() != through_super()
+
+
+def squared_norm(v, w):
+    return (v * v * w).sum()
+
+
+def applies_a_grad_function(g, x, w):
+    return g(x, w)
+
+
+def test_grad_wrapper_made_for_each_call_is_guarded_on_what_it_computes():
+    compiled, _ = check_stable(
+        applies_a_grad_function,
+        lambda i: (npdynamo.value_and_grad(squared_norm), np.arange(3.0), np.full(3, 2.0)),
+    )
+    assert len(compiled_entries(compiled)) == 1
+    # other settings, other entries: never the first entry's result
+    for g in (
+        npdynamo.grad(squared_norm),
+        npdynamo.value_and_grad(squared_norm, argnums=1),
+        npdynamo.grad(squared_norm, argnums=(0, 1)),
+    ):
+        check_same(applies_a_grad_function, g, np.arange(3.0), np.full(3, 2.0), compiled=compiled)
+    assert len(compiled_entries(compiled)) == 4
