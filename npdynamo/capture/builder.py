@@ -145,13 +145,10 @@ class ValueBuilder:
             if not all(type(k) in (str, int) for k in value):
                 raise ctx.unsupported(f"dict {source.short()} has keys that are not str or int")
             ctx.guard(source, GuardKind.TYPE, dict)
-            ctx.guard(source, GuardKind.DICT_KEYS, tuple(value))
+            # The keys are guarded as the capture uses them (see ``_LazyDict``); no length is
+            # given, so ``len`` goes through the items, which guard it.
             return DictValue(
-                None,
-                source,
-                fresh=False,
-                length=len(value),
-                loader=lambda: _LazyDict(self, value, source),
+                None, source, fresh=False, loader=lambda: _LazyDict(self, value, source)
             )
         if kind in ITERATOR_TYPES:
             from npdynamo.capture.guards import RemainingSource, remaining_items
@@ -356,27 +353,62 @@ def is_trusted_name(value: object) -> bool:
 
 
 class _LazyDict(dict):
-    """The items of a dict read from the frame: each value is wrapped on first access."""
+    """The items of a dict read from the frame: each value is wrapped on first access, and the
+    keys are guarded as far as the capture used them.
+
+    Looking a key up (``k in d``, ``d[k]``, ``d.get(k)``, a store or a delete) guards only
+    whether that key is in the dict; ``len(d)`` guards the length; anything that sees the keys
+    all at once or in order (iteration, ``keys()``/``values()``/``items()``, copies, merges,
+    comparisons) guards the whole key list. Every dict method is overridden here, so no C-level
+    path reads the keys unguarded (``clear()`` reads none).
+    """
 
     def __init__(self, builder: ValueBuilder, raw: dict, source: Source) -> None:
         super().__init__((k, None) for k in raw)
         self._builder, self._raw, self._source = builder, raw, source
+        self._all_keys_guarded = False
+
+    def _has(self, key) -> None:
+        try:
+            present = key in self._raw
+        except TypeError:  # unhashable: raises in the dict itself, no fact to guard
+            return
+        if type(key) in (str, int):
+            self._builder.ctx.guard(self._source, GuardKind.HAS_KEY, (key, present))
+        else:
+            self._all_keys()
+
+    def _all_keys(self) -> None:
+        if not self._all_keys_guarded:
+            self._all_keys_guarded = True
+            self._builder.ctx.guard(self._source, GuardKind.DICT_KEYS, tuple(self._raw))
 
     def __getitem__(self, key):
+        self._has(key)
         value = super().__getitem__(key)
         if value is None:
             value = self._builder.wrap(self._raw[key], ItemSource(self._source, key))
             super().__setitem__(key, value)
         return value
 
+    def __contains__(self, key) -> bool:
+        self._has(key)
+        return super().__contains__(key)
+
+    def __setitem__(self, key, value) -> None:
+        self._has(key)
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        self._has(key)
+        super().__delitem__(key)
+
+    def __len__(self) -> int:
+        self._builder.ctx.guard(self._source, GuardKind.LENGTH, len(self._raw))
+        return super().__len__()
+
     def get(self, key, default=None):
         return self[key] if key in self else default
-
-    def values(self):
-        return [self[k] for k in self]
-
-    def items(self):
-        return [(k, self[k]) for k in self]
 
     def pop(self, key, *default):
         if key in self:
@@ -385,9 +417,6 @@ class _LazyDict(dict):
             return value
         return super().pop(key, *default)
 
-    def copy(self):
-        return {k: self[k] for k in self}
-
     def setdefault(self, key, default=None):
         if key in self:
             return self[key]
@@ -395,4 +424,39 @@ class _LazyDict(dict):
         return default
 
     def __iter__(self):
+        self._all_keys()
         return iter(list(super().keys()))
+
+    def keys(self):
+        self._all_keys()
+        return super().keys()
+
+    def values(self):
+        return [self[k] for k in self]
+
+    def items(self):
+        return [(k, self[k]) for k in self]
+
+    def copy(self):
+        return {k: self[k] for k in self}
+
+    def __reversed__(self):
+        self._all_keys()
+        return reversed(list(super().keys()))
+
+    def _whole(name: str):  # noqa: N805 (builds the methods below)
+        method = getattr(dict, name)
+
+        def whole(self, *args, **kwargs):
+            self._all_keys()
+            return method(self, *args, **kwargs)
+
+        whole.__name__ = name
+        return whole
+
+    for _name in (
+        "__eq__", "__ne__", "__or__", "__ror__", "__ior__", "__repr__", "__reduce__",
+        "__reduce_ex__", "popitem", "update",
+    ):
+        locals()[_name] = _whole(_name)
+    del _name, _whole

@@ -140,3 +140,78 @@ def test_keys_only_dict_has_no_item_guards():
     del d["k5"]
     np.testing.assert_array_equal(only_keys(d, x), compiled(d, x))
     assert len(compiled_entries(compiled)) == 2
+
+
+# --- dict keys: guarded as far as the capture used them --------------------------------------
+
+
+def looks_up(d, x):
+    return x * d["k3"] + (1.0 if "zz" in d else 0.0) + (d["k9"] if "k9" in d else 0.5)
+
+
+def stores_then_counts(d, x):
+    d["new"] = x
+    return len(d)
+
+
+def deletes_then_lists(d, x):
+    del d["k1"]
+    return list(d), x
+
+
+def pops_a_missing_key(d, x):
+    return d.pop("zz", None), x + 1
+
+
+def merges(d, x):
+    return {**d, "k0": x}
+
+
+def looks_up_many(d, x):
+    s = x
+    for i in range(0, 40, 2):
+        s = s + d[f"k{i}"]
+    return s
+
+
+def keys_dict(n, drop=(), extra=()):
+    d = {f"k{i}": float(i) for i in range(n) if f"k{i}" not in drop}
+    d.update({k: 1.0 for k in extra})
+    return d
+
+
+@pytest.mark.parametrize(
+    "fn,first,later,entries",
+    [
+        # other keys do not matter to lookups
+        (looks_up, keys_dict(500), [keys_dict(600), keys_dict(20, extra=["q"])], 1),
+        # a looked-up key that appears, or disappears (plain raises KeyError too)
+        (looks_up, keys_dict(10), [keys_dict(10, extra=["zz"]), keys_dict(10, drop=["k3"])], 3),
+        (looks_up, keys_dict(10), [keys_dict(10, drop=["k9"])], 2),
+        # the stored key was there already: the length is not the captured one
+        (stores_then_counts, keys_dict(10), [{**keys_dict(9), "new": 0.0}, keys_dict(11)], 3),
+        # iteration: the whole key list, in order
+        (deletes_then_lists, keys_dict(5), [dict(reversed(keys_dict(5).items()))], 2),
+        # dict methods: at least as many entries as the keys they use need
+        (pops_a_missing_key, keys_dict(5), [keys_dict(50), keys_dict(5, extra=["zz"])], None),
+        (merges, keys_dict(10), [dict(reversed(keys_dict(10).items()))], 2),
+    ],
+)
+def test_dict_key_guards_follow_what_the_capture_used(fn, first, later, entries):
+    compiled = check_same(fn, first, np.ones(2))
+    for d in later:
+        check_same(fn, d, np.ones(2), compiled=compiled)
+    if entries is not None:
+        assert len(compiled_entries(compiled)) == entries
+
+
+def test_many_lookups_of_one_dict_are_one_key_set_check():
+    compiled = check_same(looks_up_many, {f"k{i}": np.full(2, i) for i in range(60)}, np.ones(2))
+    lines = guard_lines(compiled)
+    assert any("has the 20 keys" in line for line in lines)
+    assert len(lines) <= 8
+    d = {f"k{i}": np.full(2, i) for i in range(60)}
+    check_same(looks_up_many, {**d, "extra": 1}, np.ones(2), compiled=compiled)
+    assert len(compiled_entries(compiled)) == 1
+    del d["k38"]
+    check_same(looks_up_many, d, np.ones(2), compiled=compiled)  # KeyError, as in plain

@@ -37,7 +37,8 @@ class Guard:
     where: tuple[str, int] | None = None
 
     def key(self) -> tuple:
-        relation = self.expected if self.kind >= GuardKind.ALIAS else None
+        keyed = self.kind >= GuardKind.ALIAS or self.kind is GuardKind.HAS_KEY
+        relation = self.expected if keyed else None
         return (self.source, self.kind, relation)
 
     def describe(self) -> str:
@@ -99,7 +100,7 @@ class GuardSet:
             pending.clear()
 
         for item in self.layout():
-            if isinstance(item, DistinctGroup):
+            if isinstance(item, (DistinctGroup, KeySet)):
                 pending.append(item.check_expr(ns))
             elif isinstance(item, ItemGroup):
                 if pending:
@@ -124,11 +125,12 @@ class GuardSet:
 
         Groups run after every type, identity, constant, length and key guard, so the
         container they index is known to be what the capture saw (no user ``__getitem__``)."""
-        ordered = self.ordered()
+        ordered = _without_implied_keys(self.ordered())
+        ordered, key_sets = _key_sets(ordered)
         groups = _item_groups(ordered)
         grouped = {id(g) for group in groups for g in group.members}
         plain = [g for g in ordered if id(g) not in grouped]
-        head = [g for g in plain if g.kind <= GuardKind.DICT_KEYS]
+        head = [g for g in plain if g.kind <= GuardKind.DICT_KEYS] + key_sets
         tail = [g for g in plain if g.kind > GuardKind.DICT_KEYS]
         distinct = _distinct_group(tail)
         if distinct is not None:
@@ -200,6 +202,60 @@ class ItemGroup:
     def describe(self) -> str:
         facts = " and ".join(g.describe() for g in self.loop_guards())
         return f"{facts}, for each of {len(self.keys)} items of {self.container.short()}"
+
+
+@dataclass
+class KeySet:
+    """The dict ``source`` has every key of ``present`` and none of ``absent``."""
+
+    source: Source
+    present: frozenset
+    absent: frozenset
+
+    def check_expr(self, ns: Namespace) -> str:
+        keys = f"{self.source.expr()}.keys()"
+        parts = []
+        if self.present:
+            parts.append(f"{keys} >= {ns.bind(self.present, 'KEYSET')}")
+        if self.absent:
+            parts.append(f"{keys}.isdisjoint({ns.bind(self.absent, 'KEYSET')})")
+        return " and ".join(parts)
+
+    def describe(self) -> str:
+        name, parts = self.source.short(), []
+        if self.present:
+            parts.append(f"{name} has the {len(self.present)} keys {_few(self.present)}")
+        if self.absent:
+            parts.append(f"{name} has none of {_few(self.absent)}")
+        return " and ".join(parts)
+
+
+def _few(keys: frozenset) -> str:
+    shown = sorted(keys, key=repr)
+    text = ", ".join(repr(k) for k in shown[:4])
+    return text + (f", ... ({len(shown)} in all)" if len(shown) > 4 else "")
+
+
+def _without_implied_keys(ordered: list[Guard]) -> list[Guard]:
+    """A dict's key list, when guarded, already says which keys it has."""
+    listed = {g.source for g in ordered if g.kind is GuardKind.DICT_KEYS}
+    return [g for g in ordered if not (g.kind is GuardKind.HAS_KEY and g.source in listed)]
+
+
+def _key_sets(ordered: list[Guard]) -> tuple[list[Guard], list[KeySet]]:
+    """Many looked-up keys of one dict: one subset and one disjointness check."""
+    per_source: dict[Source, list[Guard]] = {}
+    for guard in ordered:
+        if guard.kind is GuardKind.HAS_KEY:
+            per_source.setdefault(guard.source, []).append(guard)
+    sets, merged = [], set()
+    for source, guards in per_source.items():
+        if len(guards) >= COMPACT_MIN_ITEMS:
+            present = frozenset(g.expected[0] for g in guards if g.expected[1])
+            absent = frozenset(g.expected[0] for g in guards if not g.expected[1])
+            sets.append(KeySet(source, present, absent))
+            merged.update(id(g) for g in guards)
+    return [g for g in ordered if id(g) not in merged], sets
 
 
 @dataclass

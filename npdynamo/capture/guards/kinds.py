@@ -25,12 +25,13 @@ class GuardKind(enum.IntEnum):
     CONSTANT = 2
     METHOD = 3  # a bound builtin method (new on every read): which C method, whatever its self
     LENGTH = 4
-    DICT_KEYS = 5
-    DTYPE = 6
-    SHAPE = 7
-    ALIAS = 8  # the same object as another source (an argument passed twice)
-    DISTINCT = 9  # not the same object as another source
-    NO_OVERLAP = 10  # a written array shares no memory with another input array
+    HAS_KEY = 5  # expected (key, present): whether a dict has that key
+    DICT_KEYS = 6
+    DTYPE = 7
+    SHAPE = 8
+    ALIAS = 9  # the same object as another source (an argument passed twice)
+    DISTINCT = 10  # not the same object as another source
+    NO_OVERLAP = 11  # a written array shares no memory with another input array
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,15 @@ KINDS: dict[GuardKind, KindRules] = {
         lambda e, exp, ns: f"len({e}) == {exp}",
         lambda name, exp: f"len({name}) == {exp}",
         lambda name, exp, actual: f"len({name}): expected {exp}, got {len(actual)}",
+    ),
+    GuardKind.HAS_KEY: KindRules(
+        lambda e, exp, ns: f"{literal(exp[0])} {'in' if exp[1] else 'not in'} {e}",
+        lambda name, exp: f"{exp[0]!r} {'in' if exp[1] else 'not in'} {name}",
+        lambda name, exp, actual: (
+            f"{name}: the key {exp[0]!r} is missing"
+            if exp[1]
+            else f"{name}: has the key {exp[0]!r}, which it did not have"
+        ),
     ),
     GuardKind.DICT_KEYS: KindRules(
         lambda e, exp, ns: f"list({e}) == {ns.bind(list(exp), 'KEYS')}",
