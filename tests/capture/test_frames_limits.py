@@ -170,3 +170,19 @@ def test_concurrent_calls_with_different_shapes_each_capture_once():
     # 4 distinct shapes: never more than 4 entries (dynamic shapes may merge some)
     assert 1 <= len(compiled_entries(compiled)) <= 4
     assert backend.count == len(compiled_entries(compiled))
+
+
+def counts_up(n):
+    yield from range(n)
+
+
+def test_generator_function_past_the_limit_keeps_a_plain_front(monkeypatch):
+    monkeypatch.setattr(config, "cache_size_limit", 0)
+    compiled = npdynamo.compile(counts_up)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # no generator code in a function
+        with pytest.warns(RecompileLimitWarning):
+            assert list(compiled(3)) == [0, 1, 2]
+        assert list(compiled(4)) == [0, 1, 2, 3]
+    assert compiled.__code__ is not counts_up.__code__
+    assert cache_of(compiled).python_only is not None

@@ -29,6 +29,7 @@ before capturing, so concurrent first calls with the same inputs build one entry
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import os
 import sys
@@ -110,6 +111,13 @@ def _build_entry(fn: FunctionType, frame_args: tuple, *, backend: Callable, full
     return build_entry(fn, frame_args, backend=backend, fullgraph=fullgraph)
 
 
+_CODE_KINDS = (
+    inspect.CO_GENERATOR
+    | inspect.CO_COROUTINE
+    | inspect.CO_ASYNC_GENERATOR
+    | inspect.CO_ITERABLE_COROUTINE
+)
+
 #: Held while an entry is built (frame entries here; resume entries should take it too).
 COMPILE_LOCK = threading.RLock()
 
@@ -138,6 +146,10 @@ class FrameCache:
     def add_front(self, front: FunctionType, python_code: CodeType) -> None:
         """``front`` (running dispatching code now) serves this cache; ``python_code`` is the
         user's code with the same parameters and free variables, run once routed to Python."""
+        if (front.__code__.co_flags ^ python_code.co_flags) & _CODE_KINDS:
+            # A generator's code in a plain function is deprecated (3.13): such a front keeps
+            # dispatching, to an empty ``pairs``, and its miss handler runs the fallback.
+            return
         self._fronts[front] = (front.__code__, python_code)
         if self.python_only is not None:
             front.__code__ = python_code
