@@ -3,7 +3,10 @@
 Every object the translator reads from outside (an argument, a global, an attribute, a closure
 cell, a container item) passes through ``ValueBuilder.wrap`` with the source it was read from.
 Arrays become graph placeholders guarded on type, dtype and shape; Python constants are guarded
-on value; functions and modules on identity; containers on type and length or keys.
+on value; functions and modules on identity; containers on type, and on length or keys as far as
+the capture uses them. Objects made anew on every call are never guarded on identity: a bound
+method of a C or Cython object (``rng.integers``, ``"{}".format``) is guarded on which method it
+is and on its ``__self__``, a ``grad`` wrapper on its settings and function.
 """
 
 from __future__ import annotations
@@ -444,19 +447,31 @@ class _LazyDict(dict):
         self._all_keys()
         return reversed(list(super().keys()))
 
-    def _whole(name: str):  # noqa: N805 (builds the methods below)
-        method = getattr(dict, name)
 
-        def whole(self, *args, **kwargs):
-            self._all_keys()
-            return method(self, *args, **kwargs)
+def _guarding_all_keys(name: str):
+    """``dict.<name>`` on a ``_LazyDict``, after guarding the whole key list."""
+    method = getattr(dict, name)
 
-        whole.__name__ = name
-        return whole
+    def whole(self, *args, **kwargs):
+        self._all_keys()
+        return method(self, *args, **kwargs)
 
-    for _name in (
-        "__eq__", "__ne__", "__or__", "__ror__", "__ior__", "__repr__", "__reduce__",
-        "__reduce_ex__", "popitem", "update",
-    ):
-        locals()[_name] = _whole(_name)
-    del _name, _whole
+    whole.__name__ = name
+    return whole
+
+
+#: The other dict methods that see every key at once, or their order (C code, no ``__iter__``).
+WHOLE_DICT_METHODS = (
+    "__eq__",
+    "__ne__",
+    "__or__",
+    "__ror__",
+    "__ior__",
+    "__repr__",
+    "__reduce__",
+    "__reduce_ex__",
+    "popitem",
+    "update",
+)
+for _name in WHOLE_DICT_METHODS:
+    setattr(_LazyDict, _name, _guarding_all_keys(_name))

@@ -12,7 +12,7 @@ import pytest
 
 import npdynamo
 from npdynamo.capture.frames import compiled_entries, recompile_reasons, reset
-from npdynamo.capture.guards.guard import COMPACT_MIN_ITEMS
+from npdynamo.capture.guards.compact import COMPACT_MIN_ITEMS
 from tests.differential import CountingBackend, check_same
 
 
@@ -215,3 +215,22 @@ def test_many_lookups_of_one_dict_are_one_key_set_check():
     assert len(compiled_entries(compiled)) == 1
     del d["k38"]
     check_same(looks_up_many, d, np.ones(2), compiled=compiled)  # KeyError, as in plain
+
+
+def test_every_dict_method_that_reads_keys_guards_them():
+    from npdynamo.capture.builder import _LazyDict
+
+    # methods that read no key (or none of the input's: ``clear`` empties it, ``fromkeys`` is a
+    # class method building another dict)
+    neutral = {
+        "__class__", "__class_getitem__", "__delattr__", "__dir__", "__doc__", "__format__",
+        "__ge__", "__getattribute__", "__getstate__", "__gt__", "__hash__", "__init__",
+        "__init_subclass__", "__le__", "__lt__", "__new__", "__setattr__", "__sizeof__",
+        "__str__", "__subclasshook__", "clear", "fromkeys",
+    }  # fmt: skip
+    unguarded = [
+        name
+        for name in dir(dict)
+        if name not in neutral and getattr(_LazyDict, name) is getattr(dict, name)
+    ]
+    assert unguarded == []
