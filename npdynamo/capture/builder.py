@@ -3,7 +3,10 @@
 Every object the translator reads from outside (an argument, a global, an attribute, a closure
 cell, a container item) passes through ``ValueBuilder.wrap`` with the source it was read from.
 Arrays become graph placeholders guarded on type, dtype and shape; Python constants are guarded
-on value; functions and modules on identity; containers on type and length or keys.
+on value; functions and modules on identity; containers on type, and on length or keys as far as
+the capture uses them. Objects made anew on every call are never guarded on identity: a bound
+method of a C or Cython object (``rng.integers``, ``"{}".format``) is guarded on which method it
+is and on its ``__self__``, a ``grad`` wrapper on its settings and function.
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ import numpy as np
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.guards import AttrSource, GuardKind, ItemSource, Source
 from npdynamo.capture.values import (
+    ArrayValue,
     Const,
     DictValue,
     ExternalCell,
     FunctionValue,
     ListValue,
+    MethodValue,
+    SetValue,
     TupleValue,
     UserObjectValue,
     Value,
@@ -142,13 +148,10 @@ class ValueBuilder:
             if not all(type(k) in (str, int) for k in value):
                 raise ctx.unsupported(f"dict {source.short()} has keys that are not str or int")
             ctx.guard(source, GuardKind.TYPE, dict)
-            ctx.guard(source, GuardKind.DICT_KEYS, tuple(value))
+            # The keys are guarded as the capture uses them (see ``_LazyDict``); no length is
+            # given, so ``len`` goes through the items, which guard it.
             return DictValue(
-                None,
-                source,
-                fresh=False,
-                length=len(value),
-                loader=lambda: _LazyDict(self, value, source),
+                None, source, fresh=False, loader=lambda: _LazyDict(self, value, source)
             )
         if kind in ITERATOR_TYPES:
             from npdynamo.capture.guards import RemainingSource, remaining_items
@@ -164,14 +167,27 @@ class ValueBuilder:
         if isinstance(value, types.ModuleType):
             ctx.guard(source, GuardKind.ID, value)
             return Const(value, source)
+        if kind in BOUND_BUILTIN_TYPES and _binds_an_object(value):
+            return self.bound_builtin(value, source)
+        if kind is types.MethodType and not isinstance(value.__func__, types.FunctionType):
+            # a Cython method (np.random.Generator's) bound to its object: new on every read
+            ctx.guard(source, GuardKind.TYPE, kind)
+            ctx.guard(AttrSource(source, "__func__"), GuardKind.ID, value.__func__)
+            self.wrap(value.__self__, AttrSource(source, "__self__"))
+            return Const(value, source)
         spec = getattr(value, "__npdynamo_grad__", None)
         if spec is not None:  # a value_and_grad(loss) wrapper made outside the function
             from npdynamo.capture.autodiff import GradFunctionValue
 
-            ctx.guard(source, GuardKind.ID, value)
-            return GradFunctionValue(self.wrap(spec.fn, AttrSource(AttrSource(
-                source, "__npdynamo_grad__"), "fn")), spec.argnums, spec.single_argnum,
-                spec.has_aux, spec.with_value)
+            # Often made anew for each call: guarded on what it computes, not on its identity.
+            ctx.guard(source, GuardKind.TYPE, kind)
+            spec_source = AttrSource(source, "__npdynamo_grad__")
+            ctx.guard(spec_source, GuardKind.TYPE, type(spec))
+            settings = ("argnums", "single_argnum", "has_aux", "with_value")
+            for name in settings:
+                ctx.guard(AttrSource(spec_source, name), GuardKind.CONSTANT, getattr(spec, name))
+            fn = self.wrap(spec.fn, AttrSource(spec_source, "fn"))
+            return GradFunctionValue(fn, *(getattr(spec, name) for name in settings))
         if is_tracer(value):  # inside an outer grad: the graph becomes a differentiable step
             if type(value.value) is not np.ndarray:
                 raise ctx.unsupported(f"{source.short()} is a traced scalar or nested tracer")
@@ -196,6 +212,30 @@ class ValueBuilder:
             return Const(value, source)
         ctx.guard(source, GuardKind.TYPE, kind)
         return UserObjectValue(value, source)
+
+    def bound_builtin(self, value: object, source: Source) -> Value:
+        """``obj.method`` of a builtin method (``rng.integers``, ``"{}".format``, ``lst.append``).
+
+        Every attribute read makes a new bound method object, so its identity is never guarded:
+        the guard checks which C method it is, and ``__self__`` is wrapped like any other value
+        (a constant string on its value, a Generator on its type, a list on its type and length
+        when used). Called, it behaves as that method of the tracked ``__self__``.
+        """
+        owner = value.__self__
+        descriptor = _method_descriptor(owner, value)
+        if descriptor is None:  # not found the ordinary way (``super()``, a patched class)
+            self.ctx.guard(source, GuardKind.ID, value)
+            return Const(value, source)
+        self.ctx.guard(source, GuardKind.TYPE, type(value))
+        self.ctx.guard(source, GuardKind.METHOD, descriptor)
+        self_value = self.wrap(owner, AttrSource(source, "__self__"))
+        if isinstance(self_value, METHOD_SELF_KINDS) or (
+            type(self_value) is Const and is_constant(self_value.value)
+        ):
+            method = MethodValue(self_value, value.__name__)
+            method.source = source  # handed back to Python: the very object read from the frame
+            return method
+        return Const(value, source)
 
     def array(self, value: np.ndarray, source: Source) -> Value:
         from npdynamo.capture.values import ArrayValue
@@ -258,6 +298,42 @@ DESCRIPTOR_TYPES = (
     types.WrapperDescriptorType,
     types.ClassMethodDescriptorType,
 )
+#: Tracked kinds whose methods the translator evaluates itself (``calls.call_method``).
+METHOD_SELF_KINDS = (ArrayValue, ListValue, TupleValue, DictValue, SetValue)
+#: Builtin methods bound to an object: a new object on every attribute read.
+BOUND_BUILTIN_TYPES = (types.BuiltinMethodType, types.MethodWrapperType)
+
+
+def _binds_an_object(method: object) -> bool:
+    """A builtin method bound to an object, not a module-level C function (``np.add.reduce``'s
+    ``__self__`` is the ufunc, a stable object: that one is bound too, and fine to rebind)."""
+    owner = getattr(method, "__self__", None)
+    return owner is not None and not isinstance(owner, types.ModuleType)
+
+
+def _method_descriptor(owner: object, method: object) -> object | None:
+    """The descriptor whose binding to ``owner`` is ``method``, found as attribute lookup would."""
+    name = getattr(method, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    classes = (owner.__mro__ if isinstance(owner, type) else ()) + type(owner).__mro__
+    for klass in classes:
+        descriptor = klass.__dict__.get(name)
+        if descriptor is None:
+            continue
+        try:
+            if isinstance(descriptor, types.ClassMethodDescriptorType):
+                bound = descriptor.__get__(None, owner)
+            elif isinstance(descriptor, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+                bound = descriptor.__get__(owner)
+            else:
+                return None
+        except TypeError:
+            return None
+        return descriptor if bound == method else None
+    return None
+
+
 #: Objects whose identity matters when mutated: aliasing between sources is tracked for them.
 MUTABLE_TYPES = (np.ndarray, list, dict, set)
 
@@ -280,27 +356,62 @@ def is_trusted_name(value: object) -> bool:
 
 
 class _LazyDict(dict):
-    """The items of a dict read from the frame: each value is wrapped on first access."""
+    """The items of a dict read from the frame: each value is wrapped on first access, and the
+    keys are guarded as far as the capture used them.
+
+    Looking a key up (``k in d``, ``d[k]``, ``d.get(k)``, a store or a delete) guards only
+    whether that key is in the dict; ``len(d)`` guards the length; anything that sees the keys
+    all at once or in order (iteration, ``keys()``/``values()``/``items()``, copies, merges,
+    comparisons) guards the whole key list. Every dict method is overridden here, so no C-level
+    path reads the keys unguarded (``clear()`` reads none).
+    """
 
     def __init__(self, builder: ValueBuilder, raw: dict, source: Source) -> None:
         super().__init__((k, None) for k in raw)
         self._builder, self._raw, self._source = builder, raw, source
+        self._all_keys_guarded = False
+
+    def _has(self, key) -> None:
+        try:
+            present = key in self._raw
+        except TypeError:  # unhashable: raises in the dict itself, no fact to guard
+            return
+        if type(key) in (str, int):
+            self._builder.ctx.guard(self._source, GuardKind.HAS_KEY, (key, present))
+        else:
+            self._all_keys()
+
+    def _all_keys(self) -> None:
+        if not self._all_keys_guarded:
+            self._all_keys_guarded = True
+            self._builder.ctx.guard(self._source, GuardKind.DICT_KEYS, tuple(self._raw))
 
     def __getitem__(self, key):
+        self._has(key)
         value = super().__getitem__(key)
         if value is None:
             value = self._builder.wrap(self._raw[key], ItemSource(self._source, key))
             super().__setitem__(key, value)
         return value
 
+    def __contains__(self, key) -> bool:
+        self._has(key)
+        return super().__contains__(key)
+
+    def __setitem__(self, key, value) -> None:
+        self._has(key)
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        self._has(key)
+        super().__delitem__(key)
+
+    def __len__(self) -> int:
+        self._builder.ctx.guard(self._source, GuardKind.LENGTH, len(self._raw))
+        return super().__len__()
+
     def get(self, key, default=None):
         return self[key] if key in self else default
-
-    def values(self):
-        return [self[k] for k in self]
-
-    def items(self):
-        return [(k, self[k]) for k in self]
 
     def pop(self, key, *default):
         if key in self:
@@ -309,9 +420,6 @@ class _LazyDict(dict):
             return value
         return super().pop(key, *default)
 
-    def copy(self):
-        return {k: self[k] for k in self}
-
     def setdefault(self, key, default=None):
         if key in self:
             return self[key]
@@ -319,4 +427,51 @@ class _LazyDict(dict):
         return default
 
     def __iter__(self):
+        self._all_keys()
         return iter(list(super().keys()))
+
+    def keys(self):
+        self._all_keys()
+        return super().keys()
+
+    def values(self):
+        return [self[k] for k in self]
+
+    def items(self):
+        return [(k, self[k]) for k in self]
+
+    def copy(self):
+        return {k: self[k] for k in self}
+
+    def __reversed__(self):
+        self._all_keys()
+        return reversed(list(super().keys()))
+
+
+def _guarding_all_keys(name: str):
+    """``dict.<name>`` on a ``_LazyDict``, after guarding the whole key list."""
+    method = getattr(dict, name)
+
+    def whole(self, *args, **kwargs):
+        self._all_keys()
+        return method(self, *args, **kwargs)
+
+    whole.__name__ = name
+    return whole
+
+
+#: The other dict methods that see every key at once, or their order (C code, no ``__iter__``).
+WHOLE_DICT_METHODS = (
+    "__eq__",
+    "__ne__",
+    "__or__",
+    "__ror__",
+    "__ior__",
+    "__repr__",
+    "__reduce__",
+    "__reduce_ex__",
+    "popitem",
+    "update",
+)
+for _name in WHOLE_DICT_METHODS:
+    setattr(_LazyDict, _name, _guarding_all_keys(_name))

@@ -338,7 +338,7 @@ def test_recompile_reasons_are_recorded_and_logged(builder, caplog):
     assert "a: expected 1, got 2" in messages[0]
 
 
-def test_run_only_after_the_limit_with_one_warning(builder, monkeypatch):
+def test_python_only_after_the_limit_with_one_warning(builder, monkeypatch):
     monkeypatch.setattr(config, "cache_size_limit", 3)
     wrapped = compile(plain)
     with warnings.catch_warnings(record=True) as caught:
@@ -348,9 +348,12 @@ def test_run_only_after_the_limit_with_one_warning(builder, monkeypatch):
         assert caught == []
         assert wrapped(3) == ("native", 3, 2)
         assert wrapped(4) == ("native", 4, 2)
-        assert wrapped(0) == ("compiled", "plain", (0, 2))  # existing entries still serve
+        # final: the code object runs as plain Python, the entries are kept for inspection
+        assert wrapped(0) == ("native", 0, 2)
         assert wrapped(5) == ("native", 5, 2)
     assert len(builder.calls) == 3
+    assert len(compiled_entries(wrapped)) == 3
+    assert wrapped.__code__ is plain.__code__  # no dispatcher, guard or miss handler left
     assert len(caught) == 1
     warning = caught[0]
     assert warning.category is RecompileLimitWarning
@@ -369,6 +372,9 @@ def test_limit_is_read_at_miss_time(builder, monkeypatch):
     with pytest.warns(RecompileLimitWarning):
         assert wrapped(1)[0] == "native"
     monkeypatch.setattr(config, "cache_size_limit", 2)
+    assert wrapped(1)[0] == "native"  # the decision is final until reset()
+    reset()
+    wrapped(0)
     assert wrapped(1)[0] == "compiled"
 
 

@@ -1,4 +1,4 @@
-"""Per-code-object cache of compiled entries and the recompilation policy.
+"""Per-code-object cache of compiled entries, the recompilation limit and the compile lock.
 
 Part of the frame hooks, between the generated dispatchers (which read ``FrameCache.pairs``) and
 the translator (``npdynamo.capture.entry.build_entry``, called on a miss). A cache belongs to one
@@ -6,17 +6,34 @@ code object and one ``(backend, fullgraph, dynamic)`` setting; functions without
 it, a closure gets its own (its entries may depend on its cells, which guards do not see).
 
 On a miss the first entry's ``miss_reason`` is recorded as the recompile reason (logged on
-``npdynamo.recompiles``), a new entry is built, appended and run. Past
-``config.cache_size_limit`` entries the cache is run-only: existing entries still serve, other
-calls run the original function in Python, and one ``RecompileLimitWarning`` says why.
+``npdynamo.recompiles``), a new entry is built, appended and run.
+
+The limit is a final decision. The first call that misses once the cache holds
+``config.cache_size_limit`` entries works out its reason (once), logs it, warns once
+(``RecompileLimitWarning``) and routes the code object to Python for good, until ``reset()``:
+every front serving the cache (a decorator's dispatcher, a region-hooked function) gets the
+user's original code as its ``__code__``, so later calls run exactly as plain Python, with no
+dispatcher, guard or miss handler in between. The entries stay in ``entries`` for ``explain``
+and inspection, but nothing iterates them (``pairs`` is emptied). Why not keep serving the
+entries that match: a call that matches none would still run every entry's guard function
+before reaching Python (microseconds for 8 entries, several times a tiny function's cost), and a
+function that needed more than ``cache_size_limit`` specialisations keeps changing what its
+guards see; a predictable plain-Python speed is worth more than the chance of a hit. Raising the
+limit takes effect for code objects not yet routed, and for all after ``reset()``.
+
+Captures are serialised by one process-wide re-entrant lock (the translator's tables are not
+made for concurrent use). A thread that misses waits for the lock, then checks the entries again
+before capturing, so concurrent first calls with the same inputs build one entry and all run it.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import os
 import sys
+import threading
 import warnings
 import weakref
 from collections.abc import Callable
@@ -94,6 +111,17 @@ def _build_entry(fn: FunctionType, frame_args: tuple, *, backend: Callable, full
     return build_entry(fn, frame_args, backend=backend, fullgraph=fullgraph)
 
 
+_CODE_KINDS = (
+    inspect.CO_GENERATOR
+    | inspect.CO_COROUTINE
+    | inspect.CO_ASYNC_GENERATOR
+    | inspect.CO_ITERABLE_COROUTINE
+)
+
+#: Held while an entry is built (frame entries here; resume entries should take it too).
+COMPILE_LOCK = threading.RLock()
+
+
 class FrameCache:
     """The compiled entries of one code object for one backend and ``fullgraph`` setting."""
 
@@ -107,13 +135,35 @@ class FrameCache:
         self.pairs = EntryList()  # (check, run) per entry, iterated by the dispatchers
         self.entries: list[Any] = []
         self.refused: str | None = None  # why the translator refused this code, if it did
+        #: why calls now run as plain Python (the limit or a refusal); final until ``reset()``
+        self.python_only: str | None = None
         self.limit_warned = False
+        # front function -> (its dispatching code, the code it runs once routed to Python)
+        self._fronts: weakref.WeakKeyDictionary[FunctionType, tuple[CodeType, CodeType]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def add_front(self, front: FunctionType, python_code: CodeType) -> None:
+        """``front`` (running dispatching code now) serves this cache; ``python_code`` is the
+        user's code with the same parameters and free variables, run once routed to Python."""
+        if (front.__code__.co_flags ^ python_code.co_flags) & _CODE_KINDS:
+            # A generator's code in a plain function is deprecated (3.13): such a front keeps
+            # dispatching, to an empty ``pairs``, and its miss handler runs the fallback.
+            return
+        self._fronts[front] = (front.__code__, python_code)
+        if self.python_only is not None:
+            front.__code__ = python_code
 
     def clear(self) -> None:
         """Drop every entry and forget refusals and warnings (``reset()``)."""
+        if self.python_only is not None:  # the fronts this cache routed dispatch again
+            for front, (dispatching, python_code) in list(self._fronts.items()):
+                if front.__code__ is python_code:
+                    front.__code__ = dispatching
         self.pairs.clear()
         self.entries.clear()
         self.refused = None
+        self.python_only = None
         self.limit_warned = False
 
     def miss_handler(self, fn: FunctionType, fallback: FunctionType) -> Callable[..., Any]:
@@ -122,23 +172,38 @@ class FrameCache:
 
     def miss(self, fn: FunctionType, fallback: FunctionType, *frame_args: Any) -> Any:
         """Compile an entry for ``frame_args`` and run it, or run ``fallback`` in Python."""
-        if self.refused is not None or capture_suspended():
+        if self.python_only is not None or capture_suspended():
             return fallback(*frame_args)
-        # Nothing the guards or the translator call may be hooked or compiled meanwhile.
-        with suspend_capture():
-            entry = self._compile(fn, frame_args)
-        if entry is None:
-            return fallback(*frame_args)
-        return entry.run(*frame_args)
+        with COMPILE_LOCK:
+            # Another thread may have built the entry while this one waited for the lock.
+            run = self._find(frame_args)
+            if run is None:
+                # Nothing the guards or the translator call may be hooked or compiled meanwhile.
+                with suspend_capture():
+                    entry = self._compile(fn, frame_args)
+                run = entry.run if entry is not None else fallback
+        return run(*frame_args)
+
+    def _find(self, frame_args: tuple) -> Callable | None:
+        for check, run in self.pairs:
+            if check(*frame_args):
+                return run
+        return None
 
     def _compile(self, fn: FunctionType, frame_args: tuple) -> Any:
-        reason = self._miss_reason(frame_args)
+        if self.python_only is not None:
+            return None
         limit = config.cache_size_limit
         if len(self.entries) >= limit:
+            reason = self._miss_reason(frame_args)
+            message = self._limit_message(limit, reason)
+            recompiles_log.info("%s", message)
             if not self.limit_warned:
                 self.limit_warned = True
-                warn_user(self._limit_message(limit, reason), RecompileLimitWarning)
+                warn_user(message, RecompileLimitWarning)
+            self.route_to_python(f"cache_size_limit ({limit}) reached; last reason: {reason}")
             return None
+        reason = self._miss_reason(frame_args)
         if reason is not None:
             _REASONS.setdefault(id(self.code), (self.code, []))[1].append(reason)
             recompiles_log.info(
@@ -155,10 +220,19 @@ class FrameCache:
             graph_breaks_log.info(
                 "Not capturing %s, it runs in Python: %s", describe_code(self.code), exc
             )
+            self.route_to_python(f"not capturable: {exc}")
             return None
         self.entries.append(entry)
         self.pairs.append((entry.check, entry.run))
         return entry
+
+    def route_to_python(self, why: str) -> None:
+        """From now until ``reset()`` every call of this code object runs as plain Python."""
+        self.python_only = why
+        self.pairs.clear()  # a dispatcher already running goes straight to ``miss``
+        for front, (dispatching, python_code) in list(self._fronts.items()):
+            if front.__code__ is dispatching:
+                front.__code__ = python_code
 
     def _miss_reason(self, frame_args: tuple) -> str | None:
         if not self.entries:
@@ -172,10 +246,12 @@ class FrameCache:
         return (
             f"npdynamo: function {describe_code(self.code)} reached "
             f"npdynamo.config.cache_size_limit ({limit}) compiled entries. It keeps being "
-            "recompiled, so calls that match no existing entry now run as plain Python. "
+            "recompiled, so from now on every call of it runs as plain Python (its compiled "
+            "entries are kept for inspection only). "
             f"Last recompile reason: {reason or 'none recorded'}. "
-            "To allow more entries, raise npdynamo.config.cache_size_limit; to see every "
-            "reason, enable the 'npdynamo.recompiles' logger (NPDYNAMO_LOGS=recompiles)."
+            "To allow more entries, raise npdynamo.config.cache_size_limit (then call "
+            "npdynamo.reset() to compile it again); to see every reason, enable the "
+            "'npdynamo.recompiles' logger (NPDYNAMO_LOGS=recompiles)."
         )
 
 
@@ -200,20 +276,23 @@ def cache_for(
     """The cache serving calls of ``fn`` (whose original code is ``code``)."""
     # The cache holds ``backend``, so its id stays valid while the key exists.
     options = (id(backend), fullgraph, dynamic)
-    if fn.__closure__ is None:
-        table, key = _SHARED, (id(code), *options)
-    else:
-        table, key = _PER_FUNCTION.setdefault(fn, {}), options
-    cache = table.get(key)
-    if cache is None:
-        cache = table[key] = FrameCache(code, backend, fullgraph, dynamic)
-        _ALL.add(cache)
-    return cache
+    with COMPILE_LOCK:  # region hooks may run on several threads at once
+        if fn.__closure__ is None:
+            table, key = _SHARED, (id(code), *options)
+        else:
+            table, key = _PER_FUNCTION.setdefault(fn, {}), options
+        cache = table.get(key)
+        if cache is None:
+            cache = table[key] = FrameCache(code, backend, fullgraph, dynamic)
+            _ALL.add(cache)
+        return cache
 
 
-def register_owner(front: FunctionType, cache: FrameCache) -> None:
-    """Record that calls of ``front`` (a dispatcher or hooked function) are served by ``cache``."""
+def register_owner(front: FunctionType, cache: FrameCache, python_code: CodeType) -> None:
+    """Record that calls of ``front`` (a dispatcher or hooked function) are served by ``cache``;
+    ``python_code`` is what ``front`` runs once the cache routes its code object to Python."""
     _OWNERS[front] = cache
+    cache.add_front(front, python_code)
 
 
 def forget_owner(front: FunctionType) -> None:
@@ -256,6 +335,11 @@ def on_reset(callback: Callable[[], None]) -> None:
 
 def reset() -> None:
     """Drop every compiled entry, recompile record and refusal; un-hook region-hooked functions."""
+    with COMPILE_LOCK:
+        _reset()
+
+
+def _reset() -> None:
     for cache in list(_ALL):
         cache.clear()
     _SHARED.clear()

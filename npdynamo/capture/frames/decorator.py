@@ -22,7 +22,7 @@ from npdynamo.capture.frames.cache import (
 )
 from npdynamo.capture.frames.disable import is_disabled
 from npdynamo.capture.frames.dispatch import (
-    make_dispatcher,
+    make_dispatch_code,
     make_fallback,
     make_original_view,
     original_function,
@@ -84,9 +84,18 @@ def _compile(obj: Any, *, backend: Callable, fullgraph: bool, dynamic: bool | No
     view = make_original_view(fn, code)
     cache = cache_for(fn, code, backend, fullgraph, dynamic)
     miss = cache.miss_handler(view, make_fallback(fn, code))
-    dispatcher = make_dispatcher(view, cache.pairs, miss)
+    # The dispatcher carries fn's closure (its code lists the free variables, unused), so that
+    # once the cache routes this code to Python the dispatcher can run the user's code itself.
+    dispatcher = FunctionType(
+        make_dispatch_code(code, cache.pairs, miss, keep_freevars=True),
+        fn.__globals__,
+        fn.__name__,
+        fn.__defaults__,
+        fn.__closure__,
+    )
+    dispatcher.__kwdefaults__ = dict(fn.__kwdefaults__) if fn.__kwdefaults__ else None
     functools.update_wrapper(dispatcher, fn)
-    register_owner(dispatcher, cache)
+    register_owner(dispatcher, cache, code)
     register_original(dispatcher, view)
     _USER_FUNCTIONS[dispatcher] = fn
     return dispatcher

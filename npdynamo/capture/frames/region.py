@@ -259,7 +259,7 @@ def _hook(fn: FunctionType, code: CodeType, backend: Callable) -> None:
     miss = cache.miss_handler(view, make_fallback(fn, code))
     trampoline = make_dispatch_code(code, cache.pairs, miss, keep_freevars=True)
     fn.__code__ = trampoline
-    register_owner(fn, cache)
+    register_owner(fn, cache, code)
     register_original(fn, view)
     _HOOKED[fn] = (code, trampoline)
     log.debug("hooked %s", fn.__qualname__)

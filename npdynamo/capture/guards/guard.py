@@ -4,12 +4,16 @@ The translator records a ``Guard`` for every fact it used (an argument's type, a
 shape, a constant's value, a global's identity, a list's length, a dict's keys). ``GuardSet``
 compiles them into ONE Python function, cheapest checks first, and, when a call misses, re-checks
 them one by one to name the failing one: ``x.shape[0]: expected 32, got 64 (train.py:12)``.
+
+Guards over large containers are compacted first (``compact``); a miss is still named item by
+item.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from npdynamo.capture.guards.compact import ItemGroup, compact_layout
 from npdynamo.capture.guards.kinds import KINDS, GuardKind
 from npdynamo.capture.guards.sources import Source
 from npdynamo.capture.pysource import Namespace, make_function
@@ -26,17 +30,17 @@ class Guard:
     where: tuple[str, int] | None = None
 
     def key(self) -> tuple:
-        relation = self.expected if self.kind >= GuardKind.ALIAS else None
+        keyed = self.kind >= GuardKind.ALIAS or self.kind is GuardKind.HAS_KEY
+        relation = self.expected if keyed else None
         return (self.source, self.kind, relation)
 
     def describe(self) -> str:
         """Readable text of what is checked, for ``explain`` and the ``guards`` log."""
         return KINDS[self.kind].describe(self.source.short(), self.expected)
 
-
-def _check_expr(guard: Guard, ns: Namespace) -> str:
-    """The Python expression that is true when ``guard`` holds."""
-    return KINDS[guard.kind].check(guard.source.expr(), guard.expected, ns)
+    def check_expr(self, ns: Namespace) -> str:
+        """The Python expression that is true when this guard holds."""
+        return KINDS[self.kind].check(self.source.expr(), self.expected, ns)
 
 
 def frame_params(arg_count: int, cell_count: int | None) -> tuple[str, str]:
@@ -75,15 +79,34 @@ class GuardSet:
         """Generate the single guard function ``check(a0, a1, ...) -> bool``."""
         ns = Namespace(self.namespace_base)
         params, unpack = frame_params(self.arg_count, self.cell_count)
-        checks = [_check_expr(g, ns) for g in self.ordered()] or ["True"]
-        body = " and\n            ".join(checks)
-        unpack = f"        {unpack}\n" if unpack else ""
+        lines = [f"def check({params}):", "    try:"]
+        if unpack:
+            lines.append(f"        {unpack}")
+        pending: list[str] = []  # plain checks not yet emitted, joined by ``and``
+
+        def flush(final: bool) -> None:
+            body = " and\n            ".join(pending) or "True"
+            lines.append(f"        return ({body})" if final else f"        if not ({body}):")
+            if not final:
+                lines.append("            return False")
+            pending.clear()
+
+        for item in self.layout():
+            if isinstance(item, ItemGroup):  # a loop over the items, between plain checks
+                if pending:
+                    flush(final=False)
+                lines += [f"        {line}" for line in item.check_lines(ns)]
+            else:
+                pending.append(item.check_expr(ns))
+        flush(final=True)
         # A failing type check can make a later attribute read raise: that is a miss too.
-        self.source = (
-            f"def check({params}):\n    try:\n{unpack}        return ({body})\n"
-            "    except Exception:\n        return False\n"
-        )
+        lines += ["    except Exception:", "        return False", ""]
+        self.source = "\n".join(lines)
         self.check = make_function(self.source, "check", ns, "guards")
+
+    def layout(self) -> list:
+        """The guards in checking order, those over large containers compacted (``compact``)."""
+        return compact_layout(self.ordered())
 
     def miss_reason(self, frame_args: tuple) -> str:
         """The first guard that fails for these arguments, in words."""
@@ -95,7 +118,7 @@ class GuardSet:
         for i, arg in enumerate(frame_args):
             scope[f"a{i}"] = arg
         for guard in self.guards:  # discovery order: a container is checked before its items
-            expr = _check_expr(guard, ns)
+            expr = guard.check_expr(ns)
             scope.update(ns.values)
             try:
                 ok = eval(expr, scope)  # noqa: S307 (our own generated expression)
@@ -115,4 +138,4 @@ class GuardSet:
         return KINDS[guard.kind].miss(name, guard.expected, actual) + where
 
     def describe(self) -> list[str]:
-        return [g.describe() for g in self.ordered()]
+        return [item.describe() for item in self.layout()]

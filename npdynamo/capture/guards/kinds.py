@@ -7,6 +7,7 @@ by cost: the generated guard function runs cheap identity and type checks first.
 from __future__ import annotations
 
 import enum
+import types
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,13 +23,15 @@ class GuardKind(enum.IntEnum):
     TYPE = 0
     ID = 1
     CONSTANT = 2
-    LENGTH = 3
-    DICT_KEYS = 4
-    DTYPE = 5
-    SHAPE = 6
-    ALIAS = 7  # the same object as another source (an argument passed twice)
-    DISTINCT = 8  # not the same object as another source
-    NO_OVERLAP = 9  # a written array shares no memory with another input array
+    METHOD = 3  # a bound builtin method (new on every read): which C method, whatever its self
+    LENGTH = 4
+    HAS_KEY = 5  # expected (key, present): whether a dict has that key
+    DICT_KEYS = 6
+    DTYPE = 7
+    SHAPE = 8
+    ALIAS = 9  # the same object as another source (an argument passed twice)
+    DISTINCT = 10  # not the same object as another source
+    NO_OVERLAP = 11  # a written array shares no memory with another input array
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,21 @@ def _miss_shape(name: str, exp: tuple, actual: object) -> str:
     return f"{name}.shape: expected {exp}, got {shape}"
 
 
+def _check_method(e: str, descriptor: object, ns: Namespace) -> str:
+    # Bound builtin methods compare equal when they bind the same C method to the same object:
+    # binding the expected descriptor to the value's own ``__self__`` tells which method it is.
+    d = ns.bind(descriptor, "MD")
+    if isinstance(descriptor, types.ClassMethodDescriptorType):
+        return f"{e} == {d}.__get__(None, {e}.__self__)"
+    return f"{e} == {d}.__get__({e}.__self__)"
+
+
+def _describe_method(name: str, descriptor: object) -> str:
+    owner = getattr(descriptor, "__objclass__", None)
+    owner_name = owner.__qualname__ if isinstance(owner, type) else "?"
+    return f"{owner_name}.{descriptor.__name__}"
+
+
 def _check_dtype(e: str, exp: object, ns: Namespace) -> str:
     dt = ns.bind(exp, "DT")
     # identity first: NumPy hands out canonical dtype singletons, so `==` rarely runs
@@ -112,10 +130,26 @@ KINDS: dict[GuardKind, KindRules] = {
     GuardKind.CONSTANT: KindRules(
         _check_constant, lambda name, exp: f"{name} == {exp!r}", _miss_constant
     ),
+    GuardKind.METHOD: KindRules(
+        _check_method,
+        lambda name, exp: f"{name} is a bound {_describe_method(name, exp)}",
+        lambda name, exp, actual: (
+            f"{name}: expected a bound {_describe_method(name, exp)}, got {obj_text(actual)}"
+        ),
+    ),
     GuardKind.LENGTH: KindRules(
         lambda e, exp, ns: f"len({e}) == {exp}",
         lambda name, exp: f"len({name}) == {exp}",
         lambda name, exp, actual: f"len({name}): expected {exp}, got {len(actual)}",
+    ),
+    GuardKind.HAS_KEY: KindRules(
+        lambda e, exp, ns: f"{literal(exp[0])} {'in' if exp[1] else 'not in'} {e}",
+        lambda name, exp: f"{exp[0]!r} {'in' if exp[1] else 'not in'} {name}",
+        lambda name, exp, actual: (
+            f"{name}: the key {exp[0]!r} is missing"
+            if exp[1]
+            else f"{name}: has the key {exp[0]!r}, which it did not have"
+        ),
     ),
     GuardKind.DICT_KEYS: KindRules(
         lambda e, exp, ns: f"list({e}) == {ns.bind(list(exp), 'KEYS')}",
