@@ -171,7 +171,8 @@ class Program:
                      ns: _Namespace, body: list[str]) -> None:
         ks, dispatcher = kernel
         kname = ns.bind(dispatcher, f"kernel{group.index}")
-        self.kernel_names.append(kname)
+        if kname not in self.kernel_names:  # identical groups share one kernel
+            self.kernel_names.append(kname)
         args = []
         for arg in ks.args:
             if arg.kind == "input":
