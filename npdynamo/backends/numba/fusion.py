@@ -13,12 +13,17 @@ join creates no cycle through the nodes that run between kernels; otherwise it s
 Nodes that cannot be fused (matmul, shape ops, unhandled ops or dtypes) run as NumPy calls.
 Reductions over leading axes stay NumPy calls too: a row loop over them would stride through
 memory and be slower than NumPy.
+
+Long graphs (an unrolled loop) stay cheap: a group holds at most ``MAX_GROUP_NODES`` ops
+(numba's compile time grows faster than a kernel's length, and equal pieces of a repeated body
+give identical groups, which share one kernel), horizontal joins look only at the last
+``HORIZONTAL_WINDOW`` groups, and a cycle check that would walk more than ``CYCLE_WALK_LIMIT``
+nodes refuses the join, so partitioning is linear in the graph's length.
 """
 
 from __future__ import annotations
 
 import heapq
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,7 +47,7 @@ IndexMap = tuple
 HORIZONTAL_WINDOW = 8
 #: Ops per group at most: numba's compile time grows faster than linearly with a kernel's size,
 #: and a long unrolled loop cut into equal pieces gives identical groups that share one kernel.
-MAX_GROUP_NODES = int(os.environ.get("NPDYNAMO_MAX_GROUP", 64))
+MAX_GROUP_NODES = 64
 #: How far (nodes visited) the cycle check of one join may walk back through the graph.
 CYCLE_WALK_LIMIT = 2000
 
