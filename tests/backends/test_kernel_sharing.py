@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import npdynamo
-from npdynamo.backends.numba import numba_backend
+from npdynamo.backends.numba import fusion, numba_backend
 from npdynamo.backends.numba.fusion import MAX_GROUP_NODES
 from tests.backends.compare import assert_close
 
@@ -51,3 +51,20 @@ def test_a_long_chain_is_cut_into_groups_that_share_kernels():
     report = _compile(chain, np.linspace(0.0, 1.0, 32), np.linspace(1.0, 2.0, 32))
     assert all(len(ops) <= MAX_GROUP_NODES for ops in report.groups)
     assert report.kernels == -(-300 // MAX_GROUP_NODES) and report.distinct == 2
+
+
+def branches(x, w):
+    h = x @ w  # a NumPy call: the cycle check walks through it
+    a = np.tanh(x) * 2.0 + h
+    b = np.sqrt(np.abs(h)) + x
+    return a * b, a - b
+
+
+def test_a_cycle_check_that_gives_up_refuses_the_join(monkeypatch):
+    """Past ``CYCLE_WALK_LIMIT`` a join is refused: more kernels, the same results."""
+    rng = np.random.default_rng(1)
+    args = rng.standard_normal((6, 6)), rng.standard_normal((6, 6))
+    full = _compile(branches, *args).kernels
+    npdynamo.reset()
+    monkeypatch.setattr(fusion, "CYCLE_WALK_LIMIT", 0)
+    assert _compile(branches, *args).kernels > full
