@@ -259,7 +259,8 @@ def _report(name: str, r: dict) -> None:
 
 
 def main() -> None:
-    print("Worst cases (issue 11): plain Python against compiled, in one run")
+    print("Worst cases (issue 11): plain Python against compiled, in one run "
+          "(ratio = compiled / plain: above 1 is slower than plain)")
     print(f"  {'case':<44} {'plain':>12} {'compiled':>12} {'ratio':>8}")
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NPDYNAMO_CACHE_DIR=cache, NPDYNAMO_PROGRESS="0")
