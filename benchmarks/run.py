@@ -21,3 +21,8 @@ if __name__ == "__main__":
     threads.main()
     numba_backend.main()
     startup.main()
+    # Never worse than Python (issue 11): the worst cases, plain against compiled.
+    from benchmarks import worst_case
+
+    print()
+    worst_case.main()

@@ -17,7 +17,7 @@ import types
 
 import bytecode as bc
 
-from npdynamo import ops
+from npdynamo import ops, progress
 from npdynamo.capture.builder import ValueBuilder
 from npdynamo.capture.bytecode_gen import decoded_instructions, user_name
 from npdynamo.capture.errors import CaptureUnsupported, Location, UserCodeRaises
@@ -163,6 +163,7 @@ class CaptureContext:
         if isinstance(meta, tuple):
             raise self.unsupported(f"{op!r} returns several arrays; not supported yet")
         self.node_count += 1
+        progress.op_captured(self)
         if self.node_count > GRAPH_NODE_LIMIT:
             raise self.unsupported(
                 f"the graph reached {GRAPH_NODE_LIMIT} ops (a long loop unrolled); it ends here",

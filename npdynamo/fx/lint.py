@@ -36,6 +36,10 @@ def lint_graph(graph: Graph) -> None:
     if len(listed) != len(graph.nodes):
         raise LintError(f"the graph counts {len(graph.nodes)} nodes but lists {len(listed)}")
     members = set(listed)
+    # what each node reads according to its args/kwargs, worked out once: checking every user
+    # of a node by walking the user's arguments again was quadratic in a node's fan-in
+    reads = {node: dict.fromkeys([*iter_nodes(node.args), *iter_nodes(node.kwargs)])
+             for node in listed}
     defined: set[Node] = set()
     names: dict[str, Node] = {}
     output: Node | None = None
@@ -67,8 +71,8 @@ def lint_graph(graph: Graph) -> None:
         if node.op == "call_function" and not callable(node.target):
             raise LintError(f"{where} has a target that is not callable", node)
 
-        _check_inputs(graph, node, where, defined, members)
-        _check_users(node, where, members)
+        _check_inputs(graph, node, where, defined, members, reads[node])
+        _check_users(node, where, members, reads)
         defined.add(node)
         if node.op == "output":
             output = node
@@ -77,8 +81,8 @@ def lint_graph(graph: Graph) -> None:
         raise LintError("the graph has no output node")
 
 
-def _check_inputs(graph: Graph, node: Node, where: str, defined: set, members: set) -> None:
-    actual = dict.fromkeys([*iter_nodes(node.args), *iter_nodes(node.kwargs)])
+def _check_inputs(graph: Graph, node: Node, where: str, defined: set, members: set,
+                  actual: dict) -> None:
     if set(actual) != set(node.all_input_nodes):
         raise LintError(f"{where}: its recorded inputs do not match its args/kwargs", node)
     for inp in actual:
@@ -95,9 +99,9 @@ def _check_inputs(graph: Graph, node: Node, where: str, defined: set, members: s
             raise LintError(f"{where} reads {inp.name!r} but is missing from its users", node)
 
 
-def _check_users(node: Node, where: str, members: set) -> None:
+def _check_users(node: Node, where: str, members: set, reads: dict) -> None:
     for user in node.users:
         if user not in members:
             raise LintError(f"{where} lists {user.name!r} as a user, but it is not in the graph")
-        if not any(n is node for n in iter_nodes((user.args, user.kwargs))):
+        if node not in reads[user]:
             raise LintError(f"{where} lists {user.name!r} as a user, but it does not read it", node)

@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import npdynamo
 from npdynamo.backends.numba import diskcache
@@ -43,7 +44,7 @@ def test_kernel_files_are_keyed_by_source(kernel_cache_dir):
                 "def kernel(x):\n    return x\n")
     mod, path, source = diskcache.load_kernel_module(template)
     assert "cache=True" in source and path.startswith(str(kernel_cache_dir))
-    assert open(path).read() == source and mod.kernel(3) == 3
+    assert open(path).read() == diskcache.file_text(source) and mod.kernel(3) == 3
     assert diskcache.load_kernel_module(template)[0] is mod  # imported once per process
     assert diskcache.source_key(source) != diskcache.source_key(source + "\n")
 
@@ -81,3 +82,89 @@ def test_a_fresh_process_reuses_the_compiled_kernels(tmp_path):
     assert h2 >= 1 and m2 == 0  # ...the second loads the machine code from disk
     assert e1 < 1e-5 and e2 < 1e-5
     assert list((tmp_path / "cache" / "kernels").glob("k_*.py"))
+
+
+DAMAGE_SCRIPT = textwrap.dedent("""
+    import warnings
+    import numpy as np, npdynamo
+    from npdynamo.backends.numba import diskcache
+
+    def f(x, y):
+        return np.sqrt(x * x + y) * 0.5 - y
+
+    x = np.linspace(0.0, 2.0, 50)
+    y = np.linspace(1.0, 3.0, 50)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = npdynamo.compile(f, backend="numba")(x, y)
+    stats = [m.kernel.stats for m in diskcache._loaded.values()]
+    hits = sum(sum(s.cache_hits.values()) for s in stats)
+    cache_warnings = [str(w.message) for w in caught
+                      if issubclass(w.category, diskcache.KernelCacheWarning)]
+    others = [str(w.message) for w in caught
+              if not issubclass(w.category, diskcache.KernelCacheWarning)]
+    assert not others, others
+    print(len(cache_warnings), hits, float(np.abs(got - f(x, y)).max()))
+    for message in cache_warnings:
+        print(message)
+""")
+
+
+def _cut_kernel_file(kernels):
+    (path,) = kernels.glob("k_*.py")
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-3]))  # cut at a line boundary: still valid Python
+
+
+def _cut_nbc(kernels):
+    (path,) = (kernels / "__pycache__").glob("k_*.nbc")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _garbage_nbi(kernels):
+    (path,) = (kernels / "__pycache__").glob("k_*.nbi")
+    path.write_bytes(b"\x80\x04garbage, not an index" * 10)
+
+
+def _env(tmp_path):
+    env = dict(os.environ, NPDYNAMO_CACHE_DIR=str(tmp_path / "cache"))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    return env, root
+
+
+def test_two_processes_filling_the_same_entry_at_once(tmp_path):
+    env, root = _env(tmp_path)
+    procs = [subprocess.Popen([sys.executable, "-c", DAMAGE_SCRIPT], env=env, cwd=root,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        count, _hits, error = out.split()[:3]
+        assert count == "0" and float(error) < 1e-12
+    assert not list((tmp_path / "cache" / "kernels").glob("*.tmp"))
+
+
+@pytest.mark.parametrize("damage", [_cut_kernel_file, _cut_nbc, _garbage_nbi],
+                         ids=["kernel-py-cut", "nbc-cut", "nbi-garbage"])
+def test_a_damaged_cache_entry_is_rebuilt_and_reported_once(tmp_path, damage):
+    env, root = _env(tmp_path)
+    kernels = tmp_path / "cache" / "kernels"
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", DAMAGE_SCRIPT], env=env,
+                             capture_output=True, text=True, cwd=root)
+        assert out.returncode == 0, out.stderr
+        first, *messages = out.stdout.splitlines()
+        count, hits, err = first.split()
+        return int(count), int(hits), float(err), messages
+
+    assert run()[:2] == (0, 0)  # compiled and stored
+    damage(kernels)
+    count, _hits, err, messages = run()
+    assert count == 1 and err < 1e-12  # right results, one warning naming the file
+    assert str(kernels) in messages[0] and "rebuilt" in messages[0]
+    count, hits, err, _ = run()
+    assert count == 0 and hits >= 1 and err < 1e-12  # the rebuilt entry is used again

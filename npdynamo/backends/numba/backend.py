@@ -16,16 +16,14 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from npdynamo import progress
 from npdynamo.backends.numba import diskcache, threads
 from npdynamo.backends.numba.codegen import generate_kernel
-from npdynamo.backends.numba.fusion import FusionGroup, partition
+from npdynamo.backends.numba.fusion import partition
 from npdynamo.backends.numba.program import Program
 from npdynamo.fx import passes
 from npdynamo.fx.graph import Graph
 from npdynamo.logs import get_logger
-
-#: A compile taking longer than this logs one progress line per kernel.
-PROGRESS_AFTER_S = 1.0
 
 
 class NumbaFallbackWarning(UserWarning):
@@ -37,6 +35,7 @@ class NumbaReport:
     """What the numba backend did with one graph (shown by ``npdynamo.explain``)."""
 
     kernels: int = 0
+    distinct: int = 0  # kernels after sharing one among structurally identical groups
     groups: list[tuple[str, ...]] = field(default_factory=list)  # op names per fusion group
     parallel: list[bool] = field(default_factory=list)  # per kernel
     not_fused: list[tuple[str, str]] = field(default_factory=list)  # (node, why) run in NumPy
@@ -49,7 +48,8 @@ class NumbaReport:
     def __str__(self) -> str:
         if self.fell_back:
             return f"numba backend: fell back to eager ({self.reason})"
-        lines = [f"numba backend: {self.kernels} kernel(s), {self.thread_policy}, "
+        shared = (f" ({self.distinct} distinct)" if 0 < self.distinct < self.kernels else "")
+        lines = [f"numba backend: {self.kernels} kernel(s){shared}, {self.thread_policy}, "
                  f"compiled in {self.compile_time_s:.2f} s"]
         for ops, par in zip(self.groups, self.parallel):
             lines.append(f"  kernel ({'parallel' if par else 'serial'}): {', '.join(ops)}")
@@ -60,6 +60,7 @@ class NumbaReport:
 
 def numba_backend(gm, example_inputs: list) -> Callable[..., tuple]:
     """Compile ``gm`` into fused numba kernels; see the module docstring."""
+    progress.end_capture()
     report = NumbaReport()
     start = time.perf_counter()
     try:
@@ -115,9 +116,11 @@ def _compile(gm, example_inputs: list, report: NumbaReport) -> Callable[..., tup
         kernels[group] = (ks, module.kernel)
         report.groups.append(group.op_names)
         report.parallel.append(ks.parallel)
+        if path not in report.kernel_files or path == "<memory>":
+            log.info("numba kernel %d (%s):\n%s", group.index, path, source)
         report.kernel_files.append(path)
-        log.info("numba kernel %d (%s):\n%s", group.index, path, source)
     report.kernels = len(part.groups)
+    report.distinct = len({id(k) for _ks, k in kernels.values()})
     report.not_fused = [(n.name, why) for n, why in part.not_fused.items()]
 
     def on_fallback(group_index: int, reason: str) -> None:
@@ -128,7 +131,7 @@ def _compile(gm, example_inputs: list, report: NumbaReport) -> Callable[..., tup
     program.fn.npdynamo_report = report
     log.info("numba program for graph %s:\n%s", gm.name, program.source)
     if part.groups and _concrete(example_inputs, graph):
-        _warm_up(program, example_inputs, part.groups, log)
+        _warm_up(program, example_inputs, gm, log)
     return program.fn
 
 
@@ -139,21 +142,20 @@ def _concrete(example_inputs: list, graph: Graph) -> bool:
         type(x).__name__ == "ArrayMeta" for x in example_inputs)
 
 
-def _warm_up(program: Program, example_inputs: list, groups: list[FusionGroup],
-             log: logging.Logger) -> None:
-    start = time.perf_counter()
-    pending: list[tuple[int, float]] = []
+def _warm_up(program: Program, example_inputs: list, gm, log: logging.Logger) -> None:
+    """Compile every kernel now (one run on the example inputs), with progress when slow."""
+    names = program.kernel_names
+    progress.kernels(0, len(names))
+    seen: set[int] = set()
 
-    def progress(index: int, seconds: float) -> None:
-        # Quick compiles stay quiet; once the compile passes the limit, every kernel is listed.
-        pending.append((index, seconds))
-        if time.perf_counter() - start > PROGRESS_AFTER_S:
-            for i, s in pending:
-                log.info("numba: kernel %d/%d (%s) compiled in %.2f s", i + 1, len(groups),
-                         ", ".join(groups[i].op_names), s)
-            pending.clear()
+    def compiled(index: int, seconds: float) -> None:
+        if index not in seen:
+            seen.add(index)
+            log.debug("numba: kernel %d/%d compiled or loaded in %.2f s", index + 1,
+                      len(names), seconds)
+            progress.kernels(len(seen), len(names))
 
     try:
-        program.warm_up(example_inputs, progress)
+        program.warm_up(example_inputs, compiled)
     except Exception:  # noqa: S110 - a NumPy call raised: the real call raises it again
         pass

@@ -161,6 +161,13 @@ class _KernelWriter:
         self.param: dict[int, str] = {}  # id(input node or constant) -> parameter name
         self.extent_src: dict[int, str] = {}
         self.lines: list[str] = []
+        # Names local to the kernel (position in the group, not the graph's node names), so
+        # structurally identical groups (a loop body unrolled N times) give the same source:
+        # one module, one numba compile, reused by all of them.
+        self.local = {node: i for i, node in enumerate(group.nodes)}
+
+    def v(self, node: Node) -> str:
+        return f"v{self.local[node]}"
 
     # -- classification ----------------------------------------------------------------------
 
@@ -250,7 +257,8 @@ class _KernelWriter:
             if kind == "const":
                 name = f"c{sum(a.kind == 'const' for a in self.args)}"
             else:
-                name = f"{'in' if kind == 'input' else 'out'}_{value.name}"
+                prefix = "in" if kind == "input" else "out"
+                name = f"{prefix}{sum(a.kind == kind for a in self.args)}"
             self.param[key] = name
             self.args.append(KernelArg(name, kind, value))
         return self.param[key]
@@ -258,7 +266,7 @@ class _KernelWriter:
     def _read(self, operand: Operand, reader_shape: tuple[int, ...], reader_map: IndexMap) -> str:
         value = operand.value
         if isinstance(value, Node) and value in self.members:
-            expr, src = f"v_{value.name}", self.g.lowered[value].dtype
+            expr, src = self.v(value), self.g.lowered[value].dtype
         elif isinstance(value, (Node, np.ndarray)):
             kind = "input" if isinstance(value, Node) else "const"
             meta = _meta(value) if kind == "input" else ArrayMeta(value.shape, value.dtype)
@@ -283,11 +291,11 @@ class _KernelWriter:
         if phase is not None and self._buffered_before(node, phase):
             host = self.spill_host.get(node, node)
             buf = self._param(host, "output")
-            self.emit(f"v_{node.name} = {buf}[{_index(self.g.maps[node])}]", depth)
+            self.emit(f"{self.v(node)} = {buf}[{_index(self.g.maps[node])}]", depth)
             return
         shape = _meta(node).shape
         exprs = [self._read(o, shape, self.g.maps[node]) for o in low.operands]
-        self.emit(f"v_{node.name} = {low.emit(exprs)}", depth)
+        self.emit(f"{self.v(node)} = {low.emit(exprs)}", depth)
 
     def _outer_values(self, level: int, depth: int) -> None:
         for node in self.g.nodes:
@@ -297,7 +305,7 @@ class _KernelWriter:
 
     def _store(self, node: Node, depth: int, into: Node | None = None) -> None:
         buf = self._param(into or node, "output")
-        self.emit(f"{buf}[{_index(self.g.maps[node])}] = v_{node.name}", depth)
+        self.emit(f"{buf}[{_index(self.g.maps[node])}] = {self.v(node)}", depth)
 
     def _phase_body(self, ph: _Phase, depth: int, acc_of: dict) -> None:
         needed = self._needed(ph.roots, ph.index)
@@ -355,11 +363,11 @@ class _KernelWriter:
             elif red.kind == "sum" and acc.total.kind == "f":
                 # -0.0 starts the sum so that all -0.0 sums to -0.0; NumPy's empty sum is +0.0
                 total = f"({total} if {count} != 0 else {literal(0.0, acc.total)})"
-            self.emit(f"v_{acc.node.name} = {cast(total, acc.total, red.dtype)}", depth)
+            self.emit(f"{self.v(acc.node)} = {cast(total, acc.total, red.dtype)}", depth)
 
     def _phase(self, ph: _Phase, depth: int) -> None:
         for a in ph.accs:
-            a.name, a.part = f"acc_{a.node.name}", f"part_{a.node.name}"
+            a.name, a.part = f"acc{self.local[a.node]}", f"part{self.local[a.node]}"
         acc_of = {a.node: a.name for a in ph.accs}
         if not self.loop_axes:
             self._phase_body(ph, depth, acc_of)
@@ -383,19 +391,19 @@ class _KernelWriter:
         self.emit(f"ch = max(1, {CHUNK} // max(1, {rest}))", depth)
         self.emit(f"nch = (n{k0} + ch - 1) // ch", depth)
         for a in ph.accs:
-            self.emit(f"parts_{a.node.name} = np.empty(nch, {dtype_ctor(a.total)})", depth)
+            self.emit(f"parts{self.local[a.node]} = np.empty(nch, {dtype_ctor(a.total)})", depth)
         self.emit("for c in prange(nch):", depth)
         inner = {a.node: f"c{a.name}" for a in ph.accs}
         for a in ph.accs:
             self.emit(f"{inner[a.node]} = {_init(a.red.kind, a.total)}", depth + 1)
         self._loops(ph, depth + 1, inner, f"c * ch|min(n{k0}, c * ch + ch)")
         for a in ph.accs:
-            self.emit(f"parts_{a.node.name}[c] = {inner[a.node]}", depth + 1)
+            self.emit(f"parts{self.local[a.node]}[c] = {inner[a.node]}", depth + 1)
         for a in ph.accs:
             self.emit(f"{a.name} = {_init(a.red.kind, a.total)}", depth)
         self.emit("for c in range(nch):", depth)
         for a in ph.accs:
-            folded = _fold(a.red.kind, a.total, a.name, f"parts_{a.node.name}[c]", False)
+            folded = _fold(a.red.kind, a.total, a.name, f"parts{self.local[a.node]}[c]", False)
             self.emit(f"{a.name} = {folded}", depth + 1)
 
     def _outer_loop(self, depth: int) -> int:

@@ -3,25 +3,35 @@
 Each kernel's module source is written once to ``$NPDYNAMO_CACHE_DIR/kernels/k_<key>.py``
 (default ``~/.cache/npdynamo``, created readable by the user only), where the key hashes the
 source together with the Python, NumPy and numba versions and the backend's own runtime code.
-The module is imported with ``importlib`` and its kernels are compiled with ``cache=True``, so
-numba stores the machine code next to the file and a fresh process that generates the same
-source loads it instead of compiling. A process imports each module once and reuses it for
-every graph that produces the same kernel. When no cache directory can be created the kernel is
-compiled from memory, without the disk cache.
+The file's first line carries the SHA-256 digest of the rest. The module is compiled from the
+file's text and its kernels use ``cache=True``, so numba stores the machine code next to the
+file (``__pycache__/*.nbi``, ``*.nbc``) and a fresh process that generates the same source loads
+it instead of compiling. A process loads each module once and reuses it for every graph that
+produces the same kernel. When no cache directory can be created the kernel is compiled from
+memory, without the disk cache.
+
+Nothing on disk is trusted: a kernel file whose text is not exactly the expected one (cut short,
+edited, another kernel's) is replaced before use, and a numba cache file that fails to load
+(truncated, garbage) is deleted so numba compiles and stores the kernel again. Each repair is
+reported once per process (``KernelCacheWarning``, naming the file to delete if it repeats).
+Files are written to a temporary name and renamed, so processes writing the same entry at once
+each see either no file or a whole one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import importlib.util
 import os
 import sys
 import tempfile
 import types
+import warnings
 from pathlib import Path
 
 import numba
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
 _PACKAGE = "npdynamo_kernels"
 _loaded: dict[str, types.ModuleType] = {}
@@ -63,8 +73,29 @@ def source_key(source: str) -> str:
     return hashlib.sha256(f"{_VERSIONS}\n{source}".encode()).hexdigest()[:24]
 
 
+class KernelCacheWarning(UserWarning):
+    """A damaged or foreign kernel cache entry was discarded and rebuilt."""
+
+
+_reported: set[str] = set()
+
+
+def _report(path: str, what: str) -> None:
+    if path in _reported:
+        return
+    _reported.add(path)
+    warnings.warn(f"npdynamo: the kernel cache entry {path} was {what}; it was discarded and "
+                  f"rebuilt. If this repeats, delete {path} (or the whole directory "
+                  f"{os.path.dirname(path)}).", KernelCacheWarning, stacklevel=2)
+
+
+def file_text(source: str) -> str:
+    """What the kernel file of ``source`` holds: a digest line, then the source."""
+    return f"# npdynamo kernel, sha256 {hashlib.sha256(source.encode()).hexdigest()}\n{source}"
+
+
 def load_kernel_module(source_template: str) -> tuple[types.ModuleType, str, str]:
-    """Import the module of ``source_template`` (its ``{cache}`` placeholder filled in).
+    """Load the module of ``source_template`` (its ``{cache}`` placeholder filled in).
 
     Returns the module, its file path (``"<memory>"`` without a cache directory) and its source.
     """
@@ -75,33 +106,74 @@ def load_kernel_module(source_template: str) -> tuple[types.ModuleType, str, str
         module = _loaded[key]
         return module, getattr(module, "__file__", None) or "<memory>", source
     name = f"{_PACKAGE}.k_{key}"
+    module = types.ModuleType(name)
     if directory is None:
-        module = types.ModuleType(name)
-        exec(compile(source, f"<npdynamo-kernel-{key}>", "exec"), module.__dict__)
         path = "<memory>"
+        exec(compile(source, f"<npdynamo-kernel-{key}>", "exec"), module.__dict__)
     else:
         path = str(directory / f"k_{key}.py")
-        _write_once(path, source)
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
+        text = file_text(source)
+        _ensure_file(path, text)
+        # compiled from the checked text, not re-read by an import (no .pyc to go stale)
+        module.__file__ = path
         sys.modules[name] = module
-        spec.loader.exec_module(module)
+        exec(compile(text, path, "exec"), module.__dict__)
+        kernel = getattr(module, "kernel", None)
+        if isinstance(kernel, Dispatcher) and hasattr(kernel._cache, "_cache_file"):
+            _guard_numba_cache(kernel, path)
     _loaded[key] = module
     return module, path, source
 
 
-def _write_once(path: str, source: str) -> None:
-    # An existing file with this key holds this very source; rewriting it would change its
-    # timestamp and make numba discard the machine code cached for it.
-    if os.path.exists(path):
+def _ensure_file(path: str, text: str) -> None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            found = f.read()
+    except FileNotFoundError:
+        found = None
+    if found == text:
+        # not rewritten: a new timestamp would make numba discard the machine code cached for it
         return
+    if found is not None:
+        what = "cut short" if text.startswith(found) else "damaged or foreign (unexpected text)"
+        _remove_numba_files(path)
+        _report(path, what)
+    _write_atomic(path, text)
+
+
+def _write_atomic(path: str, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _remove_numba_files(path: str) -> None:
+    """Delete numba's cache files of the kernel file ``path`` (best effort)."""
+    stem = Path(path).stem
+    for f in (Path(path).parent / "__pycache__").glob(f"{stem}.*"):
+        with contextlib.suppress(OSError):
+            f.unlink()
+
+
+def _guard_numba_cache(dispatcher: Dispatcher, path: str) -> None:
+    """Make a failing load of numba's cache files a cache miss (files deleted, kernel rebuilt)
+    instead of an error that would send every later process to the eager backend."""
+    cache = dispatcher._cache
+    load = cache.load_overload
+
+    def checked_load(sig, target_context):
+        try:
+            return load(sig, target_context)
+        except Exception as exc:  # whatever unpickling a damaged file raises
+            index = cache._cache_file._index_path
+            _remove_numba_files(path)
+            _report(index, f"unreadable ({type(exc).__name__}) in numba's cache for {path}")
+            return None  # numba compiles the kernel and saves fresh files
+
+    cache.load_overload = checked_load

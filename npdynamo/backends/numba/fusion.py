@@ -13,6 +13,12 @@ join creates no cycle through the nodes that run between kernels; otherwise it s
 Nodes that cannot be fused (matmul, shape ops, unhandled ops or dtypes) run as NumPy calls.
 Reductions over leading axes stay NumPy calls too: a row loop over them would stride through
 memory and be slower than NumPy.
+
+Long graphs (an unrolled loop) stay cheap: a group holds at most ``MAX_GROUP_NODES`` ops
+(numba's compile time grows faster than a kernel's length, and equal pieces of a repeated body
+give identical groups, which share one kernel), horizontal joins look only at the last
+``HORIZONTAL_WINDOW`` groups, and a cycle check that would walk more than ``CYCLE_WALK_LIMIT``
+nodes refuses the join, so partitioning is linear in the graph's length.
 """
 
 from __future__ import annotations
@@ -36,6 +42,14 @@ from npdynamo.ops.meta import ArrayMeta
 #: An index map gives, for each dimension of a value, the domain axis its index follows, or
 #: ``None`` where the value is broadcast (size 1).
 IndexMap = tuple
+
+#: How many of the most recent groups a node may join horizontally (without a data edge).
+HORIZONTAL_WINDOW = 8
+#: Ops per group at most: numba's compile time grows faster than linearly with a kernel's size,
+#: and a long unrolled loop cut into equal pieces gives identical groups that share one kernel.
+MAX_GROUP_NODES = 64
+#: How far (nodes visited) the cycle check of one join may walk back through the graph.
+CYCLE_WALK_LIMIT = 2000
 
 
 @dataclass(eq=False)
@@ -136,24 +150,35 @@ class _Partitioner:
             self.not_fused[node] = str(exc)
 
     def _candidates(self, node: Node) -> list[FusionGroup]:
-        first = [self.group_of[i] for i in node.all_input_nodes if i in self.group_of]
-        rest = [g for g in reversed(self.groups) if g not in first]
-        seen: list[FusionGroup] = []
-        for g in first + rest:
-            if g not in seen:
-                seen.append(g)
-        return seen
+        """The groups of ``node``'s inputs, then the most recent other groups (horizontal fusion).
+
+        Only the last ``HORIZONTAL_WINDOW`` groups are tried horizontally: every try walks the
+        graph for a cycle, so trying all of them made a long unrolled loop quadratic to fuse."""
+        seen: dict[int, FusionGroup] = {}
+        for i in node.all_input_nodes:
+            g = self.group_of.get(i)
+            if g is not None:
+                seen.setdefault(g.index, g)
+        for g in self.groups[::-1][:HORIZONTAL_WINDOW]:
+            seen.setdefault(g.index, g)
+        return list(seen.values())
 
     def _creates_cycle(self, group: FusionGroup, node: Node) -> bool:
         """Would ``node`` in ``group`` make the kernel depend on its own output?
 
         Walks back from ``node``'s inputs over the CURRENT grouping (a kernel runs as one step,
         so reaching any member means depending on all of its inputs): dependency sets frozen
-        when each node was placed miss edges that later joins add to earlier groups."""
+        when each node was placed miss edges that later joins add to earlier groups. A walk
+        longer than ``CYCLE_WALK_LIMIT`` steps counts as a cycle (the node starts a group of
+        its own): refusing a join is always correct, and it keeps long graphs linear to fuse."""
+        budget = CYCLE_WALK_LIMIT
         pending = [i for i in node.all_input_nodes if self.group_of.get(i) is not group]
         seen_nodes: set[Node] = set()
         seen_groups: set[int] = set()
         while pending:
+            budget -= 1
+            if budget < 0:
+                return True
             current = pending.pop()
             owner = self.group_of.get(current)
             if owner is group:
@@ -169,38 +194,42 @@ class _Partitioner:
         return False
 
     def _try_join(self, group: FusionGroup, node: Node, lowered: Lowered | Reduction) -> bool:
-        if self._creates_cycle(group, node):
+        if len(group.nodes) >= MAX_GROUP_NODES:
+            return False
+        # the cheap shape checks first: the cycle check walks the graph
+        if isinstance(lowered, Reduction):
+            value_map = self._reduction_map(group, lowered, _shape(node))
+        else:
+            value_map = group.value_map(_shape(node))
+            for operand in lowered.operands if value_map is not None else ():
+                value = operand.value
+                if isinstance(value, Node) and self.group_of.get(value) is group:
+                    seen = broadcast_map(_shape(value), _shape(node), value_map)
+                    if seen != group.maps[value]:
+                        return False
+        if value_map is None or self._creates_cycle(group, node):
             return False
         if isinstance(lowered, Reduction):
-            return self._join_reduction(group, node, lowered)
-        value_map = group.value_map(_shape(node))
-        if value_map is None:
-            return False
-        for operand in lowered.operands:
-            value = operand.value
-            if isinstance(value, Node) and self.group_of.get(value) is group:
-                seen = broadcast_map(_shape(value), _shape(node), value_map)
-                if seen != group.maps[value]:
-                    return False
+            group.reduce_axes = lowered.axes
         self._add(group, node, lowered, value_map)
         return True
 
-    def _join_reduction(self, group: FusionGroup, node: Node, red: Reduction) -> bool:
-        source = red.source.value
-        if _shape(source) != group.domain or not red.axes:
-            return False
+    @staticmethod
+    def _reduction_map(group: FusionGroup, red: Reduction,
+                       shape: tuple[int, ...]) -> IndexMap | None:
+        """The index map of a reduction joining ``group``, or ``None`` if it cannot join."""
+        if _shape(red.source.value) != group.domain or not red.axes:
+            return None
         if group.reduce_axes and red.axes != group.reduce_axes:
-            return False
+            return None
         if not group.reduce_axes and not _trailing(red.axes, len(group.domain)):
-            return False
+            return None
         saved = group.reduce_axes
         group.reduce_axes = red.axes
-        value_map = group.value_map(_shape(node))
-        if value_map is None:
+        try:
+            return group.value_map(shape)
+        finally:
             group.reduce_axes = saved
-            return False
-        self._add(group, node, red, value_map)
-        return True
 
     def _start_group(self, node: Node, lowered: Lowered | Reduction) -> None:
         if isinstance(lowered, Reduction):

@@ -6,7 +6,8 @@ calls each kernel once (one numba dispatch per fusion group), calls the NumPy ``
 op that was not fused, and returns exactly what the eager backend returns: a
 tuple, NumPy scalars where the graph has NumPy scalars, the graph's input objects themselves
 where it returns an input. Any numba error while running (a kernel failing to compile for new
-argument types) switches the program to the eager backend for good, with one warning.
+argument types) switches the program to the eager backend for good, with one warning. A call
+under a non-default ``np.errstate`` runs on the eager backend (see ``errstate``).
 NumPy calls between kernels raise exactly what they raise under the eager backend.
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 from numba.core.errors import NumbaWarning
 
+from npdynamo.backends.numba import errstate
 from npdynamo.backends.numba.codegen import KernelSource
 from npdynamo.backends.numba.fusion import FusionGroup, Partition
 from npdynamo.fx.graph import Graph
@@ -152,12 +154,16 @@ class Program:
                 # where fresh pages would cost a page fault each
                 body.append(f"del {', '.join(dead_after[i])}")
         ns.values.update(_fell_back=False, _eager=eager, _fallback=self._fallback,
-                         _empty=np.empty, _take=take_buffer)
+                         _empty=np.empty, _take=take_buffer, _errstate=errstate.current,
+                         _default_errstate=errstate.DEFAULT,
+                         _kernels_may_run=errstate.kernels_may_run)
         arglist = ", ".join(params)
         call = f"({arglist},)" if len(params) == 1 else f"({arglist})"
         lines = [
             f"def forward({arglist}):",
-            "    if _fell_back:",
+            # under a user's np.errstate NumPy itself must raise or warn: the eager backend
+            "    if _fell_back or (_errstate() is not _default_errstate"
+            " and not _kernels_may_run()):",
             f"        return _eager({arglist})",
             *("    " + line.replace("$ARGS", call) for line in body),
             f"    return {ns.render(out)}",
@@ -171,7 +177,8 @@ class Program:
                      ns: _Namespace, body: list[str]) -> None:
         ks, dispatcher = kernel
         kname = ns.bind(dispatcher, f"kernel{group.index}")
-        self.kernel_names.append(kname)
+        if kname not in self.kernel_names:  # identical groups share one kernel
+            self.kernel_names.append(kname)
         args = []
         for arg in ks.args:
             if arg.kind == "input":
@@ -230,6 +237,8 @@ class Program:
 
         for i, name in enumerate(self.kernel_names):
             self.globals[name] = timed(i, saved[name])
+        saved["_errstate"] = self.globals["_errstate"]
+        self.globals["_errstate"] = lambda: errstate.DEFAULT  # run the kernels, errors ignored
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
