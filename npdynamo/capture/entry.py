@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from npdynamo import config, logs
+from npdynamo import config, logs, ops
 from npdynamo.capture.break_reasons import GraphBreakReason, reason_from
 from npdynamo.capture.errors import CaptureUnsupported, UserCodeRaises
 from npdynamo.capture.guards import GuardSet
@@ -159,6 +159,7 @@ def finish_graph(
     dead_code_elimination(graph)
     common_subexpression_elimination(graph)
     dead_code_elimination(graph)
+    _distinct_outputs(graph)
     inputs = [(node, src) for node, src in ctx.placeholders if node.users]
     for node, _src in ctx.placeholders:
         if not node.users:
@@ -188,6 +189,25 @@ def finish_graph(
         )
         compiled = gm.forward
     return gm, compiled, inputs
+
+
+def _distinct_outputs(graph) -> None:
+    """Every graph output the rebuilder asked for stands for a distinct array object: where CSE
+    merged two of them (``P0 = np.zeros(n); P1 = np.zeros(n)``) or one became an input, the later
+    ones become copies, or the user would get one object under two names."""
+    output = graph.output_node
+    seen = set()
+    outs = []
+    for node in output.args[0]:
+        meta = node.meta.get("val")
+        scalar = meta is None or getattr(meta, "scalar", False)
+        if (node in seen or node.op == "placeholder") and not scalar:
+            with graph.inserting_before(output):
+                node = graph.call_function(ops.REGISTRY["copy"], (node,))
+            node.meta["val"] = meta
+        seen.add(node)
+        outs.append(node)
+    output.args = (tuple(outs),)
 
 
 def check_written_arrays(ctx: CaptureContext) -> None:
