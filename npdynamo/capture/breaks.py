@@ -24,6 +24,7 @@ from npdynamo.capture.break_reasons import GraphBreakReason
 from npdynamo.capture.calls import _class_attribute
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.rebuild import ValueRebuilder
+from npdynamo.capture.resume import TailCall, drive
 from npdynamo.capture.translator import CaptureContext, ReachedBreak, root_frame
 from npdynamo.capture.values import (
     BoundMethodValue,
@@ -39,10 +40,8 @@ from npdynamo.capture.values import (
 MAYBE_NULL = {"LOAD_GLOBAL", "LOAD_METHOD", "LOAD_SUPER_ATTR", "LOAD_ATTR"}
 #: Instructions a break cannot be placed at (their continuation is not a plain fall-through).
 NOT_BREAKABLE = {
-    "FOR_ITER",
     "SEND",
     "YIELD_VALUE",
-    "GET_ITER",
     "END_FOR",
     "LOAD_FAST_AND_CLEAR",
     "RETURN_GENERATOR",
@@ -55,13 +54,13 @@ class CannotBreak(Exception):
 
 
 def build_break_entry(
-    fn: types.FunctionType,
+    first: CaptureContext,
     frame_args: tuple,
     exc: CaptureUnsupported,
     reason: GraphBreakReason,
     context,
-    cells_as_argument: bool,
 ):
+    """The entry of a frame whose first capture (``first``) stopped at ``exc``."""
     from npdynamo.capture.entry import (
         CompiledEntry,
         finish_graph,
@@ -69,6 +68,7 @@ def build_break_entry(
         rerun_in_python_on_graph_failure,
     )
 
+    fn, cells_as_argument = first.fn, first.cells_as_argument
     if exc.root_position is None:
         raise CannotBreak("the function's arguments themselves cannot be captured")
     code = fn.__code__
@@ -84,7 +84,12 @@ def build_break_entry(
             and instrs[start - 1].name in ("KW_NAMES", "PRECALL")
         ):
             start -= 1
-    ctx = CaptureContext(fn, break_at=(start, visit), cells_as_argument=cells_as_argument)
+    ctx = CaptureContext(
+        fn,
+        break_at=(start, visit),
+        cells_as_argument=cells_as_argument,
+        opaque_iterators=first.opaque_iterators,
+    )
     try:
         root_frame(ctx, frame_args).run()
     except ReachedBreak as reached:
@@ -101,6 +106,11 @@ def build_break_entry(
         for n, v in frame.locals.items()
         if not isinstance(v, NullValue) and not n.startswith("___")
     )
+    # the order of the original code's locals, the same in the function and its resume functions
+    # (their keys, hence the resume functions shared by every iteration, depend on it)
+    original = gen.original_position(code, index)
+    order = {name: i for i, name in enumerate((original or (code,))[0].co_varnames)}
+    local_names = tuple(sorted(local_names, key=lambda n: order.get(n, len(order))))
     cell_names = tuple(
         n for n, c in frame.cells.items() if isinstance(c, CellValue) and c.contents is not None
     )
@@ -119,7 +129,7 @@ def build_break_entry(
     )
     try:
         fallthrough, branch = _continuations(
-            code, instrs, start, index, kinds, local_names, frame, context, fn.__globals__
+            code, start, index, kinds, local_names, context, fn.__globals__
         )
     except Exception as error:  # the bytecode library refused the layout: never a crash
         raise CannotBreak(f"cannot generate the resume function ({error})") from error
@@ -134,6 +144,7 @@ def build_break_entry(
         prefix,
         fallthrough,
         branch,
+        drive if not cells_as_argument else TailCall,
     )
     try:
         new_code = gen.break_code(plan)
@@ -148,8 +159,16 @@ def build_break_entry(
     return entry
 
 
-def _continuations(code, instrs, start, index, kinds, local_names, frame, context, glob):
-    """The resume functions after the native instruction: fall-through, and a branch's target."""
+def _continuations(code, start, index, kinds, local_names, context, glob):
+    """The resume functions after the native instruction: fall-through, and a branch's target.
+
+    They continue the ORIGINAL code (a break inside a resume function is mapped back to it), so
+    the same break met again in a later loop iteration reuses the same resume functions."""
+    first, last = gen.original_position(code, start), gen.original_position(code, index)
+    if first is None or last is None or first[0] is not last[0]:
+        raise CannotBreak("the break is inside generated code")
+    code, start, index = first[0], first[1], last[1]
+    instrs = gen.decoded_instructions(code)
     ins = instrs[index]
     block = instrs[start : index + 1]
     fallthrough = branch = None
@@ -159,7 +178,10 @@ def _continuations(code, instrs, start, index, kinds, local_names, frame, contex
         fallthrough = gen.Continuation(context.resume_call(key, glob), after)
     if ins.has_jump():
         after = gen.stack_after(block, kinds, jump=True)
-        key = gen.ResumeKey(code, frame.labels[ins.arg], after, local_names)
+        target = instrs.index(ins.arg)
+        if ins.name == "FOR_ITER":
+            target = gen.exhausted_start(instrs, target)
+        key = gen.ResumeKey(code, target, after, local_names)
         branch = gen.Continuation(context.resume_call(key, glob), after)
     return fallthrough, branch
 
@@ -238,8 +260,12 @@ def _runner(new_code: types.CodeType, fn: types.FunctionType, cells_as_argument:
     if not cells_as_argument:
         return types.FunctionType(new_code, glob, name, None, fn.__closure__)
 
+    without_cells = types.FunctionType(new_code, glob, name)
+
     def run(cells, *args):
-        return types.FunctionType(new_code, glob, name, None, cells or None)(*args)
+        if not cells:  # the common case: no closure, one function serves every call
+            return without_cells(*args)
+        return types.FunctionType(new_code, glob, name, None, cells)(*args)
 
     return run
 

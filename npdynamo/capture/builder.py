@@ -27,6 +27,9 @@ from npdynamo.capture.values import (
 
 #: Iterators a resume function may receive (a loop continued after a graph break).
 ITERATOR_TYPES = (type(iter([])), type(iter(())), type(iter(range(0))))
+#: Iterators a resume function takes as opaque loop iterators (also an array's, from a loop too
+#: long to unroll that broke at GET_ITER).
+LOOP_ITERATOR_TYPES = (*ITERATOR_TYPES, type(iter(np.empty(0))))
 CONSTANT_TYPES = (bool, int, float, complex, str, bytes, type(None), range, slice)
 #: Modules whose attributes are taken as fixed: reading ``np.exp`` installs no guard.
 TRUSTED_MODULES = ("numpy", "math", "operator", "builtins", "cmath", "npdynamo")
@@ -150,6 +153,12 @@ class ValueBuilder:
                 length=len(value),
                 loader=lambda: _LazyDict(self, value, source),
             )
+        if ctx.opaque_iterators and kind in LOOP_ITERATOR_TYPES:
+            from npdynamo.capture.values import LoopIteratorValue
+
+            # a loop continued by a resume function: one entry serves every iteration
+            ctx.guard(source, GuardKind.TYPE, kind)
+            return LoopIteratorValue(value, source)
         if kind in ITERATOR_TYPES:
             from npdynamo.capture.guards import RemainingSource, remaining_items
             from npdynamo.capture.values import IteratorValue

@@ -64,13 +64,19 @@ def build_entry(
     fullgraph: bool = False,
     context: CompileContext | None = None,
     cells_as_argument: bool = False,
+    opaque_iterators: bool = False,
 ) -> CompiledEntry:
-    """Capture ``fn`` for ``frame_args``; with ``fullgraph`` a break raises ``Unsupported``."""
+    """Capture ``fn`` for ``frame_args``; with ``fullgraph`` a break raises ``Unsupported``.
+
+    With ``opaque_iterators`` (a resume function continuing a loop that breaks in every
+    iteration) the loop iterators among the arguments are stepped natively, not unrolled."""
     from npdynamo.capture.breaks import CannotBreak, build_break_entry
 
     context = context or default_context(backend, fullgraph)
     start = time.perf_counter()
-    ctx = CaptureContext(fn, cells_as_argument=cells_as_argument)
+    ctx = CaptureContext(
+        fn, cells_as_argument=cells_as_argument, opaque_iterators=opaque_iterators
+    )
     if config.force_fallback:
         return python_entry(ctx, "npdynamo.config.force_fallback is set")
     try:
@@ -87,7 +93,7 @@ def build_entry(
         if fullgraph:
             raise to_unsupported(exc) from None
         try:
-            entry = build_break_entry(ctx.fn, frame_args, exc, reason, context, cells_as_argument)
+            entry = build_break_entry(ctx, frame_args, exc, reason, context)
         except (CannotBreak, CaptureUnsupported, UserCodeRaises) as why:
             entry = python_entry(ctx, f"{reason.reason} (the frame runs in Python: {why})")
             entry.graph_break = reason
