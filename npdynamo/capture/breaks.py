@@ -47,6 +47,7 @@ NOT_BREAKABLE = {
     "RETURN_GENERATOR",
 }
 CALLS = {"CALL", "CALL_KW", "CALL_FUNCTION_EX"}
+BOOL_MAKERS = {"TO_BOOL", "COMPARE_OP", "CONTAINS_OP", "IS_OP"}
 
 
 class CannotBreak(Exception):
@@ -77,6 +78,11 @@ def build_break_entry(
     ins = instrs[index]
     _check_breakable(ins)
     start = index
+    if ins.name in BOOL_MAKERS and _is_conditional_jump(instrs, index + 1):
+        # the bool goes straight into a jump (3.13: COMPARE_OP bool(>), TO_BOOL): run both
+        # natively, so the resume functions are the jump's two sides, not one per bool value
+        index += 1
+        ins = instrs[index]
     if ins.name == "CALL":  # KW_NAMES / PRECALL belong to the call: run them natively too
         while (
             start > 0
@@ -174,16 +180,36 @@ def _continuations(code, start, index, kinds, local_names, context, glob):
     fallthrough = branch = None
     if ins.name not in gen.TERMINAL:
         after = gen.stack_after(block, kinds, jump=False)
-        key = gen.ResumeKey(code, index + 1, after, local_names)
+        key = gen.ResumeKey(code, _past_labels(instrs, index + 1), after, local_names)
         fallthrough = gen.Continuation(context.resume_call(key, glob), after)
     if ins.has_jump():
         after = gen.stack_after(block, kinds, jump=True)
         target = instrs.index(ins.arg)
         if ins.name == "FOR_ITER":
             target = gen.exhausted_start(instrs, target)
-        key = gen.ResumeKey(code, target, after, local_names)
+        key = gen.ResumeKey(code, _past_labels(instrs, target), after, local_names)
         branch = gen.Continuation(context.resume_call(key, glob), after)
     return fallthrough, branch
+
+
+def _past_labels(instrs: list, index: int) -> int:
+    """One position for a resume point however it was reached (a jump lands on a label, a
+    fall-through just before it; a ``while`` loop's test at the bottom falls through to the
+    jump back): labels mark no try range and an unconditional jump moves no stack slot, so
+    skipping them changes nothing, and each loop side gets one resume function."""
+    for _ in range(len(instrs)):  # a bound: jumps could form a cycle (``while True: pass``)
+        while index < len(instrs) and isinstance(instrs[index], bc.Label):
+            index += 1
+        ins = instrs[index] if index < len(instrs) else None
+        if not (isinstance(ins, bc.Instr) and ins.name in ("JUMP_FORWARD", "JUMP_BACKWARD")):
+            break
+        index = instrs.index(ins.arg)
+    return index
+
+
+def _is_conditional_jump(instrs: list, index: int) -> bool:
+    ins = instrs[index] if index < len(instrs) else None
+    return isinstance(ins, bc.Instr) and "POP_JUMP" in ins.name and "_IF_" in ins.name
 
 
 def _frame_cell_positions(frame, code) -> dict[int, int]:
