@@ -37,9 +37,10 @@ class CompileContext:
     resume_calls: dict = field(default_factory=dict)
 
     def resume_call(self, key: ResumeKey, fn_globals: dict) -> ResumeCall:
-        call = self.resume_calls.get(key)
+        # code objects compare by value: equal code in another module has other globals
+        call = self.resume_calls.get((key, id(fn_globals)))
         if call is None:
-            call = self.resume_calls[key] = ResumeCall(self, key, fn_globals)
+            call = self.resume_calls[key, id(fn_globals)] = ResumeCall(self, key, fn_globals)
         return call
 
 
