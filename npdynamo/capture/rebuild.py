@@ -57,6 +57,13 @@ def python_type(value: Value) -> type | None:
     return None
 
 
+def _list_iterator_at(items: list, position: int):
+    """``iter(items)`` advanced by ``position`` items, as the loop had left it."""
+    iterator = iter(items)
+    iterator.__setstate__(position)
+    return iterator
+
+
 class ValueRebuilder:
     """Renders tracked values as Python expressions inside a generated function."""
 
@@ -129,7 +136,10 @@ class ValueRebuilder:
             parts = [f"{self.bind(k, 'KEY')}: {self.expr(v)}" for k, v in value.items.items()]
             return "{" + ", ".join(parts) + "}"
         if isinstance(value, IteratorValue):
-            seq = value.live.items if value.live is not None else value.items
+            if value.live is not None:  # a list iterator sees the list's later changes
+                at = self.namespace.bind(_list_iterator_at, "ITER_AT")
+                return f"{at}({self.expr(value.live)}, {value.pos})"
+            seq = value.items
             rest = "".join(self.expr(v) + ", " for v in seq[value.pos :])
             return f"iter(({rest}))"
         if isinstance(value, FunctionValue):

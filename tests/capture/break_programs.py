@@ -230,7 +230,7 @@ def print_in_loop(x):
     return x
 
 
-@breaks((4, 4), lambda: ([a(2, seed=i) for i in range(3)],))
+@breaks((3, 3), lambda: ([a(2, seed=i) for i in range(3)],))
 def loop_over_list_of_arrays(ws):
     total = ws[0] * 0
     for w in ws:
@@ -240,7 +240,7 @@ def loop_over_list_of_arrays(ws):
     return total
 
 
-@breaks((2, 3), lambda: ({"a": a(2), "b": a(2, seed=1)},))
+@breaks((2, 4), lambda: ({"a": a(2), "b": a(2, seed=1)},))
 def loop_over_dict_items(params):
     out = {}
     for name, value in params.items():

@@ -258,6 +258,33 @@ def test_long_loops_with_breaks_match_python(fn, args):
     check_same(fn, *args, calls=2)
 
 
+def list_grows_while_looping(x):
+    lst = [1, 2, 3]
+    out = []
+    for v in lst:
+        out.append(v)
+        npdynamo.graph_break()
+        if len(lst) < 6:
+            lst.append(v * 10)
+    return out, x + 1
+
+
+def iterator_also_stepped_by_name(x):
+    it = iter(range(10))
+    acc = x
+    for v in it:
+        acc = acc + v
+        print(v)
+        next(it)
+    return acc
+
+
+@pytest.mark.filterwarnings("ignore:npdynamo.*cache_size_limit")
+@pytest.mark.parametrize("fn", [list_grows_while_looping, iterator_also_stepped_by_name])
+def test_loop_iterator_state_is_exact_across_breaks(fn):
+    check_same(fn, np.ones(2), calls=2)
+
+
 def test_a_loop_too_long_to_unroll_breaks_at_get_iter():
     def f(xs):
         s = np.zeros(2)
