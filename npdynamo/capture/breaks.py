@@ -286,11 +286,11 @@ def _runner(new_code: types.CodeType, fn: types.FunctionType, cells_as_argument:
     if not cells_as_argument:
         return types.FunctionType(new_code, glob, name, None, fn.__closure__)
 
-    without_cells = types.FunctionType(new_code, glob, name)
+    if not new_code.co_freevars:  # the common case: no closure, one function serves every call
+        without_cells = types.FunctionType(new_code, glob, name)
+        return lambda cells, *args: without_cells(*args)
 
     def run(cells, *args):
-        if not cells:  # the common case: no closure, one function serves every call
-            return without_cells(*args)
         return types.FunctionType(new_code, glob, name, None, cells)(*args)
 
     return run

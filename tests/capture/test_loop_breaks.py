@@ -241,6 +241,20 @@ def nested_loops_breaking(xs, m):
     return acc
 
 
+def loop_with_closure_cells(xs):
+    scale = 2.0
+
+    def scaled(v):
+        return v * scale
+
+    acc = np.zeros(2)
+    for x in xs:
+        acc = acc + scaled(x)
+        print(acc[0])
+        scale = scale * 0.5  # the closure sees the cell change across the breaks
+    return acc, scaled(1.0)
+
+
 @pytest.mark.filterwarnings("ignore:npdynamo.*cache_size_limit")
 @pytest.mark.parametrize(
     "fn,args",
@@ -251,8 +265,9 @@ def nested_loops_breaking(xs, m):
         (loop_break_and_else, (np.arange(2000.0).reshape(1000, 2),)),
         (loop_break_and_else, (np.arange(400.0).reshape(200, 2),)),
         (nested_loops_breaking, (np.ones((300, 2)), 3)),
+        (loop_with_closure_cells, (np.ones((300, 2)),)),
     ],
-    ids=["try-finally", "with", "raises", "break", "else", "nested"],
+    ids=["try-finally", "with", "raises", "break", "else", "nested", "closure"],
 )
 def test_long_loops_with_breaks_match_python(fn, args):
     check_same(fn, *args, calls=2)
