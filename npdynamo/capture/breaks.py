@@ -64,9 +64,10 @@ def build_break_entry(
     """The entry of a frame whose first capture (``first``) stopped at ``exc``."""
     from npdynamo.capture.entry import (
         CompiledEntry,
+        GraphFailed,
         finish_graph,
         generated_function,
-        rerun_in_python_on_graph_failure,
+        python_runner,
     )
 
     fn, cells_as_argument = first.fn, first.cells_as_argument
@@ -157,7 +158,7 @@ def build_break_entry(
     except Exception as error:  # the bytecode library refused the layout: never a crash
         raise CannotBreak(f"cannot generate the broken frame's code ({error})") from error
     _log_bytecode(code, new_code)
-    run = rerun_in_python_on_graph_failure(ctx, _runner(new_code, fn, cells_as_argument))
+    run = _runner(new_code, ctx, python_runner(ctx), GraphFailed)
     entry = CompiledEntry(
         ctx.guards.check, run, ctx.guards, gm, compiled, graph_break=reason, run_source=source
     )
@@ -281,19 +282,39 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
         stack[pos] = FunctionValue(fn.__code__, fn.__globals__, fn.__name__, fn=wrapper)
 
 
-def _runner(new_code: types.CodeType, fn: types.FunctionType, cells_as_argument: bool):
+def _runner(new_code: types.CodeType, ctx: CaptureContext, fallback, graph_failed):
+    """Run the broken frame's code; if its prefix graph raises (nothing was written back yet),
+    the frame reruns in Python, so the user sees exactly Python's state and exception."""
+    fn = ctx.fn
     glob, name = fn.__globals__, fn.__name__
-    if not cells_as_argument:
-        return types.FunctionType(new_code, glob, name, None, fn.__closure__)
+    if not ctx.cells_as_argument:
+        broken = types.FunctionType(new_code, glob, name, None, fn.__closure__)
 
+        def run(*args):
+            try:
+                return broken(*args)
+            except graph_failed:
+                return fallback(*args)
+
+        return run
     if not new_code.co_freevars:  # the common case: no closure, one function serves every call
-        without_cells = types.FunctionType(new_code, glob, name)
-        return lambda cells, *args: without_cells(*args)
+        shared = types.FunctionType(new_code, glob, name)
 
-    def run(cells, *args):
-        return types.FunctionType(new_code, glob, name, None, cells)(*args)
+        def run_shared(cells, *args):
+            try:
+                return shared(*args)
+            except graph_failed:
+                return fallback(cells, *args)
 
-    return run
+        return run_shared
+
+    def run_with_cells(cells, *args):
+        try:
+            return types.FunctionType(new_code, glob, name, None, cells)(*args)
+        except graph_failed:
+            return fallback(cells, *args)
+
+    return run_with_cells
 
 
 def _log_bytecode(old: types.CodeType, new: types.CodeType) -> None:

@@ -139,20 +139,6 @@ def python_entry(ctx: CaptureContext, reason: str) -> CompiledEntry:
     return CompiledEntry(ctx.guards.check, python_runner(ctx), ctx.guards, fallback_reason=reason)
 
 
-def rerun_in_python_on_graph_failure(ctx: CaptureContext, run):
-    """Wrap a broken frame's code: if its prefix graph raises, the frame reruns in Python (no
-    write-back had happened, so the user sees exactly Python's state and exception)."""
-    fallback = python_runner(ctx)
-
-    def guarded_run(*args):
-        try:
-            return run(*args)
-        except GraphFailed:
-            return fallback(*args)
-
-    return guarded_run
-
-
 def finish_graph(
     ctx: CaptureContext, frame_args: tuple, rebuilder: ValueRebuilder, context: CompileContext
 ):
