@@ -115,6 +115,10 @@ class ResumeCall:
             if not self.limit_warned:
                 self.limit_warned = True
                 reason = self.entries[0].miss_reason(cells, *args) if self.entries else ""
+                note = getattr(self.context.recorder, "python_from_now_on", None)
+                if note is not None:
+                    note(self.code.co_name, f"cache_size_limit reached, later cases run in "
+                         f"Python (last reason: {reason})")
                 warnings.warn(
                     f"npdynamo: the code after a graph break in {self.key.code.co_qualname} "
                     f"({self.key.code.co_filename}) reached npdynamo.config.cache_size_limit "

@@ -393,3 +393,15 @@ def test_generated_loop_on_numba():
     got = npdynamo.compile(namespace["f"], backend="numba")(zs.copy(), h.copy())
     for e, g in zip(expected, got):
         np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:npdynamo.*cache_size_limit")
+def test_explain_of_a_long_while_loop_groups_what_repeats():
+    out = npdynamo.explain(newton_sqrt)(np.linspace(1.0, 4.0, 5))
+    report = str(out)
+    assert out.result[2] == 2500
+    assert out.graph_count <= 1 + npdynamo.config.cache_size_limit
+    assert report.count("a branch depends on the values in an array") == 1
+    assert "graphs 2-" in report  # the counter's entries: one line for identical graphs
+    assert "cache_size_limit reached, later cases run in Python" in report
+    assert len(report.splitlines()) < 60
