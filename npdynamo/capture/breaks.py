@@ -23,6 +23,7 @@ from npdynamo.capture import bytecode_gen as gen
 from npdynamo.capture.break_reasons import GraphBreakReason
 from npdynamo.capture.calls import _class_attribute
 from npdynamo.capture.errors import CaptureUnsupported
+from npdynamo.capture.frames.dispatch import mark_generated
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.resume import TailCall, drive
 from npdynamo.capture.translator import CaptureContext, ReachedBreak, root_frame
@@ -158,6 +159,12 @@ def build_break_entry(
     except Exception as error:  # the bytecode library refused the layout: never a crash
         raise CannotBreak(f"cannot generate the broken frame's code ({error})") from error
     _log_bytecode(code, new_code)
+    # the region hook must not capture these frames as user functions of their own: they are
+    # already run by their entries (and their hand-over expects its own driver)
+    mark_generated(new_code)
+    for cont in (fallthrough, branch):
+        if cont is not None:
+            mark_generated(cont.callable.code)
     run = _runner(new_code, ctx, python_runner(ctx), GraphFailed)
     entry = CompiledEntry(
         ctx.guards.check, run, ctx.guards, gm, compiled, graph_break=reason, run_source=source

@@ -405,3 +405,29 @@ def test_explain_of_a_long_while_loop_groups_what_repeats():
     assert "graphs 2-" in report  # the counter's entries: one line for identical graphs
     assert "cache_size_limit reached, later cases run in Python" in report
     assert len(report.splitlines()) < 60
+
+
+def print_rows_in_region(xs):
+    s = np.zeros(3)
+    for x in xs:
+        s = s * 0.5 + x
+        print(x[0])
+    return s
+
+
+def test_region_mode_runs_a_loop_with_breaks():
+    xs = np.arange(9000.0).reshape(3000, 3)
+    plain_out = io.StringIO()
+    with contextlib.redirect_stdout(plain_out):
+        expected = print_rows_in_region(xs)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), npdynamo.enable():
+            # the first call hooks the function, the later ones run compiled; the resume
+            # functions' own frames are never hooked as user functions
+            results = [print_rows_in_region(xs) for _ in range(3)]
+    finally:
+        npdynamo.reset()
+    for got in results:
+        np.testing.assert_array_equal(got, expected)
+    assert out.getvalue() == plain_out.getvalue() * 3
