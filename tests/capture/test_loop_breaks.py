@@ -354,6 +354,7 @@ part = st.lists(st.sampled_from(BODY + BREAKS), max_size=3)
 
 
 @pytest.mark.filterwarnings("ignore:npdynamo.*cache_size_limit")
+@pytest.mark.filterwarnings("ignore:Casting complex values to real")
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
