@@ -23,7 +23,9 @@ from npdynamo.capture import bytecode_gen as gen
 from npdynamo.capture.break_reasons import GraphBreakReason
 from npdynamo.capture.calls import _class_attribute
 from npdynamo.capture.errors import CaptureUnsupported
+from npdynamo.capture.frames.dispatch import mark_generated
 from npdynamo.capture.rebuild import ValueRebuilder
+from npdynamo.capture.resume import TailCall, drive
 from npdynamo.capture.translator import CaptureContext, ReachedBreak, root_frame
 from npdynamo.capture.values import (
     BoundMethodValue,
@@ -39,15 +41,14 @@ from npdynamo.capture.values import (
 MAYBE_NULL = {"LOAD_GLOBAL", "LOAD_METHOD", "LOAD_SUPER_ATTR", "LOAD_ATTR"}
 #: Instructions a break cannot be placed at (their continuation is not a plain fall-through).
 NOT_BREAKABLE = {
-    "FOR_ITER",
     "SEND",
     "YIELD_VALUE",
-    "GET_ITER",
     "END_FOR",
     "LOAD_FAST_AND_CLEAR",
     "RETURN_GENERATOR",
 }
 CALLS = {"CALL", "CALL_KW", "CALL_FUNCTION_EX"}
+BOOL_MAKERS = {"TO_BOOL", "COMPARE_OP", "CONTAINS_OP", "IS_OP"}
 
 
 class CannotBreak(Exception):
@@ -55,20 +56,22 @@ class CannotBreak(Exception):
 
 
 def build_break_entry(
-    fn: types.FunctionType,
+    first: CaptureContext,
     frame_args: tuple,
     exc: CaptureUnsupported,
     reason: GraphBreakReason,
     context,
-    cells_as_argument: bool,
 ):
+    """The entry of a frame whose first capture (``first``) stopped at ``exc``."""
     from npdynamo.capture.entry import (
         CompiledEntry,
+        GraphFailed,
         finish_graph,
         generated_function,
-        rerun_in_python_on_graph_failure,
+        python_runner,
     )
 
+    fn, cells_as_argument = first.fn, first.cells_as_argument
     if exc.root_position is None:
         raise CannotBreak("the function's arguments themselves cannot be captured")
     code = fn.__code__
@@ -77,6 +80,11 @@ def build_break_entry(
     ins = instrs[index]
     _check_breakable(ins)
     start = index
+    if ins.name in BOOL_MAKERS and _is_conditional_jump(instrs, index + 1):
+        # the bool goes straight into a jump (3.13: COMPARE_OP bool(>), TO_BOOL): run both
+        # natively, so the resume functions are the jump's two sides, not one per bool value
+        index += 1
+        ins = instrs[index]
     if ins.name == "CALL":  # KW_NAMES / PRECALL belong to the call: run them natively too
         while (
             start > 0
@@ -84,7 +92,12 @@ def build_break_entry(
             and instrs[start - 1].name in ("KW_NAMES", "PRECALL")
         ):
             start -= 1
-    ctx = CaptureContext(fn, break_at=(start, visit), cells_as_argument=cells_as_argument)
+    ctx = CaptureContext(
+        fn,
+        break_at=(start, visit),
+        cells_as_argument=cells_as_argument,
+        opaque_iterators=first.opaque_iterators,
+    )
     try:
         root_frame(ctx, frame_args).run()
     except ReachedBreak as reached:
@@ -101,6 +114,11 @@ def build_break_entry(
         for n, v in frame.locals.items()
         if not isinstance(v, NullValue) and not n.startswith("___")
     )
+    # the order of the original code's locals, the same in the function and its resume functions
+    # (their keys, hence the resume functions shared by every iteration, depend on it)
+    original = gen.original_position(code, index)
+    order = {name: i for i, name in enumerate((original or (code,))[0].co_varnames)}
+    local_names = tuple(sorted(local_names, key=lambda n: order.get(n, len(order))))
     cell_names = tuple(
         n for n, c in frame.cells.items() if isinstance(c, CellValue) and c.contents is not None
     )
@@ -119,7 +137,7 @@ def build_break_entry(
     )
     try:
         fallthrough, branch = _continuations(
-            code, instrs, start, index, kinds, local_names, frame, context, fn.__globals__
+            code, start, index, kinds, local_names, context, fn.__globals__
         )
     except Exception as error:  # the bytecode library refused the layout: never a crash
         raise CannotBreak(f"cannot generate the resume function ({error})") from error
@@ -134,13 +152,20 @@ def build_break_entry(
         prefix,
         fallthrough,
         branch,
+        drive if not cells_as_argument else TailCall,
     )
     try:
         new_code = gen.break_code(plan)
     except Exception as error:  # the bytecode library refused the layout: never a crash
         raise CannotBreak(f"cannot generate the broken frame's code ({error})") from error
     _log_bytecode(code, new_code)
-    run = rerun_in_python_on_graph_failure(ctx, _runner(new_code, fn, cells_as_argument))
+    # the region hook must not capture these frames as user functions of their own: they are
+    # already run by their entries (and their hand-over expects its own driver)
+    mark_generated(new_code)
+    for cont in (fallthrough, branch):
+        if cont is not None:
+            mark_generated(cont.callable.code)
+    run = _runner(new_code, ctx, python_runner(ctx), GraphFailed)
     entry = CompiledEntry(
         ctx.guards.check, run, ctx.guards, gm, compiled, graph_break=reason, run_source=source
     )
@@ -148,20 +173,51 @@ def build_break_entry(
     return entry
 
 
-def _continuations(code, instrs, start, index, kinds, local_names, frame, context, glob):
-    """The resume functions after the native instruction: fall-through, and a branch's target."""
+def _continuations(code, start, index, kinds, local_names, context, glob):
+    """The resume functions after the native instruction: fall-through, and a branch's target.
+
+    They continue the ORIGINAL code (a break inside a resume function is mapped back to it), so
+    the same break met again in a later loop iteration reuses the same resume functions."""
+    first, last = gen.original_position(code, start), gen.original_position(code, index)
+    if first is None or last is None or first[0] is not last[0]:
+        raise CannotBreak("the break is inside generated code")
+    code, start, index = first[0], first[1], last[1]
+    instrs = gen.decoded_instructions(code)
     ins = instrs[index]
     block = instrs[start : index + 1]
     fallthrough = branch = None
     if ins.name not in gen.TERMINAL:
         after = gen.stack_after(block, kinds, jump=False)
-        key = gen.ResumeKey(code, index + 1, after, local_names)
+        key = gen.ResumeKey(code, _past_labels(instrs, index + 1), after, local_names)
         fallthrough = gen.Continuation(context.resume_call(key, glob), after)
     if ins.has_jump():
         after = gen.stack_after(block, kinds, jump=True)
-        key = gen.ResumeKey(code, frame.labels[ins.arg], after, local_names)
+        target = instrs.index(ins.arg)
+        if ins.name == "FOR_ITER":
+            target = gen.exhausted_start(instrs, target)
+        key = gen.ResumeKey(code, _past_labels(instrs, target), after, local_names)
         branch = gen.Continuation(context.resume_call(key, glob), after)
     return fallthrough, branch
+
+
+def _past_labels(instrs: list, index: int) -> int:
+    """One position for a resume point however it was reached (a jump lands on a label, a
+    fall-through just before it; a ``while`` loop's test at the bottom falls through to the
+    jump back): labels mark no try range and an unconditional jump moves no stack slot, so
+    skipping them changes nothing, and each loop side gets one resume function."""
+    for _ in range(len(instrs)):  # a bound: jumps could form a cycle (``while True: pass``)
+        while index < len(instrs) and isinstance(instrs[index], bc.Label):
+            index += 1
+        ins = instrs[index] if index < len(instrs) else None
+        if not (isinstance(ins, bc.Instr) and ins.name in ("JUMP_FORWARD", "JUMP_BACKWARD")):
+            break
+        index = instrs.index(ins.arg)
+    return index
+
+
+def _is_conditional_jump(instrs: list, index: int) -> bool:
+    ins = instrs[index] if index < len(instrs) else None
+    return isinstance(ins, bc.Instr) and "POP_JUMP" in ins.name and "_IF_" in ins.name
 
 
 def _frame_cell_positions(frame, code) -> dict[int, int]:
@@ -233,15 +289,39 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
         stack[pos] = FunctionValue(fn.__code__, fn.__globals__, fn.__name__, fn=wrapper)
 
 
-def _runner(new_code: types.CodeType, fn: types.FunctionType, cells_as_argument: bool):
+def _runner(new_code: types.CodeType, ctx: CaptureContext, fallback, graph_failed):
+    """Run the broken frame's code; if its prefix graph raises (nothing was written back yet),
+    the frame reruns in Python, so the user sees exactly Python's state and exception."""
+    fn = ctx.fn
     glob, name = fn.__globals__, fn.__name__
-    if not cells_as_argument:
-        return types.FunctionType(new_code, glob, name, None, fn.__closure__)
+    if not ctx.cells_as_argument:
+        broken = types.FunctionType(new_code, glob, name, None, fn.__closure__)
 
-    def run(cells, *args):
-        return types.FunctionType(new_code, glob, name, None, cells or None)(*args)
+        def run(*args):
+            try:
+                return broken(*args)
+            except graph_failed:
+                return fallback(*args)
 
-    return run
+        return run
+    if not new_code.co_freevars:  # the common case: no closure, one function serves every call
+        shared = types.FunctionType(new_code, glob, name)
+
+        def run_shared(cells, *args):
+            try:
+                return shared(*args)
+            except graph_failed:
+                return fallback(cells, *args)
+
+        return run_shared
+
+    def run_with_cells(cells, *args):
+        try:
+            return types.FunctionType(new_code, glob, name, None, cells)(*args)
+        except graph_failed:
+            return fallback(cells, *args)
+
+    return run_with_cells
 
 
 def _log_bytecode(old: types.CodeType, new: types.CodeType) -> None:

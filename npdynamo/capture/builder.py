@@ -33,6 +33,10 @@ from npdynamo.capture.values import (
 
 #: Iterators a resume function may receive (a loop continued after a graph break).
 ITERATOR_TYPES = (type(iter([])), type(iter(())), type(iter(range(0))))
+#: Iterators a resume function takes as opaque loop iterators (also an array's, from a loop too
+#: long to unroll that broke at GET_ITER).
+LOOP_ITERATOR_TYPES = (*ITERATOR_TYPES, type(iter(np.empty(0))))
+LIST_ITERATOR = type(iter([]))
 CONSTANT_TYPES = (bool, int, float, complex, str, bytes, type(None), range, slice)
 #: Modules whose attributes are taken as fixed: reading ``np.exp`` installs no guard.
 TRUSTED_MODULES = ("numpy", "math", "operator", "builtins", "cmath", "npdynamo")
@@ -153,6 +157,13 @@ class ValueBuilder:
             return DictValue(
                 None, source, fresh=False, loader=lambda: _LazyDict(self, value, source)
             )
+        if kind is LIST_ITERATOR or (ctx.opaque_iterators and kind in LOOP_ITERATOR_TYPES):
+            from npdynamo.capture.values import LoopIteratorValue
+
+            # a loop continued by a resume function: one entry serves every iteration; a list
+            # iterator sees later changes of its list, which a snapshot of its items would not
+            ctx.guard(source, GuardKind.TYPE, kind)
+            return LoopIteratorValue(value, source)
         if kind in ITERATOR_TYPES:
             from npdynamo.capture.guards import RemainingSource, remaining_items
             from npdynamo.capture.values import IteratorValue
@@ -335,7 +346,9 @@ def _method_descriptor(owner: object, method: object) -> object | None:
 
 
 #: Objects whose identity matters when mutated: aliasing between sources is tracked for them.
-MUTABLE_TYPES = (np.ndarray, list, dict, set)
+#: Objects whose identity matters: one tracked value per object (an iterator stepped through
+#: one name is stepped for every name holding it, e.g. a loop's iterator and a local).
+MUTABLE_TYPES = (np.ndarray, list, dict, set, *LOOP_ITERATOR_TYPES)
 
 
 def _is_user_object(value: object) -> bool:

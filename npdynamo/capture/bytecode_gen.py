@@ -125,6 +125,9 @@ def stack_after(block: list[bc.Instr], kinds: tuple[str, ...], jump: bool) -> tu
     block = [ins for ins in block if isinstance(ins, bc.Instr)]
     for i, ins in enumerate(block):
         last_jump = jump and i == len(block) - 1
+        if ins.name == "FOR_ITER":  # next item pushed, or (exhausted) the iterator popped
+            kinds = kinds[:-1] if last_jump else (*kinds, "V")
+            continue
         pre, _post = ins.pre_and_post_stack_effect(jump=last_jump)
         pops = max(0, -pre)
         pushes = ins.stack_effect(jump=last_jump) + pops
@@ -155,6 +158,34 @@ class ResumeKey:
 
 
 _RESUME_CODES: dict[ResumeKey, types.CodeType] = {}
+#: id(resume code) -> (resume code, original code, {resume position: original position}): a
+#: break inside a resume function is keyed by where it sits in the ORIGINAL code, so every loop
+#: iteration reuses the same resume functions instead of nesting new ones.
+_ORIGINS: dict[int, tuple[types.CodeType, types.CodeType, dict[int, int]]] = {}
+
+
+def original_position(code: types.CodeType, index: int) -> tuple[types.CodeType, int] | None:
+    """``(original code, position)`` of the instruction at ``index`` of ``code``; ``code`` itself
+    unless it is a resume function's code; None for generated instructions (its prologue)."""
+    known = _ORIGINS.get(id(code))
+    if known is None or known[0] is not code:
+        return code, index
+    position = known[2].get(index)
+    return None if position is None else (known[1], position)
+
+
+def exhausted_start(instrs: list, target: int) -> int:
+    """Where a loop continues once FOR_ITER (jump target ``target``) is exhausted: 3.12 skips
+    the END_FOR there, 3.13 END_FOR and the POP_TOP after it (the iterator is already popped)."""
+    if PY < (3, 12):
+        return target
+    skip = 1 if PY == (3, 12) else 2
+    i = target
+    while skip:
+        if isinstance(instrs[i], bc.Instr):
+            skip -= 1
+        i += 1
+    return i
 
 
 def resume_code(key: ResumeKey) -> types.CodeType:
@@ -172,6 +203,7 @@ def closure_names(code: types.CodeType) -> tuple[str, ...]:
 def _build_resume_code(key: ResumeKey) -> types.CodeType:
     code = key.code
     b, instrs = _fresh_copy(code)
+    original_index = {id(item): i for i, item in enumerate(instrs)}
     lineno = _first_lineno(code)
     cells = set(code.co_cellvars)
     passed = set(key.locals)
@@ -179,6 +211,7 @@ def _build_resume_code(key: ResumeKey) -> types.CodeType:
     instrs.insert(key.start, target)
     _split_try_at(instrs, key.start)
     body = []
+    origins: list[tuple[bc.Instr, int]] = []
     seen_resume = False
     for item in instrs:
         if isinstance(item, bc.Instr):
@@ -187,7 +220,9 @@ def _build_resume_code(key: ResumeKey) -> types.CodeType:
             if item.name == "RESUME" and not seen_resume:
                 seen_resume = True
                 continue
-            body.extend(_rewrite_for_resume(item, cells, passed))
+            rewritten = _rewrite_for_resume(item, cells, passed)
+            origins.append((rewritten[0], original_index[id(item)]))
+            body.extend(rewritten)
         else:
             body.append(item)
     names = closure_names(code)
@@ -216,7 +251,26 @@ def _build_resume_code(key: ResumeKey) -> types.CodeType:
     b.name = f"__resume_at_{key.start}_{user_name(code)}"
     if hasattr(b, "qualname"):
         b.qualname = b.name
-    return b.to_code(compute_exception_stack_depths=False)
+    new = b.to_code(compute_exception_stack_depths=False)
+    _register_origins(new, code, prologue + body, origins)
+    return new
+
+
+def _register_origins(new: types.CodeType, code: types.CodeType, built: list, origins) -> None:
+    """Match the real instructions of ``new`` (as the translator decodes it) to ``built``, the
+    list it was assembled from, to record each one's position in the original code."""
+    from_built = {id(ins): index for ins, index in origins}
+    built_real = [ins for ins in built if isinstance(ins, bc.Instr)]
+    decoded = _decoded(new)
+    real = [(i, ins) for i, ins in enumerate(decoded) if isinstance(ins, bc.Instr)]
+    if len(real) != len(built_real) or any(
+        a.name != b.name for (_i, a), b in zip(real, built_real)
+    ):
+        return  # not matched one to one: breaks in it are keyed by the resume code itself
+    positions = {
+        i: from_built[id(ins)] for (i, _a), ins in zip(real, built_real) if id(ins) in from_built
+    }
+    _ORIGINS[id(new)] = (new, code, positions)
 
 
 def _as_free(arg):
@@ -274,6 +328,9 @@ class BreakPlan:
     prefix: object  # prefix(*frame_args) -> (locals..., cells..., non-NULL stack values...)
     fallthrough: Continuation | None
     branch: Continuation | None  # for a conditional jump: where its jump goes
+    #: handoff(resume, cells, *stack, *locals): the frame's last call. A function's own frame
+    #: drives the resume chain; a resume function's frame returns a tail-call marker to it.
+    handoff: object = None
 
 
 def break_code(plan: BreakPlan) -> types.CodeType:
@@ -293,7 +350,13 @@ def break_code(plan: BreakPlan) -> types.CodeType:
         label = bc.Label()
         name = ins.name.replace("BACKWARD", "FORWARD")
         instrs[index] = bc.Instr(name, label, lineno=ins.lineno)
-        tail += [label, *_trampoline(plan, plan.branch, code, ins.lineno)]
+        tail.append(label)
+        if name == "FOR_ITER" and PY >= (3, 12):
+            # an exhausted FOR_ITER jumps past its target's END_FOR (3.13: END_FOR, POP_TOP)
+            tail.append(bc.Instr("END_FOR", lineno=ins.lineno))
+            if PY >= (3, 13):
+                tail.append(bc.Instr("POP_TOP", lineno=ins.lineno))
+        tail += _trampoline(plan, plan.branch, code, ins.lineno)
     instrs[index + 1 : index + 1] = after
     target = bc.Label()
     instrs.insert(plan.start, target)
@@ -364,7 +427,8 @@ def _closure_tuple(code: types.CodeType, lineno: int) -> list:
 
 
 def _trampoline(plan: BreakPlan, cont: Continuation, code: types.CodeType, lineno) -> list:
-    """Pop the stack into temporaries, then ``return cont.callable(cells, *stack, *locals)``."""
+    """Pop the stack into temporaries, then
+    ``return plan.handoff(cont.callable, cells, *stack, *locals)``."""
     seq: list = []
     temps = []
     for i in range(len(cont.stack) - 1, -1, -1):
@@ -375,10 +439,11 @@ def _trampoline(plan: BreakPlan, cont: Continuation, code: types.CodeType, linen
             temps.append(name)
             seq.append(bc.Instr("STORE_FAST", name, lineno=lineno))
     temps.reverse()
-    seq += push_callable(cont.callable, lineno)
+    seq += push_callable(plan.handoff, lineno)
+    seq.append(bc.Instr("LOAD_CONST", cont.callable, lineno=lineno))
     seq += _closure_tuple(code, lineno)
     seq += [bc.Instr("LOAD_FAST", t, lineno=lineno) for t in temps]
     seq += [bc.Instr("LOAD_FAST", n, lineno=lineno) for n in plan.locals]
-    seq += call(1 + len(temps) + len(plan.locals), lineno)
+    seq += call(2 + len(temps) + len(plan.locals), lineno)
     seq.append(bc.Instr("RETURN_VALUE", lineno=lineno))
     return seq

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from npdynamo import config, logs
+from npdynamo import config, logs, ops
 from npdynamo.capture.break_reasons import GraphBreakReason, reason_from
 from npdynamo.capture.errors import CaptureUnsupported, UserCodeRaises
 from npdynamo.capture.guards import GuardSet
@@ -64,13 +64,19 @@ def build_entry(
     fullgraph: bool = False,
     context: CompileContext | None = None,
     cells_as_argument: bool = False,
+    opaque_iterators: bool = False,
 ) -> CompiledEntry:
-    """Capture ``fn`` for ``frame_args``; with ``fullgraph`` a break raises ``Unsupported``."""
+    """Capture ``fn`` for ``frame_args``; with ``fullgraph`` a break raises ``Unsupported``.
+
+    With ``opaque_iterators`` (a resume function continuing a loop that breaks in every
+    iteration) the loop iterators among the arguments are stepped natively, not unrolled."""
     from npdynamo.capture.breaks import CannotBreak, build_break_entry
 
     context = context or default_context(backend, fullgraph)
     start = time.perf_counter()
-    ctx = CaptureContext(fn, cells_as_argument=cells_as_argument)
+    ctx = CaptureContext(
+        fn, cells_as_argument=cells_as_argument, opaque_iterators=opaque_iterators
+    )
     if config.force_fallback:
         return python_entry(ctx, "npdynamo.config.force_fallback is set")
     try:
@@ -87,7 +93,7 @@ def build_entry(
         if fullgraph:
             raise to_unsupported(exc) from None
         try:
-            entry = build_break_entry(ctx.fn, frame_args, exc, reason, context, cells_as_argument)
+            entry = build_break_entry(ctx, frame_args, exc, reason, context)
         except (CannotBreak, CaptureUnsupported, UserCodeRaises) as why:
             entry = python_entry(ctx, f"{reason.reason} (the frame runs in Python: {why})")
             entry.graph_break = reason
@@ -133,20 +139,6 @@ def python_entry(ctx: CaptureContext, reason: str) -> CompiledEntry:
     return CompiledEntry(ctx.guards.check, python_runner(ctx), ctx.guards, fallback_reason=reason)
 
 
-def rerun_in_python_on_graph_failure(ctx: CaptureContext, run):
-    """Wrap a broken frame's code: if its prefix graph raises, the frame reruns in Python (no
-    write-back had happened, so the user sees exactly Python's state and exception)."""
-    fallback = python_runner(ctx)
-
-    def guarded_run(*args):
-        try:
-            return run(*args)
-        except GraphFailed:
-            return fallback(*args)
-
-    return guarded_run
-
-
 def finish_graph(
     ctx: CaptureContext, frame_args: tuple, rebuilder: ValueRebuilder, context: CompileContext
 ):
@@ -159,6 +151,7 @@ def finish_graph(
     dead_code_elimination(graph)
     common_subexpression_elimination(graph)
     dead_code_elimination(graph)
+    _distinct_outputs(graph)
     inputs = [(node, src) for node, src in ctx.placeholders if node.users]
     for node, _src in ctx.placeholders:
         if not node.users:
@@ -188,6 +181,25 @@ def finish_graph(
         )
         compiled = gm.forward
     return gm, compiled, inputs
+
+
+def _distinct_outputs(graph) -> None:
+    """Every graph output the rebuilder asked for stands for a distinct array object: where CSE
+    merged two of them (``P0 = np.zeros(n); P1 = np.zeros(n)``) or one became an input, the later
+    ones become copies, or the user would get one object under two names."""
+    output = graph.output_node
+    seen = set()
+    outs = []
+    for node in output.args[0]:
+        meta = node.meta.get("val")
+        scalar = meta is None or getattr(meta, "scalar", False)
+        if (node in seen or node.op == "placeholder") and not scalar:
+            with graph.inserting_before(output):
+                node = graph.call_function(ops.REGISTRY["copy"], (node,))
+            node.meta["val"] = meta
+        seen.add(node)
+        outs.append(node)
+    output.args = (tuple(outs),)
 
 
 def check_written_arrays(ctx: CaptureContext) -> None:

@@ -62,13 +62,7 @@ class ExplainOutput:
             lines += [f"  - {text}" for text in self.python_frames]
         if self.graphs:
             lines.append("Ops per graph:")
-            for i, (gm, n) in enumerate(zip(self.graphs, self.ops_per_graph), 1):
-                names = [
-                    getattr(node.target, "name", str(node.target))
-                    for node in gm.graph.nodes
-                    if node.op == "call_function"
-                ]
-                lines.append(f"  graph {i}: {n} ops: {', '.join(names)}")
+            lines += _grouped_op_lines(self.graphs, self.ops_per_graph)
         if any(r is not None for r in self.backend_reports):
             lines.append("Backend:")
             for i, report in enumerate(self.backend_reports, 1):
@@ -90,6 +84,27 @@ class ExplainOutput:
                 lines.append(f"  {name}:")
                 lines += [f"    {g}" for g in guards]
         return "\n".join(lines)
+
+
+def _grouped_op_lines(graphs: list, counts: list[int]) -> list[str]:
+    """One line per run of consecutive graphs with the same ops (a loop's resume point compiled
+    once per value of a counter gives several)."""
+    runs: list[list] = []  # [first index, last index, text]
+    for i, (gm, n) in enumerate(zip(graphs, counts), 1):
+        names = [
+            getattr(node.target, "name", str(node.target))
+            for node in gm.graph.nodes
+            if node.op == "call_function"
+        ]
+        text = f"{n} ops: {', '.join(names)}"
+        if runs and runs[-1][2] == text:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i, text])
+    return [
+        f"  graph {a}: {text}" if a == b else f"  graphs {a}-{b} (x{b - a + 1}): {text}"
+        for a, b, text in runs
+    ]
 
 
 def frame_args_of(fn: types.FunctionType, args: tuple, kwargs: dict) -> tuple:
@@ -131,6 +146,10 @@ class _Recorder:
             out.python_frames.append(f"{name}: {entry.fallback_reason}")
         out.guards += [f"{name}: {text}" for text in entry.guard_set.describe()]
         out.compile_time_s += entry.compile_time_s
+
+    def python_from_now_on(self, name: str, reason: str) -> None:
+        """A resume point reached the cache limit: its later cases run in Python."""
+        self.output.python_frames.append(f"{name}: {reason}")
 
 
 def explain(fn, backend="eager"):

@@ -59,12 +59,11 @@ def python_type(value: Value) -> type | None:
     return None
 
 
-def list_iterator_at(lst: list, pos: int):
-    """``iter(lst)`` advanced by ``pos`` items."""
-    it = iter(lst)
-    for _ in range(pos):
-        next(it, None)
-    return it
+def _list_iterator_at(items: list, position: int):
+    """``iter(items)`` advanced by ``position`` items, as the loop had left it."""
+    iterator = iter(items)
+    iterator.__setstate__(position)
+    return iterator
 
 
 class ValueRebuilder:
@@ -139,9 +138,8 @@ class ValueRebuilder:
             parts = [f"{self.bind(k, 'KEY')}: {self.expr(v)}" for k, v in value.items.items()]
             return "{" + ", ".join(parts) + "}"
         if isinstance(value, IteratorValue):
-            if value.live is not None:
-                # a list iterator stays one over the same list: later appends show through it
-                at = self.namespace.bind(list_iterator_at, "LIST_ITERATOR")
+            if value.live is not None:  # a list iterator sees the list's later changes
+                at = self.namespace.bind(_list_iterator_at, "ITER_AT")
                 return f"{at}({self.expr(value.live)}, {value.pos})"
             seq = value.items
             rest = "".join(self.expr(v) + ", " for v in seq[value.pos :])

@@ -2,19 +2,28 @@
 
 A ``CompileContext`` is what one compiled function's captures share: the backend, ``fullgraph``,
 the resume functions' caches, and (for ``explain``) a recorder of every entry built. A broken
-frame calls ``ResumeCall(cells, *stack, *locals)``; like the frame hook's dispatcher it runs the
-first entry whose guards hold, or captures the resume function for these arguments (its guards and
-runner take the closure cells as a leading argument, since one resume code serves every closure).
+frame hands over to ``ResumeCall(cells, *stack, *locals)``; like the frame hook's dispatcher it
+runs the first entry whose guards hold, or captures the resume function for these arguments (its
+guards and runner take the closure cells as a leading argument, since one resume code serves every
+closure).
+
+The hand-over is a trampoline, so a loop with a break costs no stack depth per iteration: a
+function's own broken frame calls ``drive(resume, ...)``, which keeps calling while the result is
+a ``TailCall``; a resume function's broken frame returns ``TailCall(resume, ...)`` instead of
+calling. The generated hand-over sits after all original code, outside every try range, so
+returning instead of calling changes no exception handling.
 """
 
 from __future__ import annotations
 
+import operator
 import types
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from npdynamo import config
+from npdynamo.capture.builder import LOOP_ITERATOR_TYPES
 from npdynamo.capture.bytecode_gen import ResumeKey, resume_code
 
 
@@ -28,10 +37,29 @@ class CompileContext:
     resume_calls: dict = field(default_factory=dict)
 
     def resume_call(self, key: ResumeKey, fn_globals: dict) -> ResumeCall:
-        call = self.resume_calls.get(key)
+        # code objects compare by value: equal code in another module has other globals
+        call = self.resume_calls.get((key, id(fn_globals)))
         if call is None:
-            call = self.resume_calls[key] = ResumeCall(self, key, fn_globals)
+            call = self.resume_calls[key, id(fn_globals)] = ResumeCall(self, key, fn_globals)
         return call
+
+
+class TailCall:
+    """What a resume function's broken frame returns: call ``call(*args)`` next, in my place."""
+
+    __slots__ = ("call", "args")
+
+    def __init__(self, call: Callable, *args) -> None:
+        self.call = call
+        self.args = args
+
+
+def drive(call: Callable, *args):
+    """Run a resume chain from a function's own frame: no stack growth per resume."""
+    result = call(*args)
+    while type(result) is TailCall:
+        result = result.call(*result.args)
+    return result
 
 
 _DEFAULT_CONTEXTS: dict[tuple, CompileContext] = {}
@@ -59,25 +87,38 @@ class ResumeCall:
         self.code = resume_code(key)
         self.globals = fn_globals
         self.entries: list = []
+        self.pairs: list = []  # (check, run) of each entry: the hot loop reads only these
         self.limit_warned = False
+        #: step loop iterators natively (set once a loop came back here: it breaks every time)
+        self.opaque_iterators = False
         self.__name__ = self.code.co_name
 
     def function(self, cells: tuple) -> types.FunctionType:
         return types.FunctionType(self.code, self.globals, self.code.co_name, None, cells or None)
 
     def __call__(self, cells: tuple, *args):
-        for entry in self.entries:
-            if entry.check(cells, *args):
-                return entry.run(cells, *args)
+        for check, run in self.pairs:
+            if check(cells, *args):
+                return run(cells, *args)
         return self.miss(cells, args)
 
     def miss(self, cells: tuple, args: tuple):
         from npdynamo.capture.entry import build_entry
 
+        if not self.opaque_iterators and _loops_back(args, self.entries):
+            # a loop that breaks in its body came back: an entry per remaining item count
+            # would recompile every iteration, so its iterator is stepped natively from now on
+            self.opaque_iterators = True
+            self.entries.clear()
+            self.pairs.clear()
         if len(self.entries) >= config.cache_size_limit:
             if not self.limit_warned:
                 self.limit_warned = True
                 reason = self.entries[0].miss_reason(cells, *args) if self.entries else ""
+                note = getattr(self.context.recorder, "python_from_now_on", None)
+                if note is not None:
+                    note(self.code.co_name, f"cache_size_limit reached, later cases run in "
+                         f"Python (last reason: {reason})")
                 warnings.warn(
                     f"npdynamo: the code after a graph break in {self.key.code.co_qualname} "
                     f"({self.key.code.co_filename}) reached npdynamo.config.cache_size_limit "
@@ -93,9 +134,22 @@ class ResumeCall:
             fullgraph=self.context.fullgraph,
             context=self.context,
             cells_as_argument=True,
+            opaque_iterators=self.opaque_iterators,
         )
         self.entries.append(entry)
+        self.pairs.append((entry.check, entry.run))
         return entry.run(cells, *args)
+
+
+#: Loops with more items left than this are not unrolled by a resume function even once.
+UNROLL_ITEMS_LIMIT = 2000
+
+
+def _loops_back(args: tuple, entries: list) -> bool:
+    loops = [a for a in args if type(a) in LOOP_ITERATOR_TYPES]
+    if not loops:
+        return False
+    return bool(entries) or any(operator.length_hint(a) > UNROLL_ITEMS_LIMIT for a in loops)
 
 
 def _register_reset() -> None:

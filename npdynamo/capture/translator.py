@@ -79,11 +79,14 @@ class CaptureContext:
         fn: types.FunctionType,
         break_at: tuple[int, int] | None = None,
         cells_as_argument: bool = False,
+        opaque_iterators: bool = False,
     ) -> None:
         self.fn = fn
         #: (instruction index in the root frame, visit number): where the re-trace stops
         self.break_at = break_at
         self.cells_as_argument = cells_as_argument
+        #: loop iterators among the arguments are not unrolled: their FOR_ITER runs natively
+        self.opaque_iterators = opaque_iterators
         self.graph = Graph()
         self.arg_names = frame_arg_names(fn.__code__)
         self.guards = GuardSet(arg_count=len(self.arg_names))

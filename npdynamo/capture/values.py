@@ -166,6 +166,18 @@ class IteratorValue(Value):
 
 
 @dataclass(eq=False)
+class LoopIteratorValue(Value):
+    """A list/tuple/range iterator handed to a resume function (a loop continued after a graph
+    break). Never inspected: its FOR_ITER runs natively, so no guard depends on what is left."""
+
+    obj: object
+    source: Source | None = None
+
+    def kind(self) -> str:
+        return "loop iterator continued after a graph break (each step runs in Python)"
+
+
+@dataclass(eq=False)
 class CellValue(Value):
     """A closure cell created by the captured code (MAKE_CELL); ``contents`` None = unbound."""
 
