@@ -24,6 +24,7 @@ from npdynamo.capture.break_reasons import GraphBreakReason
 from npdynamo.capture.calls import _class_attribute
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.frames.dispatch import mark_generated
+from npdynamo.capture.liveness import live_locals
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.resume import TailCall, drive
 from npdynamo.capture.translator import CaptureContext, ReachedBreak, root_frame
@@ -119,6 +120,11 @@ def build_break_entry(
     original = gen.original_position(code, index)
     order = {name: i for i, name in enumerate((original or (code,))[0].co_varnames)}
     local_names = tuple(sorted(local_names, key=lambda n: order.get(n, len(order))))
+    # only the locals the rest of the code can read: a dead one (a loop counter nobody reads)
+    # would be guarded by value in the resume function, one entry per iteration
+    live = _live_at(code, start)
+    if live is not None:
+        local_names = tuple(n for n in local_names if n in live)
     cell_names = tuple(
         n for n, c in frame.cells.items() if isinstance(c, CellValue) and c.contents is not None
     )
@@ -198,6 +204,15 @@ def _continuations(code, start, index, kinds, local_names, context, glob):
         key = gen.ResumeKey(code, _past_labels(instrs, target), after, local_names)
         branch = gen.Continuation(context.resume_call(key, glob), after)
     return fallthrough, branch
+
+
+def _live_at(code: types.CodeType, start: int) -> frozenset[str] | None:
+    """The locals live at ``start`` (the native block's first instruction), computed on the
+    original code so a function and its resume functions pass the same ones; None: all."""
+    original = gen.original_position(code, start)
+    if original is None:
+        return None
+    return live_locals(*original)
 
 
 def _past_labels(instrs: list, index: int) -> int:

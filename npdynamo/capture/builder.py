@@ -23,6 +23,7 @@ from npdynamo.capture.values import (
     DictValue,
     ExternalCell,
     FunctionValue,
+    GuardedConst,
     ListValue,
     MethodValue,
     SetValue,
@@ -106,6 +107,13 @@ class ValueBuilder:
         """(source, array) of every input array seen, for the aliasing checks of writes."""
         return [(src, obj) for _v, src, obj in self._by_id.values() if type(obj) is np.ndarray]
 
+    def guarded_const(self, value: object, source: Source) -> GuardedConst:
+        """A constant from outside, guarded by value once the capture reads it (see
+        ``GuardedConst``); the guard names the line that first read it."""
+        return GuardedConst(
+            value, source, lambda: self.ctx.guard(source, GuardKind.CONSTANT, value)
+        )
+
     def _wrap_unguarded(self, value: object) -> Value:
         if isinstance(value, types.FunctionType) and not is_trusted_name(value):
             return self.function(value, None)
@@ -124,8 +132,7 @@ class ValueBuilder:
                 "pass a plain numpy.ndarray (np.asarray(x))",
             )
         if kind in (bool, type(None)) or value is Ellipsis:
-            ctx.guard(source, GuardKind.CONSTANT, value)
-            return Const(value, source)
+            return self.guarded_const(value, source)
         if isinstance(value, (np.floating, np.complexfloating)):
             # data (a loss, a max): a graph input, so a new value does not recompile
             ctx.guard(source, GuardKind.TYPE, kind)
@@ -133,8 +140,7 @@ class ValueBuilder:
 
             return ArrayValue(ctx.add_placeholder(value, source), source)
         if kind in (int, float, complex, str, bytes, range, slice) or isinstance(value, np.generic):
-            ctx.guard(source, GuardKind.CONSTANT, value)
-            return Const(value, source)
+            return self.guarded_const(value, source)
         if isinstance(value, np.dtype):
             ctx.guard(source, GuardKind.CONSTANT, value)
             return Const(value, source)

@@ -244,3 +244,24 @@ class ComprehensionSave(Value):
 
 #: What a user object's attribute holds after ``del obj.attr`` inside the capture.
 DELETED = Const(object())
+
+
+class GuardedConst(Const):
+    """A Python constant read from the frame (an argument, an item, an attribute), whose value
+    guard is installed when the capture first reads the value.
+
+    A value only passed along (stored in a local, handed to a resume function, returned) is
+    rebuilt from its source and needs no guard: a loop counter nobody reads then does not make
+    each iteration a new cache entry. Any read of ``value`` is a fact the capture relies on."""
+
+    def __init__(self, value: object, source: Source, install_guard) -> None:
+        self._value = value
+        self.source = source
+        self._install_guard = install_guard
+
+    @property
+    def value(self) -> object:
+        if self._install_guard is not None:
+            install, self._install_guard = self._install_guard, None
+            install()
+        return self._value
