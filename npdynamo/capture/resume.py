@@ -18,13 +18,19 @@ from __future__ import annotations
 
 import operator
 import types
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from npdynamo import config
 from npdynamo.capture.builder import LOOP_ITERATOR_TYPES
 from npdynamo.capture.bytecode_gen import ResumeKey, resume_code
+from npdynamo.capture.frames.cache import (
+    COMPILE_LOCK,
+    RecompileLimitWarning,
+    on_reset,
+    warn_user,
+)
+from npdynamo.capture.frames.disable import capture_suspended, suspend_capture
 
 
 @dataclass
@@ -88,7 +94,7 @@ class ResumeCall:
         self.globals = fn_globals
         self.entries: list = []
         self.pairs: list = []  # (check, run) of each entry: the hot loop reads only these
-        self.limit_warned = False
+        self.python_only: str | None = None  # why this resume point runs in Python for good
         #: step loop iterators natively (set once a loop came back here: it breaks every time)
         self.opaque_iterators = False
         self.__name__ = self.code.co_name
@@ -103,6 +109,27 @@ class ResumeCall:
         return self.miss(cells, args)
 
     def miss(self, cells: tuple, args: tuple):
+        """Capture an entry for these arguments and run it; past the limit, run Python.
+
+        The same policy as the frame cache (``frames/cache.py``): captures hold the compile
+        lock and look again once they have it (another thread may have built the entry), and
+        the cache limit routes this resume point to Python for good (``python_only``)."""
+        if self.python_only is not None or capture_suspended():
+            return self.function(cells)(*args)
+        with COMPILE_LOCK:
+            run = self._find(cells, args)
+            if run is None:
+                with suspend_capture():
+                    run = self._compile(cells, args)
+        return run(cells, *args)
+
+    def _find(self, cells: tuple, args: tuple) -> Callable | None:
+        for check, run in self.pairs:
+            if check(cells, *args):
+                return run
+        return None
+
+    def _compile(self, cells: tuple, args: tuple) -> Callable:
         from npdynamo.capture.entry import build_entry
 
         if not self.opaque_iterators and _loops_back(args, self.entries):
@@ -112,21 +139,8 @@ class ResumeCall:
             self.entries.clear()
             self.pairs.clear()
         if len(self.entries) >= config.cache_size_limit:
-            if not self.limit_warned:
-                self.limit_warned = True
-                reason = self.entries[0].miss_reason(cells, *args) if self.entries else ""
-                note = getattr(self.context.recorder, "python_from_now_on", None)
-                if note is not None:
-                    note(self.code.co_name, f"cache_size_limit reached, later cases run in "
-                         f"Python (last reason: {reason})")
-                warnings.warn(
-                    f"npdynamo: the code after a graph break in {self.key.code.co_qualname} "
-                    f"({self.key.code.co_filename}) reached npdynamo.config.cache_size_limit "
-                    f"({config.cache_size_limit}) compiled entries; further cases run in Python. "
-                    f"Last reason: {reason}. Raise npdynamo.config.cache_size_limit to allow more.",
-                    stacklevel=3,
-                )
-            return self.function(cells)(*args)
+            self._route_to_python(cells, args)
+            return lambda cells, *args: self.function(cells)(*args)
         entry = build_entry(
             self.function(cells),
             args,
@@ -138,7 +152,27 @@ class ResumeCall:
         )
         self.entries.append(entry)
         self.pairs.append((entry.check, entry.run))
-        return entry.run(cells, *args)
+        return entry.run
+
+    def _route_to_python(self, cells: tuple, args: tuple) -> None:
+        try:
+            reason = self.entries[0].miss_reason(cells, *args) if self.entries else ""
+        except Exception as exc:  # a reason is diagnostics: never fail the user's call for it
+            reason = f"a guard failed (its reason could not be computed: {exc!r})"
+        self.python_only = reason
+        self.pairs.clear()
+        note = getattr(self.context.recorder, "python_from_now_on", None)
+        if note is not None:
+            note(self.code.co_name, f"cache_size_limit reached, later cases run in "
+                 f"Python (last reason: {reason})")
+        warn_user(
+            f"npdynamo: the code after a graph break in {self.key.code.co_qualname} "
+            f"({self.key.code.co_filename}) reached npdynamo.config.cache_size_limit "
+            f"({config.cache_size_limit}) compiled entries; from now on it runs as plain "
+            f"Python. Last reason: {reason}. Raise npdynamo.config.cache_size_limit (then call "
+            "npdynamo.reset()) to allow more.",
+            RecompileLimitWarning,
+        )
 
 
 #: Loops with more items left than this are not unrolled by a resume function even once.
@@ -152,10 +186,4 @@ def _loops_back(args: tuple, entries: list) -> bool:
     return bool(entries) or any(operator.length_hint(a) > UNROLL_ITEMS_LIMIT for a in loops)
 
 
-def _register_reset() -> None:
-    from npdynamo.capture.frames.cache import on_reset
-
-    on_reset(reset_contexts)
-
-
-_register_reset()
+on_reset(reset_contexts)

@@ -186,3 +186,55 @@ def test_generator_function_past_the_limit_keeps_a_plain_front(monkeypatch):
         assert list(compiled(4)) == [0, 1, 2, 3]
     assert compiled.__code__ is not counts_up.__code__
     assert cache_of(compiled).python_only is not None
+
+
+def counter_in_arithmetic_after_a_break(x):
+    for i in range(40):
+        npdynamo.graph_break()
+        x = x * 0.5 + i  # ``i`` is read: a guarded value, one entry per iteration
+    return x
+
+
+def test_a_resume_point_past_the_limit_runs_python_for_good(monkeypatch):
+    monkeypatch.setattr(config, "cache_size_limit", 4)
+    backend = CountingBackend()
+    compiled = npdynamo.compile(counter_in_arithmetic_after_a_break, backend=backend)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            assert_same_value(
+                counter_in_arithmetic_after_a_break(np.ones(3)), compiled(np.ones(3))
+            )
+    limit_warnings = [w for w in caught if issubclass(w.category, RecompileLimitWarning)]
+    assert len(limit_warnings) == 1
+    assert "from now on it runs as plain Python" in str(limit_warnings[0].message)
+    graphs = backend.count
+    compiled(np.ones(3))  # nothing new is compiled once the resume point runs in Python
+    assert backend.count == graphs
+
+
+def test_racing_calls_capture_each_resume_point_once():
+    backend = CountingBackend()
+    compiled = npdynamo.compile(counter_in_arithmetic_after_a_break, backend=backend)
+    barrier = threading.Barrier(8)
+    results = [None] * 8
+
+    def call(k):
+        barrier.wait()
+        results[k] = compiled(np.ones(3))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RecompileLimitWarning)
+        threads = [threading.Thread(target=call, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        reset()
+        alone = CountingBackend()
+        npdynamo.compile(counter_in_arithmetic_after_a_break, backend=alone)(np.ones(3))
+    expected = counter_in_arithmetic_after_a_break(np.ones(3))
+    for got in results:
+        assert_same_value(expected, got)
+    # eight racing calls compiled exactly what one call compiles: nothing twice
+    assert backend.count == alone.count
