@@ -17,6 +17,7 @@ re-derives every view of that base, as NumPy's shared memory would.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,7 +69,10 @@ def view_of(result: ArrayValue, base: ArrayValue, op, args: tuple, kwargs: dict)
     result.base = base
     result.recipe = (op, args, kwargs)
     base.views += 1
-    base.derived.append(result)
+    # weakly: a view nobody holds any more need not be re-derived after a write (holding them
+    # all made a loop of slice updates re-derive every earlier view: quadratic capture time);
+    # a view's own views hold it through their ``base``
+    base.derived.append(weakref.ref(result))
 
 
 def write_array(ctx, target: ArrayValue, new: ArrayValue) -> None:
@@ -92,7 +96,9 @@ def write_array(ctx, target: ArrayValue, new: ArrayValue) -> None:
 
 
 def _rederive(ctx, array: ArrayValue) -> None:
-    for view in array.derived:
+    live = [view for view in (ref() for ref in array.derived) if view is not None]
+    array.derived = [weakref.ref(view) for view in live]
+    for view in live:
         op, args, kwargs = view.recipe
         fresh = ctx.call_op(op, (array, *args[1:]), kwargs)
         view.node = fresh.node

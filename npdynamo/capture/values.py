@@ -60,7 +60,7 @@ class ArrayValue(Value):
     base: ArrayValue | None = None
     views: int = 0
     recipe: tuple | None = None  # (op, args, kwargs) that made this view from ``base``
-    derived: list = field(default_factory=list)  # views made from this array
+    derived: list = field(default_factory=list)  # weak references to views made from this array
 
     @property
     def meta(self) -> ArrayMeta:
