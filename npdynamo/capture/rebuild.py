@@ -163,8 +163,9 @@ class ValueRebuilder:
 
     def record_side_effects(self) -> None:
         """Render the capture's side effects; call before the graph is closed."""
-        from npdynamo.capture.side_effects import replay_statements
+        from npdynamo.capture.side_effects import array_write_statements, replay_statements
 
+        self.prelude[:0] = array_write_statements(self.ctx, self)
         self.effects = replay_statements(self.ctx, self)
 
     def stack_exprs(self, stack: list[Value]) -> list[str]:

@@ -123,15 +123,24 @@ def cast_for_inplace(ctx, result: ArrayValue, target: ArrayValue) -> ArrayValue:
 
 
 # -- replay ------------------------------------------------------------------------------------
+def array_write_statements(ctx, rebuilder) -> list[str]:
+    """``np.copyto`` of every outside array the graph wrote. They read only graph outputs and
+    sources, and must run before any rebuilt value is made: a view of a written array rebuilt
+    as ``a.transpose(...).reshape(...)`` copies the data it sees at that moment."""
+    copyto = rebuilder.namespace.bind(np.copyto, "copyto")
+    return [
+        f"{copyto}({array.source.expr()}, {rebuilder.graph_value(array)})"
+        for array in ctx.side_effects.arrays
+        # an array written and restored to the value it had: nothing changed
+        if array.node.op != "placeholder"
+    ]
+
+
 def replay_statements(ctx, rebuilder) -> list[str]:
-    """Python statements writing the recorded side effects back, in program order."""
+    """Python statements writing the recorded Python-level side effects back, in program order
+    (the array writes come first, from ``array_write_statements``)."""
     effects = ctx.side_effects
     lines: list[str] = []
-    copyto = rebuilder.namespace.bind(np.copyto, "copyto")
-    for array in effects.arrays:
-        if array.node.op == "placeholder":
-            continue  # written and restored to the value it had: nothing changed
-        lines.append(f"{copyto}({array.source.expr()}, {rebuilder.graph_value(array)})")
     for m in effects.mutations:
         lines += _mutation_lines(m, rebuilder)
     for name, value in effects.global_stores.items():

@@ -124,8 +124,9 @@ def _structural_equal(frame, a: Value, b: Value) -> bool:
 
 
 def inplace_op(frame, symbol: str, target: Value, other: Value) -> Value:
-    """``target <symbol>= other``: arrays and lists change in place, numbers rebind."""
-    if isinstance(target, ArrayValue):
+    """``target <symbol>= other``: arrays and lists change in place, numbers (NumPy scalars
+    too: they are immutable) rebind."""
+    if isinstance(target, ArrayValue) and not target.meta.scalar:
         result = binary_op(frame, symbol, target, other)
         write_array(frame.ctx, target, cast_for_inplace(frame.ctx, result, target))
         return target
