@@ -164,7 +164,13 @@ class ValueBuilder:
         if isinstance(value, types.ModuleType):
             ctx.guard(source, GuardKind.ID, value)
             return Const(value, source)
-        spec = getattr(value, "__npdynamo_grad__", None)
+        # only a function can be a grad wrapper: asking any other object for the attribute
+        # could run its __getattr__
+        spec = (
+            getattr(value, "__npdynamo_grad__", None)
+            if isinstance(value, types.FunctionType)
+            else None
+        )
         if spec is not None:  # a value_and_grad(loss) wrapper made outside the function
             from npdynamo.capture.autodiff import GradFunctionValue
 

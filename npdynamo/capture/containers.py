@@ -6,10 +6,12 @@ came from outside would be a side effect on the caller's data, which is refused 
 
 from __future__ import annotations
 
+from npdynamo.capture.builder import is_constant
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
+    UserObjectValue,
     DictValue,
     IteratorValue,
     ListValue,
@@ -63,10 +65,21 @@ def const_key(frame, key: Value):
     raise frame.unsupported(f"a dict key or set item that is a {key.kind()} is not supported")
 
 
+#: Modules whose types' truth values need no user code (functions, modules, types, dtypes).
+BUILTIN_MODULES = ("builtins", "numpy")
+#: ``bool()`` of a user object (its ``__bool__``/``__len__`` inlined), registered by
+#: ``special_methods``, which inlines through ``calls``
+USER_TRUTHINESS: list = []
+
+
 def truthiness(frame, value: Value) -> bool:
     """``bool(value)`` for a value known at capture time; arrays are data-dependent."""
     if isinstance(value, Const):
+        if not is_constant(value.value) and type(value.value).__module__ not in BUILTIN_MODULES:
+            raise frame.unsupported(f"the truth value of a {type(value.value).__qualname__}")
         return bool(value.value)
+    if isinstance(value, UserObjectValue):
+        return USER_TRUTHINESS[0](frame, value)
     if isinstance(value, (TupleValue, ListValue, DictValue)):
         return value.length() > 0
     if isinstance(value, SetValue):
@@ -77,7 +90,7 @@ def truthiness(frame, value: Value) -> bool:
             "use np.where / np.select to compute both sides, or accept a graph break here",
             kind="data_dependent_branch",
         )
-    return True  # functions, user objects without __bool__/__len__
+    return True  # functions, methods, iterators: objects without __bool__ or __len__
 
 
 def items_of(frame, value: Value) -> list[Value]:
