@@ -26,7 +26,15 @@ from npdynamo.capture.values import (
 )
 
 #: Iterators a resume function may receive (a loop continued after a graph break).
-ITERATOR_TYPES = (type(iter([])), type(iter(())), type(iter(range(0))))
+ITERATOR_TYPES = (
+    type(iter([])),
+    type(iter(())),
+    type(iter(range(0))),
+    type(iter({})),
+    type(iter({}.values())),
+    type(iter({}.items())),
+    type(iter("")),
+)
 CONSTANT_TYPES = (bool, int, float, complex, str, bytes, type(None), range, slice)
 #: Modules whose attributes are taken as fixed: reading ``np.exp`` installs no guard.
 TRUSTED_MODULES = ("numpy", "math", "operator", "builtins", "cmath", "npdynamo")
@@ -158,9 +166,18 @@ class ValueBuilder:
             rest = RemainingSource(source)
             items = remaining_items(value)
             ctx.guard(rest, GuardKind.LENGTH, len(items))
-            return IteratorValue(
-                items=[self.wrap(v, ItemSource(rest, i)) for i, v in enumerate(items)]
-            )
+            wrapped = [self.wrap(v, ItemSource(rest, i)) for i, v in enumerate(items)]
+            if all(isinstance(v, Const) for v in wrapped):
+                # the real iterator is advanced after the graph by as many items as were
+                # taken; its items are guarded values, never re-read (it has moved on)
+                it = IteratorValue(
+                    items=[Const(v.value) for v in wrapped], python_type=kind, source=source
+                )
+                ctx.side_effects.record("iter_advance", it)
+                return it
+            # items that are arrays or objects are rebuilt through their sources, which read
+            # the iterator: hand back a new iterator over what is left instead
+            return IteratorValue(items=wrapped, python_type=type(iter(())))
         if isinstance(value, types.ModuleType):
             ctx.guard(source, GuardKind.ID, value)
             return Const(value, source)

@@ -14,13 +14,14 @@ import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.builder import is_constant
-from npdynamo.capture.containers import items_of, truthiness
+from npdynamo.capture.containers import get_iter, items_of, new_set, truthiness
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.special_methods import user_len
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
     DictValue,
+    DictViewValue,
     FunctionValue,
     IteratorValue,
     ListValue,
@@ -82,6 +83,8 @@ def _len(frame, args, kwargs):
         return Const(obj.meta.shape[0])
     if isinstance(obj, (TupleValue, ListValue, SetValue, DictValue)):
         return Const(obj.length() if hasattr(obj, "length") else len(obj.items))
+    if isinstance(obj, DictViewValue):
+        return Const(obj.mapping.length())
     if isinstance(obj, Const) and is_constant(obj.value):
         return _apply(len, obj.value)
     if isinstance(obj, UserObjectValue):
@@ -97,25 +100,40 @@ def _range(frame, args, kwargs):
 @builtin(enumerate, keywords=("start",))
 def _enumerate(frame, args, kwargs):
     start = args[1] if len(args) > 1 else kwargs.get("start", Const(0))
-    items = items_of(frame, args[0])
+    if not (isinstance(start, Const) and type(start.value) is int):
+        raise frame.unsupported("enumerate() with a start that is not a Python int")
     return IteratorValue(
-        items=[TupleValue([Const(i + start.value), v]) for i, v in enumerate(items)]
+        mode="enumerate", inner=[get_iter(frame, args[0])], count=start.value,
+        python_type=enumerate,
     )
 
 
 @builtin(zip, keywords=("strict",))
 def _zip(frame, args, kwargs):
-    if kwargs.get("strict") is not None and truthiness(frame, kwargs["strict"]):
-        lists = [items_of(frame, a) for a in args]
-        if len({len(x) for x in lists}) > 1:
-            raise UserCodeRaises(ValueError("zip() arguments have different lengths"))
-    lists = [items_of(frame, a) for a in args]
-    return IteratorValue(items=[TupleValue(list(group)) for group in zip(*lists)])
+    strict = truthiness(frame, kwargs["strict"]) if "strict" in kwargs else False
+    return IteratorValue(
+        mode="zip", inner=[get_iter(frame, a) for a in args], origin=strict, python_type=zip
+    )
 
 
 @builtin(reversed)
 def _reversed(frame, args, kwargs):
-    return IteratorValue(items=items_of(frame, args[0])[::-1])
+    (seq,) = args
+    if isinstance(seq, ListValue):
+        return IteratorValue(
+            live=seq, mode="reversed_list", count=seq.length() - 1,
+            python_type=type(reversed([])),
+        )
+    if isinstance(seq, Const) and isinstance(seq.value, range):
+        return get_iter(frame, Const(seq.value[::-1]))
+    if isinstance(seq, (TupleValue, DictValue, DictViewValue)) or (
+        isinstance(seq, Const) and isinstance(seq.value, (tuple, str, bytes))
+    ):
+        it = get_iter(frame, seq)
+        it.items.reverse()
+        it.python_type = type(_apply_raw(reversed, _example(frame, seq)))
+        return it
+    raise frame.unsupported(f"reversed() of a {seq.kind()}")
 
 
 @builtin(iter)
@@ -143,8 +161,13 @@ SEQUENCE_KINDS = {tuple: TupleValue, list: ListValue, set: SetValue}
 
 @builtin(tuple, list, set)
 def _sequence(frame, args, kwargs):
+    target = frame.current_call_target
+    if target is tuple and args and isinstance(args[0], TupleValue):
+        return args[0]  # CPython returns an exact tuple itself
     items = items_of(frame, args[0]) if args else []
-    return SEQUENCE_KINDS[frame.current_call_target](items)
+    if target is set:
+        return new_set(frame, items)
+    return SEQUENCE_KINDS[target](items)
 
 
 @builtin(dict, keywords=None)
@@ -275,9 +298,22 @@ def _example(frame, obj: Value) -> object:
     kinds = {TupleValue: (), ListValue: [], DictValue: {}, SetValue: set()}
     if type(obj) in kinds:
         return kinds[type(obj)]
+    if isinstance(obj, DictViewValue):
+        return getattr({}, obj.which)()
+    if isinstance(obj, IteratorValue) and obj.python_type is not None:
+        return _example_iterator(frame, obj.python_type)
     if isinstance(obj, FunctionValue):
         return obj.fn if obj.fn is not None else (lambda: None)
     raise frame.unsupported(f"isinstance()/type() of a {obj.kind()}")
+
+
+def _example_iterator(frame, kind: type):
+    for candidate in (iter([]), iter(()), iter(range(0)), enumerate(()), zip(), reversed([]),
+                      reversed(()), iter({}), iter({}.values()), iter({}.items()), iter(set()),
+                      iter(""), iter(b"")):
+        if type(candidate) is kind:
+            return candidate
+    raise frame.unsupported(f"isinstance()/type() of a {kind.__name__}")
 
 
 @builtin(all, any)

@@ -31,7 +31,7 @@ class Mutation:
     """One recorded Python-level mutation: ``kind`` of ``target`` with ``args``."""
 
     kind: str  # list_append, list_extend, list_state, dict_set, dict_del, dict_clear,
-    #             set_state, attr_set, attr_del, global_set, cell_set
+    #             set_state, attr_set, attr_del, global_set, cell_set, iter_advance
     target: Value | None
     args: tuple = ()
 
@@ -169,6 +169,10 @@ def _mutation_lines(m: Mutation, rebuilder) -> list[str]:
         return [f"{target}.{m.args[0]} = {rebuilder.expr(m.args[1])}"]
     if kind == "attr_del":
         return [f"del {target}.{m.args[0]}"]
+    if kind == "iter_advance":
+        if not m.target.pos:
+            return []
+        return [f"for _ in range({m.target.pos}): next({target})"]
     if kind == "cell_set":
         return [f"{m.args[0]} = {rebuilder.expr(m.args[1])}"]
     raise AssertionError(f"unknown mutation {kind}")

@@ -239,7 +239,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("fn,args", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    "fn,args", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)]
+)
 def test_eager_matches_python(fn, args):
     check_fidelity(fn, *args, calls=2)
 

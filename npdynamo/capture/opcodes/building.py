@@ -5,6 +5,8 @@ from __future__ import annotations
 from npdynamo.capture.containers import (
     const_key,
     items_of,
+    new_set,
+    set_insert,
 )
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.opcodes.table import handler
@@ -12,7 +14,6 @@ from npdynamo.capture.values import (
     Const,
     DictValue,
     ListValue,
-    SetValue,
     TupleValue,
     Value,
 )
@@ -31,7 +32,7 @@ def _build_list(frame, ins):
 
 @handler("BUILD_SET")
 def _build_set(frame, ins):
-    frame.push(SetValue(frame.popn(ins.arg)))
+    frame.push(new_set(frame, frame.popn(ins.arg)))
 
 
 @handler("BUILD_MAP")
@@ -56,7 +57,7 @@ def _list_append(frame, ins):
 @handler("SET_ADD")
 def _set_add(frame, ins):
     value = frame.pop()
-    frame.stack[-ins.arg].items.append(value)
+    set_insert(frame, frame.stack[-ins.arg], [value])
 
 
 @handler("LIST_EXTEND")
@@ -68,7 +69,7 @@ def _list_extend(frame, ins):
 @handler("SET_UPDATE")
 def _set_update(frame, ins):
     value = frame.pop()
-    frame.stack[-ins.arg].items.extend(items_of(frame, value))
+    set_insert(frame, frame.stack[-ins.arg], items_of(frame, value))
 
 
 @handler("MAP_ADD")

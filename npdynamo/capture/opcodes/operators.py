@@ -8,17 +8,18 @@ import operator
 import numpy as np
 
 from npdynamo import ops
+from npdynamo.capture.builder import constant_value, is_constant
 from npdynamo.capture.calls import op_call, raw
 from npdynamo.capture.containers import (
     const_key,
     extend_list,
     items_of,
+    new_set,
     record,
     store_subscript,
     subscript,
     truthiness,
 )
-from npdynamo.capture.builder import is_constant
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.guards import GuardKind
 from npdynamo.capture.opcodes.table import handler
@@ -28,7 +29,9 @@ from npdynamo.capture.values import (
     ArrayValue,
     Const,
     DictValue,
+    DictViewValue,
     ListValue,
+    SetValue,
     TupleValue,
     UserObjectValue,
     Value,
@@ -94,6 +97,8 @@ def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
         return op_call(frame, ops.BINARY_OPERATORS[symbol], (raw(left), raw(right)), {})
     if isinstance(left, UserObjectValue) or isinstance(right, UserObjectValue):
         return user_binary_op(frame, symbol, left, right)
+    if isinstance(left, (DictViewValue, SetValue)) or isinstance(right, (DictViewValue, SetValue)):
+        return _set_like_op(frame, symbol, left, right)
     if isinstance(left, Const) and isinstance(right, Const):
         if not (plain_builtin(left.value) and plain_builtin(right.value)):
             raise frame.unsupported(
@@ -105,6 +110,40 @@ def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
         except Exception as exc:
             raise UserCodeRaises(exc) from exc
     return _sequence_op(frame, symbol, left, right)
+
+
+def _set_like_op(frame, symbol: str, left: Value, right: Value) -> Value:
+    """Operators on sets and dict views of constants, computed on real Python objects built
+    from them (so results, result types and errors are CPython's); the result is a new set."""
+    if symbol == "==" and (isinstance(left, DictViewValue) and left.which == "values"):
+        return Const(left is right)  # dict_values compares by identity
+    try:
+        result = PY_OPERATORS[symbol](_plain_set_like(frame, left), _plain_set_like(frame, right))
+    except Exception as exc:
+        raise UserCodeRaises(exc) from exc
+    if isinstance(result, (bool, type(NotImplemented))):
+        return Const(result)
+    if type(result) is set:
+        return new_set(frame, [constant_value(v) for v in result])
+    raise frame.unsupported(f"the operator {symbol} on a {left.kind()} and a {right.kind()}")
+
+
+def _plain_set_like(frame, value: Value) -> object:
+    """A real object standing for ``value`` whose items are all constants."""
+    if isinstance(value, DictViewValue):
+        d = value.mapping
+        if value.which == "values":
+            raise frame.unsupported("an operator on dict.values()")
+        plain = dict.fromkeys(d.items)
+        if value.which == "items":
+            plain = {k: _plain_set_like(frame, v) for k, v in d.items.items()}
+        return getattr(plain, value.which)()
+    if isinstance(value, (SetValue, TupleValue, ListValue)):
+        kind = {SetValue: set, TupleValue: tuple, ListValue: list}[type(value)]
+        return kind(_plain_set_like(frame, v) for v in value.items)
+    if isinstance(value, Const) and is_constant(value.value):
+        return value.value
+    raise frame.unsupported(f"an operator between a set or dict view and a {value.kind()}")
 
 
 def plain_builtin(value: object) -> bool:
@@ -283,8 +322,11 @@ def is_same(frame, left: Value, right: Value) -> bool:
 def _contains_op(frame, ins):
     container = frame.pop()
     item = frame.pop()
-    if isinstance(container, DictValue):
-        found = const_key(frame, item) in container.items
+    if isinstance(container, DictValue) or (
+        isinstance(container, DictViewValue) and container.which == "keys"
+    ):
+        mapping = container if isinstance(container, DictValue) else container.mapping
+        found = const_key(frame, item) in mapping.items
     elif isinstance(container, UserObjectValue):
         raise frame.unsupported("`in` on a user object (its __contains__ or __iter__)")
     elif (
