@@ -32,7 +32,8 @@ ITERATOR_TYPES = (
 
 
 def _walk(obj, out: list, seen: set) -> None:
-    """Every object reachable through tuples, lists, dicts, sets and instance dicts, in order."""
+    """Every object reachable through tuples, lists, dicts and instance dicts, in order (a
+    set is described by its items' descriptions)."""
     out.append(obj)
     if id(obj) in seen:
         return
@@ -43,9 +44,6 @@ def _walk(obj, out: list, seen: set) -> None:
     elif isinstance(obj, dict):
         for key, item in obj.items():
             _walk(key, out, seen)
-            _walk(item, out, seen)
-    elif isinstance(obj, (set, frozenset)):
-        for item in sorted(obj, key=repr):
             _walk(item, out, seen)
     elif hasattr(obj, "__dict__") and not isinstance(
         obj, (type, types.FunctionType, types.ModuleType, types.MethodType)
@@ -72,8 +70,14 @@ def _describe(objects: list) -> list:
     return [(type(o).__name__, _safe_repr(o)) for o in objects]
 
 
-def _safe_repr(obj) -> str:
-    if isinstance(obj, (tuple, list, dict, set, frozenset)):
+def _safe_repr(obj, depth: int = 0) -> str:
+    if depth > 4:  # a structure that contains itself
+        return "<...>"
+    if isinstance(obj, (set, frozenset)):  # iteration order follows hashes (addresses)
+        return repr(sorted(_safe_repr(item, depth + 1) for item in obj))
+    if isinstance(obj, (type({}.keys()), type({}.values()), type({}.items()))):
+        return repr([_safe_repr(item, depth + 1) for item in obj])
+    if isinstance(obj, (tuple, list, dict)):
         return f"<{len(obj)} items>"  # the items are described one by one
     if isinstance(obj, ITERATOR_TYPES) or type(obj).__repr__ is object.__repr__:
         return f"<{type(obj).__name__}>"  # default reprs carry addresses
@@ -92,7 +96,7 @@ def _drain_iterators(objects: list) -> list:
     for obj in objects:
         if isinstance(obj, ITERATOR_TYPES) and id(obj) not in done:
             done.add(id(obj))
-            rests.append(repr(list(obj)))
+            rests.append(_describe(list(obj)))
     return rests
 
 

@@ -176,7 +176,13 @@ class ValueBuilder:
                 ctx.side_effects.record("iter_advance", it)
                 return it
             # items that are arrays or objects are rebuilt through their sources, which read
-            # the iterator: hand back a new iterator over what is left instead
+            # the iterator: a for loop's own iterator (a resume function's stack slot, seen
+            # by nothing else) can be handed on as a new iterator over what is left; one the
+            # user holds cannot
+            if not source.short().startswith("___stack"):
+                raise ctx.unsupported(
+                    f"{source.short()} is an iterator over arrays or objects from outside"
+                )
             return IteratorValue(items=wrapped, python_type=type(iter(())))
         if isinstance(value, types.ModuleType):
             ctx.guard(source, GuardKind.ID, value)

@@ -175,6 +175,8 @@ def get_iter(frame, value: Value) -> IteratorValue:
 def set_insert(frame, s: SetValue, new: list[Value]) -> None:
     """Add ``new`` to ``s`` as ``set.add`` would: equal items are kept once (the first), and
     the items take the order a real set built by the same insertions iterates them in."""
+    if not isinstance(s, SetValue):  # a set from outside (after a graph break)
+        raise frame.unsupported(f"adding to a {s.kind()} that is not a set built here")
     members: dict = {}
     for v in [*s.items, *new]:
         members.setdefault(const_key(frame, v), v)
@@ -202,6 +204,9 @@ def subscript(frame, container: Value, index: Value) -> Value:
         except (IndexError, TypeError) as exc:
             raise UserCodeRaises(exc) from exc
         if isinstance(index.value, slice):
+            whole = index.value.indices(container.length()) == (0, container.length(), 1)
+            if isinstance(container, TupleValue) and whole:
+                return container  # CPython returns an exact tuple itself
             return type(container)(list(picked))
         return picked
     if isinstance(container, Const) and isinstance(index, Const):

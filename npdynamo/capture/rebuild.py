@@ -190,11 +190,15 @@ class ValueRebuilder:
         sequence iterator's position without reading the sequence)."""
         kind = it.python_type
         at = self.namespace.bind(iterator_at, "ITER_AT")
-        if it.mode == "live" and kind is LIST_ITERATOR:
+        # a list from outside gets its new contents only after the rebuilt values are made,
+        # and CPython clamps a position past the end: only a fresh list (built complete) or
+        # an unmoved iterator is rebuilt exactly
+        outside = it.live is not None and not getattr(it.live, "fresh", True)
+        if it.mode == "live" and kind is LIST_ITERATOR and not (outside and it.pos):
             if it.exhausted:  # CPython dropped the list: nothing appended later is seen
                 return f"{at}([], 0)"
             return f"{at}({self.expr(it.live)}, {it.pos})"
-        if it.mode == "reversed_list" and kind is LIST_REVERSEITERATOR:
+        if it.mode == "reversed_list" and kind is LIST_REVERSEITERATOR and not outside:
             if it.exhausted:
                 return f"{self.namespace.bind(reversed, 'REVERSED')}([])"
             rev = self.namespace.bind(reversed_at, "REVERSED_AT")

@@ -14,7 +14,6 @@ from npdynamo.capture.containers import (
     const_key,
     extend_list,
     items_of,
-    new_set,
     record,
     store_subscript,
     subscript,
@@ -124,7 +123,9 @@ def _set_like_op(frame, symbol: str, left: Value, right: Value) -> Value:
     if isinstance(result, (bool, type(NotImplemented))):
         return Const(result)
     if type(result) is set:
-        return new_set(frame, [constant_value(v) for v in result])
+        # in the real result's own iteration order (its table may be sized differently from
+        # one built item by item)
+        return SetValue([constant_value(v) for v in result])
     raise frame.unsupported(f"the operator {symbol} on a {left.kind()} and a {right.kind()}")
 
 
