@@ -162,6 +162,10 @@ class ValueRebuilder:
         if isinstance(value, Const):
             return self.bind(value.value)
         if isinstance(value, TupleValue):
+            if value.items and all(isinstance(v, Const) for v in value.items):
+                # a tuple display of literals is one folded constant: two equal tuples made
+                # by the function would be one object
+                return "tuple([" + ", ".join(self.expr(v) for v in value.items) + "])"
             return "(" + "".join(self.expr(v) + ", " for v in value.items) + ")"
         if isinstance(value, ListValue):
             return "[" + ", ".join(self.expr(v) for v in value.items) + "]"
@@ -190,10 +194,12 @@ class ValueRebuilder:
         sequence iterator's position without reading the sequence)."""
         kind = it.python_type
         at = self.namespace.bind(iterator_at, "ITER_AT")
-        # a list from outside gets its new contents only after the rebuilt values are made,
-        # and CPython clamps a position past the end: only a fresh list (built complete) or
-        # an unmoved iterator is rebuilt exactly
-        outside = it.live is not None and not getattr(it.live, "fresh", True)
+        # a changed list from outside gets its new contents only after the rebuilt values are
+        # made, and CPython clamps a position past the end: such an iterator is rebuilt only
+        # when it has not moved
+        outside = it.live is not None and any(
+            m.target is it.live for m in self.ctx.side_effects.mutations
+        )
         if it.mode == "live" and kind is LIST_ITERATOR and not (outside and it.pos):
             if it.exhausted:  # CPython dropped the list: nothing appended later is seen
                 return f"{at}([], 0)"
