@@ -268,3 +268,18 @@ def test_go_fast_large():
     """2000 unrolled iterations pass the graph op limit: the result must be right anyway."""
     a = np.arange(2000.0 * 2000).reshape(2000, 2000) / 4e6
     check_fidelity(go_fast, a, calls=1)
+
+
+class AnswersEverything:
+    """``__getattr__`` answers every name, dunders included (the object cannot be deep-copied,
+    so it is compared by hand)."""
+
+    def __getattr__(self, name):
+        return 42
+
+
+def test_getattr_everything_object_runs_as_python():
+    import npdynamo
+
+    obj = AnswersEverything()
+    assert npdynamo.compile(getattr_object)(obj) == getattr_object(obj) == 43
