@@ -3,8 +3,10 @@
 Each case runs in its own child process with a time limit, so a case that crashes, hangs or is
 very slow prints its failure and the others still run:
 
-* a loop with ``print`` in its body (100,000 iterations, stdout to /dev/null): first and warm
-  call against plain Python;
+* a loop with ``print`` in its body (stdout to /dev/null): first and warm call against plain
+  Python, with a tiny body (100,000 iterations on 4 elements: the cost of the hand-overs alone)
+  and with moderate array work (20,000 iterations on 1,000 elements);
+* a ``while err > tol:`` loop on an array value (a break every iteration);
 * a function called past ``cache_size_limit``: a call that no entry serves, against plain;
 * a function using a passed-in ``np.random.Generator``, called 20 times: entries captured;
 * 8 threads making the first call at once (a barrier): entries captured;
@@ -24,6 +26,8 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIME_LIMIT_S = 30.0
 _MARK = "RESULT "
@@ -40,20 +44,24 @@ def _median_time(fn, *args, repeats: int = 3) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def print_loop() -> dict:
-    import contextlib
+def _loop_body(x):
+    # moderate array work between the breaks: what the compiled graph is for
+    y = np.tanh(x) * 0.5 + 1.0
+    return y / (1.0 + np.abs(y)) - 0.25 * x
 
-    import numpy as np
+
+def print_loop(size: int = 4, n: int = 100_000) -> dict:
+    import contextlib
 
     import npdynamo
 
     def loop(x, n):
         for i in range(n):
-            x = x * 0.5 + 1.0
+            x = _loop_body(x)
             print(i)
         return x
 
-    x, n = np.ones(4), 100_000
+    x = np.linspace(-1.0, 1.0, size)
     compiled = npdynamo.compile(loop)
     with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
         start = time.perf_counter()
@@ -61,7 +69,27 @@ def print_loop() -> dict:
         first = time.perf_counter() - start
         plain = _median_time(loop, x, n)
         warm = _median_time(compiled, x, n)
-    return {"plain": plain, "compiled": warm, "first": first}
+    same = bool(np.array_equal(loop(x, 3), compiled(x, 3)))
+    return {"plain": plain, "compiled": warm, "first": first, "n": n, "correct": same}
+
+
+def while_loop() -> dict:
+    import npdynamo
+
+    def solve(x, tol):
+        err = np.abs(x).max()
+        while err > tol:  # a branch on an array value: a graph break every iteration
+            x = _loop_body(x) * 0.999
+            err = np.abs(x).max()
+        return x
+
+    x, tol = np.linspace(-1.0, 1.0, 1_000), 1e-3
+    compiled = npdynamo.compile(solve)
+    start = time.perf_counter()
+    got = compiled(x, tol)
+    first = time.perf_counter() - start
+    return {"plain": _median_time(solve, x, tol), "compiled": _median_time(compiled, x, tol),
+            "first": first, "correct": bool(np.array_equal(got, solve(x, tol)))}
 
 
 def past_cache_limit() -> dict:
@@ -192,6 +220,8 @@ def numba_first_call() -> dict:
 
 CASES = {
     "print_loop": print_loop,
+    "print_loop_1000": lambda: print_loop(size=1_000, n=20_000),
+    "while_loop": while_loop,
     "past_cache_limit": past_cache_limit,
     "generator_method": generator_method,
     "racing_threads": racing_threads,
@@ -233,9 +263,13 @@ def _row(label: str, plain: float | None, compiled: float | None, note: str = ""
 
 
 def _report(name: str, r: dict) -> None:
-    if name == "print_loop":
-        _row("loop with print, 100,000 iters: warm call", r["plain"], r["compiled"],
-             f"first call {r['first']:.2f} s")
+    if name.startswith("print_loop"):
+        what = "tiny body (4 elements)" if name == "print_loop" else "body on 1,000 elements"
+        _row(f"loop with print, {r['n']:,} iters, {what}", r["plain"], r["compiled"],
+             f"first call {r['first']:.2f} s" + ("" if r["correct"] else "; WRONG RESULT"))
+    elif name == "while_loop":
+        _row("while err > tol on an array (break each iter)", r["plain"], r["compiled"],
+             f"first call {r['first']:.2f} s" + ("" if r["correct"] else "; WRONG RESULT"))
     elif name == "past_cache_limit":
         _row("call past cache_size_limit", r["plain"], r["compiled"])
     elif name == "generator_method":

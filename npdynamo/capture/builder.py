@@ -33,10 +33,20 @@ from npdynamo.capture.values import (
 )
 
 #: Iterators a resume function may receive (a loop continued after a graph break).
-ITERATOR_TYPES = (type(iter([])), type(iter(())), type(iter(range(0))))
+ITERATOR_TYPES = (
+    type(iter([])),
+    type(iter(())),
+    type(iter(range(0))),
+    type(iter({})),
+    type(iter({}.values())),
+    type(iter({}.items())),
+    type(iter("")),
+)
 #: Iterators a resume function takes as opaque loop iterators (also an array's, from a loop too
 #: long to unroll that broke at GET_ITER).
-LOOP_ITERATOR_TYPES = (*ITERATOR_TYPES, type(iter(np.empty(0))))
+LOOP_ITERATOR_TYPES = (
+    type(iter([])), type(iter(())), type(iter(range(0))), type(iter(np.empty(0)))
+)
 LIST_ITERATOR = type(iter([]))
 CONSTANT_TYPES = (bool, int, float, complex, str, bytes, type(None), range, slice)
 #: Modules whose attributes are taken as fixed: reading ``np.exp`` installs no guard.
@@ -178,9 +188,24 @@ class ValueBuilder:
             rest = RemainingSource(source)
             items = remaining_items(value)
             ctx.guard(rest, GuardKind.LENGTH, len(items))
-            return IteratorValue(
-                items=[self.wrap(v, ItemSource(rest, i)) for i, v in enumerate(items)]
-            )
+            wrapped = [self.wrap(v, ItemSource(rest, i)) for i, v in enumerate(items)]
+            if all(isinstance(v, Const) for v in wrapped):
+                # the real iterator is advanced after the graph by as many items as were
+                # taken; its items are guarded values, never re-read (it has moved on)
+                it = IteratorValue(
+                    items=[Const(v.value) for v in wrapped], python_type=kind, source=source
+                )
+                ctx.side_effects.record("iter_advance", it)
+                return it
+            # items that are arrays or objects are rebuilt through their sources, which read
+            # the iterator: a for loop's own iterator (a resume function's stack slot, seen
+            # by nothing else) can be handed on as a new iterator over what is left; one the
+            # user holds cannot
+            if not source.short().startswith("___stack"):
+                raise ctx.unsupported(
+                    f"{source.short()} is an iterator over arrays or objects from outside"
+                )
+            return IteratorValue(items=wrapped, python_type=type(iter(())))
         if isinstance(value, types.ModuleType):
             ctx.guard(source, GuardKind.ID, value)
             return Const(value, source)
@@ -192,7 +217,13 @@ class ValueBuilder:
             ctx.guard(AttrSource(source, "__func__"), GuardKind.ID, value.__func__)
             self.wrap(value.__self__, AttrSource(source, "__self__"))
             return Const(value, source)
-        spec = getattr(value, "__npdynamo_grad__", None)
+        # only a function can be a grad wrapper: asking any other object for the attribute
+        # could run its __getattr__
+        spec = (
+            getattr(value, "__npdynamo_grad__", None)
+            if isinstance(value, types.FunctionType)
+            else None
+        )
         if spec is not None:  # a value_and_grad(loss) wrapper made outside the function
             from npdynamo.capture.autodiff import GradFunctionValue
 
@@ -426,7 +457,8 @@ class _LazyDict(dict):
         super().__delitem__(key)
 
     def __len__(self) -> int:
-        self._builder.ctx.guard(self._source, GuardKind.LENGTH, len(self._raw))
+        if not self._all_keys_guarded:  # the whole key list, once guarded, fixes the length
+            self._builder.ctx.guard(self._source, GuardKind.LENGTH, len(self._raw))
         return super().__len__()
 
     def get(self, key, default=None):

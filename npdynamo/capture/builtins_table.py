@@ -13,13 +13,16 @@ import builtins
 import numpy as np
 
 from npdynamo import ops
-from npdynamo.capture.containers import items_of, truthiness
+from npdynamo.capture.builder import is_constant
+from npdynamo.capture.containers import get_iter, items_of, new_set, truthiness
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
+from npdynamo.capture.special_methods import user_len
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
     DictValue,
+    DictViewValue,
     FunctionValue,
     IteratorValue,
     ListValue,
@@ -32,10 +35,22 @@ from npdynamo.capture.values import (
 BUILTINS: dict = {}
 
 
-def builtin(*targets):
+def builtin(*targets, keywords: tuple[str, ...] | None = ()):
+    """Register a handler for ``targets``. ``keywords``: the keyword arguments it implements
+    (``None``: any); a call passing another one is a graph break, never a dropped argument."""
+
     def register(fn):
+        def checked(frame, args, kwargs):
+            unknown = [k for k in kwargs if keywords is not None and k not in keywords]
+            if unknown:
+                raise frame.unsupported(
+                    f"{frame.current_call_target.__name__}() with the keyword argument "
+                    f"{unknown[0]}= is not supported"
+                )
+            return fn(frame, args, kwargs)
+
         for target in targets:
-            BUILTINS[target] = fn
+            BUILTINS[target] = checked
         return fn
 
     return register
@@ -69,8 +84,12 @@ def _len(frame, args, kwargs):
         return Const(obj.meta.shape[0])
     if isinstance(obj, (TupleValue, ListValue, SetValue, DictValue)):
         return Const(obj.length() if hasattr(obj, "length") else len(obj.items))
-    if isinstance(obj, Const):
+    if isinstance(obj, DictViewValue):
+        return Const(obj.mapping.length())
+    if isinstance(obj, Const) and is_constant(obj.value):
         return _apply(len, obj.value)
+    if isinstance(obj, UserObjectValue):
+        return Const(user_len(frame, obj))
     raise frame.unsupported(f"len() of a {obj.kind()}")
 
 
@@ -79,36 +98,51 @@ def _range(frame, args, kwargs):
     return _apply(range, *_consts(frame, args, "range"))
 
 
-@builtin(enumerate)
+@builtin(enumerate, keywords=("start",))
 def _enumerate(frame, args, kwargs):
     start = args[1] if len(args) > 1 else kwargs.get("start", Const(0))
+    if not (isinstance(start, Const) and type(start.value) is int):
+        raise frame.unsupported("enumerate() with a start that is not a Python int")
     if is_lazy(args[0]):
         return lazy_enumerate(frame, args[0], start, args)
-    items = items_of(frame, args[0])
     return IteratorValue(
-        items=[TupleValue([Const(i + start.value), v]) for i, v in enumerate(items)]
+        mode="enumerate", inner=[get_iter(frame, args[0])], count=start.value,
+        python_type=enumerate,
     )
 
 
-@builtin(zip)
+@builtin(zip, keywords=("strict",))
 def _zip(frame, args, kwargs):
     if any(is_lazy(a) for a in args):
         if kwargs:
             raise frame.unsupported("zip() of a generator with keyword arguments")
         return lazy_zip(frame, [_iter(frame, [a], {}) for a in args], args)
-    if kwargs.get("strict") is not None and truthiness(frame, kwargs["strict"]):
-        lists = [items_of(frame, a) for a in args]
-        if len({len(x) for x in lists}) > 1:
-            raise UserCodeRaises(ValueError("zip() arguments have different lengths"))
-    lists = [items_of(frame, a) for a in args]
-    return IteratorValue(items=[TupleValue(list(group)) for group in zip(*lists)])
+    strict = truthiness(frame, kwargs["strict"]) if "strict" in kwargs else False
+    return IteratorValue(
+        mode="zip", inner=[get_iter(frame, a) for a in args], origin=strict, python_type=zip
+    )
 
 
 @builtin(reversed)
 def _reversed(frame, args, kwargs):
     if is_lazy(args[0]):
         raise UserCodeRaises(TypeError(f"'{args[0].kind()}' object is not reversible"))
-    return IteratorValue(items=items_of(frame, args[0])[::-1])
+    (seq,) = args
+    if isinstance(seq, ListValue):
+        return IteratorValue(
+            live=seq, mode="reversed_list", count=seq.length() - 1,
+            python_type=type(reversed([])),
+        )
+    if isinstance(seq, Const) and isinstance(seq.value, range):
+        return get_iter(frame, Const(seq.value[::-1]))
+    if isinstance(seq, (TupleValue, DictValue, DictViewValue)) or (
+        isinstance(seq, Const) and isinstance(seq.value, (tuple, str, bytes))
+    ):
+        it = get_iter(frame, seq)
+        it.items.reverse()
+        it.python_type = type(_apply_raw(reversed, _example(frame, seq)))
+        return it
+    raise frame.unsupported(f"reversed() of a {seq.kind()}")
 
 
 @builtin(iter)
@@ -136,11 +170,16 @@ SEQUENCE_KINDS = {tuple: TupleValue, list: ListValue, set: SetValue}
 
 @builtin(tuple, list, set)
 def _sequence(frame, args, kwargs):
+    target = frame.current_call_target
+    if target is tuple and args and isinstance(args[0], TupleValue):
+        return args[0]  # CPython returns an exact tuple itself
     items = items_of(frame, args[0]) if args else []
-    return SEQUENCE_KINDS[frame.current_call_target](items)
+    if target is set:
+        return new_set(frame, items)
+    return SEQUENCE_KINDS[target](items)
 
 
-@builtin(dict)
+@builtin(dict, keywords=None)
 def _dict(frame, args, kwargs):
     from npdynamo.capture.containers import const_key
 
@@ -158,26 +197,40 @@ def _dict(frame, args, kwargs):
 
 
 def _number_fold(frame, name: str, fn, args: list[Value], kwargs):
-    if len(args) == 1:
-        args = items_of(frame, args[0])
-    if any(isinstance(a, ArrayValue) for a in args):
+    """``min``/``max``: the winning item itself (its identity is kept), found by the same
+    comparisons Python makes."""
+    items = items_of(frame, args[0]) if len(args) == 1 else list(args)
+    if any(isinstance(a, ArrayValue) for a in items):
         raise frame.unsupported(
             f"{name}() compares arrays element by element in Python",
             f"use np.{'maximum' if name == 'max' else 'minimum'} or np.{name}",
         )
-    values = _consts(frame, args, name)
-    if not all(isinstance(v, Const) for v in kwargs.values()):
-        raise frame.unsupported(f"{name}() with a key function written in Python")
-    kw = {k: v.value for k, v in kwargs.items()}
-    return _apply(fn, values, **kw)
+    values = _plain_consts(frame, items, name)
+    if not items or (len(args) != 1 and kwargs):
+        # an empty iterable, or a default with several arguments: Python's own answer or error
+        if len(args) == 1 and "default" in kwargs:
+            return kwargs["default"]
+        plain_kwargs = dict(zip(kwargs, _consts(frame, list(kwargs.values()), name)))
+        _apply_raw(fn, *([values] if len(args) == 1 else values), **plain_kwargs)
+        raise frame.unsupported(f"{name}() with these arguments")
+    return items[_apply_raw(fn, range(len(values)), key=values.__getitem__)]
 
 
-@builtin(min)
+def _plain_consts(frame, items: list[Value], what: str) -> list:
+    """The plain values of ``items``, which must be builtin constants: comparing any other
+    object could run a user-defined method."""
+    values = _consts(frame, items, what)
+    if not all(is_constant(v) for v in values):
+        raise frame.unsupported(f"{what}() of objects that may define their own comparisons")
+    return values
+
+
+@builtin(min, keywords=("default",))
 def _min(frame, args, kwargs):
     return _number_fold(frame, "min", min, args, kwargs)
 
 
-@builtin(max)
+@builtin(max, keywords=("default",))
 def _max(frame, args, kwargs):
     return _number_fold(frame, "max", max, args, kwargs)
 
@@ -192,7 +245,7 @@ def _abs(frame, args, kwargs):
     return _apply(abs, *_consts(frame, args, "abs"))
 
 
-@builtin(sum)
+@builtin(sum, keywords=("start",))
 def _sum(frame, args, kwargs):
     from npdynamo.capture.opcodes import binary_op
 
@@ -203,7 +256,7 @@ def _sum(frame, args, kwargs):
     return total
 
 
-@builtin(int, float, bool, complex, str)
+@builtin(int, float, bool, complex, str, keywords=None)
 def _convert(frame, args, kwargs):
     target = frame.current_call_target
     if any(isinstance(a, ArrayValue) for a in args):
@@ -212,15 +265,18 @@ def _convert(frame, args, kwargs):
             "keep the value as an array, or accept a graph break here",
             kind="graph_value_to_python",
         )
-    if target is bool and args:
+    if target is bool and args and not kwargs:
         return Const(truthiness(frame, args[0]))
-    return _apply(target, *_consts(frame, args, target.__name__))
+    return _plain(frame, args, kwargs)
 
 
-@builtin(round, divmod, pow, hash, chr, ord, slice)
+@builtin(round, divmod, pow, hash, chr, ord, slice, keywords=None)
 def _plain(frame, args, kwargs):
     target = frame.current_call_target
-    return _apply(target, *_consts(frame, args, target.__name__))
+    names = list(kwargs)
+    values = _consts(frame, [*args, *kwargs.values()], target.__name__)
+    positional = values[: len(args)]
+    return _apply(target, *positional, **dict(zip(names, values[len(args) :])))
 
 
 @builtin(isinstance)
@@ -251,9 +307,22 @@ def _example(frame, obj: Value) -> object:
     kinds = {TupleValue: (), ListValue: [], DictValue: {}, SetValue: set()}
     if type(obj) in kinds:
         return kinds[type(obj)]
+    if isinstance(obj, DictViewValue):
+        return getattr({}, obj.which)()
+    if isinstance(obj, IteratorValue) and obj.python_type is not None:
+        return _example_iterator(frame, obj.python_type)
     if isinstance(obj, FunctionValue):
         return obj.fn if obj.fn is not None else (lambda: None)
     raise frame.unsupported(f"isinstance()/type() of a {obj.kind()}")
+
+
+def _example_iterator(frame, kind: type):
+    for candidate in (iter([]), iter(()), iter(range(0)), enumerate(()), zip(), reversed([]),
+                      reversed(()), iter({}), iter({}.values()), iter({}.items()), iter(set()),
+                      iter(""), iter(b"")):
+        if type(candidate) is kind:
+            return candidate
+    raise frame.unsupported(f"isinstance()/type() of a {kind.__name__}")
 
 
 @builtin(all, any)
@@ -315,14 +384,16 @@ def graph_break() -> None:
 register_graph_break(graph_break)
 
 
-@builtin(sorted)
+@builtin(sorted, keywords=("reverse",))
 def _sorted(frame, args, kwargs):
+    """A new list of the same items (identity kept), ordered by Python's own sort."""
     items = items_of(frame, args[0])
     reverse = kwargs.get("reverse", Const(False))
-    if "key" in kwargs or not isinstance(reverse, Const):
-        raise frame.unsupported("sorted() with a key function")
-    values = _consts(frame, items, "sorted")
-    return ListValue([Const(v) for v in _apply_raw(sorted, values, reverse=reverse.value)])
+    if not isinstance(reverse, Const):
+        raise frame.unsupported("sorted() with a reverse flag that is a graph value")
+    values = _plain_consts(frame, items, "sorted")
+    order = _apply_raw(sorted, range(len(values)), key=values.__getitem__, reverse=reverse.value)
+    return ListValue([items[i] for i in order])
 
 
 def _apply_raw(fn, *args, **kwargs):

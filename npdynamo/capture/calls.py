@@ -186,7 +186,7 @@ def call_value(frame, fn: Value, args: list[Value], kwargs: dict[str, Value]) ->
                 raise UserCodeRaises(exc) from exc
         raise frame.unsupported(*_unknown_call_reason(target))
     if isinstance(fn, UserObjectValue):
-        call = _class_attribute(fn.obj, "__call__")
+        call = class_attribute(fn.obj, "__call__")
         if isinstance(call, types.FunctionType):
             return inline_call(frame, frame.ctx.builder.wrap(call, None), [fn, *args], kwargs)
     raise frame.unsupported(f"calling a {_describe(fn)} is not supported")
@@ -380,27 +380,31 @@ def call_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict[st
     return call_value(frame, fn, args, kwargs)
 
 
+#: The Python type each tracked container kind stands for.
+CONTAINER_TYPES = {
+    ArrayValue: np.ndarray,
+    ListValue: list,
+    TupleValue: tuple,
+    DictValue: dict,
+    SetValue: set,
+}
+
+
 def load_method(frame, obj: Value, name: str) -> tuple[Value, Value]:
     """What ``LOAD_METHOD`` / method-form ``LOAD_ATTR`` leaves: (method, self) or (NULL, attr)."""
     if isinstance(obj, (ArrayValue, ListValue, TupleValue, DictValue, SetValue)):
-        kind = {
-            ArrayValue: np.ndarray,
-            ListValue: list,
-            TupleValue: tuple,
-            DictValue: dict,
-            SetValue: set,
-        }[type(obj)]
+        kind = CONTAINER_TYPES[type(obj)]
         if callable(getattr(kind, name, None)) and name not in ("T",):
             return MethodValue(None, name), obj
     if isinstance(obj, UserObjectValue):
-        attr = _class_attribute(obj.obj, name)
+        attr = class_attribute(obj.obj, name)
         if isinstance(attr, types.FunctionType) and name not in getattr(obj.obj, "__dict__", {}):
             return frame.ctx.builder.wrap(attr, None), obj
     return NULL, get_attr(frame, obj, name)
 
 
 # -- attributes ------------------------------------------------------------------------------
-def _class_attribute(obj, name):
+def class_attribute(obj, name):
     for klass in type(obj).__mro__:
         if name in klass.__dict__:
             return klass.__dict__[name]
@@ -457,6 +461,13 @@ def get_attr(frame, obj: Value, name: str) -> Value:
     if isinstance(obj, UserObjectValue):
         return user_attr(frame, obj, name)
     if isinstance(obj, (ListValue, TupleValue, DictValue, SetValue)):
+        kind = CONTAINER_TYPES[type(obj)]
+        if not callable(getattr(kind, name, None)):
+            if hasattr(kind, name):
+                raise frame.unsupported(f"reading .{name} of a {kind.__name__}")
+            raise UserCodeRaises(
+                AttributeError(f"'{kind.__name__}' object has no attribute '{name}'")
+            )
         return MethodValue(obj, name)
     if isinstance(obj, FunctionValue) and name in ("__name__", "__qualname__", "__doc__"):
         return Const(getattr(obj.fn, name) if obj.fn else obj.name)
@@ -481,7 +492,7 @@ def user_attr(frame, obj: UserObjectValue, name: str) -> Value:
                 AttributeError(f"'{klass.__name__}' object has no attribute '{name}'")
             )
         return obj.attrs[name]
-    class_attr = _class_attribute(obj.obj, name)
+    class_attr = class_attribute(obj.obj, name)
     if isinstance(class_attr, property):
         if class_attr.fget is None:
             raise UserCodeRaises(AttributeError(f"property {name!r} has no getter"))
@@ -509,3 +520,6 @@ def user_attr(frame, obj: UserObjectValue, name: str) -> Value:
         raise UserCodeRaises(AttributeError(f"'{klass.__name__}' object has no attribute '{name}'"))
     obj.attrs[name] = value
     return value
+
+
+_class_attribute = class_attribute  # the name other modules import

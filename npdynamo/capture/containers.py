@@ -6,16 +6,21 @@ came from outside would be a side effect on the caller's data, which is refused 
 
 from __future__ import annotations
 
+import numpy as np
+
+from npdynamo.capture.builder import is_constant
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import drain, is_lazy
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
     DictValue,
+    DictViewValue,
     IteratorValue,
     ListValue,
     SetValue,
     TupleValue,
+    UserObjectValue,
     Value,
 )
 
@@ -64,46 +69,60 @@ def const_key(frame, key: Value):
     raise frame.unsupported(f"a dict key or set item that is a {key.kind()} is not supported")
 
 
+#: Modules whose types' truth values need no user code (functions, modules, types, dtypes).
+BUILTIN_MODULES = ("builtins", "numpy")
+#: ``bool()`` of a user object (its ``__bool__``/``__len__`` inlined), registered by
+#: ``special_methods``, which inlines through ``calls``
+USER_TRUTHINESS: list = []
+
+
 def truthiness(frame, value: Value) -> bool:
     """``bool(value)`` for a value known at capture time; arrays are data-dependent."""
     if isinstance(value, Const):
+        if not is_constant(value.value) and type(value.value).__module__ not in BUILTIN_MODULES:
+            raise frame.unsupported(f"the truth value of a {type(value.value).__qualname__}")
         return bool(value.value)
+    if isinstance(value, UserObjectValue):
+        return USER_TRUTHINESS[0](frame, value)
     if isinstance(value, (TupleValue, ListValue, DictValue)):
         return value.length() > 0
     if isinstance(value, SetValue):
         return bool(value.items)
+    if isinstance(value, DictViewValue):
+        return value.mapping.length() > 0
     if isinstance(value, ArrayValue):
         raise frame.unsupported(
             "a branch depends on the values in an array (data-dependent control flow)",
             "use np.where / np.select to compute both sides, or accept a graph break here",
             kind="data_dependent_branch",
         )
-    return True  # functions, user objects without __bool__/__len__
+    return True  # functions, methods, iterators: objects without __bool__ or __len__
 
 
 def items_of(frame, value: Value) -> list[Value]:
     """The values iterating ``value`` yields, computed at capture time."""
-    from npdynamo import ops
-    from npdynamo.capture.calls import op_call
-
     if isinstance(value, (TupleValue, ListValue, SetValue)):
         return list(value.items)
     if isinstance(value, DictValue):
-        return [Const(k) if not isinstance(k, tuple) else _const_tuple(k) for k in value.items]
+        return dict_keys(value)
     if isinstance(value, IteratorValue):
         return value.remaining()
     if is_lazy(value):
         return drain(value)
-    if isinstance(value, Const) and isinstance(value.value, (range, tuple, str, bytes, frozenset)):
-        from npdynamo.capture.builder import constant_value
+    return get_iter(frame, value).remaining()
 
-        return [constant_value(v) for v in value.value]
-    if isinstance(value, ArrayValue):
-        if value.meta.ndim == 0:
-            raise UserCodeRaises(TypeError("iteration over a 0-d array"))
-        getitem = ops.REGISTRY["getitem"]
-        return [op_call(frame, getitem, (value, i), {}) for i in range(value.meta.shape[0])]
-    raise frame.unsupported(f"iterating over a {value.kind()} is not supported")
+
+def dict_keys(d: DictValue) -> list[Value]:
+    return [Const(k) if not isinstance(k, tuple) else _const_tuple(k) for k in d.items]
+
+
+def view_items(view: DictViewValue) -> list[Value]:
+    d = view.mapping
+    if view.which == "keys":
+        return dict_keys(d)
+    if view.which == "values":
+        return list(d.items.values())
+    return [TupleValue([k, v]) for k, v in zip(dict_keys(d), d.items.values())]
 
 
 def _const_tuple(key: tuple) -> TupleValue:
@@ -111,11 +130,67 @@ def _const_tuple(key: tuple) -> TupleValue:
 
 
 def get_iter(frame, value: Value) -> Value:
+    """``iter(value)``: an iterator of the same Python type, advancing as CPython's would (a
+    generator or another lazy iterator is its own iterator)."""
     if isinstance(value, IteratorValue) or is_lazy(value):
         return value
     if isinstance(value, ListValue):
-        return IteratorValue(live=value)
-    return IteratorValue(items=items_of(frame, value))
+        return IteratorValue(live=value, python_type=type(iter([])))
+    if isinstance(value, TupleValue):
+        return IteratorValue(items=list(value.items), python_type=type(iter(())))
+    if isinstance(value, DictValue):
+        return IteratorValue(
+            items=dict_keys(value),
+            python_type=type(iter({})),
+            watch=(value, list(value.items), "dictionary"),
+        )
+    if isinstance(value, DictViewValue):
+        return IteratorValue(
+            items=view_items(value),
+            python_type=type(iter(getattr({}, value.which)())),
+            watch=(value.mapping, list(value.mapping.items), "dictionary"),
+        )
+    if isinstance(value, SetValue):
+        return IteratorValue(
+            items=list(value.items), python_type=type(iter(set())), watch=(value, [
+                *value.items], "Set")
+        )
+    if isinstance(value, Const) and isinstance(value.value, (range, tuple, str, bytes, frozenset)):
+        from npdynamo.capture.builder import constant_value
+
+        plain = value.value
+        return IteratorValue(
+            items=[constant_value(v) for v in plain],
+            python_type=type(iter(plain)),
+            origin=plain if isinstance(plain, (range, tuple, str, bytes)) else None,
+        )
+    if isinstance(value, ArrayValue):
+        from npdynamo import ops
+        from npdynamo.capture.calls import op_call
+
+        if value.meta.ndim == 0:
+            raise UserCodeRaises(TypeError("iteration over a 0-d array"))
+        getitem = ops.REGISTRY["getitem"]
+        rows = [op_call(frame, getitem, (value, i), {}) for i in range(value.meta.shape[0])]
+        return IteratorValue(items=rows, python_type=type(iter(np.empty(1))))
+    raise frame.unsupported(f"iterating over a {value.kind()} is not supported")
+
+
+def set_insert(frame, s: SetValue, new: list[Value]) -> None:
+    """Add ``new`` to ``s`` as ``set.add`` would: equal items are kept once (the first), and
+    the items take the order a real set built by the same insertions iterates them in."""
+    if not isinstance(s, SetValue):  # a set from outside (after a graph break)
+        raise frame.unsupported(f"adding to a {s.kind()} that is not a set built here")
+    members: dict = {}
+    for v in [*s.items, *new]:
+        members.setdefault(const_key(frame, v), v)
+    s.items = [members[k] for k in set(members)]
+
+
+def new_set(frame, items: list[Value]) -> SetValue:
+    s = SetValue([])
+    set_insert(frame, s, items)
+    return s
 
 
 def subscript(frame, container: Value, index: Value) -> Value:
@@ -133,6 +208,9 @@ def subscript(frame, container: Value, index: Value) -> Value:
         except (IndexError, TypeError) as exc:
             raise UserCodeRaises(exc) from exc
         if isinstance(index.value, slice):
+            whole = index.value.indices(container.length()) == (0, container.length(), 1)
+            if isinstance(container, TupleValue) and whole:
+                return container  # CPython returns an exact tuple itself
             return type(container)(list(picked))
         return picked
     if isinstance(container, Const) and isinstance(index, Const):
@@ -182,7 +260,7 @@ def container_method(frame, obj: Value, name: str, args: list[Value], kwargs: di
                 record(frame, "list_state", obj)
             return result
         if isinstance(obj, SetValue) and name == "add":
-            obj.items.append(args[0])
+            set_insert(frame, obj, [args[0]])
             record(frame, "set_state", obj)
             return Const(None)
     except (KeyError, IndexError, ValueError) as exc:
@@ -193,13 +271,10 @@ def container_method(frame, obj: Value, name: str, args: list[Value], kwargs: di
 
 
 def _dict_method(frame, d: DictValue, name: str, args: list[Value], kwargs: dict) -> Value:
-    keys = [Const(k) if not isinstance(k, tuple) else _const_tuple(k) for k in d.items]
-    if name == "keys":
-        return ListValue(keys)
-    if name == "values":
-        return ListValue(list(d.items.values()))
-    if name == "items":
-        return ListValue([TupleValue([k, v]) for k, v in zip(keys, d.items.values())])
+    if name in ("keys", "values", "items"):
+        if args:
+            raise UserCodeRaises(TypeError(f"dict.{name}() takes no arguments ({len(args)} given)"))
+        return DictViewValue(d, name)
     if name == "get":
         key = const_key(frame, args[0])
         default = args[1] if len(args) > 1 else kwargs.get("default", Const(None))

@@ -219,6 +219,8 @@ def check_written_arrays(ctx: CaptureContext) -> None:
     done = set()
     for array in written:
         mine = objects.get(array.source)
+        if mine is None:  # not an input ndarray: nothing outside can alias it
+            continue
         for src, other in inputs:
             pair = frozenset((src, array.source))
             if src == array.source or other is mine or pair in done:

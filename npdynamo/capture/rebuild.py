@@ -20,6 +20,7 @@ from npdynamo.capture.values import (
     BoundMethodValue,
     Const,
     DictValue,
+    DictViewValue,
     FunctionValue,
     IteratorValue,
     ListValue,
@@ -37,6 +38,7 @@ IDENTITY_KINDS = (
     SetValue,
     TupleValue,
     IteratorValue,
+    DictViewValue,
     FunctionValue,
     BoundMethodValue,
     MethodValue,
@@ -59,11 +61,46 @@ def python_type(value: Value) -> type | None:
     return None
 
 
-def _list_iterator_at(items: list, position: int):
-    """``iter(items)`` advanced by ``position`` items, as the loop had left it."""
-    iterator = iter(items)
-    iterator.__setstate__(position)
-    return iterator
+LIST_ITERATOR = type(iter([]))
+LIST_REVERSEITERATOR = type(reversed([]))
+TUPLE_ITERATOR = type(iter(()))
+
+
+def iterator_at(seq, position: int):
+    """``iter(seq)`` advanced by ``position`` items (list, tuple and range iterators)."""
+    it = iter(seq)
+    it.__setstate__(position)
+    return it
+
+
+#: dict iterator types -> the view method whose iterator they are
+DICT_ITERATORS = {
+    type(iter({}.keys())): "keys",
+    type(iter({}.values())): "values",
+    type(iter({}.items())): "items",
+}
+
+
+def advanced_iterator(iterable, count: int):
+    """``iter(iterable)`` after ``count`` items were taken (dict iterators have no setstate)."""
+    it = iter(iterable)
+    for _ in range(count):
+        next(it)
+    return it
+
+
+def reversed_at(seq: list, index: int):
+    """``reversed(seq)`` whose next item is ``seq[index]``."""
+    it = reversed(seq)
+    it.__setstate__(index)
+    return it
+
+
+def _pure_snapshot(it: IteratorValue) -> bool:
+    """True if ``it`` reads nothing that can change: snapshots and enumerate/zip of them."""
+    if it.mode in ("enumerate", "zip"):
+        return all(_pure_snapshot(i) for i in it.inner)
+    return it.mode == "items" and it.source is None and it.watch is None
 
 
 class ValueRebuilder:
@@ -127,6 +164,10 @@ class ValueRebuilder:
         if isinstance(value, Const):
             return self.bind(value.value)
         if isinstance(value, TupleValue):
+            if value.items and all(isinstance(v, Const) for v in value.items):
+                # a tuple display of literals is one folded constant: two equal tuples made
+                # by the function would be one object
+                return "tuple([" + ", ".join(self.expr(v) for v in value.items) + "])"
             return "(" + "".join(self.expr(v) + ", " for v in value.items) + ")"
         if isinstance(value, ListValue):
             return "[" + ", ".join(self.expr(v) for v in value.items) + "]"
@@ -138,12 +179,9 @@ class ValueRebuilder:
             parts = [f"{self.bind(k, 'KEY')}: {self.expr(v)}" for k, v in value.items.items()]
             return "{" + ", ".join(parts) + "}"
         if isinstance(value, IteratorValue):
-            if value.live is not None:  # a list iterator sees the list's later changes
-                at = self.namespace.bind(_list_iterator_at, "ITER_AT")
-                return f"{at}({self.expr(value.live)}, {value.pos})"
-            seq = value.items
-            rest = "".join(self.expr(v) + ", " for v in seq[value.pos :])
-            return f"iter(({rest}))"
+            return self._iterator(value)
+        if isinstance(value, DictViewValue):
+            return f"{self.expr(value.mapping)}.{value.which}()"
         if isinstance(value, FunctionValue):
             return self._function(value)
         if isinstance(value, LAZY_KINDS):
@@ -154,6 +192,44 @@ class ValueRebuilder:
         if isinstance(value, MethodValue) and value.self_value is not None:
             return f"getattr({self.expr(value.self_value)}, {value.name!r})"
         raise self.ctx.unsupported(f"a {value.kind()} cannot be handed back to Python")
+
+    def _iterator(self, it: IteratorValue) -> str:
+        """An iterator of the same type in the same state (CPython's ``__setstate__`` sets a
+        sequence iterator's position without reading the sequence)."""
+        kind = it.python_type
+        at = self.namespace.bind(iterator_at, "ITER_AT")
+        # a changed list from outside gets its new contents only after the rebuilt values are
+        # made, and CPython clamps a position past the end: such an iterator is rebuilt only
+        # when it has not moved
+        outside = it.live is not None and any(
+            m.target is it.live for m in self.ctx.side_effects.mutations
+        )
+        if it.mode == "live" and kind is LIST_ITERATOR and not (outside and it.pos):
+            if it.exhausted:  # CPython dropped the list: nothing appended later is seen
+                return f"{at}([], 0)"
+            return f"{at}({self.expr(it.live)}, {it.pos})"
+        if it.mode == "reversed_list" and kind is LIST_REVERSEITERATOR and not outside:
+            if it.exhausted:
+                return f"{self.namespace.bind(reversed, 'REVERSED')}([])"
+            rev = self.namespace.bind(reversed_at, "REVERSED_AT")
+            return f"{rev}({self.expr(it.live)}, {it.count})"
+        if it.mode == "items" and kind is TUPLE_ITERATOR:
+            rest = "".join(self.expr(v) + ", " for v in it.items[it.pos :])
+            return f"iter(({rest}))"
+        if it.mode == "items" and it.origin is not None and kind is type(iter(it.origin)):
+            # over an immutable constant (a range, a str, a tuple): the same, moved on
+            return f"{at}({self.bind(it.origin, 'SEQ')}, {it.pos})"
+        if it.mode == "items" and kind in DICT_ITERATORS and it.watch is not None:
+            advanced = self.namespace.bind(advanced_iterator, "ADVANCED")
+            view = f"{self.expr(it.watch[0])}.{DICT_ITERATORS[kind]}()"
+            return f"{advanced}({view}, {it.pos})"
+        if it.mode == "enumerate":
+            return f"enumerate({self.expr(it.inner[0])}, {it.count})"
+        if it.mode == "zip":
+            parts = "".join(self.expr(i) + ", " for i in it.inner)
+            return f"zip({parts}strict=True)" if it.origin else f"zip({parts})"
+        name = kind.__name__ if kind is not None else "iterator"
+        raise self.ctx.unsupported(f"a {name} object cannot be handed back to Python here")
 
     def _function(self, fn: FunctionValue) -> str:
         if fn.fn is not None:
@@ -177,8 +253,9 @@ class ValueRebuilder:
 
     def record_side_effects(self) -> None:
         """Render the capture's side effects; call before the graph is closed."""
-        from npdynamo.capture.side_effects import replay_statements
+        from npdynamo.capture.side_effects import array_write_statements, replay_statements
 
+        self.prelude[:0] = array_write_statements(self.ctx, self)
         self.effects = replay_statements(self.ctx, self)
 
     def stack_exprs(self, stack: list[Value]) -> list[str]:
@@ -195,6 +272,20 @@ class ValueRebuilder:
                 if owner is None:
                     raise self.ctx.unsupported("a method whose owner type is unknown")
                 exprs.append(f"{self.bind(owner, 'TYPE')}.{value.name}")
+            elif isinstance(value, IteratorValue) and id(value) not in self._memo:
+                exprs.append(self._loop_iterator(value))
             else:
                 exprs.append(self.expr(value))
         return exprs
+
+    def _loop_iterator(self, it: IteratorValue) -> str:
+        """A ``for`` loop's iterator on the stack at a graph break. When it pulls only from
+        snapshots of immutable sequences, an iterator over what is left yields exactly the
+        same items to the loop that continues (and the resume function can read it)."""
+        if not _pure_snapshot(it):
+            return self.expr(it)
+        rest = it.remaining()
+        name = f"v{len(self._memo)}"
+        self.prelude.append(f"{name} = iter(({''.join(self.expr(v) + ', ' for v in rest)}))")
+        self._memo[id(it)] = name
+        return name

@@ -32,7 +32,7 @@ class Mutation:
     """One recorded Python-level mutation: ``kind`` of ``target`` with ``args``."""
 
     kind: str  # list_append, list_extend, list_state, dict_set, dict_del, dict_clear,
-    #             set_state, attr_set, attr_del, global_set, cell_set
+    #             set_state, attr_set, attr_del, global_set, cell_set, iter_advance
     target: Value | None
     args: tuple = ()
 
@@ -129,15 +129,24 @@ def cast_for_inplace(ctx, result: ArrayValue, target: ArrayValue) -> ArrayValue:
 
 
 # -- replay ------------------------------------------------------------------------------------
+def array_write_statements(ctx, rebuilder) -> list[str]:
+    """``np.copyto`` of every outside array the graph wrote. They read only graph outputs and
+    sources, and must run before any rebuilt value is made: a view of a written array rebuilt
+    as ``a.transpose(...).reshape(...)`` copies the data it sees at that moment."""
+    copyto = rebuilder.namespace.bind(np.copyto, "copyto")
+    return [
+        f"{copyto}({array.source.expr()}, {rebuilder.graph_value(array)})"
+        for array in ctx.side_effects.arrays
+        # an array written and restored to the value it had: nothing changed
+        if array.node.op != "placeholder"
+    ]
+
+
 def replay_statements(ctx, rebuilder) -> list[str]:
-    """Python statements writing the recorded side effects back, in program order."""
+    """Python statements writing the recorded Python-level side effects back, in program order
+    (the array writes come first, from ``array_write_statements``)."""
     effects = ctx.side_effects
     lines: list[str] = []
-    copyto = rebuilder.namespace.bind(np.copyto, "copyto")
-    for array in effects.arrays:
-        if array.node.op == "placeholder":
-            continue  # written and restored to the value it had: nothing changed
-        lines.append(f"{copyto}({array.source.expr()}, {rebuilder.graph_value(array)})")
     for m in effects.mutations:
         lines += _mutation_lines(m, rebuilder)
     for name, value in effects.global_stores.items():
@@ -166,6 +175,10 @@ def _mutation_lines(m: Mutation, rebuilder) -> list[str]:
         return [f"{target}.{m.args[0]} = {rebuilder.expr(m.args[1])}"]
     if kind == "attr_del":
         return [f"del {target}.{m.args[0]}"]
+    if kind == "iter_advance":
+        if not m.target.pos:
+            return []
+        return [f"for _ in range({m.target.pos}): next({target})"]
     if kind == "cell_set":
         return [f"{m.args[0]} = {rebuilder.expr(m.args[1])}"]
     raise AssertionError(f"unknown mutation {kind}")

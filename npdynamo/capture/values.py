@@ -11,6 +11,7 @@ from __future__ import annotations
 import types
 from dataclasses import dataclass, field
 
+from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.guards.sources import Source
 from npdynamo.ops.meta import ArrayMeta
 
@@ -139,29 +140,113 @@ class DictValue(_Container):
 
 @dataclass(eq=False)
 class SetValue(Value):
+    """A set of constants. ``items`` are in the order CPython's set would iterate them (see
+    ``containers.set_insert``)."""
+
     items: list[Value]
     fresh: bool = True
 
 
 @dataclass(eq=False)
+class DictViewValue(Value):
+    """``d.keys()``, ``d.values()`` or ``d.items()`` (``which``): a live view of ``mapping``."""
+
+    mapping: DictValue
+    which: str
+
+    @property
+    def python_type(self) -> type:
+        return type(getattr({}, self.which)())
+
+
+@dataclass(eq=False)
 class IteratorValue(Value):
-    """An iterator the unrolled loop steps through: over a snapshot, or live over a list."""
+    """An iterator the translator steps through exactly as CPython would.
+
+    Kinds (``python_type`` is the type of the iterator it stands for): a snapshot of ``items``
+    (immutable sources: tuples, ranges, strings, and iterators read from outside); ``live``
+    over a list (sees appends, and once exhausted stays exhausted, as ``list_iterator`` does);
+    ``reversed_list`` (``list_reverseiterator``, by index from the end); ``enumerate`` and
+    ``zip`` pull lazily from ``inner`` iterators. ``watch`` is a dict whose keys must not change
+    while the iterator runs. ``source`` is set for an iterator read from outside: the real
+    object is advanced by ``pos`` after the graph.
+    """
 
     items: list[Value] | None = None
     live: ListValue | None = None
     pos: int = 0
+    python_type: type | None = None
+    mode: str = "items"  # items | live | reversed_list | enumerate | zip
+    inner: list = field(default_factory=list)
+    count: int = 0  # enumerate's next number; reversed_list's next index
+    exhausted: bool = False
+    watch: tuple | None = None  # (DictValue, its keys when the iterator was made)
+    origin: object = None  # the range of a range_iterator; zip's strict flag
+    source: Source | None = None
+
+    def __post_init__(self) -> None:
+        if self.live is not None and self.mode == "items":
+            self.mode = "live"
 
     def next(self) -> Value | None:
+        if self.exhausted:
+            return None
+        if self.watch is not None:
+            d, keys, what = self.watch
+            now = list(d.items)
+            if len(now) != len(keys):
+                raise UserCodeRaises(RuntimeError(f"{what} changed size during iteration"))
+            if now != keys:
+                raise UserCodeRaises(RuntimeError("dictionary keys changed during iteration"))
+        item = self._step()
+        if item is None and self.mode in ("live", "reversed_list"):
+            self.exhausted = True  # these CPython iterators drop their list once exhausted
+        return item
+
+    def _step(self) -> Value | None:
+        if self.mode == "enumerate":
+            item = self.inner[0].next()
+            if item is None:
+                return None
+            self.count += 1
+            return TupleValue([Const(self.count - 1), item])
+        if self.mode == "zip":
+            group = []
+            for i, it in enumerate(self.inner):
+                item = it.next()
+                if item is None:
+                    if self.origin:  # strict=True: every argument must end together
+                        self._check_strict_end(i)
+                    return None
+                group.append(item)
+            return TupleValue(group) if group else None
+        if self.mode == "reversed_list":
+            seq = self.live.items
+            if 0 <= self.count < len(seq):
+                self.count -= 1
+                return seq[self.count + 1]
+            return None
         seq = self.live.items if self.live is not None else self.items
         if self.pos >= len(seq):
             return None
         self.pos += 1
         return seq[self.pos - 1]
 
+    def _check_strict_end(self, i: int) -> None:
+        def others(n: int) -> str:
+            return "argument 1" if n == 1 else f"arguments 1-{n}"
+
+        if i > 0:
+            raise UserCodeRaises(ValueError(f"zip() argument {i + 1} is shorter than {others(i)}"))
+        for j, it in enumerate(self.inner[1:], 1):
+            if it.next() is not None:
+                message = f"zip() argument {j + 1} is longer than {others(j)}"
+                raise UserCodeRaises(ValueError(message))
+
     def remaining(self) -> list[Value]:
-        seq = self.live.items if self.live is not None else self.items
-        rest = list(seq[self.pos :])
-        self.pos = len(seq)
+        rest = []
+        while (item := self.next()) is not None:
+            rest.append(item)
         return rest
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from npdynamo.capture.containers import (
     const_key,
-    container_method,
     extend_list,
     items_of,
+    new_set,
+    set_insert,
     store_subscript,
 )
 from npdynamo.capture.errors import UserCodeRaises
@@ -15,7 +16,6 @@ from npdynamo.capture.values import (
     Const,
     DictValue,
     ListValue,
-    SetValue,
     TupleValue,
     Value,
 )
@@ -34,7 +34,7 @@ def _build_list(frame, ins):
 
 @handler("BUILD_SET")
 def _build_set(frame, ins):
-    frame.push(SetValue(frame.popn(ins.arg)))
+    frame.push(new_set(frame, frame.popn(ins.arg)))
 
 
 @handler("BUILD_MAP")
@@ -61,10 +61,7 @@ def _list_append(frame, ins):
 @handler("SET_ADD")
 def _set_add(frame, ins):
     value = frame.pop()
-    target = frame.stack[-ins.arg]
-    if not isinstance(target, SetValue):
-        raise frame.unsupported(f"adding to a {target.kind()} in a set comprehension")
-    container_method(frame, target, "add", [value], {})
+    set_insert(frame, frame.stack[-ins.arg], [value])
 
 
 @handler("LIST_EXTEND")
@@ -76,7 +73,7 @@ def _list_extend(frame, ins):
 @handler("SET_UPDATE")
 def _set_update(frame, ins):
     value = frame.pop()
-    frame.stack[-ins.arg].items.extend(items_of(frame, value))
+    set_insert(frame, frame.stack[-ins.arg], items_of(frame, value))
 
 
 @handler("MAP_ADD")

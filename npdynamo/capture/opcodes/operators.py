@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 from npdynamo import ops
+from npdynamo.capture.builder import constant_value, is_constant
 from npdynamo.capture.calls import op_call, raw
 from npdynamo.capture.containers import (
     const_key,
@@ -18,14 +21,19 @@ from npdynamo.capture.containers import (
 )
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import is_lazy, lazy_contains
+from npdynamo.capture.guards import GuardKind
 from npdynamo.capture.opcodes.table import handler
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
+from npdynamo.capture.special_methods import user_binary_op
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
     DictValue,
+    DictViewValue,
     ListValue,
+    SetValue,
     TupleValue,
+    UserObjectValue,
     Value,
 )
 
@@ -87,7 +95,16 @@ def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
                 "** between NumPy scalars is computed with Python's scalar math, not np.power",
                 "use np.power(a, b) (or np.sqrt) to keep it in the graph")
         return op_call(frame, ops.BINARY_OPERATORS[symbol], (raw(left), raw(right)), {})
+    if isinstance(left, UserObjectValue) or isinstance(right, UserObjectValue):
+        return user_binary_op(frame, symbol, left, right)
+    if isinstance(left, (DictViewValue, SetValue)) or isinstance(right, (DictViewValue, SetValue)):
+        return _set_like_op(frame, symbol, left, right)
     if isinstance(left, Const) and isinstance(right, Const):
+        if not (plain_builtin(left.value) and plain_builtin(right.value)):
+            raise frame.unsupported(
+                f"the operator {symbol} on a {type(left.value).__qualname__} and a "
+                f"{type(right.value).__qualname__}"
+            )
         try:
             return Const(PY_OPERATORS[symbol](left.value, right.value))
         except Exception as exc:
@@ -95,38 +112,101 @@ def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
     return _sequence_op(frame, symbol, left, right)
 
 
+def _set_like_op(frame, symbol: str, left: Value, right: Value) -> Value:
+    """Operators on sets and dict views of constants, computed on real Python objects built
+    from them (so results, result types and errors are CPython's); the result is a new set."""
+    if symbol == "==" and (isinstance(left, DictViewValue) and left.which == "values"):
+        return Const(left is right)  # dict_values compares by identity
+    try:
+        result = PY_OPERATORS[symbol](_plain_set_like(frame, left), _plain_set_like(frame, right))
+    except Exception as exc:
+        raise UserCodeRaises(exc) from exc
+    if isinstance(result, (bool, type(NotImplemented))):
+        return Const(result)
+    if type(result) is set:
+        # in the real result's own iteration order (its table may be sized differently from
+        # one built item by item)
+        return SetValue([constant_value(v) for v in result])
+    raise frame.unsupported(f"the operator {symbol} on a {left.kind()} and a {right.kind()}")
+
+
+def _plain_set_like(frame, value: Value) -> object:
+    """A real object standing for ``value`` whose items are all constants."""
+    if isinstance(value, DictViewValue):
+        d = value.mapping
+        if value.which == "values":
+            raise frame.unsupported("an operator on dict.values()")
+        plain = dict.fromkeys(d.items)
+        if value.which == "items":
+            plain = {k: _plain_set_like(frame, v) for k, v in d.items.items()}
+        return getattr(plain, value.which)()
+    if isinstance(value, (SetValue, TupleValue, ListValue)):
+        kind = {SetValue: set, TupleValue: tuple, ListValue: list}[type(value)]
+        return kind(_plain_set_like(frame, v) for v in value.items)
+    if isinstance(value, Const) and is_constant(value.value):
+        return value.value
+    raise frame.unsupported(f"an operator between a set or dict view and a {value.kind()}")
+
+
+def plain_builtin(value: object) -> bool:
+    """An object of a builtin or NumPy type (a number, a dtype, a class, a module): operators on
+    it run no user-defined method."""
+    module = type(value).__module__ or ""
+    return is_constant(value) or module == "builtins" or module.split(".")[0] == "numpy"
+
+
+def _as_tuple(value: Value) -> Value:
+    """A constant tuple as a tuple of constants, so both compare item by item."""
+    if isinstance(value, Const) and type(value.value) is tuple:
+        return TupleValue([Const(v) for v in value.value])
+    return value
+
+
 def _sequence_op(frame, symbol: str, left: Value, right: Value) -> Value:
-    if symbol == "+" and type(left) is type(right) and isinstance(left, (TupleValue, ListValue)):
+    sequences = (TupleValue, ListValue)
+    if symbol == "+" and type(left) is type(right) and isinstance(left, sequences):
+        if isinstance(left, TupleValue) and (not left.items or not right.items):
+            return right if not left.items else left  # CPython returns the other tuple itself
         return type(left)(left.items + right.items)
-    if symbol == "*" and isinstance(left, (TupleValue, ListValue)) and isinstance(right, Const):
-        return type(left)(left.items * right.value)
-    if symbol == "*" and isinstance(right, (TupleValue, ListValue)) and isinstance(left, Const):
-        return type(right)(right.items * left.value)
-    if symbol in ("==", "!=") and not isinstance(left, ArrayValue):
-        same = _structural_equal(frame, left, right)
-        return Const(same if symbol == "==" else not same)
+    if symbol == "*" and isinstance(right, sequences) and isinstance(left, Const):
+        left, right = right, left
+    if symbol == "*" and isinstance(left, sequences) and isinstance(right, Const):
+        if type(right.value) is not int and not isinstance(right.value, (bool, np.integer)):
+            raise frame.unsupported(f"a sequence times a {type(right.value).__name__}")
+        if isinstance(left, TupleValue) and right.value == 1:
+            return left  # CPython returns the tuple itself
+        return type(left)(left.items * int(right.value))
+    if symbol in ("==", "!="):
+        left, right = _as_tuple(left), _as_tuple(right)
+        if isinstance(left, sequences) or isinstance(right, sequences):
+            same = _sequences_equal(frame, left, right)
+            return Const(same if symbol == "==" else not same)
     raise frame.unsupported(f"the operator {symbol} on {left.kind()} and {right.kind()}")
 
 
-def _structural_equal(frame, a: Value, b: Value) -> bool:
-    if isinstance(a, Const) and isinstance(b, Const):
-        return bool(a.value == b.value)
-    if isinstance(a, (TupleValue, ListValue)) and type(a) is type(b):
-        return len(a.items) == len(b.items) and all(
-            _structural_equal(frame, x, y) for x, y in zip(a.items, b.items)
-        )
-    if isinstance(a, Const) and isinstance(b, TupleValue) and isinstance(a.value, tuple):
-        return _structural_equal(frame, TupleValue([Const(v) for v in a.value]), b)
-    if isinstance(b, Const) and isinstance(a, TupleValue):
-        return _structural_equal(frame, b, a)
+def _sequences_equal(frame, a: Value, b: Value) -> bool:
+    """``a == b`` for lists and tuples as CPython compares them: same type and length, then
+    item by item with an identity shortcut, each item's ``==`` run as Python would."""
     if type(a) is not type(b):
+        if isinstance(a, (Const, TupleValue, ListValue)) and isinstance(
+            b, (Const, TupleValue, ListValue)
+        ):
+            return False  # a list never equals a tuple or a number
+        raise frame.unsupported(f"comparing a {a.kind()} with a {b.kind()}")
+    if a.length() != b.length():
         return False
-    raise frame.unsupported(f"comparing two {a.kind()} values")
+    for x, y in zip(a.items, b.items):
+        if x is y:
+            continue
+        if not truthiness(frame, binary_op(frame, "==", _as_tuple(x), _as_tuple(y))):
+            return False
+    return True
 
 
 def inplace_op(frame, symbol: str, target: Value, other: Value) -> Value:
-    """``target <symbol>= other``: arrays and lists change in place, numbers rebind."""
-    if isinstance(target, ArrayValue):
+    """``target <symbol>= other``: arrays and lists change in place, numbers (NumPy scalars
+    too: they are immutable) rebind."""
+    if isinstance(target, ArrayValue) and not target.meta.scalar:
         result = binary_op(frame, symbol, target, other)
         write_array(frame.ctx, target, cast_for_inplace(frame.ctx, result, target))
         return target
@@ -215,20 +295,48 @@ def _to_bool(frame, ins):
 def _is_op(frame, ins):
     right = frame.pop()
     left = frame.pop()
-    if isinstance(left, Const) and isinstance(right, Const):
-        same = left.value is right.value
-    else:
-        same = left is right
-    frame.push(Const(same != bool(ins.arg)))
+    frame.push(Const(is_same(frame, left, right) != bool(ins.arg)))
+
+
+#: Objects of which CPython has exactly one: ``is`` on them is a fact about values.
+SINGLETON_TYPES = (type(None), bool, type(Ellipsis), type(NotImplemented))
+
+
+def is_same(frame, left: Value, right: Value) -> bool:
+    """``left is right``. Two constants read from different places (two equal floats) may or
+    may not be one object on a later call: the answer is guarded (or refused without sources)."""
+    if not (isinstance(left, Const) and isinstance(right, Const)):
+        return left is right
+    same = left.value is right.value
+    if left is right or isinstance(left.value, SINGLETON_TYPES) or isinstance(
+        right.value, SINGLETON_TYPES
+    ):
+        return same
+    if not is_constant(left.value) or not is_constant(right.value):
+        return same  # functions, modules, classes: guarded by identity where read
+    if left.source is None or right.source is None:
+        raise frame.unsupported("`is` between a number or string and a constant of the code")
+    frame.ctx.guard(left.source, GuardKind.ALIAS if same else GuardKind.DISTINCT, right.source)
+    return same
 
 
 @handler("CONTAINS_OP")
 def _contains_op(frame, ins):
     container = frame.pop()
     item = frame.pop()
-    if isinstance(container, DictValue):
-        found = const_key(frame, item) in container.items
-    elif isinstance(container, Const) and isinstance(item, Const):
+    if isinstance(container, DictValue) or (
+        isinstance(container, DictViewValue) and container.which == "keys"
+    ):
+        mapping = container if isinstance(container, DictValue) else container.mapping
+        found = const_key(frame, item) in mapping.items
+    elif isinstance(container, UserObjectValue):
+        raise frame.unsupported("`in` on a user object (its __contains__ or __iter__)")
+    elif (
+        isinstance(container, Const)
+        and isinstance(item, Const)
+        and is_constant(container.value)
+        and is_constant(item.value)
+    ):
         try:
             found = item.value in container.value
         except Exception as exc:
@@ -237,7 +345,8 @@ def _contains_op(frame, ins):
         found = lazy_contains(frame, container, item)
     else:
         members = items_of(frame, container)
-        if not isinstance(item, Const) or not all(isinstance(m, Const) for m in members):
+        plain = [item, *members]
+        if not all(isinstance(m, Const) and is_constant(m.value) for m in plain):
             raise frame.unsupported("`in` on values that are not Python constants")
         found = item.value in [m.value for m in members]
     frame.push(Const(found != bool(ins.arg)))

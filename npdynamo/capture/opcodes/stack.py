@@ -243,7 +243,7 @@ def _delete_attr(frame, ins):
 
 def _check_plain_attributes(frame, obj: Value, name: str) -> None:
     """Stores are replayed with setattr: only plain instance attributes of user objects."""
-    from npdynamo.capture.calls import _class_attribute
+    from npdynamo.capture.calls import class_attribute
 
     if not isinstance(obj, UserObjectValue) or obj.source is None:
         raise frame.unsupported(
@@ -253,7 +253,7 @@ def _check_plain_attributes(frame, obj: Value, name: str) -> None:
     custom = klass.__setattr__ is not object.__setattr__ or klass.__delattr__ is not (
         object.__delattr__
     )
-    descriptor = hasattr(_class_attribute(obj.obj, name), "__set__")
+    descriptor = hasattr(class_attribute(obj.obj, name), "__set__")
     if custom or descriptor or not hasattr(obj.obj, "__dict__"):
         raise frame.unsupported(
             f"assigning .{name}: {klass.__qualname__} customises attribute assignment",
