@@ -272,16 +272,20 @@ class ValueRebuilder:
                 if owner is None:
                     raise self.ctx.unsupported("a method whose owner type is unknown")
                 exprs.append(f"{self.bind(owner, 'TYPE')}.{value.name}")
-            elif isinstance(value, IteratorValue) and id(value) not in self._memo:
+            elif isinstance(value, IteratorValue) and value.loop_owned:
+                # the live locals' expressions come first: one that refers to this iterator
+                # has memoised it, and the loop then continues with that same object
                 exprs.append(self._loop_iterator(value))
             else:
                 exprs.append(self.expr(value))
         return exprs
 
     def _loop_iterator(self, it: IteratorValue) -> str:
-        """A ``for`` loop's iterator on the stack at a graph break. When it pulls only from
+        """A ``for`` loop's own iterator on the stack at a graph break. When it pulls only from
         snapshots of immutable sequences, an iterator over what is left yields exactly the
         same items to the loop that continues (and the resume function can read it)."""
+        if id(it) in self._memo:
+            return self._memo[id(it)]
         if not _pure_snapshot(it):
             return self.expr(it)
         rest = it.remaining()

@@ -183,6 +183,9 @@ class IteratorValue(Value):
     watch: tuple | None = None  # (DictValue, its keys when the iterator was made)
     origin: object = None  # the range of a range_iterator; zip's strict flag
     source: Source | None = None
+    #: what a ``for`` loop iterates (pushed by GET_ITER); a graph break may hand the loop a
+    #: snapshot of what is left, unless a live local or container also refers to it
+    loop_owned: bool = False
 
     def __post_init__(self) -> None:
         if self.live is not None and self.mode == "items":

@@ -148,6 +148,23 @@ def returns_items(L, t):
     return L[0], t[0], L, t
 
 
+def iterator_returned_across_a_break(S, k):
+    # ``r`` is dead after its load: at the break it lives only on the stack, not as a loop's
+    # iterator, so it must come back as the same kind of iterator in the same state
+    r = iter(range(k))
+    next(r)
+    return r, list(S)
+
+
+def loop_iterator_returned_after_a_break(k, x):
+    it = iter(range(k))
+    for v in it:
+        print(v)
+        if v == 1:
+            break
+    return it, x
+
+
 # -- attribute errors ------------------------------------------------------------------------
 def list_ndim(x):
     if x.ndim == 2:
@@ -229,6 +246,8 @@ CASES = [
     (max_identity, ([2.5, 1.5, 0.25],)),
     (tuple_times_one, ((1.5, [2]),)),
     (returns_items, ([1.5, [2]], (3.5, "x"))),
+    (iterator_returned_across_a_break, ({"a", "x"}, 4)),
+    (loop_iterator_returned_after_a_break, (4, np.ones(2))),
     (list_ndim, ([[1, 2]],)),
     (list_ndim, (np.zeros((2, 2)),)),
     (im2col, (np.arange(2 * 3 * 5 * 5, dtype=float).reshape(2, 3, 5, 5), 3, 3)),

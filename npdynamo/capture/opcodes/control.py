@@ -70,7 +70,10 @@ def _jump_or_pop(frame, ins):
 
 @handler("GET_ITER")
 def _get_iter(frame, ins):
-    frame.push(get_iter(frame, frame.pop()))
+    it = get_iter(frame, frame.pop())
+    if isinstance(it, IteratorValue):
+        it.loop_owned = True
+    frame.push(it)
 
 
 @handler("FOR_ITER")
