@@ -165,6 +165,14 @@ def loop_iterator_returned_after_a_break(k, x):
     return it, x
 
 
+def array_powers(z):
+    # ndarray.__pow__ calls square / reciprocal / sqrt for the Python int 2 / -1 and the float
+    # 0.5 (complex results differ from np.power in the last bits); other exponents: power
+    w = z.copy()
+    w **= 2
+    return z**2, z**2.0, z**0.5, z**-1, z**-1.0, z**1, z**3, np.power(z, 2), w
+
+
 # -- attribute errors ------------------------------------------------------------------------
 def list_ndim(x):
     if x.ndim == 2:
@@ -248,6 +256,9 @@ CASES = [
     (returns_items, ([1.5, [2]], (3.5, "x"))),
     (iterator_returned_across_a_break, ({"a", "x"}, 4)),
     (loop_iterator_returned_after_a_break, (4, np.ones(2))),
+    (array_powers, (np.array([0.5 + 2j, -1.25 + 0.75j, 3.0 - 0.5j, 1e-3 + 7j]),)),
+    (array_powers, (np.array([0.5 + 2j, -1.25 + 0.75j, 3.0 - 0.5j], dtype=np.complex64),)),
+    (array_powers, (np.array([0.5, 1.25, 3.0, 7.5]),)),
     (list_ndim, ([[1, 2]],)),
     (list_ndim, (np.zeros((2, 2)),)),
     (im2col, (np.arange(2 * 3 * 5 * 5, dtype=float).reshape(2, 3, 5, 5), 3, 3)),

@@ -94,6 +94,9 @@ def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
             raise frame.unsupported(
                 "** between NumPy scalars is computed with Python's scalar math, not np.power",
                 "use np.power(a, b) (or np.sqrt) to keep it in the graph")
+        fast = fast_scalar_power(left, right) if symbol == "**" else None
+        if fast is not None:
+            return op_call(frame, ops.REGISTRY[fast], (raw(left),), {})
         return op_call(frame, ops.BINARY_OPERATORS[symbol], (raw(left), raw(right)), {})
     if isinstance(left, UserObjectValue) or isinstance(right, UserObjectValue):
         return user_binary_op(frame, symbol, left, right)
@@ -110,6 +113,23 @@ def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
         except Exception as exc:
             raise UserCodeRaises(exc) from exc
     return _sequence_op(frame, symbol, left, right)
+
+
+def fast_scalar_power(base: Value, exponent: Value) -> str | None:
+    """The ufunc NumPy's ``ndarray.__pow__`` calls instead of ``np.power`` for some exponents:
+    a float or complex array to the Python int 2 or -1 is ``square``/``reciprocal``, to the
+    Python float 0.5 is ``sqrt`` (exact types only: ``np.float64(2.0)`` and ``2.0`` go to
+    ``power``). For complex data the results differ from ``power`` in the last bits."""
+    if not (isinstance(base, ArrayValue) and isinstance(exponent, Const)):
+        return None
+    if base.meta.scalar or base.meta.dtype.kind not in "fc":
+        return None
+    value = exponent.value
+    if type(value) is int:
+        return {2: "square", -1: "reciprocal"}.get(value)
+    if type(value) is float and value == 0.5:
+        return "sqrt"
+    return None
 
 
 def _set_like_op(frame, symbol: str, left: Value, right: Value) -> Value:
