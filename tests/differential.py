@@ -7,6 +7,7 @@ import contextlib
 import copy
 import io
 import types
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -76,22 +77,42 @@ def check_same(fn, *args, backend="eager", calls: int = 2, compiled=None, **kwar
     Returns the compiled wrapper so callers can inspect it."""
     compiled = compiled or npdynamo.compile(fn, backend=backend)
     for _ in range(calls):
-        plain_args, plain_kwargs = copy.deepcopy((args, kwargs))
-        comp_args, comp_kwargs = copy.deepcopy((args, kwargs))
-        expected, exc, printed = run_capturing_stdout(fn, plain_args, plain_kwargs)
-        got, got_exc, got_printed = run_capturing_stdout(compiled, comp_args, comp_kwargs)
-        if exc is not None:
-            assert got_exc is not None, f"compiled call did not raise {exc!r}"
-            assert type(got_exc) is type(exc), f"raised {type(got_exc)} not {type(exc)}"
-            assert str(got_exc) == str(exc)
-        else:
-            if got_exc is not None:
-                raise got_exc
-            assert_same_value(expected, got)
-        assert got_printed == printed, f"printed {got_printed!r}, expected {printed!r}"
-        assert_same_value(plain_args, comp_args, "args after the call")
-        assert_same_value(plain_kwargs, comp_kwargs, "kwargs after the call")
+        run = run_both(fn, compiled, args, kwargs)
+        if run.exc is None:
+            assert_same_value(run.expected, run.got)
+        assert_same_value(run.plain_args, run.comp_args, "args after the call")
+        assert_same_value(run.plain_kwargs, run.comp_kwargs, "kwargs after the call")
     return compiled
+
+
+@dataclass
+class BothRuns:
+    """One call of ``fn`` and of its compiled form, each on its own deep copy of the inputs."""
+
+    expected: object
+    got: object
+    exc: BaseException | None
+    plain_args: tuple
+    plain_kwargs: dict
+    comp_args: tuple
+    comp_kwargs: dict
+
+
+def run_both(fn, compiled, args: tuple, kwargs: dict) -> BothRuns:
+    """Run ``fn`` and ``compiled`` on copies of the same inputs; the same exception (type and
+    message) and the same printed output are asserted here, the rest is the caller's."""
+    plain_args, plain_kwargs = copy.deepcopy((args, kwargs))
+    comp_args, comp_kwargs = copy.deepcopy((args, kwargs))
+    expected, exc, printed = run_capturing_stdout(fn, plain_args, plain_kwargs)
+    got, got_exc, got_printed = run_capturing_stdout(compiled, comp_args, comp_kwargs)
+    if exc is not None:
+        assert got_exc is not None, f"compiled call did not raise {exc!r}"
+        assert type(got_exc) is type(exc), f"raised {type(got_exc)} not {type(exc)}: {got_exc}"
+        assert str(got_exc) == str(exc)
+    elif got_exc is not None:
+        raise got_exc
+    assert got_printed == printed, f"printed {got_printed!r}, expected {printed!r}"
+    return BothRuns(expected, got, exc, plain_args, plain_kwargs, comp_args, comp_kwargs)
 
 
 class CountingBackend:

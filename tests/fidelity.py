@@ -8,13 +8,12 @@ between what comes back and what went in, and the state of iterators passed in.
 
 from __future__ import annotations
 
-import copy
 import types
 
 import numpy as np
 
 import npdynamo
-from tests.differential import assert_same_value, run_capturing_stdout
+from tests.differential import assert_same_value, run_both
 
 ITERATOR_TYPES = (
     type(iter([])),
@@ -105,17 +104,10 @@ def check_fidelity(fn, *args, backend="eager", calls: int = 2, compiled=None, **
     and the same types, reprs, identity relations and iterator states."""
     compiled = compiled or npdynamo.compile(fn, backend=backend)
     for _ in range(calls):
-        plain_args, plain_kwargs = copy.deepcopy((args, kwargs))
-        comp_args, comp_kwargs = copy.deepcopy((args, kwargs))
-        expected, exc, printed = run_capturing_stdout(fn, plain_args, plain_kwargs)
-        got, got_exc, got_printed = run_capturing_stdout(compiled, comp_args, comp_kwargs)
-        if exc is not None:
-            assert got_exc is not None, f"compiled call did not raise {exc!r}"
-            assert type(got_exc) is type(exc), f"raised {type(got_exc)} not {type(exc)}: {got_exc}"
-            assert str(got_exc) == str(exc)
-        elif got_exc is not None:
-            raise got_exc
-        assert got_printed == printed, f"printed {got_printed!r}, expected {printed!r}"
+        run = run_both(fn, compiled, args, kwargs)
+        expected, got, exc = run.expected, run.got, run.exc
+        plain_args, plain_kwargs = run.plain_args, run.plain_kwargs
+        comp_args, comp_kwargs = run.comp_args, run.comp_kwargs
         plain_objs: list = []
         _walk((plain_args, plain_kwargs), plain_objs, set())
         n_inputs = len(plain_objs)
