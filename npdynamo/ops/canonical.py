@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from npdynamo.ops.registry import REQUIRED, Op, UnsupportedArguments
-from npdynamo.ops.rules import NUMERIC_KINDS, as_index
+from npdynamo.ops.rules import NUMERIC_KINDS, as_index, as_size
 
 #: NumPy's "argument not given" marker in signatures.
 NO_VALUE: Any = np._NoValue
@@ -96,9 +96,9 @@ def int_axis(name: str, value: object) -> int | None:
 def shape(name: str, value: object) -> tuple[int, ...]:
     static(name, "shape", value)
     if isinstance(value, (list, tuple)):
-        return tuple(as_index(d, "shape") for d in value)
+        return tuple(as_size(d, "shape") for d in value)
     try:
-        return (as_index(value, "shape"),)
+        return (as_size(value, "shape"),)
     except TypeError:
         raise TypeError(
             f"{name}: expected a sequence of integers or a single integer, got {value!r}"

@@ -24,6 +24,7 @@ from npdynamo.ops.rules import (
     is_py_scalar,
     to_meta,
 )
+from npdynamo.ops.symbolic import SymInt, slice_length
 
 _BAD_INDEX = (
     "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
@@ -42,6 +43,8 @@ def _classify(opname: str, item: Any) -> tuple[str, Any]:
         return "bool", bool(item)
     if type(item) is int or isinstance(item, np.integer):
         return "int", int(item)
+    if isinstance(item, SymInt):
+        return "int", item
     if isinstance(item, slice):
         for field in (item.start, item.stop, item.step):
             if isinstance(field, ArrayMeta):
@@ -111,7 +114,7 @@ def index_shape(
         elif kind == "newaxis":
             out.append(1)
         elif kind == "slice":
-            out.append(len(range(*payload.indices(meta.shape[dim]))))
+            out.append(slice_length(payload, meta.shape[dim]))
             dim += 1
         elif kind in ("int", "int0d"):
             size = meta.shape[dim]
@@ -127,7 +130,15 @@ def index_shape(
         elif kind == "array":
             arr_meta, values = payload
             size = meta.shape[dim]
-            if values is not None and values.size and bounds_error is None:
+            if isinstance(size, SymInt) and values is not None and values.size:
+                # Bounds of constant index arrays against a symbolic size: recorded facts.
+                lo, hi = int(values.min()), int(values.max())
+                if bounds_error is None and not (-size <= lo and hi < size):
+                    bounds_error = IndexError(
+                        f"{opname}: index {hi if hi >= size else lo} is out of bounds for axis "
+                        f"{dim} with size {size}"
+                    )
+            elif values is not None and values.size and bounds_error is None:
                 bad = values[(values < -size) | (values >= size)]
                 if bad.size:
                     bounds_error = IndexError(

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from npdynamo.ops.symbolic import SymInt, sym_product
+
 
 @dataclass(frozen=True)
 class ArrayMeta:
@@ -19,12 +21,13 @@ class ArrayMeta:
     is 0-d; the flag keeps that difference visible so compiled code returns the same type.
     """
 
-    shape: tuple[int, ...]
+    shape: tuple[int | SymInt, ...]  # a dimension may be a symbolic size (ops/symbolic.py)
     dtype: np.dtype
     scalar: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "shape", tuple(
+            d if type(d) is int or isinstance(d, SymInt) else int(d) for d in self.shape))
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
         if self.scalar and self.shape != ():
             raise ValueError(f"a NumPy scalar has shape (), not {self.shape}")
@@ -34,11 +37,8 @@ class ArrayMeta:
         return len(self.shape)
 
     @property
-    def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+    def size(self) -> int | SymInt:
+        return sym_product(self.shape)
 
     @property
     def nbytes(self) -> int:

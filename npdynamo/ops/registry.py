@@ -9,9 +9,10 @@ NumPy calls onto them, and later stages (fx passes, autograd, backends) read the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from npdynamo.ops.meta import ArrayMeta
+if TYPE_CHECKING:  # meta imports symbolic, which imports this module
+    from npdynamo.ops.meta import ArrayMeta
 
 KINDS = ("elementwise", "reduction", "opaque")
 

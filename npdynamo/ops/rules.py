@@ -17,6 +17,7 @@ from numpy.exceptions import AxisError
 
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.registry import UnsupportedArguments
+from npdynamo.ops.symbolic import SymInt
 
 #: Python scalar types NumPy treats as "weak" (NEP 50) when mixed with arrays; bool is strong.
 PY_SCALARS = (bool, int, float, complex)
@@ -62,6 +63,8 @@ def to_meta(opname: str, x: object) -> ArrayMeta:
     elif isinstance(x, (list, tuple)):
         arr = np.asarray(x)
         meta = ArrayMeta(arr.shape, arr.dtype)
+    elif isinstance(x, SymInt):
+        raise UnsupportedArguments(f"{opname}: a symbolic size used as an array operand")
     else:
         raise TypeError(f"{opname}: unsupported operand of type {type(x).__name__}")
     if meta.dtype.kind not in NUMERIC_KINDS:
@@ -208,7 +211,14 @@ def as_index(x: object, what: str = "value") -> int:
     """``operator.index(x)``, refusing bools the way NumPy's axis/shape parsers do."""
     if type(x) is bool:
         raise TypeError(f"{what}: an integer is required, not bool")
+    if isinstance(x, SymInt):
+        raise UnsupportedArguments(f"{what}: a symbolic size is not supported here")
     return operator.index(x)
+
+
+def as_size(x: object, what: str = "shape") -> int | SymInt:
+    """A shape entry: ``as_index``, letting symbolic sizes through."""
+    return x if isinstance(x, SymInt) else as_index(x, what)
 
 
 def product(shape: Iterable[int]) -> int:
