@@ -24,7 +24,7 @@ from npdynamo.ops.rules import (
     is_py_scalar,
     to_meta,
 )
-from npdynamo.ops.symbolic import SymInt, slice_length
+from npdynamo.ops.symbolic import SymInt
 
 _BAD_INDEX = (
     "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
@@ -249,3 +249,46 @@ def _setitem(x, index, value):
 
 register(Op("getitem", _getitem, _getitem_rule))
 register(Op("setitem", _setitem, _setitem_rule))
+
+
+# -- slice lengths (sizes and bounds may be symbolic) ---------------------------------------
+def slice_length(slc: slice, n: int | SymInt) -> int | SymInt:
+    """``len(range(*slc.indices(n)))`` for sizes and bounds that may be symbolic.
+
+    Follows CPython's clamping (``PySlice_AdjustIndices``) step by step; each clamp compares
+    sizes, so a symbolic bound records the fact its branch relied on (``x[:3]`` of ``s0``
+    records ``s0 >= 3``). The step must be a constant.
+    """
+    start, stop, step = slc.start, slc.stop, slc.step
+    if type(n) is int and not any(isinstance(v, SymInt) for v in (start, stop, step)):
+        return len(range(*slc.indices(n)))
+    if isinstance(step, SymInt):
+        raise UnsupportedArguments("getitem: a slice step that is a symbolic size")
+    step = 1 if step is None else _slice_index(step)
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    neg = step < 0
+    start = (n - 1 if neg else 0) if start is None else _clamp(_slice_index(start), n, neg)
+    stop = (-1 if neg else n) if stop is None else _clamp(_slice_index(stop), n, neg)
+    if neg:
+        return (start - stop - 1) // -step + 1 if stop < start else 0
+    return (stop - start - 1) // step + 1 if start < stop else 0
+
+
+def _slice_index(v: object) -> int | SymInt:
+    if isinstance(v, SymInt):
+        return v
+    if not hasattr(type(v), "__index__"):
+        raise TypeError("slice indices must be integers or None or have an __index__ method")
+    return v.__index__()  # type: ignore[attr-defined]
+
+
+def _clamp(i: int | SymInt, n: int | SymInt, neg: bool) -> int | SymInt:
+    if i < 0:
+        i = i + n
+        if i < 0:
+            return -1 if neg else 0
+        return i
+    if i >= n:
+        return n - 1 if neg else n
+    return i

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from npdynamo.ops.indexing import slice_length
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.registry import REGISTRY
 from npdynamo.ops.symbolic import (
@@ -14,7 +15,6 @@ from npdynamo.ops.symbolic import (
     SymbolicDecision,
     SymbolTable,
     evaluate,
-    slice_length,
     substitute,
 )
 
