@@ -30,6 +30,11 @@ _SUPPORTED_HINT = (
 )
 
 
+_REDUCTIONS = {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min,
+               np.logical_or: np.any, np.logical_and: np.all}
+_REDUCE_ONLY_KWARGS = frozenset({"out", "initial", "where"})
+
+
 class Tracer:
     """An array value tracked by a tape; ``var`` is None for a constant (no gradient)."""
 
@@ -46,6 +51,14 @@ class Tracer:
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         name = f"np.{ufunc.__name__}"
+        reduction = _REDUCTIONS.get(ufunc) if method == "reduce" else None
+        if reduction in (np.any, np.all) and kwargs.get("dtype", bool) in (bool, np.bool_):
+            kwargs = {k: v for k, v in kwargs.items() if k != "dtype"}  # they reduce in bool
+        elif reduction in (np.any, np.all):
+            reduction = None
+        if reduction is not None and not _REDUCE_ONLY_KWARGS.intersection(kwargs):
+            # graphs call e.g. np.maximum.reduce for np.max: record it as the reduction it is
+            return call_function(reduction, public_name(reduction), inputs, {"axis": 0, **kwargs})
         if method != "__call__":
             return fallback(f"{name}.{method}", getattr(ufunc, method), inputs, kwargs)
         return call_function(ufunc, name, inputs, kwargs)
