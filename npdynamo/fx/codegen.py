@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from npdynamo.errors import NpdynamoError
 from npdynamo.fx.node import Node, iter_nodes, target_name, to_identifier
+from npdynamo.ops.meta import ArrayMeta
 
 if TYPE_CHECKING:
     from npdynamo.fx.graph import Graph
@@ -93,6 +94,10 @@ class _Emitter:
             return self.constant(a)
 
     def call(self, node: Node) -> str:
+        symbol = _scalar_comparison(node)
+        if symbol is not None:
+            left, right = node.args
+            return f"{self.expr(left)} {symbol} {self.expr(right)}"
         parts = [self.expr(a) for a in node.args]
         odd_keys = {}
         for key, value in node.kwargs.items():
@@ -103,6 +108,35 @@ class _Emitter:
         if odd_keys:
             parts.append(f"**{self.expr(odd_keys)}")
         return f"{self.target(node.target)}({', '.join(parts)})"
+
+
+#: Comparisons spelt as operators when both sides are NumPy scalars (or Python numbers): the
+#: scalar's own comparison gives the same ``np.bool_`` as the ufunc in ~15 ns instead of
+#: ~450 ns, and a loop condition (``while err > tol``) runs it once per iteration. Arithmetic
+#: stays a ufunc call: scalar arithmetic warns on integer overflow where the ufunc does not.
+_SCALAR_COMPARISONS = {
+    "equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
+    "greater_equal": ">=",
+}
+_INT64 = 2**63
+
+
+def _scalar_comparison(node: Node) -> str | None:
+    symbol = _SCALAR_COMPARISONS.get(getattr(node.target, "name", None))
+    if symbol is None or node.kwargs or len(node.args) != 2:
+        return None
+    if not any(isinstance(a, Node) for a in node.args):
+        return None
+    return symbol if all(_real_scalar(a) for a in node.args) else None
+
+
+def _real_scalar(a: Any) -> bool:
+    if isinstance(a, Node):  # a NumPy scalar (a Python number as a graph input is not one)
+        meta = a.meta.get("val")
+        return type(meta) is ArrayMeta and meta.scalar and meta.dtype.kind in "biuf"
+    if type(a) is float or type(a) is bool:
+        return True
+    return type(a) is int and -_INT64 <= a < _INT64
 
 
 def _source_comment(node: Node) -> str | None:

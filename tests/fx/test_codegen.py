@@ -247,3 +247,37 @@ def test_print_tabular_lists_every_node(capsys, ops):
     assert "x, y" in rows["add"] and "(2, 3)" in rows["add"]
     assert "axis=1" in rows["sum"] and "(2,)" in rows["sum"] and "float32" in rows["sum"]
     assert rows["output"].split()[0] == "output"
+
+
+@pytest.mark.parametrize(
+    "name,dtype,other",
+    [("greater", np.float64, 0.001), ("less_equal", np.int32, 7), ("equal", np.bool_, True),
+     ("not_equal", np.float32, np.nan), ("less", np.uint8, -1), ("greater_equal", np.int64, 2**70)],
+)
+def test_scalar_comparison_is_an_operator_with_the_ufuncs_result(name, dtype, other):
+    from npdynamo.ops import REGISTRY
+    from npdynamo.ops.meta import ArrayMeta
+
+    g = Graph()
+    a = g.placeholder("a", ArrayMeta((), np.dtype(dtype), scalar=True))
+    g.output(g.call_function(REGISTRY[name], (a, other)))
+    gm = GraphModule(g)
+    uses_operator = type(other) is not int or abs(other) < 2**63
+    assert ("_" + name + "(" not in gm.code) == uses_operator, gm.code
+    for value in (dtype(0), dtype(1), dtype(7)):
+        (got,) = gm(value)
+        expected = getattr(np, name)(value, other)
+        assert type(got) is type(expected) and got == expected
+
+
+def test_comparison_of_arrays_or_complex_scalars_stays_a_ufunc_call():
+    from npdynamo.ops import REGISTRY
+    from npdynamo.ops.meta import ArrayMeta
+
+    g = Graph()
+    x = g.placeholder("x", ArrayMeta((3,), np.dtype(np.float64)))
+    z = g.placeholder("z", ArrayMeta((), np.dtype(np.complex128), scalar=True))
+    g.output((g.call_function(REGISTRY["greater"], (x, 0.5)),
+              g.call_function(REGISTRY["equal"], (z, 1.0))))
+    gm = GraphModule(g)
+    assert gm.code.count("_greater(") == 1 and gm.code.count("_equal(") == 1, gm.code
