@@ -25,6 +25,7 @@ from npdynamo.capture.calls import _class_attribute
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.frames.dispatch import mark_generated
 from npdynamo.capture.liveness import live_locals
+from npdynamo.capture.native_tail import native_stops
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.resume import TailCall, drive
 from npdynamo.capture.translator import CaptureContext, ReachedBreak, root_frame
@@ -142,7 +143,8 @@ def build_break_entry(
         ctx, "prefix", compiled, inputs, rebuilder, tail, frame_cells=True
     )
     try:
-        fallthrough, branch = _continuations(
+        stops = _native_tail(code, start, index, kinds, local_names, context, fn.__globals__)
+        fallthrough, branch = (None, None) if stops else _continuations(
             code, start, index, kinds, local_names, context, fn.__globals__
         )
     except Exception as error:  # the bytecode library refused the layout: never a crash
@@ -159,6 +161,7 @@ def build_break_entry(
         fallthrough,
         branch,
         drive if not cells_as_argument else TailCall,
+        stops,
     )
     try:
         new_code = gen.break_code(plan)
@@ -168,7 +171,7 @@ def build_break_entry(
     # the region hook must not capture these frames as user functions of their own: they are
     # already run by their entries (and their hand-over expects its own driver)
     mark_generated(new_code)
-    for cont in (fallthrough, branch):
+    for cont in (fallthrough, branch, *(cont for _, cont in stops)):
         if cont is not None:
             mark_generated(cont.callable.code)
     run = _runner(new_code, ctx, python_runner(ctx), GraphFailed)
@@ -195,15 +198,47 @@ def _continuations(code, start, index, kinds, local_names, context, glob):
     if ins.name not in gen.TERMINAL:
         after = gen.stack_after(block, kinds, jump=False)
         key = gen.ResumeKey(code, _past_labels(instrs, index + 1), after, local_names)
-        fallthrough = gen.Continuation(context.resume_call(key, glob), after)
+        fallthrough = gen.Continuation(context.resume_call(key, glob), after, attribute="dispatch")
     if ins.has_jump():
         after = gen.stack_after(block, kinds, jump=True)
         target = instrs.index(ins.arg)
         if ins.name == "FOR_ITER":
             target = gen.exhausted_start(instrs, target)
         key = gen.ResumeKey(code, _past_labels(instrs, target), after, local_names)
-        branch = gen.Continuation(context.resume_call(key, glob), after)
+        branch = gen.Continuation(context.resume_call(key, glob), after, attribute="dispatch")
     return fallthrough, branch
+
+
+def _native_tail(code, start, index, kinds, local_names, context, glob) -> tuple:
+    """``(index in code, continuation)`` of each stop of the break's native tail
+    (``native_tail.py``), or ``()`` when the tail is not walked: the plain continuations serve."""
+    first, last = gen.original_position(code, start), gen.original_position(code, index)
+    if first is None or last is None or first[0] is not last[0]:
+        return ()
+    original, start_at, index_at = first[0], first[1], last[1]
+    instrs = gen.decoded_instructions(original)
+    ins = instrs[index_at]
+    block = instrs[start_at : index_at + 1]
+    starts = []
+    if ins.name not in gen.TERMINAL:
+        starts.append((index_at + 1, gen.stack_after(block, kinds, jump=False)))
+    if ins.has_jump():
+        target = instrs.index(ins.arg)
+        if ins.name == "FOR_ITER":
+            target = gen.exhausted_start(instrs, target)
+        starts.append((target, gen.stack_after(block, kinds, jump=True)))
+    stops = native_stops(original, starts, local_names)
+    if not stops:
+        return ()
+    result = []
+    for stop in stops:
+        at = gen.frame_position(code, original, stop.position)
+        if at is None:
+            return ()
+        key = gen.ResumeKey(original, stop.position, stop.stack, stop.locals)
+        result.append((at, gen.Continuation(context.resume_call(key, glob), stop.stack,
+                                            stop.locals, attribute="dispatch")))
+    return tuple(result)
 
 
 def _live_at(code: types.CodeType, start: int) -> frozenset[str] | None:
@@ -328,6 +363,7 @@ def _runner(new_code: types.CodeType, ctx: CaptureContext, fallback, graph_faile
             except graph_failed:
                 return fallback(cells, *args)
 
+        run_shared.shared_parts = (shared, fallback, graph_failed)  # resume dispatchers inline it
         return run_shared
 
     def run_with_cells(cells, *args):

@@ -61,6 +61,11 @@ def drop_null(lineno: int) -> list[bc.Instr]:
     return seq + call(0, lineno) + [bc.Instr("POP_TOP", lineno=lineno)]
 
 
+def load_attr(name: str, lineno: int) -> bc.Instr:
+    """Replace the top of the stack by its attribute ``name`` (3.12+ packs a method flag)."""
+    return bc.Instr("LOAD_ATTR", name if PY == (3, 11) else (False, name), lineno=lineno)
+
+
 def load_cell(var, lineno: int) -> bc.Instr:
     """Push a cell object itself (to build a closure tuple)."""
     if PY >= (3, 13):
@@ -172,6 +177,20 @@ def original_position(code: types.CodeType, index: int) -> tuple[types.CodeType,
         return code, index
     position = known[2].get(index)
     return None if position is None else (known[1], position)
+
+
+def frame_position(code: types.CodeType, original: types.CodeType, position: int) -> int | None:
+    """The index in ``code`` of the instruction at ``position`` of ``original`` (the inverse of
+    ``original_position``); None when ``code`` does not hold it."""
+    known = _ORIGINS.get(id(code))
+    if known is None or known[0] is not code:
+        return position if code is original else None
+    if known[1] is not original:
+        return None
+    for index, at in known[2].items():
+        if at == position:
+            return index
+    return None
 
 
 def exhausted_start(instrs: list, target: int) -> int:
@@ -312,6 +331,10 @@ class Continuation:
 
     callable: object
     stack: tuple[str, ...]
+    locals: tuple[str, ...] | None = None  # the locals handed over; None: the plan's
+    #: call ``callable.<attribute>`` as read at run time (a dispatcher regenerated as entries
+    #: are added), rather than ``callable`` itself
+    attribute: str | None = None
 
 
 @dataclass
@@ -331,6 +354,9 @@ class BreakPlan:
     #: handoff(resume, cells, *stack, *locals): the frame's last call. A function's own frame
     #: drives the resume chain; a resume function's frame returns a tail-call marker to it.
     handoff: object = None
+    #: native tail (``native_tail.py``): instead of ``fallthrough``/``branch``, the original code
+    #: runs on after the instruction and hands over before each of these instruction indices
+    stops: tuple[tuple[int, Continuation], ...] = ()
 
 
 def break_code(plan: BreakPlan) -> types.CodeType:
@@ -338,9 +364,16 @@ def break_code(plan: BreakPlan) -> types.CodeType:
     code = plan.code
     lineno = _first_lineno(code)
     b, instrs = _fresh_copy(code)
-    index = plan.index
-    ins = instrs[index]
+    ins, first = instrs[plan.index], instrs[plan.start]
     tail: list = []
+    for position, cont in sorted(plan.stops, key=lambda stop: -stop[0]):
+        # right before the instruction, after its label: every native path there hands over,
+        # while the prologue's own label (inserted below, nearer) still reaches ``first``
+        label = bc.Label()
+        instrs.insert(position, bc.Instr("JUMP_FORWARD", label, lineno=instrs[position].lineno))
+        tail += [label, *_trampoline(plan, cont, code, instrs[position + 1].lineno)]
+    index = _identity_index(instrs, ins)
+    start = _identity_index(instrs, first)
     after = []
     if plan.fallthrough is not None:
         label = bc.Label()
@@ -359,8 +392,8 @@ def break_code(plan: BreakPlan) -> types.CodeType:
         tail += _trampoline(plan, plan.branch, code, ins.lineno)
     instrs[index + 1 : index + 1] = after
     target = bc.Label()
-    instrs.insert(plan.start, target)
-    _split_try_at(instrs, plan.start)
+    instrs.insert(start, target)
+    _split_try_at(instrs, start)
     header = _header_end(instrs)
     instrs[header:header] = _prologue(plan, target, lineno)
     b.clear()
@@ -372,6 +405,11 @@ def break_code(plan: BreakPlan) -> types.CodeType:
     b.flags = b.flags & ~(CO_VARARGS | CO_VARKEYWORDS)
     b.name = code.co_name
     return b.to_code(compute_exception_stack_depths=False)
+
+
+def _identity_index(instrs: list, item: object) -> int:
+    # list.index compares by value, and two instructions can be equal
+    return next(i for i, x in enumerate(instrs) if x is item)
 
 
 def _load_arg(name: str, cells: set[str], lineno: int) -> bc.Instr:
@@ -441,9 +479,12 @@ def _trampoline(plan: BreakPlan, cont: Continuation, code: types.CodeType, linen
     temps.reverse()
     seq += push_callable(plan.handoff, lineno)
     seq.append(bc.Instr("LOAD_CONST", cont.callable, lineno=lineno))
+    if cont.attribute is not None:
+        seq.append(load_attr(cont.attribute, lineno))
     seq += _closure_tuple(code, lineno)
+    names = plan.locals if cont.locals is None else cont.locals
     seq += [bc.Instr("LOAD_FAST", t, lineno=lineno) for t in temps]
-    seq += [bc.Instr("LOAD_FAST", n, lineno=lineno) for n in plan.locals]
-    seq += call(2 + len(temps) + len(plan.locals), lineno)
+    seq += [bc.Instr("LOAD_FAST", n, lineno=lineno) for n in names]
+    seq += call(2 + len(temps) + len(names), lineno)
     seq.append(bc.Instr("RETURN_VALUE", lineno=lineno))
     return seq

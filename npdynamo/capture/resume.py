@@ -20,6 +20,7 @@ import operator
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from npdynamo import config
 from npdynamo.capture.builder import LOOP_ITERATOR_TYPES
@@ -50,21 +51,19 @@ class CompileContext:
         return call
 
 
-class TailCall:
-    """What a resume function's broken frame returns: call ``call(*args)`` next, in my place."""
+class TailCall(partial):
+    """What a resume function's broken frame returns: ``TailCall(call, *args)`` — call
+    ``call(*args)`` next, in my place. A ``partial`` so that making and calling one runs no
+    Python code (it is made once per hand-over); its own class, so no user value is one."""
 
-    __slots__ = ("call", "args")
-
-    def __init__(self, call: Callable, *args) -> None:
-        self.call = call
-        self.args = args
+    __slots__ = ()
 
 
 def drive(call: Callable, *args):
     """Run a resume chain from a function's own frame: no stack growth per resume."""
     result = call(*args)
     while type(result) is TailCall:
-        result = result.call(*result.args)
+        result = result()
     return result
 
 
@@ -98,15 +97,43 @@ class ResumeCall:
         #: step loop iterators natively (set once a loop came back here: it breaks every time)
         self.opaque_iterators = False
         self.__name__ = self.code.co_name
+        self.arity = sum(kind == "V" for kind in key.stack) + len(key.locals)
+        #: what the broken frames' hand-overs call (``dispatch(cells, *args)``): the entries'
+        #: checks and runners unrolled into one generated function, rebuilt when they change
+        self.dispatch: Callable = self._dispatcher()
 
     def function(self, cells: tuple) -> types.FunctionType:
         return types.FunctionType(self.code, self.globals, self.code.co_name, None, cells or None)
 
     def __call__(self, cells: tuple, *args):
-        for check, run in self.pairs:
-            if check(cells, *args):
-                return run(cells, *args)
-        return self.miss(cells, args)
+        return self.dispatch(cells, *args)
+
+    def _dispatcher(self) -> Callable:
+        """``dispatch(C, a0, a1, ...)``: the first entry whose guards hold runs, else ``miss``.
+        Fixed arity and inlined runners: this runs once per hand-over, in every loop
+        iteration that breaks, so each Python call it saves counts."""
+        params = "".join(f", a{i}" for i in range(self.arity))[2:]
+        args = f"C, {params}" if params else "C"
+        env: dict = {"miss": self.miss}
+        lines = [f"def dispatch({args}):"]
+        for i, (check, run) in enumerate(self.pairs):
+            env[f"check{i}"] = check
+            lines.append(f"    if check{i}({args}):")
+            parts = getattr(run, "shared_parts", None)
+            if parts is None:
+                env[f"run{i}"] = run
+                lines.append(f"        return run{i}({args})")
+                continue
+            env[f"shared{i}"], env[f"fallback{i}"], env[f"failed{i}"] = parts
+            lines += [
+                "        try:",
+                f"            return shared{i}({params})",
+                f"        except failed{i}:",
+                f"            return fallback{i}({args})",
+            ]
+        lines.append(f"    return miss(C, ({params}{',' if params else ''}))")
+        exec(compile("\n".join(lines), f"<npdynamo-dispatch-{self.code.co_name}>", "exec"), env)
+        return env["dispatch"]
 
     def miss(self, cells: tuple, args: tuple):
         """Capture an entry for these arguments and run it; past the limit, run Python.
@@ -138,6 +165,7 @@ class ResumeCall:
             self.opaque_iterators = True
             self.entries.clear()
             self.pairs.clear()
+            self.dispatch = self._dispatcher()
         if len(self.entries) >= config.cache_size_limit:
             self._route_to_python(cells, args)
             return lambda cells, *args: self.function(cells)(*args)
@@ -152,6 +180,7 @@ class ResumeCall:
         )
         self.entries.append(entry)
         self.pairs.append((entry.check, entry.run))
+        self.dispatch = self._dispatcher()
         return entry.run
 
     def _route_to_python(self, cells: tuple, args: tuple) -> None:
@@ -161,6 +190,7 @@ class ResumeCall:
             reason = f"a guard failed (its reason could not be computed: {exc!r})"
         self.python_only = reason
         self.pairs.clear()
+        self.dispatch = self._dispatcher()
         note = getattr(self.context.recorder, "python_from_now_on", None)
         if note is not None:
             note(self.code.co_name, f"cache_size_limit reached, later cases run in "

@@ -240,7 +240,7 @@ def loop_over_list_of_arrays(ws):
     return total
 
 
-@breaks((2, 3), lambda: ({"a": a(2), "b": a(2, seed=1)},))
+@breaks((2, 2), lambda: ({"a": a(2), "b": a(2, seed=1)},))
 def loop_over_dict_items(params):
     out = {}
     for name, value in params.items():
@@ -249,7 +249,7 @@ def loop_over_dict_items(params):
     return out
 
 
-@breaks((3, 4), lambda: (a(3),))
+@breaks((3, 3), lambda: (a(3),))
 def loop_enumerate_zip(x):
     acc = x * 0
     for i, (c, d) in enumerate(zip((1.0, 2.0, 3.0), "abc")):
@@ -258,7 +258,7 @@ def loop_enumerate_zip(x):
     return acc
 
 
-@breaks((4, 6), lambda: (a(3),))
+@breaks((4, 4), lambda: (a(3),))
 def nested_loops(x):
     for i in range(2):
         for j in range(2):
@@ -267,7 +267,7 @@ def nested_loops(x):
     return x
 
 
-@breaks((5, 6), lambda: (a(3), 4))
+@breaks((5, 5), lambda: (a(3), 4))
 def loop_with_data_dependent_continue(x, n):
     total = x * 0
     for i in range(n):
@@ -278,7 +278,7 @@ def loop_with_data_dependent_continue(x, n):
     return total
 
 
-@breaks((4, 5), lambda: (a(5),))
+@breaks((3, 3), lambda: (a(5),))
 def loop_early_exit_on_data(x):
     for i in range(6):  # noqa: B007 (i is returned)
         x = x * 1.5
@@ -311,7 +311,7 @@ def break_two_calls_deep(x):
     return y * y
 
 
-@breaks((2, 5), lambda: (a(3),))
+@breaks((2, 4), lambda: (a(3),))
 def helper_in_loop(x):
     for k in (1.0, 2.0):
         x = _log_and_scale(x, k)

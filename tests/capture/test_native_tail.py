@@ -1,0 +1,182 @@
+"""The native tail of a break (capture/native_tail.py): bookkeeping after the native instruction
+runs in the broken frame, so a loop whose body breaks hands over once per iteration. Differential
+tests on loops whose tails walk jumps, FOR_ITER (both ways), stores and native inner loops, plus
+unit tests of the walk."""
+
+import contextlib
+import io
+
+import bytecode as bc
+import numpy as np
+import pytest
+
+import npdynamo
+from npdynamo.capture import bytecode_gen as gen
+from npdynamo.capture import resume
+from npdynamo.capture.native_tail import native_stops
+from tests.differential import check_same
+
+
+def print_in_body(xs):
+    s = np.zeros(3)
+    for x in xs:
+        s = s * 0.5 + x
+        print(x[0])
+    return s
+
+
+def test_a_loop_whose_body_breaks_hands_over_once_per_iteration():
+    compiled = npdynamo.compile(print_in_body)
+    xs = np.arange(600, dtype=np.float64).reshape(200, 3)
+    with contextlib.redirect_stdout(io.StringIO()):
+        compiled(xs)  # captures every resume point
+        calls = []
+        for context in resume._DEFAULT_CONTEXTS.values():
+            for call in context.resume_calls.values():
+                # hand-overs read ``dispatch`` at run time: count through a wrapper
+                call.dispatch = (lambda inner: lambda *a: calls.append(1) or inner(*a))(
+                    call.dispatch
+                )
+        got = compiled(xs)
+    np.testing.assert_array_equal(got, print_in_body(xs))
+    assert 200 <= len(calls) <= 202  # one per iteration, plus the loop's way out
+
+
+def _call_after(fn, callee: str) -> int:
+    """Index, in ``fn``'s decoded code, of the first call whose callee is ``callee``."""
+    instrs = gen.decoded_instructions(fn.__code__)
+    seen = False
+    for i, ins in enumerate(instrs):
+        if isinstance(ins, bc.Instr) and ins.name == "LOAD_GLOBAL":
+            seen = callee in str(ins.arg)
+        if seen and isinstance(ins, bc.Instr) and ins.name == "CALL":
+            return i
+    raise AssertionError("no call found")
+
+
+def loop_print(xs):
+    for x in xs:
+        print(x)
+    return xs
+
+
+def test_walk_goes_round_the_loop_to_the_next_item_and_out_of_it():
+    instrs = gen.decoded_instructions(loop_print.__code__)
+    at = _call_after(loop_print, "print")
+    stops = native_stops(loop_print.__code__, [(at + 1, ("V", "V"))], ("xs",))
+    assert stops is not None and len(stops) == 2
+    body, out = stops
+    assert instrs[body.position].name == "LOAD_GLOBAL"  # print(x) again: real work
+    assert body.stack == ("V",) and body.locals == ("xs", "x")  # the iterator; x just stored
+    assert instrs[out.position].name in ("LOAD_FAST", "RETURN_VALUE")
+    assert out.stack == () and out.locals == ("xs",)
+
+
+def maybe_unbound(flag, xs):
+    if flag:
+        y = 1
+    for x in xs:
+        print(x)
+    return y  # noqa: F821 - unbound unless flag: Python raises UnboundLocalError
+
+
+def test_walk_gives_up_when_a_live_local_may_be_unbound():
+    at = _call_after(maybe_unbound, "print")
+    assert native_stops(maybe_unbound.__code__, [(at + 1, ("V", "V"))], ("xs",)) is None
+    # and the break still behaves as Python: result, or the same UnboundLocalError
+    with contextlib.redirect_stdout(io.StringIO()):
+        check_same(maybe_unbound, True, [1, 2])
+        check_same(maybe_unbound, False, [1, 2])
+
+
+class Countdown:
+    """A user iterator: FOR_ITER over it breaks, and its __next__ runs natively."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.n == 0:
+            raise StopIteration
+        self.n -= 1
+        return self.n
+
+
+def drain_natively(x, it):
+    y = x * 2.0
+    for _ in it:  # the tail walks this whole loop: FOR_ITER, STORE_FAST, JUMP_BACKWARD
+        pass
+    return y + it.n
+
+
+def nested_tails(xs, m):
+    acc = np.zeros(2)
+    for i in range(m):
+        for x in xs:
+            acc = acc + x * i
+            print(i)  # the tail: inner jump back, inner FOR_ITER, and when exhausted the outer
+    return acc
+
+
+def unpacking_loop(d):
+    total = 0.0
+    for k, v in d.items():
+        total = total + v * 2
+        print(k)
+    return total
+
+
+def gen_items(n):
+    for i in range(n):
+        yield np.full(2, float(i))
+
+
+def loop_over_generator(n):
+    s = np.zeros(2)
+    for v in gen_items(n):
+        s = s + v
+        print(v[0])
+    return s
+
+
+def loop_else_and_break(xs, stop):
+    s = np.zeros(2)
+    for x in xs:
+        s = s + x
+        print(x[0])
+        if x[0] == stop:  # a branch on an array value: a second break
+            break
+    else:
+        s = -s
+    return s
+
+
+def try_in_loop(xs):
+    s = np.zeros(2)
+    for x in xs:
+        try:
+            s = s + 1.0 / x
+            print(x[0])
+        except ZeroDivisionError:
+            s = s * 0
+    return s
+
+
+@pytest.mark.parametrize(
+    "fn,args",
+    [
+        (drain_natively, lambda: (np.ones(3), Countdown(5))),
+        (nested_tails, lambda: ([np.ones(2), np.arange(2.0)], 3)),
+        (unpacking_loop, lambda: ({"a": np.ones(2), "b": np.zeros(2)},)),
+        (loop_over_generator, lambda: (5,)),
+        (loop_else_and_break, lambda: ([np.ones(2) * k for k in range(4)], 2.0)),
+        (loop_else_and_break, lambda: ([np.ones(2) * k for k in range(4)], 9.0)),
+        (try_in_loop, lambda: ([np.ones(2), np.full(2, 2.0)],)),
+    ],
+)
+def test_tails_match_python(fn, args):
+    with contextlib.redirect_stdout(io.StringIO()):
+        check_same(fn, *args(), calls=3)
