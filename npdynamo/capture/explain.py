@@ -12,6 +12,7 @@ import types
 from dataclasses import dataclass, field
 
 from npdynamo.backends import lookup_backend
+from npdynamo.capture import explain_render
 from npdynamo.capture.break_reasons import GraphBreakReason
 from npdynamo.capture.resume import CompileContext
 
@@ -31,6 +32,8 @@ class ExplainOutput:
     aot_functions: list = field(default_factory=list)
     #: per graph, what the backend made of it (numba: kernels, or why it fell back to NumPy)
     backend_reports: list = field(default_factory=list)
+    #: the function explained (its source heads the HTML page)
+    function: object = None
 
     @property
     def graph_count(self) -> int:
@@ -41,70 +44,29 @@ class ExplainOutput:
         return len(self.break_reasons)
 
     def __str__(self) -> str:
-        lines = [
-            f"Graph count: {self.graph_count}",
-            f"Graph break count: {self.graph_break_count}",
-            f"Op count: {sum(self.ops_per_graph)}",
-            f"Compile time: {self.compile_time_s * 1e3:.1f} ms",
-        ]
-        if self.break_reasons:
-            lines.append("Break reasons:")
-            groups: dict[tuple, list[GraphBreakReason]] = {}
-            for reason in self.break_reasons:  # a break in a loop is met once per iteration
-                key = (reason.filename, reason.lineno, reason.reason)
-                groups.setdefault(key, []).append(reason)
-            for i, same in enumerate(groups.values(), 1):
-                times = f" (x{len(same)})" if len(same) > 1 else ""
-                body = str(same[0]).replace("\n", "\n   ")
-                lines.append(f"  {i}.{times} {body}")
-        if self.python_frames:
-            lines.append("Frames that ran in Python:")
-            lines += [f"  - {text}" for text in self.python_frames]
-        if self.graphs:
-            lines.append("Ops per graph:")
-            lines += _grouped_op_lines(self.graphs, self.ops_per_graph)
-        if any(r is not None for r in self.backend_reports):
-            lines.append("Backend:")
-            for i, report in enumerate(self.backend_reports, 1):
-                text = str(report) if report is not None else "runs the graph's NumPy code"
-                lines.append(f"  graph {i}: " + text.replace("\n", "\n    "))
-        reports = [f.report() for f in self.aot_functions if getattr(f, "partitions", None)]
-        if reports:
-            lines.append("Forward/backward partitions (what the backward saves):")
-            lines += ["  " + r.replace("\n", "\n  ") for r in reports]
-        if self.guards:
-            lines.append("Guards:")
-            by_function: dict[str, list[str]] = {}
-            for line in self.guards:
-                name, _, guard = line.partition(": ")
-                seen = by_function.setdefault(name, [])
-                if guard not in seen:
-                    seen.append(guard)
-            for name, guards in by_function.items():
-                lines.append(f"  {name}:")
-                lines += [f"    {g}" for g in guards]
-        return "\n".join(lines)
+        """The short report: counts, breaks, ops per graph, guard counts."""
+        return explain_render.short_text(self)
 
+    def verbose(self) -> str:
+        """The full report: every break, graph, backend decision and guard."""
+        return explain_render.verbose_text(self)
 
-def _grouped_op_lines(graphs: list, counts: list[int]) -> list[str]:
-    """One line per run of consecutive graphs with the same ops (a loop's resume point compiled
-    once per value of a counter gives several)."""
-    runs: list[list] = []  # [first index, last index, text]
-    for i, (gm, n) in enumerate(zip(graphs, counts), 1):
-        names = [
-            getattr(node.target, "name", str(node.target))
-            for node in gm.graph.nodes
-            if node.op == "call_function"
-        ]
-        text = f"{n} ops: {', '.join(names)}"
-        if runs and runs[-1][2] == text:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i, text])
-    return [
-        f"  graph {a}: {text}" if a == b else f"  graphs {a}-{b} (x{b - a + 1}): {text}"
-        for a, b, text in runs
-    ]
+    def to_html(self, path: str | None = None) -> str:
+        """One self-contained HTML page (source coloured by graph, breaks at their lines, ops
+        and the kernels they became, guards per input); written to ``path`` when given."""
+        page = explain_render.to_html(self)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(page)
+        return page
+
+    def to_dot(self) -> str:
+        """Graphviz DOT source of the graphs, fusion groups as clusters."""
+        return explain_render.to_dot(self)
+
+    def render(self, path: str) -> str:
+        """Draw the graphs with Graphviz into ``path`` (``.svg``, ``.png``, ...)."""
+        return explain_render.render(self, path)
 
 
 def frame_args_of(fn: types.FunctionType, args: tuple, kwargs: dict) -> tuple:
@@ -169,7 +131,7 @@ def explain(fn, backend="eager"):
     compiler = lookup_backend(backend)
 
     def run(*args, **kwargs) -> ExplainOutput:
-        output = ExplainOutput()
+        output = ExplainOutput(function=target)
         context = CompileContext(compiler, recorder=_Recorder(output))
         call_args = (bound_self, *args) if bound_self is not None else args
         frame_args = frame_args_of(target, call_args, kwargs)
@@ -189,7 +151,7 @@ def _explain_gradient(spec, compiler):
     argnums = spec.argnums[0] if spec.single_argnum else spec.argnums
 
     def run(*args, **kwargs) -> ExplainOutput:
-        output = ExplainOutput()
+        output = ExplainOutput(function=inner)
         context = CompileContext(compiler, recorder=_Recorder(output))
         traced = make(call_through_context(inner, context), argnums=argnums, has_aux=spec.has_aux)
         output.result = traced(*args, **kwargs)

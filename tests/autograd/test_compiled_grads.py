@@ -108,7 +108,7 @@ def test_explain_of_a_compiled_gradient_reports_what_is_saved():
     out = npdynamo.explain(npdynamo.grad(npdynamo.compile(_loss_with_break)))(w, x)
     assert (out.graph_count, out.graph_break_count) == (2, 1)
     np.testing.assert_allclose(out.result, npdynamo.grad(_loss_with_break)(w, x), rtol=1e-12)
-    text = str(out)
+    text = out.verbose()
     assert "saved for backward" in text and "B)" in text
     partitions = [p for f in out.aot_functions for p in f.partitions]
     assert len(partitions) == 2

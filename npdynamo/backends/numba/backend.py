@@ -37,6 +37,7 @@ class NumbaReport:
     kernels: int = 0
     distinct: int = 0  # kernels after sharing one among structurally identical groups
     groups: list[tuple[str, ...]] = field(default_factory=list)  # op names per fusion group
+    group_nodes: list[tuple[str, ...]] = field(default_factory=list)  # node names, the same
     parallel: list[bool] = field(default_factory=list)  # per kernel
     not_fused: list[tuple[str, str]] = field(default_factory=list)  # (node, why) run in NumPy
     thread_policy: str = ""
@@ -115,6 +116,7 @@ def _compile(gm, example_inputs: list, report: NumbaReport) -> Callable[..., tup
         module, path, source = diskcache.load_kernel_module(ks.source)
         kernels[group] = (ks, module.kernel)
         report.groups.append(group.op_names)
+        report.group_nodes.append(tuple(n.name for n in group.nodes))
         report.parallel.append(ks.parallel)
         if path not in report.kernel_files or path == "<memory>":
             log.info("numba kernel %d (%s):\n%s", group.index, path, source)
