@@ -13,6 +13,7 @@ from npdynamo.capture.frames import compile, disable, enable, reset
 from npdynamo.errors import (
     BackendCompilerFailed,
     GradError,
+    InvalidArgument,
     InvalidBackend,
     NpdynamoError,
     Unsupported,
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BackendCompilerFailed",
     "GradError",
+    "InvalidArgument",
     "InvalidBackend",
     "NpdynamoError",
     "Unsupported",

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
 
 class NpdynamoError(Exception):
     """Root of every error npdynamo raises on purpose."""
@@ -21,3 +26,20 @@ class InvalidBackend(NpdynamoError):
 
 class GradError(NpdynamoError):
     """A gradient that cannot be computed (non-scalar output, non-differentiable op, ...)."""
+
+
+class InvalidArgument(NpdynamoError, TypeError, ValueError):
+    """An npdynamo function was called with an argument it cannot take (a wrong type or an
+    unknown name). Also a ``TypeError`` and a ``ValueError``, so code that caught the built-in
+    error Python would have raised keeps working."""
+
+
+def user_location() -> str:
+    """``file:line`` of the innermost caller outside npdynamo (where the user's mistake is)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"

@@ -11,6 +11,8 @@ import logging
 import os
 import sys
 
+from npdynamo.errors import InvalidArgument, user_location
+
 TOPICS = (
     "graph_breaks",
     "recompiles",
@@ -34,6 +36,12 @@ def set_logs(*topics: str, **switches: bool) -> None:
     """Switch topics on (``set_logs("graph_breaks")`` or ``set_logs(recompiles=True)``); topics
     not named are switched off. ``set_logs()`` switches everything off."""
     global _handler
+    unknown = [t for t in (*topics, *switches) if t not in TOPICS]
+    if unknown:
+        raise InvalidArgument(
+            f"{user_location()}: unknown log topic(s) {', '.join(map(repr, unknown))}; the "
+            f"topics are {', '.join(TOPICS)}"
+        )
     wanted = {t for t in topics} | {t for t, on in switches.items() if on}
     for topic in TOPICS:
         logger = get_logger(topic)

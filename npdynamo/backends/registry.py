@@ -9,21 +9,38 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from npdynamo.errors import InvalidBackend
+from npdynamo.errors import InvalidBackend, user_location
 
 Backend = Callable[[Any, list], Callable[..., tuple]]
 
 _BACKENDS: dict[str, Backend] = {}
 
 
-def register_backend(name: str | Callable | None = None, fn: Backend | None = None):
-    """Register ``fn`` as backend ``name``; also works as a decorator, with or without a name."""
+def register_backend(
+    name: str | Callable | None = None, fn: Backend | None = None, *, override: bool = False
+):
+    """Register ``fn`` as backend ``name``; also works as a decorator, with or without a name.
+
+    A name already registered is refused unless ``override=True``: replacing ``"eager"`` would
+    change every function compiled with it, everywhere in the process."""
     if callable(name) and fn is None:
-        return register_backend(name.__name__, name)
+        return register_backend(name.__name__, name, override=override)
     if fn is None:
-        return lambda f: register_backend(name, f)
+        return lambda f: register_backend(name, f, override=override)
     if not isinstance(name, str) or not name:
-        raise InvalidBackend(f"a backend name must be a non-empty string, not {name!r}")
+        raise InvalidBackend(
+            f"{user_location()}: a backend name must be a non-empty string, not {name!r}"
+        )
+    if not callable(fn):
+        raise InvalidBackend(
+            f"{user_location()}: backend {name!r} must be a callable backend(gm, "
+            f"example_inputs), not {fn!r}"
+        )
+    if name in _BACKENDS and _BACKENDS[name] is not fn and not override:
+        raise InvalidBackend(
+            f"{user_location()}: a backend named {name!r} is already registered; choose another "
+            "name, or pass override=True to replace it for every function compiled with it"
+        )
     _BACKENDS[name] = fn
     return fn
 
@@ -40,7 +57,7 @@ def lookup_backend(backend: str | Backend) -> Backend:
     if isinstance(backend, str) and backend in _BACKENDS:
         return _BACKENDS[backend]
     raise InvalidBackend(
-        f"unknown backend {backend!r}; registered backends: {', '.join(list_backends())}. "
-        "Pass one of these names, a callable backend(gm, example_inputs), or register yours "
-        "with npdynamo.register_backend(name)."
+        f"{user_location()}: unknown backend {backend!r}; registered backends: "
+        f"{', '.join(list_backends())}. Pass one of these names, a callable "
+        "backend(gm, example_inputs), or register yours with npdynamo.register_backend(name)."
     )

@@ -15,6 +15,7 @@ from npdynamo.backends import lookup_backend
 from npdynamo.capture import explain_render
 from npdynamo.capture.break_reasons import GraphBreakReason
 from npdynamo.capture.resume import CompileContext
+from npdynamo.errors import InvalidArgument, user_location
 
 
 @dataclass
@@ -124,6 +125,14 @@ def explain(fn, backend="eager"):
     if spec is not None:  # explain(grad(compile(f))): the AOT forward/backward of each graph
         return _explain_gradient(spec, lookup_backend(backend))
     target = original_function(fn) or fn
+    if not isinstance(target, (types.FunctionType, types.MethodType)) or (
+        isinstance(target, types.MethodType) and not isinstance(target.__func__, types.FunctionType)
+    ):
+        raise InvalidArgument(
+            f"{user_location()}: npdynamo.explain(fn) needs a Python function or method (as "
+            f"npdynamo.compile does), not {fn!r} of type {type(fn).__name__}; write "
+            "npdynamo.explain(my_function)(*args)"
+        )
     if isinstance(target, types.MethodType):
         bound_self, target = target.__self__, target.__func__
     else:

@@ -28,7 +28,7 @@ from npdynamo.capture.frames.dispatch import (
     original_function,
     register_original,
 )
-from npdynamo.errors import NpdynamoError
+from npdynamo.errors import InvalidArgument, NpdynamoError, user_location
 
 # Each dispatcher's user function (its ``__wrapped__``, which callers may overwrite).
 _USER_FUNCTIONS: weakref.WeakKeyDictionary[FunctionType, FunctionType] = weakref.WeakKeyDictionary()
@@ -55,9 +55,15 @@ def compile(
     """
     backend_fn = lookup_backend(backend)
     if not isinstance(fullgraph, bool):
-        raise TypeError(f"fullgraph must be True or False, not {fullgraph!r}")
+        raise InvalidArgument(
+            f"{user_location()}: npdynamo.compile(fullgraph=...) takes True or False, not "
+            f"{fullgraph!r}"
+        )
     if dynamic is not None and not isinstance(dynamic, bool):
-        raise TypeError(f"dynamic must be None, True or False, not {dynamic!r}")
+        raise InvalidArgument(
+            f"{user_location()}: npdynamo.compile(dynamic=...) takes None (automatic), True or "
+            f"False, not {dynamic!r}"
+        )
     if fn is None:
         return functools.partial(_compile, backend=backend_fn, fullgraph=fullgraph, dynamic=dynamic)
     return _compile(fn, backend=backend_fn, fullgraph=fullgraph, dynamic=dynamic)
