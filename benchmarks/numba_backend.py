@@ -6,8 +6,8 @@ kernel (``benchmarks/handwritten.py``, the ceiling: it writes into buffers alloc
 median/min/max per call, the speed relative to NumPy ("vs NumPy", > 1 is faster) and to the
 hand-written kernel ("vs hand"), plus the numba compile time of the graph in this process.
 The four variants are sampled in turns (15 samples of >= 20 ms each) after waiting for the
-machine to be quiet; "others" is the CPU other processes used meanwhile. A summary checks the
-targets of issue 6.
+machine to be quiet; "others" is the CPU other processes used meanwhile. A summary gives each
+workload's speed-up over NumPy and its time relative to the hand-written kernel.
 """
 
 from __future__ import annotations
@@ -124,19 +124,11 @@ def bench_workload(name, target, user_fn, hand_fn, make_args, dtype) -> dict:
 
 
 def summary(results: list[dict]) -> None:
-    print("\nissue 6 targets (numba backend vs NumPy eager on the same code; "
-          "time relative to hand-written numba):")
+    print("\nsummary (numba backend vs NumPy eager on the same code; time relative to "
+          "hand-written numba, 1.00 = as fast):")
     for r in results:
-        checks = []
-        if r["target"] is not None:
-            met = "ok" if r["vs_numpy"] >= r["target"] else "MISS"
-            checks.append(f">= {r['target']:.1f}x: {met}")
-        if r["name"].startswith("tiny"):
-            checks.append(f"<= 3 us: {'ok' if r['numba_s'] <= 3e-6 else 'MISS'}")
-        checks.append(f"not slower than NumPy: {'ok' if r['vs_numpy'] >= 1 else 'MISS'}")
-        checks.append(f"<= 1.5x hand-written: {'ok' if r['vs_hand'] <= 1.5 else 'MISS'}")
         print(f"  {r['name']:36} {r['dtype']:8} {r['vs_numpy']:7.2f}x NumPy, "
-              f"{r['vs_hand']:5.2f}x hand-written time | {'; '.join(checks)}")
+              f"{r['vs_hand']:5.2f}x hand-written time")
 
 
 def main() -> None:

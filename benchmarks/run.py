@@ -13,7 +13,7 @@ if __name__ == "__main__":
     overhead.main()
     print()
     train_step.main()
-    # The numba backend (issue 6): what kernels compute themselves, when threads pay, the
+    # The numba backend: what kernels compute themselves, when threads pay, the
     # workloads against NumPy and hand-written numba, and start-up from the disk cache.
     from benchmarks import numba_backend, startup, threads, transcendentals
 
@@ -21,7 +21,7 @@ if __name__ == "__main__":
     threads.main()
     numba_backend.main()
     startup.main()
-    # Never worse than Python (issue 11): the worst cases, plain against compiled.
+    # Never worse than Python: the worst cases, plain against compiled.
     from benchmarks import worst_case
 
     print()

@@ -1,4 +1,4 @@
-"""The worst cases of "never worse than Python" (issue 11), plain against compiled in one run.
+"""The worst cases of "never worse than Python", plain against compiled in one run.
 
 Each case runs in its own child process with a time limit, so a case that crashes, hangs or is
 very slow prints its failure and the others still run:
@@ -297,7 +297,7 @@ def _report(name: str, r: dict) -> None:
 
 
 def main() -> None:
-    print("Worst cases (issue 11): plain Python against compiled, in one run "
+    print("Worst cases: plain Python against compiled, in one run "
           "(ratio = compiled / plain: above 1 is slower than plain)")
     print(f"  {'case':<44} {'plain':>12} {'compiled':>12} {'ratio':>8}")
     with tempfile.TemporaryDirectory() as cache:
