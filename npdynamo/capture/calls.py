@@ -14,6 +14,7 @@ import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.builder import constant_value, is_constant, is_trusted_module
+from npdynamo.capture.code import CO_GENERATOR, arg_layout
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
@@ -263,13 +264,10 @@ def _describe(value: Value) -> str:
 
 def bind_arguments(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, Value]):
     """Bind a call's arguments to ``fn``'s parameters as Python would, or raise its TypeError."""
-    code = fn.code
-    nargs, nkw = code.co_argcount, code.co_kwonlyargcount
-    names = code.co_varnames
-    pos_names = names[:nargs]
-    kw_names = names[nargs : nargs + nkw]
-    has_varargs = bool(code.co_flags & 0x04)
-    has_varkw = bool(code.co_flags & 0x08)
+    layout = arg_layout(fn.code)
+    pos_names, kw_names = layout.positional, layout.keyword_only
+    nargs = len(pos_names)
+    has_varargs, has_varkw = layout.varargs is not None, layout.varkw is not None
     bound: dict[str, Value] = {}
     extra_pos = args[nargs:]
     for name, value in zip(pos_names, args):
@@ -280,7 +278,7 @@ def bind_arguments(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str
         )
     varkw: dict[str, Value] = {}
     for key, value in kwargs.items():
-        if key in pos_names[code.co_posonlyargcount :] or key in kw_names:
+        if key in pos_names[layout.positional_only :] or key in kw_names:
             if key in bound:
                 raise UserCodeRaises(
                     TypeError(f"{fn.name}() got multiple values for argument '{key}'")
@@ -308,18 +306,16 @@ def bind_arguments(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str
                 raise UserCodeRaises(
                     TypeError(f"{fn.name}() missing required keyword-only argument: '{name}'")
                 )
-    index = nargs + nkw
     if has_varargs:
-        bound[names[index]] = TupleValue(list(extra_pos))
-        index += 1
+        bound[layout.varargs] = TupleValue(list(extra_pos))
     if has_varkw:
-        bound[names[index]] = DictValue(varkw)
+        bound[layout.varkw] = DictValue(varkw)
     return bound
 
 
 def inline_call(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """Evaluate a user function's body inside the current graph."""
-    from npdynamo.capture.translator import CO_GENERATOR, Frame
+    from npdynamo.capture.translator import Frame
 
     locals_ = bind_arguments(frame, fn, args, kwargs)
     if fn.code.co_flags & CO_GENERATOR:  # the body runs when the generator is iterated

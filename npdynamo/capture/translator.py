@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import linecache
 import re
-import sys
 import types
 
 import bytecode as bc
@@ -20,6 +19,7 @@ import bytecode as bc
 from npdynamo import ops, progress
 from npdynamo.capture.builder import ValueBuilder
 from npdynamo.capture.bytecode_gen import decoded_instructions, user_name
+from npdynamo.capture.code import CO_GENERATOR, CO_GENERATOR_LIKE, arg_names
 from npdynamo.capture.errors import CaptureUnsupported, Location, UserCodeRaises
 from npdynamo.capture.guards import (
     ClosureSource,
@@ -48,19 +48,9 @@ GRAPH_NODE_LIMIT = 4_000
 #: Depth of inlined user calls before giving up (recursion).
 INLINE_DEPTH_LIMIT = 32
 
-CO_GENERATOR = 0x20
-CO_GENERATOR_LIKE = CO_GENERATOR | 0x80 | 0x100 | 0x200  # + coroutine, iterable coro, async gen
-
 
 #: What the handlers CPython adds around a generator body and an inlined comprehension run.
 RESTORING_HANDLER_OPS = frozenset({"CALL_INTRINSIC_1", "SWAP", "POP_TOP", "STORE_FAST", "NOP"})
-
-
-def frame_arg_names(code: types.CodeType) -> list[str]:
-    """The frame's argument locals in ``co_varnames`` order (positional, kw-only, *args, **kw)."""
-    n = code.co_argcount + code.co_kwonlyargcount
-    n += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
-    return list(code.co_varnames[:n])
 
 
 class ReachedBreak(Exception):
@@ -88,7 +78,7 @@ class CaptureContext:
         #: loop iterators among the arguments are not unrolled: their FOR_ITER runs natively
         self.opaque_iterators = opaque_iterators
         self.graph = Graph()
-        self.arg_names = frame_arg_names(fn.__code__)
+        self.arg_names = list(arg_names(fn.__code__))
         self.guards = GuardSet(arg_count=len(self.arg_names))
         if cells_as_argument:
             self.guards.cell_count = len(fn.__closure__ or ())
@@ -391,8 +381,4 @@ def unsupported_opcode_reason(name: str) -> tuple[str, str]:
     return reason, hint
 
 
-def check_python_version() -> bool:
-    return (3, 11) <= sys.version_info[:2] <= (3, 13)
-
-
-__all__ = ["CaptureContext", "Frame", "NULL", "Const", "root_frame", "frame_arg_names"]
+__all__ = ["CaptureContext", "Frame", "NULL", "Const", "root_frame"]

@@ -9,10 +9,9 @@ for the running version is an unsupported construct (a graph break), never a cra
 
 from __future__ import annotations
 
-import sys
+from npdynamo.capture.code import PY
 
 HANDLERS: dict = {}
-PY = sys.version_info[:2]
 
 
 def handler(*names: str, since=(3, 11), until=(3, 13)):
