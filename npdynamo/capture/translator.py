@@ -4,8 +4,8 @@
 the frame). ``Frame`` is one activation: the captured function, a user function inlined into it,
 or the body of a generator made inside it (run up to each yield, see ``generators.py``).
 It steps through the instructions the ``bytecode`` library decoded, dispatching each to the one
-opcode-handler table in ``opcodes.py``; jumps follow values known at capture time, so loops unroll
-and branches specialise. Nothing here executes an array operation.
+opcode-handler table ``tables.HANDLERS`` (filled by ``opcodes/``); jumps follow values known at
+capture time, so loops unroll and branches specialise. Nothing here executes an array operation.
 """
 
 from __future__ import annotations
@@ -17,18 +17,21 @@ import types
 import bytecode as bc
 
 from npdynamo import ops, progress
+from npdynamo.autograd.tracer import tracer_value
 from npdynamo.capture.builder import ValueBuilder
 from npdynamo.capture.bytecode_gen import decoded_instructions, user_name
 from npdynamo.capture.code import CO_GENERATOR, CO_GENERATOR_LIKE, arg_names
 from npdynamo.capture.errors import CaptureUnsupported, Location, UserCodeRaises
 from npdynamo.capture.guards import (
     ClosureSource,
+    Guard,
     GuardKind,
     GuardSet,
     LocalSource,
     remaining_items,
 )
 from npdynamo.capture.side_effects import SideEffects
+from npdynamo.capture.tables import HANDLERS
 from npdynamo.capture.values import (
     NULL,
     ArrayValue,
@@ -37,8 +40,10 @@ from npdynamo.capture.values import (
     ExternalCell,
     FunctionValue,
     Value,
+    map_values,
 )
 from npdynamo.fx import Graph
+from npdynamo.ops.meta import ArrayMeta
 
 #: Instructions one capture may evaluate before giving up (an unrolled loop that never ends).
 STEP_LIMIT = 500_000
@@ -124,16 +129,11 @@ class CaptureContext:
     # -- guards and graph ------------------------------------------------------------------
     def guard(self, source, kind: GuardKind, expected: object) -> None:
         if source is not None:
-            from npdynamo.capture.guards import Guard
-
             self.guards.add(Guard(source, kind, expected, self.where()))
 
     def add_placeholder(self, value, source) -> object:
         name = _identifier(source.short())
         node = self.graph.placeholder(name)
-        from npdynamo.autograd.tracer import tracer_value
-        from npdynamo.ops.meta import ArrayMeta
-
         node.meta["val"] = ArrayMeta.of(tracer_value(value))
         node.meta["source_name"] = source.name()
         self.placeholders.append((node, source))
@@ -174,24 +174,12 @@ def _identifier(text: str) -> str:
     return name if not name[0].isdigit() else "_" + name
 
 
-def _map_values(obj, fn):
-    if isinstance(obj, tuple):
-        return tuple(_map_values(v, fn) for v in obj)
-    if isinstance(obj, list):
-        return [_map_values(v, fn) for v in obj]
-    if isinstance(obj, dict):
-        return {k: _map_values(v, fn) for k, v in obj.items()}
-    if isinstance(obj, slice):
-        return slice(*(_map_values(v, fn) for v in (obj.start, obj.stop, obj.step)))
-    return fn(obj)
-
-
 def _to_node_args(obj):
-    return _map_values(obj, lambda v: v.node if isinstance(v, ArrayValue) else v)
+    return map_values(obj, lambda v: v.node if isinstance(v, ArrayValue) else v)
 
 
 def _to_meta_args(obj):
-    return _map_values(obj, lambda v: v.meta if isinstance(v, ArrayValue) else v)
+    return map_values(obj, lambda v: v.meta if isinstance(v, ArrayValue) else v)
 
 
 class Frame:
@@ -304,8 +292,6 @@ class Frame:
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> Value:
-        from npdynamo.capture.opcodes import HANDLERS
-
         previous, self.ctx.current = self.ctx.current, self
         root = self.parent is None
         break_at = self.ctx.break_at if root else None
