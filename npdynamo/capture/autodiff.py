@@ -6,42 +6,37 @@ same VJP rules the eager tape runs. The gradients come back with the structure a
 differentiated arguments, as the tape returns them, so a training step with its parameter update
 captures into ONE graph. Anything this cannot express (a differentiated Python float, a graph
 break inside the loss) is a graph break at the call, where the tape runs it eagerly.
+
+``grad``/``value_and_grad`` register into ``tables.BUILTINS`` and the calls of the functions they
+make (``GradFunctionValue``) into ``tables.VALUE_CALLS``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from npdynamo import ops
-from npdynamo.capture.calls import VIEW_OPS, inline_call
+from npdynamo.autograd.api import _argnums, grad, value_and_grad
+from npdynamo.autograd.symbolic import reverse_mode
+from npdynamo.capture.calls import call_value, inline_call
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.opcalls import VIEW_OPS
+from npdynamo.capture.tables import BUILTINS, VALUE_CALLS
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
     DictValue,
     FunctionValue,
+    GradFunctionValue,
     ListValue,
     TupleValue,
     Value,
+    map_values,
 )
 from npdynamo.errors import GradError
-
-
-@dataclass(eq=False)
-class GradFunctionValue(Value):
-    """A function made by ``grad``/``value_and_grad``, called inside the capture."""
-
-    fn: Value
-    argnums: tuple[int, ...]
-    single_argnum: bool
-    has_aux: bool
-    with_value: bool
+from npdynamo.fx import Node
 
 
 def make_grad_function(frame, args: list[Value], kwargs: dict, with_value: bool) -> Value:
     """``value_and_grad(fn, argnums=0, has_aux=False)`` evaluated at capture time."""
-    from npdynamo.autograd.api import _argnums
-
     names = ("fn", "argnums", "has_aux")
     bound = dict(zip(names, args))
     bound.update(kwargs)
@@ -96,16 +91,12 @@ def call_grad_function(frame, gf: GradFunctionValue, args: list[Value], kwargs: 
 
 
 def _call(frame, fn: Value, args: list[Value], kwargs: dict) -> Value:
-    from npdynamo.capture.calls import call_value
-
     if isinstance(fn, FunctionValue):
         return inline_call(frame, fn, args, kwargs)
     return call_value(frame, fn, args, kwargs)
 
 
 def _reverse_mode(frame, nodes, result: ArrayValue, leaves: list[ArrayValue]) -> list[Value]:
-    from npdynamo.autograd.symbolic import reverse_mode
-
     ctx = frame.ctx
 
     def emit(op, *args, **kwargs):
@@ -132,10 +123,7 @@ def _reverse_mode(frame, nodes, result: ArrayValue, leaves: list[ArrayValue]) ->
 
 
 def _wrap_nodes(obj):
-    from npdynamo.capture.translator import _map_values
-    from npdynamo.fx import Node
-
-    return _map_values(obj, lambda v: ArrayValue(v) if isinstance(v, Node) else v)
+    return map_values(obj, lambda v: ArrayValue(v) if isinstance(v, Node) else v)
 
 
 def _flatten(frame, value: Value):
@@ -175,3 +163,10 @@ def _rebuild_with(parts, make):
         return make(items)
 
     return rebuild
+
+
+BUILTINS[value_and_grad] = lambda frame, target, args, kwargs: make_grad_function(
+    frame, args, kwargs, with_value=True)
+BUILTINS[grad] = lambda frame, target, args, kwargs: make_grad_function(
+    frame, args, kwargs, with_value=False)
+VALUE_CALLS[GradFunctionValue] = call_grad_function

@@ -21,7 +21,7 @@ import bytecode as bc
 
 from npdynamo.capture import bytecode_gen as gen
 from npdynamo.capture.break_reasons import GraphBreakReason
-from npdynamo.capture.calls import _class_attribute
+from npdynamo.capture.calls import class_attribute
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.frames.dispatch import mark_generated
 from npdynamo.capture.liveness import live_locals
@@ -316,7 +316,7 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
     elif isinstance(value, BoundMethodValue) and value.func.fn is not None:
         fn = value.func.fn
     elif isinstance(value, UserObjectValue):
-        call = _class_attribute(value.obj, "__call__")
+        call = class_attribute(value.obj, "__call__")
         if isinstance(call, types.FunctionType):  # obj(...) -> type(obj).__call__(obj, ...)
             fn = call
             value = BoundMethodValue(

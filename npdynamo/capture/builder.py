@@ -15,16 +15,30 @@ import types
 
 import numpy as np
 
+from npdynamo.autograd.tracer import Tracer
 from npdynamo.capture.errors import CaptureUnsupported
-from npdynamo.capture.guards import AttrSource, GuardKind, ItemSource, Source
+from npdynamo.capture.frames.disable import is_disabled
+from npdynamo.capture.frames.dispatch import original_function
+from npdynamo.capture.guards import (
+    AttrSource,
+    GuardKind,
+    ItemSource,
+    RemainingSource,
+    Source,
+    remaining_items,
+)
 from npdynamo.capture.values import (
     ArrayValue,
+    BoundMethodValue,
     Const,
     DictValue,
     ExternalCell,
     FunctionValue,
+    GradFunctionValue,
     GuardedConst,
+    IteratorValue,
     ListValue,
+    LoopIteratorValue,
     MethodValue,
     SetValue,
     TupleValue,
@@ -146,8 +160,6 @@ class ValueBuilder:
         if isinstance(value, (np.floating, np.complexfloating)):
             # data (a loss, a max): a graph input, so a new value does not recompile
             ctx.guard(source, GuardKind.TYPE, kind)
-            from npdynamo.capture.values import ArrayValue
-
             return ArrayValue(ctx.add_placeholder(value, source), source)
         if kind in (int, float, complex, str, bytes, range, slice) or isinstance(value, np.generic):
             return self.guarded_const(value, source)
@@ -174,16 +186,11 @@ class ValueBuilder:
                 None, source, fresh=False, loader=lambda: _LazyDict(self, value, source)
             )
         if kind is LIST_ITERATOR or (ctx.opaque_iterators and kind in LOOP_ITERATOR_TYPES):
-            from npdynamo.capture.values import LoopIteratorValue
-
             # a loop continued by a resume function: one entry serves every iteration; a list
             # iterator sees later changes of its list, which a snapshot of its items would not
             ctx.guard(source, GuardKind.TYPE, kind)
             return LoopIteratorValue(value, source)
         if kind in ITERATOR_TYPES:
-            from npdynamo.capture.guards import RemainingSource, remaining_items
-            from npdynamo.capture.values import IteratorValue
-
             ctx.guard(source, GuardKind.TYPE, kind)
             rest = RemainingSource(source)
             items = remaining_items(value)
@@ -225,8 +232,6 @@ class ValueBuilder:
             else None
         )
         if spec is not None:  # a value_and_grad(loss) wrapper made outside the function
-            from npdynamo.capture.autodiff import GradFunctionValue
-
             # Often made anew for each call: guarded on what it computes, not on its identity.
             ctx.guard(source, GuardKind.TYPE, kind)
             spec_source = AttrSource(source, "__npdynamo_grad__")
@@ -242,14 +247,10 @@ class ValueBuilder:
             ctx.guard(source, GuardKind.TYPE, kind)
             ctx.guard(source, GuardKind.DTYPE, value.dtype)
             ctx.guard(source, GuardKind.SHAPE, value.shape)
-            from npdynamo.capture.values import ArrayValue
-
             return ArrayValue(ctx.add_placeholder(value, source), source)
         if isinstance(value, types.FunctionType) and not is_trusted_name(value):
             return self.function(value, source)
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
-            from npdynamo.capture.values import BoundMethodValue
-
             func = self.function(value.__func__, AttrSource(source, "__func__"))
             return BoundMethodValue(func, self.wrap(value.__self__, AttrSource(source, "__self__")))
         if callable(value) and (
@@ -286,8 +287,6 @@ class ValueBuilder:
         return Const(value, source)
 
     def array(self, value: np.ndarray, source: Source) -> Value:
-        from npdynamo.capture.values import ArrayValue
-
         ctx = self.ctx
         if value.dtype.hasobject or value.dtype.fields is not None:
             raise ctx.unsupported(
@@ -300,9 +299,6 @@ class ValueBuilder:
         return ArrayValue(ctx.add_placeholder(value, source), source)
 
     def function(self, fn: types.FunctionType, source: Source | None) -> FunctionValue:
-        from npdynamo.capture.frames import is_disabled
-        from npdynamo.capture.frames.dispatch import original_function
-
         original = original_function(fn)
         if original is not None:  # a compiled function called from a compiled one: inline it
             if source is not None:
@@ -395,8 +391,6 @@ def _is_user_object(value: object) -> bool:
 
 
 def is_tracer(value: object) -> bool:
-    from npdynamo.autograd.tracer import Tracer
-
     return isinstance(value, Tracer)
 
 

@@ -3,7 +3,8 @@
 ``len(x)`` of an array is its guarded shape; ``range``/``enumerate``/``zip`` build iterators the
 translator unrolls; ``min``/``max``/``abs``/``sum`` work on numbers and fold arrays into ops where
 Python itself would call NumPy (``abs(x)``, ``sum([a, b])``). ``float(x)`` of a graph value is a
-graph break.
+graph break. Each handler registers into ``tables.BUILTINS`` with ``@builtin(targets...)`` and
+is called as ``handler(frame, target, args, kwargs)``.
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ import builtins
 import numpy as np
 
 from npdynamo import ops
-from npdynamo.capture.builder import is_constant
-from npdynamo.capture.containers import get_iter, items_of, new_set, truthiness
+from npdynamo.capture.builder import constant_value, is_constant
+from npdynamo.capture.calls import get_attr
+from npdynamo.capture.containers import const_key, get_iter, items_of, new_set, truthiness
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
+from npdynamo.capture.opcalls import op_call
+from npdynamo.capture.opcodes.operators import binary_op
 from npdynamo.capture.special_methods import user_len
+from npdynamo.capture.tables import BUILTINS, builtin
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
@@ -32,29 +37,6 @@ from npdynamo.capture.values import (
     Value,
 )
 
-BUILTINS: dict = {}
-
-
-def builtin(*targets, keywords: tuple[str, ...] | None = ()):
-    """Register a handler for ``targets``. ``keywords``: the keyword arguments it implements
-    (``None``: any); a call passing another one is a graph break, never a dropped argument."""
-
-    def register(fn):
-        def checked(frame, args, kwargs):
-            unknown = [k for k in kwargs if keywords is not None and k not in keywords]
-            if unknown:
-                raise frame.unsupported(
-                    f"{frame.current_call_target.__name__}() with the keyword argument "
-                    f"{unknown[0]}= is not supported"
-                )
-            return fn(frame, args, kwargs)
-
-        for target in targets:
-            BUILTINS[target] = checked
-        return fn
-
-    return register
-
 
 def _consts(frame, args: list[Value], what: str) -> list:
     if not all(isinstance(a, Const) for a in args):
@@ -67,8 +49,6 @@ def _consts(frame, args: list[Value], what: str) -> list:
 
 
 def _apply(fn, *args, **kwargs):
-    from npdynamo.capture.builder import constant_value
-
     try:
         return constant_value(fn(*args, **kwargs))
     except Exception as exc:
@@ -76,7 +56,7 @@ def _apply(fn, *args, **kwargs):
 
 
 @builtin(len)
-def _len(frame, args, kwargs):
+def _len(frame, target, args, kwargs):
     (obj,) = args
     if isinstance(obj, ArrayValue):
         if obj.meta.ndim == 0:
@@ -94,12 +74,12 @@ def _len(frame, args, kwargs):
 
 
 @builtin(range)
-def _range(frame, args, kwargs):
+def _range(frame, target, args, kwargs):
     return _apply(range, *_consts(frame, args, "range"))
 
 
 @builtin(enumerate, keywords=("start",))
-def _enumerate(frame, args, kwargs):
+def _enumerate(frame, target, args, kwargs):
     start = args[1] if len(args) > 1 else kwargs.get("start", Const(0))
     if not (isinstance(start, Const) and type(start.value) is int):
         raise frame.unsupported("enumerate() with a start that is not a Python int")
@@ -112,11 +92,11 @@ def _enumerate(frame, args, kwargs):
 
 
 @builtin(zip, keywords=("strict",))
-def _zip(frame, args, kwargs):
+def _zip(frame, target, args, kwargs):
     if any(is_lazy(a) for a in args):
         if kwargs:
             raise frame.unsupported("zip() of a generator with keyword arguments")
-        return lazy_zip(frame, [_iter(frame, [a], {}) for a in args], args)
+        return lazy_zip(frame, [get_iter(frame, a) for a in args], args)
     strict = truthiness(frame, kwargs["strict"]) if "strict" in kwargs else False
     return IteratorValue(
         mode="zip", inner=[get_iter(frame, a) for a in args], origin=strict, python_type=zip
@@ -124,7 +104,7 @@ def _zip(frame, args, kwargs):
 
 
 @builtin(reversed)
-def _reversed(frame, args, kwargs):
+def _reversed(frame, target, args, kwargs):
     if is_lazy(args[0]):
         raise UserCodeRaises(TypeError(f"'{args[0].kind()}' object is not reversible"))
     (seq,) = args
@@ -146,14 +126,12 @@ def _reversed(frame, args, kwargs):
 
 
 @builtin(iter)
-def _iter(frame, args, kwargs):
-    from npdynamo.capture.containers import get_iter
-
+def _iter(frame, target, args, kwargs):
     return get_iter(frame, args[0])
 
 
 @builtin(next)
-def _next(frame, args, kwargs):
+def _next(frame, target, args, kwargs):
     it = args[0]
     if not isinstance(it, IteratorValue) and not is_lazy(it):
         raise frame.unsupported("next() of something that is not a tracked iterator")
@@ -169,8 +147,7 @@ SEQUENCE_KINDS = {tuple: TupleValue, list: ListValue, set: SetValue}
 
 
 @builtin(tuple, list, set)
-def _sequence(frame, args, kwargs):
-    target = frame.current_call_target
+def _sequence(frame, target, args, kwargs):
     if target is tuple and args and isinstance(args[0], TupleValue):
         return args[0]  # CPython returns an exact tuple itself
     items = items_of(frame, args[0]) if args else []
@@ -180,9 +157,7 @@ def _sequence(frame, args, kwargs):
 
 
 @builtin(dict, keywords=None)
-def _dict(frame, args, kwargs):
-    from npdynamo.capture.containers import const_key
-
+def _dict(frame, target, args, kwargs):
     result: dict = {}
     if args:
         src = args[0]
@@ -226,19 +201,17 @@ def _plain_consts(frame, items: list[Value], what: str) -> list:
 
 
 @builtin(min, keywords=("default",))
-def _min(frame, args, kwargs):
+def _min(frame, target, args, kwargs):
     return _number_fold(frame, "min", min, args, kwargs)
 
 
 @builtin(max, keywords=("default",))
-def _max(frame, args, kwargs):
+def _max(frame, target, args, kwargs):
     return _number_fold(frame, "max", max, args, kwargs)
 
 
 @builtin(abs)
-def _abs(frame, args, kwargs):
-    from npdynamo.capture.calls import op_call
-
+def _abs(frame, target, args, kwargs):
     (x,) = args
     if isinstance(x, ArrayValue):
         return op_call(frame, ops.UNARY_OPERATORS["abs"], (x,), {})
@@ -246,9 +219,7 @@ def _abs(frame, args, kwargs):
 
 
 @builtin(sum, keywords=("start",))
-def _sum(frame, args, kwargs):
-    from npdynamo.capture.opcodes import binary_op
-
+def _sum(frame, target, args, kwargs):
     start = args[1] if len(args) > 1 else kwargs.get("start", Const(0))
     total = start
     for item in items_of(frame, args[0]):
@@ -257,8 +228,7 @@ def _sum(frame, args, kwargs):
 
 
 @builtin(int, float, bool, complex, str, keywords=None)
-def _convert(frame, args, kwargs):
-    target = frame.current_call_target
+def _convert(frame, target, args, kwargs):
     if any(isinstance(a, ArrayValue) for a in args):
         raise frame.unsupported(
             f"{target.__name__}() of a graph value needs its data in Python",
@@ -267,12 +237,11 @@ def _convert(frame, args, kwargs):
         )
     if target is bool and args and not kwargs:
         return Const(truthiness(frame, args[0]))
-    return _plain(frame, args, kwargs)
+    return _plain(frame, target, args, kwargs)
 
 
 @builtin(round, divmod, pow, hash, chr, ord, slice, keywords=None)
-def _plain(frame, args, kwargs):
-    target = frame.current_call_target
+def _plain(frame, target, args, kwargs):
     names = list(kwargs)
     values = _consts(frame, [*args, *kwargs.values()], target.__name__)
     positional = values[: len(args)]
@@ -280,7 +249,7 @@ def _plain(frame, args, kwargs):
 
 
 @builtin(isinstance)
-def _isinstance(frame, args, kwargs):
+def _isinstance(frame, target, args, kwargs):
     obj, classes = args
     if not isinstance(classes, (Const, TupleValue)):
         raise frame.unsupported("isinstance() with a class that is not a constant")
@@ -289,7 +258,7 @@ def _isinstance(frame, args, kwargs):
 
 
 @builtin(type)
-def _type(frame, args, kwargs):
+def _type(frame, target, args, kwargs):
     if len(args) != 1:
         raise frame.unsupported("type() with three arguments")
     return Const(type(_example(frame, args[0])))
@@ -326,17 +295,14 @@ def _example_iterator(frame, kind: type):
 
 
 @builtin(all, any)
-def _all_any(frame, args, kwargs):
-    target = frame.current_call_target
+def _all_any(frame, target, args, kwargs):
     items = each(args[0]) if is_lazy(args[0]) else items_of(frame, args[0])
     # lazily: like CPython, no item after the deciding one is computed
     return Const(target(truthiness(frame, v) for v in items))
 
 
 @builtin(getattr)
-def _getattr(frame, args, kwargs):
-    from npdynamo.capture.calls import get_attr
-
+def _getattr(frame, target, args, kwargs):
     name = _consts(frame, [args[1]], "getattr")[0]
     if len(args) > 2:
         try:
@@ -347,9 +313,7 @@ def _getattr(frame, args, kwargs):
 
 
 @builtin(hasattr)
-def _hasattr(frame, args, kwargs):
-    from npdynamo.capture.calls import get_attr
-
+def _hasattr(frame, target, args, kwargs):
     try:
         get_attr(frame, args[0], _consts(frame, [args[1]], "hasattr")[0])
         return Const(True)
@@ -358,8 +322,7 @@ def _hasattr(frame, args, kwargs):
 
 
 @builtin(builtins.print, builtins.input, builtins.open)
-def _io(frame, args, kwargs):
-    target = frame.current_call_target
+def _io(frame, target, args, kwargs):
     raise frame.unsupported(
         f"{target.__name__}() does input/output, which a graph cannot hold",
         "move it outside the compiled function, or accept a graph break here",
@@ -367,7 +330,7 @@ def _io(frame, args, kwargs):
     )
 
 
-def _graph_break(frame, args, kwargs):
+def _graph_break(frame, target, args, kwargs):
     raise frame.unsupported(
         "npdynamo.graph_break() was called", "remove the call to fuse more", kind="explicit"
     )
@@ -385,7 +348,7 @@ register_graph_break(graph_break)
 
 
 @builtin(sorted, keywords=("reverse",))
-def _sorted(frame, args, kwargs):
+def _sorted(frame, target, args, kwargs):
     """A new list of the same items (identity kept), ordered by Python's own sort."""
     items = items_of(frame, args[0])
     reverse = kwargs.get("reverse", Const(False))
@@ -401,16 +364,3 @@ def _apply_raw(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except Exception as exc:
         raise UserCodeRaises(exc) from exc
-
-
-def _register_autograd() -> None:
-    from npdynamo.autograd.api import grad, value_and_grad
-    from npdynamo.capture.autodiff import make_grad_function
-
-    BUILTINS[value_and_grad] = lambda frame, args, kwargs: make_grad_function(
-        frame, args, kwargs, with_value=True)
-    BUILTINS[grad] = lambda frame, args, kwargs: make_grad_function(
-        frame, args, kwargs, with_value=False)
-
-
-_register_autograd()

@@ -21,17 +21,14 @@ Per-version sequences (how to call, how to drop a NULL) live in the helpers at t
 from __future__ import annotations
 
 import re
-import sys
 import types
 from dataclasses import dataclass
 from functools import lru_cache
 
 import bytecode as bc
 
-PY = sys.version_info[:2]
-CO_VARARGS = 0x04
-CO_VARKEYWORDS = 0x08
-CO_NESTED = 0x10
+from npdynamo.capture.code import CO_NESTED, CO_VARARGS, CO_VARKEYWORDS, PY, closure_names
+
 TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 
 
@@ -212,11 +209,6 @@ def resume_code(key: ResumeKey) -> types.CodeType:
     if key not in _RESUME_CODES:
         _RESUME_CODES[key] = _build_resume_code(key)
     return _RESUME_CODES[key]
-
-
-def closure_names(code: types.CodeType) -> tuple[str, ...]:
-    """The free variables of a resume function: the frame's cells, then its own free vars."""
-    return tuple(code.co_cellvars) + tuple(code.co_freevars)
 
 
 def _build_resume_code(key: ResumeKey) -> types.CodeType:

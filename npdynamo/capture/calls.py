@@ -3,7 +3,8 @@
 The opcode handlers reduce every call form (function, method pair, keyword names, ``*args``) to
 ``call_value(frame, fn, args, kwargs)``. NumPy callables and array methods are normalised by
 ``ops`` into canonical ops and recorded as graph nodes; Python builtins are evaluated on tracked
-values (``builtins_table.py``); user functions run as inlined frames.
+values (``builtins_table.py``, looked up in ``tables.BUILTINS``); user functions run as inlined
+frames.
 """
 
 from __future__ import annotations
@@ -14,10 +15,15 @@ import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.builder import constant_value, is_constant, is_trusted_module
+from npdynamo.capture.code import CO_GENERATOR, arg_layout
+from npdynamo.capture.containers import container_method, items_of
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
-from npdynamo.capture.side_effects import cast_for_inplace, view_of, write_array
+from npdynamo.capture.opcalls import normalize, normalized_op_call, op_call, raw
+from npdynamo.capture.side_effects import cast_for_inplace, write_array
+from npdynamo.capture.tables import BUILTINS, VALUE_CALLS
+from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     DELETED,
     NULL,
@@ -35,38 +41,12 @@ from npdynamo.capture.values import (
     Value,
 )
 
-#: Ops whose result may share memory with their first operand (NumPy returns a view).
-VIEW_OPS = frozenset(
-    {
-        "reshape",
-        "transpose",
-        "getitem",
-        "ravel",
-        "squeeze",
-        "expand_dims",
-        "broadcast_to",
-        "swapaxes",
-        "moveaxis",
-        "diagonal",
-    }
-)
 #: Types whose unbound methods are dispatched like method calls on the tracked value.
 METHOD_OWNERS = (list, dict, set, tuple, np.ndarray)
 #: Array methods that hand a graph value to Python: a graph break, with this explanation.
 ARRAY_TO_PYTHON = {"item", "tolist", "tobytes", "__bool__", "__float__", "__int__", "__index__"}
 #: Array methods that write into the array (side effects, a later issue).
 ARRAY_INPLACE_METHODS = {"fill", "sort", "put", "itemset", "resize", "setflags", "partition"}
-
-
-def raw(value: Value):
-    """The argument form ``ops`` normalisation takes: arrays stay tracked, constants are plain."""
-    if isinstance(value, Const):
-        return value.value
-    if isinstance(value, TupleValue):
-        return tuple(raw(v) for v in value.items)
-    if isinstance(value, ListValue):
-        return [raw(v) for v in value.items]
-    return value
 
 
 def as_python(frame, value: Value):
@@ -85,65 +65,18 @@ def as_python(frame, value: Value):
     )
 
 
-def has_array(obj) -> bool:
-    if isinstance(obj, ArrayValue):
-        return True
-    if isinstance(obj, (tuple, list)):
-        return any(has_array(v) for v in obj)
-    if isinstance(obj, dict):
-        return any(has_array(v) for v in obj.values())
-    return False
-
-
 def wrap_result(value: object) -> Value:
     return constant_value(value)
-
-
-# -- ops -------------------------------------------------------------------------------------
-def op_call(frame, op, args: tuple, kwargs: dict) -> Value:
-    """Record an op; fold it when every operand is a Python constant and the result a scalar."""
-    ctx = frame.ctx
-    if not has_array(args) and not has_array(kwargs) and op.kind != "opaque":
-        try:
-            result = op(*args, **kwargs)
-        except Exception as exc:
-            raise UserCodeRaises(exc) from exc
-        if isinstance(result, np.generic):
-            return Const(result)
-    result = ctx.call_op(op, tuple(args), dict(kwargs))
-    if op.name in VIEW_OPS and args and isinstance(args[0], ArrayValue):
-        # NumPy returns a view here (basic indexing, reshape, transpose...): writes through one
-        # must reach the other; integer-array indexing copies
-        if op.name != "getitem" or not has_array(args[1:]):
-            view_of(result, args[0], op, tuple(args), dict(kwargs))
-    return result
-
-
-def normalized_op_call(frame, normalized) -> Value:
-    op, args, kwargs = normalized
-    return op_call(frame, op, args, kwargs)
-
-
-def _normalize(frame, fn, *call):
-    try:
-        return fn(*call)
-    except ops.UnsupportedArguments as exc:
-        raise frame.unsupported(f"this NumPy call cannot be captured: {exc}") from exc
-    except (TypeError, ValueError) as exc:
-        raise UserCodeRaises(exc) from exc
 
 
 # -- calls -----------------------------------------------------------------------------------
 def call_value(frame, fn: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """Call a tracked callable with tracked arguments."""
-    from npdynamo.capture.builtins_table import BUILTINS
-
     if isinstance(fn, FunctionValue):
         return inline_call(frame, fn, args, kwargs)
-    from npdynamo.capture.autodiff import GradFunctionValue, call_grad_function
-
-    if isinstance(fn, GradFunctionValue):
-        return call_grad_function(frame, fn, args, kwargs)
+    kind_call = VALUE_CALLS.get(type(fn))
+    if kind_call is not None:  # a callable the translator models (a grad function)
+        return kind_call(frame, fn, args, kwargs)
     if isinstance(fn, BoundMethodValue):
         return inline_call(frame, fn.func, [fn.self_value, *args], kwargs)
     if isinstance(fn, MethodValue):
@@ -157,12 +90,11 @@ def call_value(frame, fn: Value, args: list[Value], kwargs: dict[str, Value]) ->
             return call_method(frame, args[0], target.__name__, args[1:], kwargs)
         handler = BUILTINS.get(_key(target))
         if handler is not None:
-            frame.current_call_target = target
-            return handler(frame, args, kwargs)
+            return handler(frame, target, args, kwargs)
         out = kwargs.get("out")
         if isinstance(out, (ArrayValue, TupleValue)):
             return _call_with_out(frame, fn, args, kwargs)
-        normalized = _normalize(
+        normalized = normalize(
             frame,
             ops.normalize_call,
             target,
@@ -263,13 +195,10 @@ def _describe(value: Value) -> str:
 
 def bind_arguments(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, Value]):
     """Bind a call's arguments to ``fn``'s parameters as Python would, or raise its TypeError."""
-    code = fn.code
-    nargs, nkw = code.co_argcount, code.co_kwonlyargcount
-    names = code.co_varnames
-    pos_names = names[:nargs]
-    kw_names = names[nargs : nargs + nkw]
-    has_varargs = bool(code.co_flags & 0x04)
-    has_varkw = bool(code.co_flags & 0x08)
+    layout = arg_layout(fn.code)
+    pos_names, kw_names = layout.positional, layout.keyword_only
+    nargs = len(pos_names)
+    has_varargs, has_varkw = layout.varargs is not None, layout.varkw is not None
     bound: dict[str, Value] = {}
     extra_pos = args[nargs:]
     for name, value in zip(pos_names, args):
@@ -280,7 +209,7 @@ def bind_arguments(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str
         )
     varkw: dict[str, Value] = {}
     for key, value in kwargs.items():
-        if key in pos_names[code.co_posonlyargcount :] or key in kw_names:
+        if key in pos_names[layout.positional_only :] or key in kw_names:
             if key in bound:
                 raise UserCodeRaises(
                     TypeError(f"{fn.name}() got multiple values for argument '{key}'")
@@ -308,19 +237,15 @@ def bind_arguments(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str
                 raise UserCodeRaises(
                     TypeError(f"{fn.name}() missing required keyword-only argument: '{name}'")
                 )
-    index = nargs + nkw
     if has_varargs:
-        bound[names[index]] = TupleValue(list(extra_pos))
-        index += 1
+        bound[layout.varargs] = TupleValue(list(extra_pos))
     if has_varkw:
-        bound[names[index]] = DictValue(varkw)
+        bound[layout.varkw] = DictValue(varkw)
     return bound
 
 
 def inline_call(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """Evaluate a user function's body inside the current graph."""
-    from npdynamo.capture.translator import CO_GENERATOR, Frame
-
     locals_ = bind_arguments(frame, fn, args, kwargs)
     if fn.code.co_flags & CO_GENERATOR:  # the body runs when the generator is iterated
         body = Frame(frame.ctx, fn, locals_, frame, generator=True)
@@ -330,8 +255,6 @@ def inline_call(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, V
 
 # -- methods ---------------------------------------------------------------------------------
 def call_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    from npdynamo.capture.containers import container_method, items_of
-
     if isinstance(obj, ArrayValue):
         if name in ARRAY_TO_PYTHON:
             raise frame.unsupported(
@@ -348,7 +271,7 @@ def call_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict[st
             raise frame.unsupported(
                 f"x.{name}() modifies an array in place; not captured yet", kind="side_effect"
             )
-        normalized = _normalize(
+        normalized = normalize(
             frame,
             ops.normalize_method,
             name,
@@ -431,7 +354,7 @@ def get_attr(frame, obj: Value, name: str) -> Value:
                     "nbytes": meta.nbytes,
                 }[name]
             )
-        normalized = _normalize(frame, ops.normalize_attribute, name, obj)
+        normalized = normalize(frame, ops.normalize_attribute, name, obj)
         if normalized is not None:
             return normalized_op_call(frame, normalized)
         if callable(getattr(np.ndarray, name, None)):
@@ -521,5 +444,3 @@ def user_attr(frame, obj: UserObjectValue, name: str) -> Value:
     obj.attrs[name] = value
     return value
 
-
-_class_attribute = class_attribute  # the name other modules import

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from npdynamo.capture.builder import is_constant
+from npdynamo import ops
+from npdynamo.capture.builder import constant_value, is_constant
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import drain, is_lazy
+from npdynamo.capture.opcalls import op_call
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
@@ -156,8 +158,6 @@ def get_iter(frame, value: Value) -> Value:
                 *value.items], "Set")
         )
     if isinstance(value, Const) and isinstance(value.value, (range, tuple, str, bytes, frozenset)):
-        from npdynamo.capture.builder import constant_value
-
         plain = value.value
         return IteratorValue(
             items=[constant_value(v) for v in plain],
@@ -165,9 +165,6 @@ def get_iter(frame, value: Value) -> Value:
             origin=plain if isinstance(plain, (range, tuple, str, bytes)) else None,
         )
     if isinstance(value, ArrayValue):
-        from npdynamo import ops
-        from npdynamo.capture.calls import op_call
-
         if value.meta.ndim == 0:
             raise UserCodeRaises(TypeError("iteration over a 0-d array"))
         getitem = ops.REGISTRY["getitem"]
@@ -214,8 +211,6 @@ def subscript(frame, container: Value, index: Value) -> Value:
             return type(container)(list(picked))
         return picked
     if isinstance(container, Const) and isinstance(index, Const):
-        from npdynamo.capture.builder import constant_value
-
         try:
             return constant_value(container.value[index.value])
         except Exception as exc:

@@ -15,6 +15,7 @@ import numpy as np
 
 from npdynamo.capture.generators import LAZY_KINDS, rebuild_expr
 from npdynamo.capture.pysource import Namespace, literal
+from npdynamo.capture.side_effects import array_write_statements, replay_statements
 from npdynamo.capture.values import (
     ArrayValue,
     BoundMethodValue,
@@ -25,6 +26,7 @@ from npdynamo.capture.values import (
     IteratorValue,
     ListValue,
     MethodValue,
+    NullValue,
     SetValue,
     TupleValue,
     UserObjectValue,
@@ -253,16 +255,12 @@ class ValueRebuilder:
 
     def record_side_effects(self) -> None:
         """Render the capture's side effects; call before the graph is closed."""
-        from npdynamo.capture.side_effects import array_write_statements, replay_statements
-
         self.prelude[:0] = array_write_statements(self.ctx, self)
         self.effects = replay_statements(self.ctx, self)
 
     def stack_exprs(self, stack: list[Value]) -> list[str]:
         """Expressions for the non-NULL stack slots; an unbound method (the method half of a
         [method, self] pair) is read from the type of the value above it."""
-        from npdynamo.capture.values import NullValue
-
         exprs = []
         for i, value in enumerate(stack):
             if isinstance(value, NullValue):

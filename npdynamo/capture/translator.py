@@ -4,31 +4,34 @@
 the frame). ``Frame`` is one activation: the captured function, a user function inlined into it,
 or the body of a generator made inside it (run up to each yield, see ``generators.py``).
 It steps through the instructions the ``bytecode`` library decoded, dispatching each to the one
-opcode-handler table in ``opcodes.py``; jumps follow values known at capture time, so loops unroll
-and branches specialise. Nothing here executes an array operation.
+opcode-handler table ``tables.HANDLERS`` (filled by ``opcodes/``); jumps follow values known at
+capture time, so loops unroll and branches specialise. Nothing here executes an array operation.
 """
 
 from __future__ import annotations
 
 import linecache
 import re
-import sys
 import types
 
 import bytecode as bc
 
 from npdynamo import ops, progress
+from npdynamo.autograd.tracer import tracer_value
 from npdynamo.capture.builder import ValueBuilder
 from npdynamo.capture.bytecode_gen import decoded_instructions, user_name
+from npdynamo.capture.code import CO_GENERATOR, CO_GENERATOR_LIKE, arg_names
 from npdynamo.capture.errors import CaptureUnsupported, Location, UserCodeRaises
 from npdynamo.capture.guards import (
     ClosureSource,
+    Guard,
     GuardKind,
     GuardSet,
     LocalSource,
     remaining_items,
 )
 from npdynamo.capture.side_effects import SideEffects
+from npdynamo.capture.tables import HANDLERS
 from npdynamo.capture.values import (
     NULL,
     ArrayValue,
@@ -37,8 +40,10 @@ from npdynamo.capture.values import (
     ExternalCell,
     FunctionValue,
     Value,
+    map_values,
 )
 from npdynamo.fx import Graph
+from npdynamo.ops.meta import ArrayMeta
 
 #: Instructions one capture may evaluate before giving up (an unrolled loop that never ends).
 STEP_LIMIT = 500_000
@@ -48,19 +53,9 @@ GRAPH_NODE_LIMIT = 4_000
 #: Depth of inlined user calls before giving up (recursion).
 INLINE_DEPTH_LIMIT = 32
 
-CO_GENERATOR = 0x20
-CO_GENERATOR_LIKE = CO_GENERATOR | 0x80 | 0x100 | 0x200  # + coroutine, iterable coro, async gen
-
 
 #: What the handlers CPython adds around a generator body and an inlined comprehension run.
 RESTORING_HANDLER_OPS = frozenset({"CALL_INTRINSIC_1", "SWAP", "POP_TOP", "STORE_FAST", "NOP"})
-
-
-def frame_arg_names(code: types.CodeType) -> list[str]:
-    """The frame's argument locals in ``co_varnames`` order (positional, kw-only, *args, **kw)."""
-    n = code.co_argcount + code.co_kwonlyargcount
-    n += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
-    return list(code.co_varnames[:n])
 
 
 class ReachedBreak(Exception):
@@ -88,7 +83,7 @@ class CaptureContext:
         #: loop iterators among the arguments are not unrolled: their FOR_ITER runs natively
         self.opaque_iterators = opaque_iterators
         self.graph = Graph()
-        self.arg_names = frame_arg_names(fn.__code__)
+        self.arg_names = list(arg_names(fn.__code__))
         self.guards = GuardSet(arg_count=len(self.arg_names))
         if cells_as_argument:
             self.guards.cell_count = len(fn.__closure__ or ())
@@ -134,16 +129,11 @@ class CaptureContext:
     # -- guards and graph ------------------------------------------------------------------
     def guard(self, source, kind: GuardKind, expected: object) -> None:
         if source is not None:
-            from npdynamo.capture.guards import Guard
-
             self.guards.add(Guard(source, kind, expected, self.where()))
 
     def add_placeholder(self, value, source) -> object:
         name = _identifier(source.short())
         node = self.graph.placeholder(name)
-        from npdynamo.autograd.tracer import tracer_value
-        from npdynamo.ops.meta import ArrayMeta
-
         node.meta["val"] = ArrayMeta.of(tracer_value(value))
         node.meta["source_name"] = source.name()
         self.placeholders.append((node, source))
@@ -184,24 +174,12 @@ def _identifier(text: str) -> str:
     return name if not name[0].isdigit() else "_" + name
 
 
-def _map_values(obj, fn):
-    if isinstance(obj, tuple):
-        return tuple(_map_values(v, fn) for v in obj)
-    if isinstance(obj, list):
-        return [_map_values(v, fn) for v in obj]
-    if isinstance(obj, dict):
-        return {k: _map_values(v, fn) for k, v in obj.items()}
-    if isinstance(obj, slice):
-        return slice(*(_map_values(v, fn) for v in (obj.start, obj.stop, obj.step)))
-    return fn(obj)
-
-
 def _to_node_args(obj):
-    return _map_values(obj, lambda v: v.node if isinstance(v, ArrayValue) else v)
+    return map_values(obj, lambda v: v.node if isinstance(v, ArrayValue) else v)
 
 
 def _to_meta_args(obj):
-    return _map_values(obj, lambda v: v.meta if isinstance(v, ArrayValue) else v)
+    return map_values(obj, lambda v: v.meta if isinstance(v, ArrayValue) else v)
 
 
 class Frame:
@@ -314,8 +292,6 @@ class Frame:
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> Value:
-        from npdynamo.capture.opcodes import HANDLERS
-
         previous, self.ctx.current = self.ctx.current, self
         root = self.parent is None
         break_at = self.ctx.break_at if root else None
@@ -391,8 +367,4 @@ def unsupported_opcode_reason(name: str) -> tuple[str, str]:
     return reason, hint
 
 
-def check_python_version() -> bool:
-    return (3, 11) <= sys.version_info[:2] <= (3, 13)
-
-
-__all__ = ["CaptureContext", "Frame", "NULL", "Const", "root_frame", "frame_arg_names"]
+__all__ = ["CaptureContext", "Frame", "NULL", "Const", "root_frame"]

@@ -330,8 +330,33 @@ class ComprehensionSave(Value):
     saved: Value
 
 
+@dataclass(eq=False)
+class GradFunctionValue(Value):
+    """A function made by ``grad``/``value_and_grad``, called inside the capture
+    (``autodiff.py`` handles its calls)."""
+
+    fn: Value
+    argnums: tuple[int, ...]
+    single_argnum: bool
+    has_aux: bool
+    with_value: bool
+
+
 #: What a user object's attribute holds after ``del obj.attr`` inside the capture.
 DELETED = Const(object())
+
+
+def map_values(obj, fn):
+    """``obj`` with ``fn`` applied to every leaf inside tuples, lists, dicts and slices."""
+    if isinstance(obj, tuple):
+        return tuple(map_values(v, fn) for v in obj)
+    if isinstance(obj, list):
+        return [map_values(v, fn) for v in obj]
+    if isinstance(obj, dict):
+        return {k: map_values(v, fn) for k, v in obj.items()}
+    if isinstance(obj, slice):
+        return slice(*(map_values(v, fn) for v in (obj.start, obj.stop, obj.step)))
+    return fn(obj)
 
 
 class GuardedConst(Const):

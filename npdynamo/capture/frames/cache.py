@@ -29,7 +29,6 @@ before capturing, so concurrent first calls with the same inputs build one entry
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import os
 import sys
@@ -41,6 +40,7 @@ from types import CodeType, FunctionType, MethodType
 from typing import Any
 
 from npdynamo import config
+from npdynamo.capture.code import CO_GENERATOR_LIKE, PY, SUPPORTED_PYTHON, python_supported
 from npdynamo.capture.frames.disable import capture_suspended, suspend_capture
 from npdynamo.capture.frames.dispatch import EntryList, is_generated_code, original_function
 from npdynamo.errors import Unsupported
@@ -48,9 +48,8 @@ from npdynamo.errors import Unsupported
 recompiles_log = logging.getLogger("npdynamo.recompiles")
 graph_breaks_log = logging.getLogger("npdynamo.graph_breaks")
 
-SUPPORTED_PYTHON = ((3, 11), (3, 12), (3, 13))
 # Module attribute, not a constant, so tests can pretend to run on another version.
-_python = sys.version_info[:2]
+_python = PY
 _python_warned = False
 
 
@@ -68,7 +67,7 @@ class UnsupportedPythonWarning(NpdynamoWarning):
 
 def capture_supported() -> bool:
     """True when the running CPython is one whose bytecode npdynamo understands."""
-    return _python in SUPPORTED_PYTHON
+    return python_supported(_python)
 
 
 _PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "")
@@ -111,13 +110,6 @@ def _build_entry(fn: FunctionType, frame_args: tuple, *, backend: Callable, full
     return build_entry(fn, frame_args, backend=backend, fullgraph=fullgraph)
 
 
-_CODE_KINDS = (
-    inspect.CO_GENERATOR
-    | inspect.CO_COROUTINE
-    | inspect.CO_ASYNC_GENERATOR
-    | inspect.CO_ITERABLE_COROUTINE
-)
-
 #: Held while an entry is built (frame entries here; resume entries should take it too).
 COMPILE_LOCK = threading.RLock()
 
@@ -146,7 +138,7 @@ class FrameCache:
     def add_front(self, front: FunctionType, python_code: CodeType) -> None:
         """``front`` (running dispatching code now) serves this cache; ``python_code`` is the
         user's code with the same parameters and free variables, run once routed to Python."""
-        if (front.__code__.co_flags ^ python_code.co_flags) & _CODE_KINDS:
+        if (front.__code__.co_flags ^ python_code.co_flags) & CO_GENERATOR_LIKE:
             # A generator's code in a plain function is deprecated (3.13): such a front keeps
             # dispatching, to an empty ``pairs``, and its miss handler runs the fallback.
             return

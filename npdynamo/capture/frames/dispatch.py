@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import ast
 import builtins
-import inspect
 import warnings
 import weakref
 from types import CodeType, FunctionType
 
-CO_VARARGS = inspect.CO_VARARGS
-CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
+from npdynamo.capture.code import CO_VARARGS, CO_VARKEYWORDS, arg_count, arg_names
 
 # Stand-ins compiled into the template and swapped for the real objects afterwards.
 _PAIRS_MARKER = "\x00npdynamo:pairs"
@@ -54,21 +52,6 @@ class EntryList(list):
 
     __slots__ = ()
     __hash__ = object.__hash__
-
-
-def frame_arg_count(code: CodeType) -> int:
-    """How many of ``code.co_varnames`` hold the frame's initial arguments."""
-    return (
-        code.co_argcount
-        + code.co_kwonlyargcount
-        + bool(code.co_flags & CO_VARARGS)
-        + bool(code.co_flags & CO_VARKEYWORDS)
-    )
-
-
-def frame_arg_names(code: CodeType) -> tuple[str, ...]:
-    """The frame arguments' names in ``co_varnames`` order (params, kw-only, *args, **kwargs)."""
-    return code.co_varnames[: frame_arg_count(code)]
 
 
 def mark_generated(code: CodeType) -> None:
@@ -113,7 +96,7 @@ def make_fallback(fn: FunctionType, code: CodeType) -> FunctionType:
     ``code`` is passed separately because the region hook has already replaced ``fn.__code__``.
     """
     flat = code.replace(
-        co_argcount=frame_arg_count(code),
+        co_argcount=arg_count(code),
         co_posonlyargcount=0,
         co_kwonlyargcount=0,
         co_flags=code.co_flags & ~(CO_VARARGS | CO_VARKEYWORDS),
@@ -150,7 +133,7 @@ def make_dispatch_code(
     """
     freevars = code.co_freevars if keep_freevars else ()
     key = (
-        code.co_varnames[: frame_arg_count(code)],
+        arg_names(code),
         code.co_posonlyargcount,
         code.co_argcount,
         code.co_kwonlyargcount,
@@ -192,7 +175,7 @@ def _fresh(base: str, taken: set[str]) -> str:
 
 
 def _parameter_list(code: CodeType) -> str:
-    names = frame_arg_names(code)
+    names = arg_names(code)
     n_pos, n_posonly, n_kwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
     parts = list(names[:n_posonly])
     if n_posonly:
@@ -211,7 +194,7 @@ def _parameter_list(code: CodeType) -> str:
 
 
 def _compile_template(code: CodeType, freevars: tuple[str, ...]) -> CodeType:
-    names = frame_arg_names(code)
+    names = arg_names(code)
     taken = set(names) | set(freevars)
     check, run = _fresh("_npd_check", taken), _fresh("_npd_run", taken)
     outer, inner = _fresh("_npd_outer", taken), _fresh("_npd_fn", taken)
@@ -253,8 +236,6 @@ def _compile_template(code: CodeType, freevars: tuple[str, ...]) -> CodeType:
 
 __all__ = [
     "EntryList",
-    "frame_arg_count",
-    "frame_arg_names",
     "is_generated_code",
     "is_original_view",
     "make_dispatch_code",

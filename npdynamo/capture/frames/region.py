@@ -33,7 +33,6 @@ when it raises. Nested blocks hook with the innermost block's backend.
 from __future__ import annotations
 
 import gc
-import inspect
 import logging
 import os
 import site
@@ -46,6 +45,7 @@ from types import CodeType, FrameType, FunctionType
 from typing import Any
 
 from npdynamo.backends import lookup_backend
+from npdynamo.capture.code import CO_GENERATOR_LIKE, CO_NESTED, CO_OPTIMIZED, PY
 from npdynamo.capture.frames.cache import (
     NpdynamoWarning,
     cache_for,
@@ -71,13 +71,7 @@ from npdynamo.capture.frames.dispatch import (
 log = logging.getLogger("npdynamo.region")
 
 MAX_INSTANCE_LOOKUPS = 8
-_NOT_FUNCTION_CODE = (
-    inspect.CO_GENERATOR
-    | inspect.CO_COROUTINE
-    | inspect.CO_ASYNC_GENERATOR
-    | inspect.CO_ITERABLE_COROUTINE
-)
-_USE_MONITORING = sys.version_info >= (3, 12)
+_USE_MONITORING = PY >= (3, 12)
 
 _backends: list[Callable] = []  # one per open block, innermost last
 _installed = False
@@ -196,7 +190,7 @@ def _consider(code: CodeType, frame: FrameType) -> bool:
         backend = _backends[-1]
         for fn in _find_functions(code, frame):
             _hook(fn, code, backend)
-        if code.co_flags & inspect.CO_NESTED:
+        if code.co_flags & CO_NESTED:
             # Defined inside a function: a new function object may run this code next time.
             count = _lookups[id(code)] = _lookups.get(id(code), 0) + 1
             if count < MAX_INSTANCE_LOOKUPS:
@@ -211,7 +205,7 @@ def _consider(code: CodeType, frame: FrameType) -> bool:
 
 def _qualifies(code: CodeType) -> bool:
     flags = code.co_flags
-    if not flags & inspect.CO_OPTIMIZED or flags & _NOT_FUNCTION_CODE:
+    if not flags & CO_OPTIMIZED or flags & CO_GENERATOR_LIKE:
         return False
     if code.co_name.startswith("<") or is_generated_code(code) or is_disabled(code):
         return False

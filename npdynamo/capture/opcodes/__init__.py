@@ -1,4 +1,4 @@
-"""The opcode-handler table (``HANDLERS``), filled by the modules of this package."""
+"""The opcode handlers: the modules of this package register them into ``tables.HANDLERS``."""
 
 from npdynamo.capture.opcodes import (  # noqa: F401
     building,
@@ -9,6 +9,5 @@ from npdynamo.capture.opcodes import (  # noqa: F401
     yields,
 )
 from npdynamo.capture.opcodes.operators import binary_op
-from npdynamo.capture.opcodes.table import HANDLERS, handler
 
-__all__ = ["HANDLERS", "binary_op", "handler"]
+__all__ = ["binary_op"]

@@ -11,7 +11,7 @@ from npdynamo.capture.containers import (
     store_subscript,
 )
 from npdynamo.capture.errors import UserCodeRaises
-from npdynamo.capture.opcodes.table import handler
+from npdynamo.capture.tables import handler
 from npdynamo.capture.values import (
     Const,
     DictValue,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from npdynamo.capture.builder import constant_value
 from npdynamo.capture.calls import call_value
+from npdynamo.capture.code import PY
 from npdynamo.capture.containers import (
     get_iter,
     items_of,
@@ -11,7 +13,7 @@ from npdynamo.capture.containers import (
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import is_lazy, next_item
 from npdynamo.capture.opcodes.layout import do_call, pop_callable
-from npdynamo.capture.opcodes.table import PY, handler
+from npdynamo.capture.tables import handler
 from npdynamo.capture.values import (
     NULL,
     Const,
@@ -108,16 +110,12 @@ def _return_value(frame, ins):
 
 @handler("RETURN_CONST", since=(3, 12))
 def _return_const(frame, ins):
-    from npdynamo.capture.builder import constant_value
-
     frame.return_value = constant_value(ins.arg)
 
 
 @handler("GET_LEN")
 def _get_len(frame, ins):
-    from npdynamo.capture.builtins_table import _len
-
-    frame.push(_len(frame, [frame.stack[-1]], {}))
+    frame.push(call_value(frame, Const(len), [frame.stack[-1]], {}))
 
 
 # -- calls and functions ---------------------------------------------------------------------

@@ -7,7 +7,7 @@ These helpers turn all of that into one canonical call."""
 from __future__ import annotations
 
 from npdynamo.capture.calls import call_value
-from npdynamo.capture.opcodes.table import PY
+from npdynamo.capture.code import PY
 from npdynamo.capture.values import (
     NULL,
     NullValue,

@@ -22,9 +22,9 @@ from npdynamo.capture.containers import (
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import is_lazy, lazy_contains
 from npdynamo.capture.guards import GuardKind
-from npdynamo.capture.opcodes.table import handler
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
 from npdynamo.capture.special_methods import user_binary_op
+from npdynamo.capture.tables import handler
 from npdynamo.capture.values import (
     ArrayValue,
     Const,

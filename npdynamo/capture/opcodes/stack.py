@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import builtins
+
 import bytecode as bc
 
-from npdynamo.capture.calls import get_attr, load_method
+from npdynamo.capture.builder import constant_value
+from npdynamo.capture.calls import class_attribute, get_attr, load_method
 from npdynamo.capture.errors import UserCodeRaises
-from npdynamo.capture.guards import GlobalSource
+from npdynamo.capture.guards import AttrSource, GlobalSource, ItemSource
 from npdynamo.capture.opcodes.layout import push_method, push_with_null
-from npdynamo.capture.opcodes.table import handler
+from npdynamo.capture.tables import handler
 from npdynamo.capture.values import (
     DELETED,
     NULL,
@@ -52,8 +55,6 @@ def _swap(frame, ins):
 # -- loads and stores ------------------------------------------------------------------------
 @handler("LOAD_CONST")
 def _load_const(frame, ins):
-    from npdynamo.capture.builder import constant_value
-
     frame.push(constant_value(ins.arg))
 
 
@@ -134,16 +135,12 @@ def _load_global(frame, ins):
 
 
 def _global_value(frame, name: str) -> Value:
-    import builtins
-
     ctx = frame.ctx
     if frame.globals is ctx.fn.__globals__ and name in ctx.side_effects.global_stores:
         return ctx.side_effects.global_stores[name]
     if name in frame.globals:
         if frame.globals is ctx.fn.__globals__:
             return ctx.builder.wrap(frame.globals[name], GlobalSource(name))
-        from npdynamo.capture.guards import AttrSource, ItemSource
-
         # a global of an inlined function from another module: read through that function
         src = frame.func.source
         source = ItemSource(AttrSource(src, "__globals__"), name) if src is not None else None
@@ -243,8 +240,6 @@ def _delete_attr(frame, ins):
 
 def _check_plain_attributes(frame, obj: Value, name: str) -> None:
     """Stores are replayed with setattr: only plain instance attributes of user objects."""
-    from npdynamo.capture.calls import class_attribute
-
     if not isinstance(obj, UserObjectValue) or obj.source is None:
         raise frame.unsupported(
             f"assigning the attribute .{name} of a {obj.kind()}", kind="side_effect"
