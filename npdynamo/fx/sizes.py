@@ -9,7 +9,7 @@ exactly that symbol; generated code (``codegen``, the numba program) reads it th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from npdynamo.errors import NpdynamoError
@@ -47,9 +47,14 @@ def symbol_prelude(graph: Graph, var: Callable[[str], str]) -> list[str]:
     """Lines binding every symbol the graph's arguments use: ``<var(s0)> = x.shape[0]``.
 
     Raises ``NpdynamoError`` for a symbol no placeholder dimension provides."""
+    return symbol_reads(graph, symbols_used(graph), var)
+
+
+def symbol_reads(graph: Graph, names: Iterable[str], var: Callable[[str], str]) -> list[str]:
+    """Lines binding the symbols ``names`` from the placeholders' shapes (see above)."""
     origins = symbol_origins(graph)
     lines = []
-    for name in sorted(symbols_used(graph), key=lambda s: (len(s), s)):
+    for name in sorted(names, key=lambda s: (len(s), s)):
         if name not in origins:
             raise NpdynamoError(f"the graph uses the size {name}, which no input dimension gives")
         node, d = origins[name]
