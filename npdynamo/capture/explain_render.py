@@ -312,8 +312,9 @@ def _node_kernels(report) -> dict[str, str]:
     kernels: dict[str, str] = {}
     for k, names in enumerate(getattr(report, "group_nodes", []), 1):
         parallel = report.parallel[k - 1] if k - 1 < len(report.parallel) else False
+        threads = {True: "parallel", False: "serial", None: "threads chosen per call"}[parallel]
         for name in names:
-            kernels[name] = f"kernel {k} ({'parallel' if parallel else 'serial'})"
+            kernels[name] = f"kernel {k} ({threads})"
     for name, why in getattr(report, "not_fused", []):
         kernels[name] = f"NumPy call: {why}"
     return kernels

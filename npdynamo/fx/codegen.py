@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from npdynamo.errors import NpdynamoError
 from npdynamo.fx.node import Node, iter_nodes, target_name, to_identifier
+from npdynamo.fx.sizes import symbol_prelude
 from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.symbolic import SymInt
+from npdynamo.ops.symbolic_code import python_source
 
 if TYPE_CHECKING:
     from npdynamo.fx.graph import Graph
@@ -30,6 +33,7 @@ class _Emitter:
         self.globals: dict[str, Any] = {}
         self._bound: dict[int, str] = {}
         self._constants = 0
+        self.symbols: dict[str, str] = {}  # symbol -> the local holding its value
 
     def fresh(self, hint: str) -> str:
         # Node names rarely start with an underscore, so globals seldom need a suffix to differ.
@@ -56,6 +60,12 @@ class _Emitter:
             self._constants += 1
         return self.bind(value, f"const_{self._constants - 1}")
 
+    def symbol(self, name: str) -> str:
+        """The local that holds the value of the size symbol ``name`` (bound at entry)."""
+        if name not in self.symbols:
+            self.symbols[name] = self.fresh(f"size_{name}")
+        return self.symbols[name]
+
     def target(self, target: Any) -> str:
         impl = getattr(target, "impl", target)
         return self.bind(impl, target_name(target))
@@ -68,6 +78,8 @@ class _Emitter:
             return self._literal(a)
         if kind is float:
             return repr(a) if math.isfinite(a) else self.constant(a)
+        if kind is SymInt:
+            return python_source(a, self.symbol)
         if kind is tuple:
             items = [self.expr(x) for x in a]
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
@@ -176,6 +188,8 @@ def generate_source(graph: Graph, fn_name: str = "forward") -> tuple[str, dict[s
     emitter = _Emitter({n.name for n in graph.nodes} | {fn_name})
     params = ", ".join(p.name for p in graph.placeholders)
     lines = [f"def {fn_name}({params}):"]
+    # symbolic sizes are read from the inputs' shapes once, at entry
+    lines += [f"    {line}" for line in symbol_prelude(graph, emitter.symbol)]
     last_comment = None
     freed_after = _last_uses(graph)
     for node in graph.nodes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from npdynamo.fx.node import Node, target_name
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 
 if TYPE_CHECKING:
     from npdynamo.fx.graph import Graph
@@ -47,6 +47,8 @@ def _shape_dtype(val: Any) -> tuple[str, str]:
     if isinstance(val, (tuple, list)) and val and all(isinstance(v, ArrayMeta) for v in val):
         cols = [_shape_dtype(v) for v in val]
         return " ".join(c[0] for c in cols), " ".join(c[1] for c in cols)
+    if isinstance(val, ScalarMeta):
+        return "", str(val)
     if val is None or isinstance(val, (tuple, list)):
         return "", ""
     return "", type(val).__name__
@@ -57,7 +59,7 @@ def format_graph(graph: Graph) -> str:
 
     def typed(node: Node) -> str:
         val = node.meta.get("val")
-        return f"{node.name}: {val}" if isinstance(val, ArrayMeta) else node.name
+        return f"{node.name}: {val}" if isinstance(val, (ArrayMeta, ScalarMeta)) else node.name
 
     params = ", ".join(typed(p) for p in graph.placeholders)
     lines = [f"graph({params}):"]

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from npdynamo.fx.node import NODE_OPS, Node, map_arg, target_name, to_identifier
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 
 # The generated code calls ``slice(...)`` by name; a local of that name would shadow it.
 _RESERVED_NAMES = frozenset({"slice"})
@@ -59,13 +59,15 @@ class Graph:
 
     # -- building ----------------------------------------------------------------------------
 
-    def placeholder(self, name: str, meta: dict[str, Any] | ArrayMeta | None = None) -> Node:
+    def placeholder(self, name: str,
+                    meta: dict[str, Any] | ArrayMeta | ScalarMeta | None = None) -> Node:
         """A function input named ``name`` (made unique); it goes after the existing inputs.
 
-        ``meta`` is merged into ``node.meta``; an ``ArrayMeta`` alone is taken as ``meta["val"]``.
+        ``meta`` is merged into ``node.meta``; an ``ArrayMeta`` (its dimensions may be symbolic)
+        or a ``ScalarMeta`` (a dynamic scalar) alone is taken as ``meta["val"]``.
         """
         node = self.create_node("placeholder", name, name=name)
-        if isinstance(meta, ArrayMeta):
+        if isinstance(meta, (ArrayMeta, ScalarMeta)):
             node.meta["val"] = meta
         elif meta:
             node.meta.update(meta)

@@ -14,6 +14,8 @@ from npdynamo.errors import NpdynamoError
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.graph_module import GraphModule
 from npdynamo.fx.node import Node, map_arg
+from npdynamo.fx.sizes import bind_symbols
+from npdynamo.ops.symbolic_code import concretize, has_symbols
 
 
 class Interpreter:
@@ -28,6 +30,7 @@ class Interpreter:
             self.graph = module_or_graph
         self.env: dict[Node, Any] = {}
         self._inputs: Iterator[Any] = iter(())
+        self.sizes: dict[str, int] = {}  # symbolic sizes of this run: symbol -> value
 
     def run(self, *args: Any) -> tuple:
         """Run the whole graph on ``args`` (one per placeholder); returns the output tuple."""
@@ -36,6 +39,7 @@ class Interpreter:
             raise TypeError(f"the graph takes {expected} inputs but {len(args)} were given")
         self.env = {}
         self._inputs = iter(args)
+        self.sizes = bind_symbols(self.graph, args)
         for node in self.graph.nodes:
             value = self.run_node(node)
             if node.op == "output":
@@ -47,6 +51,8 @@ class Interpreter:
         """Fetch ``node``'s arguments from ``env`` and dispatch on its kind."""
         args = map_arg(node.args, self._fetch)
         kwargs = map_arg(node.kwargs, self._fetch)
+        if self.sizes and has_symbols((args, kwargs)):
+            args, kwargs = concretize(args, self.sizes), concretize(kwargs, self.sizes)
         return getattr(self, node.op)(node, node.target, args, kwargs)
 
     def _fetch(self, node: Node) -> Any:

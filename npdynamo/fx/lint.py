@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from npdynamo.errors import NpdynamoError
 from npdynamo.fx.node import NODE_OPS, Node, iter_nodes, target_name
+from npdynamo.fx.sizes import symbol_origins, symbols_used
 
 if TYPE_CHECKING:
     from npdynamo.fx.graph import Graph
@@ -79,6 +80,10 @@ def lint_graph(graph: Graph) -> None:
 
     if output is None:
         raise LintError("the graph has no output node")
+    unbound = symbols_used(graph) - set(symbol_origins(graph))
+    if unbound:
+        raise LintError(f"the graph computes with the sizes {sorted(unbound)}, which no input "
+                        "dimension gives")
 
 
 def _check_inputs(graph: Graph, node: Node, where: str, defined: set, members: set,

@@ -21,6 +21,7 @@ from npdynamo.ops.rules import (
     operand,
     to_meta,
 )
+from npdynamo.ops.symbolic import SymInt, floordiv, sym_max
 
 _FLOAT64 = np.dtype(np.float64)
 _MAX_BYTES = 2**63 - 1
@@ -76,6 +77,8 @@ def _full_like_rule(a: object, fill_value: object, *, dtype: np.dtype | None = N
 def _arange_rule(*, start: float = 0, stop: float, step: float = 1,
                  dtype: np.dtype | None = None) -> ArrayMeta:
     bounds = (start, stop, step)
+    if any(isinstance(v, SymInt) for v in bounds):
+        return _symbolic_arange(start, stop, step, dtype)
     if not all(type(v) in (bool, int, float) for v in bounds):
         raise UnsupportedArguments("arange: start, stop and step must be Python ints or floats")
     try:
@@ -99,6 +102,24 @@ def _arange_rule(*, start: float = 0, stop: float, step: float = 1,
     for value in (start, start + step)[: min(n, 2)]:
         check_python_scalar_assignment("arange", value, dtype)
     return ArrayMeta((n,), dtype)
+
+
+def _symbolic_arange(start: object, stop: object, step: object,
+                     dtype: np.dtype | None) -> ArrayMeta:
+    """``arange`` with a symbolic bound (``np.arange(x.shape[0])``): integer bounds and a
+    constant integer step only; the length is ``ceil((stop - start) / step)``, at least 0."""
+    if not all(type(v) is int or isinstance(v, SymInt) for v in (start, stop)) \
+            or type(step) is not int:
+        raise UnsupportedArguments(
+            "arange with a symbolic size needs integer start/stop and a constant integer step")
+    if step == 0:
+        raise ZeroDivisionError("arange: division by zero (step is 0)")
+    if dtype is not None and (dtype.kind not in "iuf" or dtype.itemsize < 8):
+        # narrower dtypes check each value against their range: not known for any size
+        raise UnsupportedArguments(f"arange with a symbolic size and dtype {dtype}")
+    span = stop - start if step > 0 else start - stop  # type: ignore[operator]
+    n = sym_max(floordiv(span + abs(step) - 1, abs(step)), 0)
+    return ArrayMeta((n,), dtype or np.dtype(np.int_))
 
 
 def _eye_rule(*, N: int, M: int | None = None, k: int = 0,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.registry import REQUIRED, Op, UnsupportedArguments, register
 from npdynamo.ops.rules import (
     Operand,
@@ -147,7 +147,8 @@ def _where_rule(condition: object, x: object, y: object) -> ArrayMeta:
     # NumPy checks the shapes first: a mismatch wins over an out-of-range Python int
     shape = broadcast_shapes("where", *(shape_of(v) for v in (cond, a, b)))
     # np.result_type takes Python scalars by value and keeps them weak, like np.where does.
-    dtype = np.result_type(*(v.dtype if isinstance(v, ArrayMeta) else v for v in (a, b)))
+    dtype = np.result_type(*(v.dtype if isinstance(v, ArrayMeta) else
+                             v.type(0) if isinstance(v, ScalarMeta) else v for v in (a, b)))
     for v in (a, b):
         if type(v) is int:
             check_python_int("where", v, dtype, bounds=_WHERE_CHECKS_INT_BOUNDS)

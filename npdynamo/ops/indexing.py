@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.registry import Op, UnsupportedArguments, register
 from npdynamo.ops.rules import (
     assignment_shape_check,
@@ -202,6 +202,9 @@ def _setitem_rule(x: object, index: Any, value: object) -> ArrayMeta:
         index_shape("setitem", meta, index,
                     on_prepared=lambda: check_python_scalar_assignment("setitem", value,
                                                                        meta.dtype))
+        return result
+    if isinstance(value, ScalarMeta):  # its value is checked by NumPy at run time
+        index_shape("setitem", meta, index)
         return result
     index_shape("setitem", meta, index,
                 on_shape=lambda target, element: _check_value(meta, value, target, element))

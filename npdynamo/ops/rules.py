@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.exceptions import AxisError
 
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.registry import UnsupportedArguments
 from npdynamo.ops.symbolic import SymInt
 
@@ -24,7 +24,7 @@ PY_SCALARS = (bool, int, float, complex)
 NUMERIC_KINDS = "biufc"
 _INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
 
-Operand = ArrayMeta | bool | int | float | complex
+Operand = ArrayMeta | ScalarMeta | bool | int | float | complex
 
 
 def is_py_scalar(x: object) -> bool:
@@ -46,9 +46,15 @@ def scalar_dtype(x: bool | int | float | complex) -> np.dtype:
 
 
 def operand(opname: str, x: object) -> Operand:
-    """An operand as rules see it: a meta, or a Python scalar kept weak."""
-    if isinstance(x, ArrayMeta) or is_py_scalar(x):
+    """An operand as rules see it: a meta, or a Python scalar kept weak.
+
+    A dynamic scalar (``ScalarMeta``) stays weak; so does a symbolic size used as a number
+    (``x / x.shape[0]``): at run time it is the Python int the shape holds.
+    """
+    if isinstance(x, (ArrayMeta, ScalarMeta)) or is_py_scalar(x):
         return x  # type: ignore[return-value]
+    if isinstance(x, SymInt):
+        return ScalarMeta(int)
     return to_meta(opname, x)
 
 
@@ -56,6 +62,8 @@ def to_meta(opname: str, x: object) -> ArrayMeta:
     """The meta of ``np.asarray(x)``: Python scalars and constant lists become strong arrays."""
     if isinstance(x, ArrayMeta):
         return x
+    if isinstance(x, ScalarMeta):
+        return ArrayMeta((), x.array_dtype)
     if isinstance(x, (np.ndarray, np.generic)):
         meta = ArrayMeta.of(x)
     elif is_py_scalar(x):
@@ -64,7 +72,7 @@ def to_meta(opname: str, x: object) -> ArrayMeta:
         arr = np.asarray(x)
         meta = ArrayMeta(arr.shape, arr.dtype)
     elif isinstance(x, SymInt):
-        raise UnsupportedArguments(f"{opname}: a symbolic size used as an array operand")
+        return ArrayMeta((), np.dtype(np.int64))  # a size is an int below 2**63
     else:
         raise TypeError(f"{opname}: unsupported operand of type {type(x).__name__}")
     if meta.dtype.kind not in NUMERIC_KINDS:
@@ -80,6 +88,8 @@ def promotion_key(x: Operand) -> Any:
     """What ``ufunc.resolve_dtypes`` takes for ``x``: a dtype, or a weak Python type."""
     if isinstance(x, ArrayMeta):
         return x.dtype
+    if isinstance(x, ScalarMeta):
+        return x.type
     if type(x) is bool:
         return np.dtype(bool)
     return type(x)

@@ -383,6 +383,23 @@ def substitute(x: Dim, bindings: Mapping[str, int]) -> int:
     return total
 
 
+def rename_symbols(x: Dim, mapping: Mapping[str, Dim]) -> Dim:
+    """``x`` with the symbols named in ``mapping`` replaced by expressions (others kept)."""
+    if type(x) is int:
+        return x
+    total: Dim = 0
+    for mono, c in x.terms:
+        for atom in mono:
+            if isinstance(atom, Symbol):
+                c = c * mapping.get(atom.name, _atom_expr(atom))
+            else:
+                a, b = rename_symbols(atom.a, mapping), rename_symbols(atom.b, mapping)
+                c = c * (floordiv(a, b) if atom.op == "//" else mod(a, b) if atom.op == "%"
+                         else sym_max(a, b))
+        total = total + c
+    return total
+
+
 def free_symbols(x: Dim) -> set[str]:
     if type(x) is int:
         return set()

@@ -38,13 +38,19 @@ class NumbaReport:
     distinct: int = 0  # kernels after sharing one among structurally identical groups
     groups: list[tuple[str, ...]] = field(default_factory=list)  # op names per fusion group
     group_nodes: list[tuple[str, ...]] = field(default_factory=list)  # node names, the same
-    parallel: list[bool] = field(default_factory=list)  # per kernel
+    parallel: list[bool | None] = field(default_factory=list)  # per kernel; None: per call
     not_fused: list[tuple[str, str]] = field(default_factory=list)  # (node, why) run in NumPy
     thread_policy: str = ""
     fell_back: bool = False
     reason: str | None = None
     compile_time_s: float = 0.0
     kernel_files: list[str] = field(default_factory=list)
+    dispatchers: list = field(default_factory=list, repr=False)  # the distinct numba kernels
+
+    def compiled_kernels(self) -> int:
+        """Machine-code versions of this graph's kernels so far (compiled or loaded from the
+        disk cache): one per kernel and argument types, never one per size."""
+        return sum(len(d.overloads) for d in self.dispatchers)
 
     def __str__(self) -> str:
         if self.fell_back:
@@ -53,7 +59,9 @@ class NumbaReport:
         lines = [f"numba backend: {self.kernels} kernel(s){shared}, {self.thread_policy}, "
                  f"compiled in {self.compile_time_s:.2f} s"]
         for ops, par in zip(self.groups, self.parallel):
-            lines.append(f"  kernel ({'parallel' if par else 'serial'}): {', '.join(ops)}")
+            how = ("parallel" if par else "serial") if par is not None else \
+                f"parallel from {threads.PARALLEL_MIN_ELEMENTS} elements, chosen per call"
+            lines.append(f"  kernel ({how}): {', '.join(ops)}")
         for name, why in self.not_fused:
             lines.append(f"  NumPy call {name}: {why}")
         return "\n".join(lines)
@@ -112,17 +120,28 @@ def _compile(gm, example_inputs: list, report: NumbaReport) -> Callable[..., tup
     kernels = {}
     log = get_logger("output_code")
     for group in part.groups:
-        ks = generate_kernel(group, threads.use_parallel(allowed, group.size))
-        module, path, source = diskcache.load_kernel_module(ks.source)
-        kernels[group] = (ks, module.kernel)
+        choice = threads.parallel_choice(allowed, group.size)
+        variants = [False, True] if choice is None else [choice]
+        entry: tuple = ()
+        for parallel in variants:
+            ks = generate_kernel(group, parallel)
+            module, path, source = diskcache.load_kernel_module(ks.source)
+            entry += (ks, module.kernel)
+            if path not in report.kernel_files or path == "<memory>":
+                log.info("numba kernel %d (%s):\n%s", group.index, path, source)
+            report.kernel_files.append(path)
+        if len(entry) == 4 and [(a.name, a.kind) for a in entry[0].args] != \
+                [(a.name, a.kind) for a in entry[2].args]:
+            entry, choice = entry[:2], False  # not interchangeable: serial for every size
+        kernels[group] = entry
         report.groups.append(group.op_names)
         report.group_nodes.append(tuple(n.name for n in group.nodes))
-        report.parallel.append(ks.parallel)
-        if path not in report.kernel_files or path == "<memory>":
-            log.info("numba kernel %d (%s):\n%s", group.index, path, source)
-        report.kernel_files.append(path)
+        report.parallel.append(choice)
     report.kernels = len(part.groups)
-    report.distinct = len({id(k) for _ks, k in kernels.values()})
+    distinct = {id(k[1]): k[1] for k in kernels.values()}
+    report.distinct = len(distinct)
+    distinct.update({id(k[3]): k[3] for k in kernels.values() if len(k) == 4})
+    report.dispatchers = list(distinct.values())
     report.not_fused = [(n.name, why) for n, why in part.not_fused.items()]
 
     def on_fallback(group_index: int, reason: str) -> None:
@@ -141,7 +160,7 @@ def _concrete(example_inputs: list, graph: Graph) -> bool:
     if any(getattr(n.target, "impure", False) for n in graph.nodes):
         return False  # running it at compile time would be visible (e.g. random state)
     return len(example_inputs) == len(graph.placeholders) and not any(
-        type(x).__name__ == "ArrayMeta" for x in example_inputs)
+        type(x).__name__ in ("ArrayMeta", "ScalarMeta") for x in example_inputs)
 
 
 def _warm_up(program: Program, example_inputs: list, gm, log: logging.Logger) -> None:

@@ -40,7 +40,9 @@ from npdynamo.backends.numba.lowering import (
     literal,
 )
 from npdynamo.fx.node import Node
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
+from npdynamo.ops.symbolic import SymInt
+from npdynamo.ops.symbolic_code import is_one
 
 #: Elements folded per vectorised block of a float sum or product.
 BLOCK = 1024
@@ -62,8 +64,8 @@ class KernelArg:
     """One parameter of a kernel and what the caller passes for it."""
 
     name: str
-    kind: str  # "input" (a graph value), "const" (a constant array), "output", "extent"
-    value: object  # the Node, the constant array, or the extent's int
+    kind: str  # "input" (a graph value), "const" (a constant array), "size", "output", "extent"
+    value: object  # the Node, the constant array, the size expression, or the extent's size
 
 
 @dataclass
@@ -256,6 +258,8 @@ class _KernelWriter:
         if key not in self.param:
             if kind == "const":
                 name = f"c{sum(a.kind == 'const' for a in self.args)}"
+            elif kind == "size":
+                name = f"z{sum(a.kind == 'size' for a in self.args)}"
             else:
                 prefix = "in" if kind == "input" else "out"
                 name = f"{prefix}{sum(a.kind == kind for a in self.args)}"
@@ -267,6 +271,13 @@ class _KernelWriter:
         value = operand.value
         if isinstance(value, Node) and value in self.members:
             expr, src = self.v(value), self.g.lowered[value].dtype
+        elif isinstance(value, SymInt):
+            # a symbolic size used as a number: the program passes its value (an int)
+            expr, src = self._param(value, "size"), np.dtype(np.int64)
+        elif isinstance(value, Node) and isinstance(value.meta.get("val"), ScalarMeta):
+            # a dynamic Python float: numba receives it as a float64 scalar, converted to the
+            # loop's dtype as NumPy converts a weak scalar
+            expr, src = self._param(value, "input"), np.dtype(np.float64)
         elif isinstance(value, (Node, np.ndarray)):
             kind = "input" if isinstance(value, Node) else "const"
             meta = _meta(value) if kind == "input" else ArrayMeta(value.shape, value.dtype)
@@ -323,7 +334,7 @@ class _KernelWriter:
             self._store(node, depth)
 
     def _full_map(self) -> IndexMap:
-        return tuple(None if d == 1 else k for k, d in enumerate(self.g.domain))
+        return tuple(None if is_one(d) else k for k, d in enumerate(self.g.domain))
 
     def _loops(self, ph: _Phase, depth: int, acc_of: dict, first_range: str | None,
                axes: tuple[int, ...] | None = None) -> None:
@@ -445,13 +456,13 @@ class _KernelWriter:
     def _assemble(self) -> KernelSource:
         extents = []
         for k, d in enumerate(self.g.domain):
-            if d == 1:
+            if is_one(d):
                 extents.append(f"    n{k} = 1")
             elif k in self.extent_src:
                 extents.append(f"    n{k} = {self.extent_src[k]}")
             else:
                 self.args.append(KernelArg(f"n{k}", "extent", d))
-        order = {"input": 0, "const": 1, "extent": 2, "output": 3}
+        order = {"input": 0, "const": 1, "size": 2, "extent": 3, "output": 4}
         self.args.sort(key=lambda a: order[a.kind])
         params = ", ".join(a.name for a in self.args)
         flags = f"parallel={self.parallel}, error_model=\"numpy\", nogil=True, cache={{cache}}"

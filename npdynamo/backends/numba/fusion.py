@@ -19,14 +19,17 @@ Long graphs (an unrolled loop) stay cheap: a group holds at most ``MAX_GROUP_NOD
 give identical groups, which share one kernel), horizontal joins look only at the last
 ``HORIZONTAL_WINDOW`` groups, and a cycle check that would walk more than ``CYCLE_WALK_LIMIT``
 nodes refuses the join, so partitioning is linear in the graph's length.
+
+Symbolic sizes: shapes are compared structurally (``same_shape``): a value joins a group when
+its shape is the same expression as the group's domain, and a dimension broadcasts only when
+it is the int 1. This asks nothing of the hints, so the partition is valid for every size the
+graph's guards admit; the size-dependent choice left (parallel or serial) is made per call.
 """
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from npdynamo.backends.numba.lowering import (
     Lowered,
@@ -38,6 +41,8 @@ from npdynamo.backends.numba.lowering import (
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.symbolic import Dim, sym_product
+from npdynamo.ops.symbolic_code import is_one, same_shape
 
 #: An index map gives, for each dimension of a value, the domain axis its index follows, or
 #: ``None`` where the value is broadcast (size 1).
@@ -57,7 +62,7 @@ class FusionGroup:
     """Nodes computed by one kernel, in program order, and what the kernel reads and writes."""
 
     index: int
-    domain: tuple[int, ...]
+    domain: tuple[Dim, ...]
     reduce_axes: tuple[int, ...] = ()
     nodes: list[Node] = field(default_factory=list)
     lowered: dict[Node, Lowered | Reduction] = field(default_factory=dict)
@@ -70,8 +75,9 @@ class FusionGroup:
         return tuple(getattr(n.target, "name", n.name) for n in self.nodes)
 
     @property
-    def size(self) -> int:
-        return int(np.prod(self.domain, dtype=np.int64)) if self.domain else 1
+    def size(self) -> Dim:
+        """Elements of the domain: an int, or an expression of the symbolic sizes."""
+        return sym_product(self.domain)
 
     def is_full(self, node: Node) -> bool:
         """Whether ``node`` varies along a reduced axis (else it is one value per row)."""
@@ -80,14 +86,14 @@ class FusionGroup:
     def value_map(self, shape: tuple[int, ...]) -> IndexMap | None:
         """The index map of a group value of ``shape``, or ``None`` if no value may have it."""
         d, a = self.domain, self.reduce_axes
-        norm = lambda k: None if d[k] == 1 else k  # noqa: E731
-        if shape == d:
+        norm = lambda k: None if is_one(d[k]) else k  # noqa: E731
+        if same_shape(shape, d):
             return tuple(norm(k) for k in range(len(d)))
         if not a:
             return None
-        if shape == tuple(1 if k in a else d[k] for k in range(len(d))):
+        if same_shape(shape, tuple(1 if k in a else d[k] for k in range(len(d)))):
             return tuple(None if k in a else norm(k) for k in range(len(d)))
-        if shape == tuple(d[k] for k in range(len(d)) if k not in a):
+        if same_shape(shape, tuple(d[k] for k in range(len(d)) if k not in a)):
             return tuple(norm(k) for k in range(len(d)) if k not in a)
         return None
 
@@ -96,7 +102,7 @@ def broadcast_map(shape: tuple[int, ...], reader_shape: tuple[int, ...],
                   reader_map: IndexMap) -> IndexMap:
     """The index map of an operand of ``shape`` read by a value with ``reader_map``."""
     offset = len(reader_shape) - len(shape)
-    return tuple(None if d == 1 else reader_map[offset + t] for t, d in enumerate(shape))
+    return tuple(None if is_one(d) else reader_map[offset + t] for t, d in enumerate(shape))
 
 
 @dataclass
@@ -218,7 +224,7 @@ class _Partitioner:
     def _reduction_map(group: FusionGroup, red: Reduction,
                        shape: tuple[int, ...]) -> IndexMap | None:
         """The index map of a reduction joining ``group``, or ``None`` if it cannot join."""
-        if _shape(red.source.value) != group.domain or not red.axes:
+        if not same_shape(_shape(red.source.value), group.domain) or not red.axes:
             return None
         if group.reduce_axes and red.axes != group.reduce_axes:
             return None

@@ -22,7 +22,8 @@ import numpy as np
 
 from npdynamo.backends.numba.approx import APPROXIMATIONS
 from npdynamo.fx.node import Node
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
+from npdynamo.ops.symbolic import SymInt
 
 #: dtypes a kernel computes with; anything else (float16, complex, datetimes...) stays in NumPy.
 KERNEL_DTYPES = frozenset(
@@ -33,6 +34,9 @@ KERNEL_DTYPES = frozenset(
 #: Ops whose values are worth keeping in a buffer rather than recomputing in a later loop.
 EXPENSIVE_OPS = frozenset({"exp", "tanh"})
 REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "any", "all"})
+#: Loop dtypes a symbolic size (a Python int below 2**53 in practice) converts to exactly as
+#: NumPy converts it; narrower integers would need NumPy's range check (OverflowError).
+SIZE_OPERAND_DTYPES = frozenset(np.dtype(t) for t in (np.int64, np.float32, np.float64))
 _PY_SCALARS = (bool, int, float)
 
 
@@ -111,10 +115,22 @@ def _supported(dtype: np.dtype, what: str) -> None:
         raise NotFusible(f"{what} has dtype {dtype}, which kernels do not compute with")
 
 
-def _operand_key(name: str, value: object):
-    """What ``ufunc.resolve_dtypes`` takes for an operand, checking that a kernel can read it."""
+def _operand_key(name: str, value: object, sizes: bool = False):
+    """What ``ufunc.resolve_dtypes`` takes for an operand, checking that a kernel can read it.
+
+    ``sizes``: a symbolic size may be an operand (a weak int; the caller checks the loop)."""
+    if isinstance(value, SymInt):
+        if not sizes:
+            raise NotFusible(f"{name}: a symbolic size as an operand runs as a NumPy call")
+        return int
     if isinstance(value, Node):
         meta = value.meta.get("val")
+        if isinstance(meta, ScalarMeta) and meta.type is float:
+            return float  # a dynamic float, weak as a Python float constant is
+        if isinstance(meta, ScalarMeta):
+            # NumPy checks a Python int against the loop's dtype on every call (OverflowError)
+            raise NotFusible(f"{name}: operand {value.name} is a dynamic Python "
+                             f"{meta.type.__name__}: a NumPy call")
         if not isinstance(meta, ArrayMeta):
             raise NotFusible(f"{name}: operand {value.name} is not an array")
         _supported(meta.dtype, f"{name}: operand {value.name}")
@@ -356,7 +372,7 @@ def _lower_ufunc(node: Node, name: str, meta: ArrayMeta) -> Lowered:
     extra = set(node.kwargs) - {"dtype"}
     if extra or len(node.args) != ufunc.nin or ufunc.nout != 1:
         raise NotFusible(f"{name}: arguments {sorted(extra)} are not handled by kernels")
-    keys = tuple(_operand_key(name, a) for a in node.args)
+    keys = tuple(_operand_key(name, a, sizes=True) for a in node.args)
     dtype = node.kwargs.get("dtype")
     sig = {} if dtype is None else {"signature": (None,) * ufunc.nin + (np.dtype(dtype),)}
     try:
@@ -364,6 +380,9 @@ def _lower_ufunc(node: Node, name: str, meta: ArrayMeta) -> Lowered:
     except (TypeError, ValueError) as exc:
         raise NotFusible(f"{name}: {exc}") from None
     ins, out = tuple(loop[: ufunc.nin]), loop[-1]
+    if any(isinstance(a, SymInt) and d not in SIZE_OPERAND_DTYPES for a, d in zip(node.args, ins)):
+        raise NotFusible(f"{name}: a symbolic size used as {'/'.join(map(str, ins))}: NumPy "
+                         "checks its range on every call")
     if out != meta.dtype or any(d not in KERNEL_DTYPES for d in loop):
         raise NotFusible(f"{name}: the {'/'.join(map(str, loop))} loop is not handled by kernels")
     emitter = UFUNC_EMITTERS[name]
@@ -412,6 +431,8 @@ def _lower_where(node: Node, meta: ArrayMeta) -> Lowered:
         raise NotFusible("where: unexpected arguments")
     cond, x, y = node.args
     keys = [_operand_key("where", v) for v in node.args]
+    if isinstance(cond, Node) and not isinstance(keys[0], np.dtype):
+        raise NotFusible("where: the condition is a dynamic scalar")
     cond_dtype = keys[0] if isinstance(keys[0], np.dtype) else np.dtype(type(cond))
     out = meta.dtype
     return Lowered(

@@ -9,6 +9,11 @@ where it returns an input. Any numba error while running (a kernel failing to co
 argument types) switches the program to the eager backend for good, with one warning. A call
 under a non-default ``np.errstate`` runs on the eager backend (see ``errstate``).
 NumPy calls between kernels raise exactly what they raise under the eager backend.
+
+Symbolic sizes: the program reads each symbol it needs from an input's shape at entry
+(``s0 = x.shape[0]``) and computes every size-dependent quantity per call: output shapes,
+extents, whether a large output reuses a buffer, and, for kernels generated in a serial and a
+parallel version, which one runs. So one program and one set of kernels serve every size.
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ from typing import Any
 import numpy as np
 from numba.core.errors import NumbaWarning
 
-from npdynamo.backends.numba import errstate
+from npdynamo.backends.numba import errstate, threads
 from npdynamo.backends.numba.codegen import KernelSource
 from npdynamo.backends.numba.fusion import FusionGroup, Partition
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node, to_identifier
+from npdynamo.fx.sizes import symbol_reads
 from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.symbolic import SymInt
+from npdynamo.ops.symbolic_code import python_source, same_shape
 
 _LITERALS = (bool, int, str, bytes, type(None))
 
@@ -37,6 +45,16 @@ class _Namespace:
         self.values: dict[str, Any] = {}
         self.taken = set(taken)
         self._ids: dict[int, str] = {}
+        self.symbols: dict[str, str] = {}  # size symbol -> the local holding its value
+
+    def symbol(self, name: str) -> str:
+        if name not in self.symbols:
+            local = f"_size_{name}"
+            while local in self.taken:
+                local += "_"
+            self.taken.add(local)
+            self.symbols[name] = local
+        return self.symbols[name]
 
     def bind(self, obj: Any, hint: str) -> str:
         if id(obj) in self._ids:
@@ -59,6 +77,8 @@ class _Namespace:
             return "..." if a is Ellipsis else repr(a)
         if kind is float and math.isfinite(a):
             return repr(a)
+        if kind is SymInt:
+            return python_source(a, self.symbol)
         if kind is tuple:
             items = [self.render(x) for x in a]
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
@@ -104,7 +124,7 @@ def _shape_expr(meta: ArrayMeta, ks: KernelSource, ns: _Namespace) -> str:
     if meta.shape:
         for arg in ks.args:
             m = arg.value.meta.get("val") if arg.kind == "input" else None
-            if isinstance(m, ArrayMeta) and not m.scalar and m.shape == meta.shape:
+            if isinstance(m, ArrayMeta) and not m.scalar and same_shape(m.shape, meta.shape):
                 return f"{arg.value.name}.shape"
     return ns.render(tuple(meta.shape))
 
@@ -153,6 +173,7 @@ class Program:
                 # free temporaries at once: NumPy reuses their memory for the next allocation,
                 # where fresh pages would cost a page fault each
                 body.append(f"del {', '.join(dead_after[i])}")
+        sizes = symbol_reads(graph, ns.symbols, ns.symbol)
         ns.values.update(_fell_back=False, _eager=eager, _fallback=self._fallback,
                          _empty=np.empty, _take=take_buffer, _errstate=errstate.current,
                          _default_errstate=errstate.DEFAULT,
@@ -165,6 +186,7 @@ class Program:
             "    if _fell_back or (_errstate() is not _default_errstate"
             " and not _kernels_may_run()):",
             f"        return _eager({arglist})",
+            *("    " + line for line in sizes),
             *("    " + line.replace("$ARGS", call) for line in body),
             f"    return {ns.render(out)}",
         ]
@@ -175,8 +197,16 @@ class Program:
 
     def _kernel_call(self, group: FusionGroup, kernel: tuple[KernelSource, Callable],
                      ns: _Namespace, body: list[str]) -> None:
-        ks, dispatcher = kernel
+        ks, dispatcher = kernel[:2]
         kname = ns.bind(dispatcher, f"kernel{group.index}")
+        callee = kname
+        if len(kernel) == 4:
+            # serial and parallel versions: the concrete size picks one per call
+            pname = ns.bind(kernel[3], f"kernel{group.index}_parallel")
+            size = ns.render(group.size)
+            callee = f"({pname} if {size} >= {threads.PARALLEL_MIN_ELEMENTS} else {kname})"
+            if pname not in self.kernel_names:
+                self.kernel_names.append(pname)
         if kname not in self.kernel_names:  # identical groups share one kernel
             self.kernel_names.append(kname)
         args = []
@@ -185,14 +215,20 @@ class Program:
                 args.append(arg.value.name)
             elif arg.kind == "const":
                 args.append(ns.bind(arg.value, "const"))
-            elif arg.kind == "extent":
-                args.append(repr(int(arg.value)))
+            elif arg.kind in ("extent", "size"):
+                args.append(ns.render(arg.value))
             else:
                 node = arg.value
                 meta: ArrayMeta = node.meta["val"]
                 dtype = ns.bind(meta.dtype, str(meta.dtype))
                 shape = _shape_expr(meta, ks, ns)
-                if meta.nbytes >= REUSE_MIN_BYTES:
+                nbytes = meta.nbytes
+                if type(nbytes) is not int:  # decided per call from the concrete size
+                    slot = ns.bind([], f"slot_{node.name}")
+                    body.append(f"{node.name} = _take({slot}, {shape}, {dtype}) if "
+                                f"{ns.render(nbytes)} >= {REUSE_MIN_BYTES} else "
+                                f"_empty({shape}, {dtype})")
+                elif nbytes >= REUSE_MIN_BYTES:
                     slot = ns.bind([], f"slot_{node.name}")
                     body.append(f"{node.name} = _take({slot}, {shape}, {dtype})")
                 else:
@@ -200,7 +236,7 @@ class Program:
                 args.append(node.name)
         # A kernel raises only when numba fails (e.g. compiling for new argument types): the
         # try costs nothing when nothing is raised, and NumPy calls stay outside it.
-        body += ["try:", f"    {kname}({', '.join(args)})", "except Exception as exc:",
+        body += ["try:", f"    {callee}({', '.join(args)})", "except Exception as exc:",
                  f"    return _fallback(exc, $ARGS, {group.index})"]
         for node in group.outputs:
             if node.meta["val"].scalar:

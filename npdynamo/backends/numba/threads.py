@@ -7,6 +7,10 @@ BLAS calls keep every core; any other graph runs a kernel in parallel when its d
 least ``PARALLEL_MIN_ELEMENTS`` elements (below that, the fork/join costs more than it saves;
 ``benchmarks/threads.py`` measures the crossover).
 
+A graph with symbolic sizes does not know its kernels' sizes when it compiles: such a kernel is
+generated twice (serial and ``prange``) and the program picks one per call from the concrete size
+(``parallel_choice`` returns None), so the rule above holds for every size without a recompile.
+
 The user controls: ``NUMBA_NUM_THREADS`` (numba's pool size; 1 means always serial),
 ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS`` (BLAS's pool), and ``NPDYNAMO_NUMBA_PARALLEL``:
 ``auto`` (the default, the policy above), ``never``, or ``always`` (large kernels run in parallel
@@ -20,6 +24,7 @@ import os
 import numba
 
 from npdynamo.fx.graph import Graph
+from npdynamo.ops.symbolic import Dim
 
 #: Ops that call BLAS (multi-threaded OpenBLAS under NumPy).
 BLAS_OPS = frozenset({"matmul", "dot", "einsum", "tensordot", "outer", "inner", "vdot"})
@@ -55,3 +60,11 @@ def graph_allows_parallel(graph: Graph) -> tuple[bool, str]:
 def use_parallel(allowed: bool, elements: int) -> bool:
     """Whether one kernel over ``elements`` elements runs with ``prange``."""
     return allowed and elements >= PARALLEL_MIN_ELEMENTS
+
+
+def parallel_choice(allowed: bool, elements: Dim) -> bool | None:
+    """``use_parallel`` when ``elements`` is an int; None when it is symbolic and parallel is
+    allowed: the program then compares the concrete size with ``PARALLEL_MIN_ELEMENTS``."""
+    if type(elements) is int:
+        return use_parallel(allowed, elements)
+    return None if allowed else False

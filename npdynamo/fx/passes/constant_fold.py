@@ -17,6 +17,7 @@ import numpy as np
 
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node, iter_nodes
+from npdynamo.ops.symbolic_code import has_symbols
 
 #: Largest array (elements) folded into a constant.
 MAX_FOLDED_ELEMENTS = 64
@@ -42,6 +43,8 @@ def constant_fold(graph: Graph) -> int:
             continue
         if any(True for _ in iter_nodes((node.args, node.kwargs))):
             continue
+        if has_symbols((node.args, node.kwargs)):
+            continue  # depends on the input sizes (``arange(s0)``): computed at run time
         impl = getattr(node.target, "impl", node.target)
         try:
             with np.errstate(all="raise"), warnings.catch_warnings():

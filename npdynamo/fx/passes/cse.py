@@ -14,6 +14,7 @@ import numpy as np
 
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
+from npdynamo.ops.symbolic import SymInt
 
 _BY_VALUE = (bool, int, str, bytes, type(None), type(Ellipsis))
 
@@ -28,6 +29,8 @@ def _key(a: Any) -> Any:
     if kind is float:
         # hex() keeps -0.0 apart from 0.0; every nan is the same computation here.
         return (float, "nan" if a != a else a.hex())
+    if kind is SymInt:
+        return (SymInt, a.terms)  # structural: the same size expression
     if kind is complex:
         return (complex, _key(a.real), _key(a.imag))
     if isinstance(a, np.generic):

@@ -3,6 +3,11 @@
 Backends and the autograd partitioner read these metas (buffer sizes, kernel signatures,
 bytes saved). Each op's ``infer`` rule computes them without touching data; a target without a
 rule is run on the concrete example inputs instead, which needs those inputs to be concrete.
+
+Symbolic inputs: an example may be an ``ArrayMeta`` with symbolic dimensions or a
+``ScalarMeta`` (a dynamic scalar). The rules then run inside a ``FactRecorder`` (``facts=``, or
+a new one) and the facts they relied on are returned: the graph is valid where they hold
+(``ops.shape_guards`` turns them into guards).
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ import numpy as np
 from npdynamo.errors import NpdynamoError
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node, map_arg, target_name
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
+from npdynamo.ops.symbolic import Fact, FactRecorder
 
 _MISSING = object()
 
@@ -48,13 +54,23 @@ def _run_concrete(node: Node, values: dict[Node, Any]) -> Any:
     return fn(*map_arg(node.args, values.__getitem__), **map_arg(node.kwargs, values.__getitem__))
 
 
-def propagate_shapes(graph: Graph, example_inputs: Sequence[Any]) -> None:
-    """Set ``meta["val"]`` on every node, given one example per placeholder.
+def propagate_shapes(graph: Graph, example_inputs: Sequence[Any],
+                     facts: FactRecorder | None = None) -> list[Fact]:
+    """Set ``meta["val"]`` on every node, given one example per placeholder; return the facts.
 
-    Examples may be arrays, NumPy scalars, ``ArrayMeta``s or Python values. A call node gets
-    ``target.infer(*args, **kwargs)`` with nodes replaced by their metas; a target without
-    ``infer`` runs on concrete values, so its inputs must trace back to concrete examples.
+    Examples may be arrays, NumPy scalars, ``ArrayMeta``s (symbolic dimensions allowed),
+    ``ScalarMeta``s or Python values. A call node gets ``target.infer(*args, **kwargs)`` with
+    nodes replaced by their metas; a target without ``infer`` runs on concrete values, so its
+    inputs must trace back to concrete examples. The rules record their facts about symbolic
+    sizes in ``facts`` (a new recorder when None); the return value is the recorder's facts.
     """
+    recorder = facts if facts is not None else FactRecorder()
+    with recorder:
+        _propagate(graph, example_inputs)
+    return recorder.facts
+
+
+def _propagate(graph: Graph, example_inputs: Sequence[Any]) -> None:
     placeholders = graph.placeholders
     if len(example_inputs) != len(placeholders):
         raise ValueError(
@@ -64,7 +80,7 @@ def propagate_shapes(graph: Graph, example_inputs: Sequence[Any]) -> None:
     metas: dict[Node, Any] = {}
     values: dict[Node, Any] = {}
     for node, example in zip(placeholders, example_inputs):
-        if isinstance(example, ArrayMeta):
+        if isinstance(example, (ArrayMeta, ScalarMeta)):
             metas[node] = example
         else:
             metas[node] = _meta_of(example)

@@ -1,0 +1,71 @@
+"""Symbolic sizes in a graph: which placeholder dimension each symbol is read from at run time.
+
+A graph with symbolic sizes (``ops/symbolic.py``) has placeholders whose ``ArrayMeta`` holds
+symbols (``s0``) and call arguments that may hold size expressions (``reshape(x, (s0, -1))``,
+``arange(s0)``, ``x / s0``). Each symbol is bound from the first placeholder dimension that is
+exactly that symbol; generated code (``codegen``, the numba program) reads it there
+(``s0 = x.shape[0]``) and computes the expressions from it, so one graph serves every size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from npdynamo.errors import NpdynamoError
+from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.symbolic_code import free_symbol_names, symbol_name
+
+if TYPE_CHECKING:
+    from npdynamo.fx.graph import Graph
+    from npdynamo.fx.node import Node
+
+
+def symbol_origins(graph: Graph) -> dict[str, tuple[Node, int]]:
+    """symbol name -> (placeholder, dimension) it is read from (the first place it appears)."""
+    origins: dict[str, tuple[Node, int]] = {}
+    for p in graph.placeholders:
+        meta = p.meta.get("val")
+        if isinstance(meta, ArrayMeta):
+            for d, size in enumerate(meta.shape):
+                name = symbol_name(size)
+                if name is not None:
+                    origins.setdefault(name, (p, d))
+    return origins
+
+
+def symbols_used(graph: Graph) -> set[str]:
+    """The symbols that call or output arguments of ``graph`` compute with."""
+    used: set[str] = set()
+    for node in graph.nodes:
+        if node.op != "placeholder":
+            used |= free_symbol_names((node.args, node.kwargs))
+    return used
+
+
+def symbol_prelude(graph: Graph, var: Callable[[str], str]) -> list[str]:
+    """Lines binding every symbol the graph's arguments use: ``<var(s0)> = x.shape[0]``.
+
+    Raises ``NpdynamoError`` for a symbol no placeholder dimension provides."""
+    return symbol_reads(graph, symbols_used(graph), var)
+
+
+def symbol_reads(graph: Graph, names: Iterable[str], var: Callable[[str], str]) -> list[str]:
+    """Lines binding the symbols ``names`` from the placeholders' shapes (see above)."""
+    origins = symbol_origins(graph)
+    lines = []
+    for name in sorted(names, key=lambda s: (len(s), s)):
+        if name not in origins:
+            raise NpdynamoError(f"the graph uses the size {name}, which no input dimension gives")
+        node, d = origins[name]
+        lines.append(f"{var(name)} = {node.name}.shape[{d}]")
+    return lines
+
+
+def bind_symbols(graph: Graph, inputs: Sequence[Any]) -> dict[str, int]:
+    """The value of every symbol of ``graph``'s placeholders for the concrete ``inputs``."""
+    origins = symbol_origins(graph)
+    if not origins:
+        return {}
+    index = {p: i for i, p in enumerate(graph.placeholders)}
+    return {name: inputs[index[p]].shape[d] for name, (p, d) in origins.items()}
