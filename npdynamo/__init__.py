@@ -8,6 +8,7 @@ from npdynamo import config, fx, ops
 from npdynamo.autograd import grad, value_and_grad
 from npdynamo.backends import list_backends, register_backend
 from npdynamo.capture.builtins_table import graph_break
+from npdynamo.capture.dynamic_dims import mark_dynamic, mark_static
 from npdynamo.capture.explain import ExplainOutput, explain
 from npdynamo.capture.frames import compile, disable, enable, reset
 from npdynamo.errors import (
@@ -39,6 +40,8 @@ __all__ = [
     "grad",
     "graph_break",
     "list_backends",
+    "mark_dynamic",
+    "mark_static",
     "ops",
     "register_backend",
     "reset",

@@ -7,7 +7,8 @@ import os
 #: Compiled entries kept per code object; past this the function runs without new compiles.
 cache_size_limit: int = 8
 
-#: A dimension that changed across a recompile is captured as dynamic next time.
+#: A dimension that changed size across a recompile is captured as symbolic from then on (one
+#: entry serves every size >= 2 of it); ``compile(dynamic=True/False)`` overrides this.
 automatic_dynamic_shapes: bool = True
 
 #: Debugging / testing: every capture runs the frame in plain Python instead of a graph.

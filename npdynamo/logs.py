@@ -2,7 +2,7 @@
 
 Every stage logs through the standard ``logging`` module on a logger named ``npdynamo.<topic>``;
 a topic switched on gets a stderr handler at INFO. Topics: graph_breaks, recompiles, guards,
-graph_code, bytecode, output_code, aot_graphs.
+graph_code, bytecode, output_code, aot_graphs, dynamic.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ TOPICS = (
     "bytecode",
     "output_code",
     "aot_graphs",
+    "dynamic",
 )
 _handler: logging.Handler | None = None
 

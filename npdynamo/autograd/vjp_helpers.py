@@ -13,6 +13,7 @@ from typing import Any
 from npdynamo.autograd.emitting import Emit, meta
 from npdynamo.ops import REGISTRY, ArrayMeta
 from npdynamo.ops.rules import normalize_axes, product
+from npdynamo.ops.symbolic_code import is_one, same_shape
 
 OPS = REGISTRY
 
@@ -70,18 +71,22 @@ class Math:
 
 
 def unbroadcast(emit: Emit, ct: Any, target: ArrayMeta) -> Any:
-    """``ct`` summed over the axes NumPy broadcast ``target`` along, reshaped to its shape."""
+    """``ct`` summed over the axes NumPy broadcast ``target`` along, reshaped to its shape.
+
+    ``target`` broadcasts to ``ct``'s shape, so each of its dims is ``ct``'s or 1: comparing
+    structurally decides every case, with no fact about symbolic sizes recorded."""
     shape = meta(ct).shape
-    if shape == target.shape:
+    if same_shape(shape, target.shape):
         return ct
     lead = len(shape) - len(target.shape)
     axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(target.shape) if d == 1 and shape[lead + i] != 1
+        lead + i for i, d in enumerate(target.shape)
+        if is_one(d) and not is_one(shape[lead + i])
     )
     if axes:
         ct = emit(OPS["sum"], ct, axis=axes)
         shape = tuple(d for i, d in enumerate(shape) if i not in axes)
-    if shape != target.shape:
+    if not same_shape(shape, target.shape):
         ct = emit(OPS["reshape"], ct, shape=target.shape)
     return ct
 

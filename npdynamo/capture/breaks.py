@@ -99,6 +99,7 @@ def build_break_entry(
         break_at=(start, visit),
         cells_as_argument=cells_as_argument,
         opaque_iterators=first.opaque_iterators,
+        dynamic=first.dynamic,
     )
     try:
         root_frame(ctx, frame_args).run()
@@ -137,7 +138,7 @@ def build_break_entry(
     exprs += rebuilder.stack_exprs(stack)
     rebuilder.record_side_effects()  # flushed before the native instruction runs
     gm, compiled, inputs = finish_graph(ctx, frame_args, rebuilder, context)
-    ctx.guards.compile()
+    ctx.finish_guards()
     tail = "return (" + "".join(e + ", " for e in exprs) + ")"
     prefix, source = generated_function(
         ctx, "prefix", compiled, inputs, rebuilder, tail, frame_cells=True

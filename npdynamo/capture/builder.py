@@ -16,6 +16,7 @@ import types
 import numpy as np
 
 from npdynamo.autograd.tracer import Tracer
+from npdynamo.capture.dynamic_dims import dynamic_dims
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.frames.disable import is_disabled
 from npdynamo.capture.frames.dispatch import original_function
@@ -295,8 +296,10 @@ class ValueBuilder:
             )
         ctx.guard(source, GuardKind.TYPE, np.ndarray)
         ctx.guard(source, GuardKind.DTYPE, value.dtype)
-        ctx.guard(source, GuardKind.SHAPE, value.shape)
-        return ArrayValue(ctx.add_placeholder(value, source), source)
+        dynamic = dynamic_dims(ctx.fn.__code__, source.name(), value, ctx.dynamic)
+        if not dynamic:  # else the entry's SIZES guard checks ndim, static dims and relations
+            ctx.guard(source, GuardKind.SHAPE, value.shape)
+        return ArrayValue(ctx.add_placeholder(value, source, dynamic), source)
 
     def function(self, fn: types.FunctionType, source: Source | None) -> FunctionValue:
         original = original_function(fn)

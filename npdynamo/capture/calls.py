@@ -342,16 +342,16 @@ def get_attr(frame, obj: Value, name: str) -> Value:
     if isinstance(obj, ArrayValue):
         meta = obj.meta
         if name == "shape":
-            return TupleValue([Const(d) for d in meta.shape])
+            return TupleValue([Const(d) for d in ctx.concrete_shape(meta.shape)])
         if name in ARRAY_CONSTANT_ATTRS:
             return Const(
                 getattr(np.empty((0,), meta.dtype), name)
                 if name == "itemsize"
                 else {
                     "ndim": meta.ndim,
-                    "size": meta.size,
+                    "size": ctx.concrete(meta.size),
                     "dtype": meta.dtype,
-                    "nbytes": meta.nbytes,
+                    "nbytes": ctx.concrete(meta.nbytes),
                 }[name]
             )
         normalized = normalize(frame, ops.normalize_attribute, name, obj)

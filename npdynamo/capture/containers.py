@@ -168,7 +168,8 @@ def get_iter(frame, value: Value) -> Value:
         if value.meta.ndim == 0:
             raise UserCodeRaises(TypeError("iteration over a 0-d array"))
         getitem = ops.REGISTRY["getitem"]
-        rows = [op_call(frame, getitem, (value, i), {}) for i in range(value.meta.shape[0])]
+        rows = [op_call(frame, getitem, (value, i), {})
+                for i in range(frame.ctx.concrete(value.meta.shape[0]))]
         return IteratorValue(items=rows, python_type=type(iter(np.empty(1))))
     raise frame.unsupported(f"iterating over a {value.kind()} is not supported")
 

@@ -69,6 +69,7 @@ def build_entry(
     context: CompileContext | None = None,
     cells_as_argument: bool = False,
     opaque_iterators: bool = False,
+    dynamic: bool | None = None,
 ) -> CompiledEntry:
     """Capture ``fn`` for ``frame_args``; with ``fullgraph`` a break raises ``Unsupported``.
 
@@ -76,10 +77,11 @@ def build_entry(
     iteration) the loop iterators among the arguments are stepped natively, not unrolled."""
     from npdynamo.capture.breaks import CannotBreak, build_break_entry
 
-    context = context or default_context(backend, fullgraph)
+    context = context or default_context(backend, fullgraph, dynamic)
     start = time.perf_counter()
     ctx = CaptureContext(
-        fn, cells_as_argument=cells_as_argument, opaque_iterators=opaque_iterators
+        fn, cells_as_argument=cells_as_argument, opaque_iterators=opaque_iterators,
+        dynamic=context.dynamic,
     )
     if config.force_fallback:
         return python_entry(ctx, "npdynamo.config.force_fallback is set")
@@ -139,7 +141,7 @@ def python_runner(ctx: CaptureContext):
 
 def python_entry(ctx: CaptureContext, reason: str) -> CompiledEntry:
     """An entry that runs the frame in plain Python (under the guards seen so far)."""
-    ctx.guards.compile()
+    ctx.finish_guards()
     return CompiledEntry(ctx.guards.check, python_runner(ctx), ctx.guards, fallback_reason=reason)
 
 
@@ -307,7 +309,7 @@ def finish_entry(
 ) -> CompiledEntry:
     """The entry of a fully captured frame: guards, graph, and the runner returning its value."""
     gm, compiled, inputs = finish_graph(ctx, frame_args, rebuilder, context)
-    ctx.guards.compile()
+    ctx.finish_guards()
     run, source = generated_function(ctx, "run", compiled, inputs, rebuilder, tail)
     return CompiledEntry(ctx.guards.check, run, ctx.guards, gm, compiled, run_source=source)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from npdynamo.backends import lookup_backend
 from npdynamo.capture import explain_render
 from npdynamo.capture.break_reasons import GraphBreakReason
+from npdynamo.capture.frames.cache import cache_of
 from npdynamo.capture.resume import CompileContext
 from npdynamo.errors import InvalidArgument, user_location
 
@@ -138,10 +139,12 @@ def explain(fn, backend="eager"):
     else:
         bound_self = None
     compiler = lookup_backend(backend)
+    cache = cache_of(fn)  # a compiled function: explain it with its own dynamic= setting
+    dynamic = cache.dynamic if cache is not None else None
 
     def run(*args, **kwargs) -> ExplainOutput:
         output = ExplainOutput(function=target)
-        context = CompileContext(compiler, recorder=_Recorder(output))
+        context = CompileContext(compiler, recorder=_Recorder(output), dynamic=dynamic)
         call_args = (bound_self, *args) if bound_self is not None else args
         frame_args = frame_args_of(target, call_args, kwargs)
         entry = build_entry(target, frame_args, backend=compiler, context=context)

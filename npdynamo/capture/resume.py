@@ -42,6 +42,8 @@ class CompileContext:
     fullgraph: bool = False
     recorder: Callable | None = None  # recorder(entry, fn) for explain
     resume_calls: dict = field(default_factory=dict)
+    #: ``compile(dynamic=...)``: which input dimensions become symbolic (``dynamic_dims``)
+    dynamic: bool | None = None
 
     def resume_call(self, key: ResumeKey, fn_globals: dict) -> ResumeCall:
         # code objects compare by value: equal code in another module has other globals
@@ -70,12 +72,14 @@ def drive(call: Callable, *args):
 _DEFAULT_CONTEXTS: dict[tuple, CompileContext] = {}
 
 
-def default_context(backend: Callable, fullgraph: bool) -> CompileContext:
-    """The context shared by every function compiled with this backend and ``fullgraph``."""
-    key = (id(backend), fullgraph)
+def default_context(
+    backend: Callable, fullgraph: bool, dynamic: bool | None = None
+) -> CompileContext:
+    """The context shared by every function compiled with these settings."""
+    key = (id(backend), fullgraph, dynamic)
     context = _DEFAULT_CONTEXTS.get(key)
     if context is None or context.backend is not backend:
-        context = _DEFAULT_CONTEXTS[key] = CompileContext(backend, fullgraph)
+        context = _DEFAULT_CONTEXTS[key] = CompileContext(backend, fullgraph, dynamic=dynamic)
     return context
 
 

@@ -119,10 +119,11 @@ def cast_for_inplace(ctx, result: ArrayValue, target: ArrayValue) -> ArrayValue:
         result = ctx.call_op(ops.REGISTRY["astype"], (result, tgt.dtype), {})
     if result.meta.shape != tgt.shape:
         try:
-            shape = np.broadcast_shapes(result.meta.shape, tgt.shape)
+            shape = np.broadcast_shapes(
+                ctx.concrete_shape(result.meta.shape), ctx.concrete_shape(tgt.shape))
         except ValueError:
             shape = None
-        if shape != tgt.shape:  # running it in Python raises NumPy's own error
+        if shape != ctx.concrete_shape(tgt.shape):  # Python raises NumPy's own error here
             raise UserCodeRaises(ValueError("non-broadcastable output operand"))
         result = ctx.call_op(ops.REGISTRY["broadcast_to"], (result, tgt.shape), {})
     return result

@@ -28,6 +28,7 @@ from npdynamo.capture.guards import (
     GuardKind,
     GuardSet,
     LocalSource,
+    SizesSource,
     remaining_items,
 )
 from npdynamo.capture.side_effects import SideEffects
@@ -44,6 +45,8 @@ from npdynamo.capture.values import (
 )
 from npdynamo.fx import Graph
 from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.shape_guards import shape_guards
+from npdynamo.ops.symbolic import FactRecorder, SymbolTable, SymInt, compare, hint_of
 
 #: Instructions one capture may evaluate before giving up (an unrolled loop that never ends).
 STEP_LIMIT = 500_000
@@ -75,8 +78,14 @@ class CaptureContext:
         break_at: tuple[int, int] | None = None,
         cells_as_argument: bool = False,
         opaque_iterators: bool = False,
+        dynamic: bool | None = None,
     ) -> None:
         self.fn = fn
+        #: ``compile(dynamic=...)``; the symbols of this capture's dynamic input dimensions and
+        #: the facts about them the op rules relied on (they become the entry's size guards)
+        self.dynamic = dynamic
+        self.symbols = SymbolTable()
+        self.facts = FactRecorder()
         #: (instruction index in the root frame, visit number): where the re-trace stops
         self.break_at = break_at
         self.cells_as_argument = cells_as_argument
@@ -131,13 +140,47 @@ class CaptureContext:
         if source is not None:
             self.guards.add(Guard(source, kind, expected, self.where()))
 
-    def add_placeholder(self, value, source) -> object:
+    def add_placeholder(self, value, source, dynamic: frozenset[int] = frozenset()) -> object:
+        """A graph input for ``value``; its dimensions in ``dynamic`` become symbols."""
         name = _identifier(source.short())
         node = self.graph.placeholder(name)
-        node.meta["val"] = ArrayMeta.of(tracer_value(value))
+        meta = ArrayMeta.of(tracer_value(value))
+        if dynamic:
+            shape = tuple(
+                self.symbols.new(size, source=f"{source.short()}.shape[{d}]")
+                if d in dynamic else size
+                for d, size in enumerate(meta.shape)
+            )
+            meta = ArrayMeta(shape, meta.dtype, scalar=meta.scalar)
+        node.meta["val"] = meta
         node.meta["source_name"] = source.name()
         self.placeholders.append((node, source))
         return node
+
+    def concrete(self, size):
+        """``size`` as a Python int: a symbolic size read by Python code is specialised (the
+        fact ``size == its value now`` becomes a guard), since Python code may do anything with
+        it (``range``, a list index, ``print``)."""
+        if not isinstance(size, SymInt):
+            return size
+        value = hint_of(size)
+        with self.facts:
+            compare(size, "==", value)  # true by construction; recorded as a fact
+        return value
+
+    def concrete_shape(self, shape: tuple) -> tuple[int, ...]:
+        return tuple(self.concrete(d) for d in shape)
+
+    def finish_guards(self) -> None:
+        """Add the guards on symbolic sizes (from the placeholders and the recorded facts),
+        then generate the guard function."""
+        metas = [node.meta.get("val") for node, _source in self.placeholders]
+        if any(isinstance(m, ArrayMeta) and any(isinstance(d, SymInt) for d in m.shape)
+               for m in metas):
+            sources = tuple(source for _node, source in self.placeholders)
+            sizes = shape_guards(metas, self.facts.facts, [s.short() for s in sources])
+            self.guard(SizesSource(sources), GuardKind.SIZES, sizes)
+        self.guards.compile()
 
     def call_op(self, op, args: tuple, kwargs: dict) -> ArrayValue | Const:
         """Record ``op(*args, **kwargs)`` (tracked values inside) as a graph node."""
@@ -146,7 +189,8 @@ class CaptureContext:
         meta_args = _to_meta_args(args)
         meta_kwargs = _to_meta_args(kwargs)
         try:
-            meta = op.infer(*meta_args, **meta_kwargs)
+            with self.facts:
+                meta = op.infer(*meta_args, **meta_kwargs)
         except (ops.UnsupportedArguments, NotImplementedError) as exc:
             raise self.unsupported(
                 f"{op!r} with these arguments cannot be captured: {exc}"
@@ -295,6 +339,8 @@ class Frame:
         previous, self.ctx.current = self.ctx.current, self
         root = self.parent is None
         break_at = self.ctx.break_at if root else None
+        if root:  # a decision on symbolic sizes anywhere in the capture becomes a guard
+            self.ctx.facts.__enter__()
         try:
             instrs = self.instrs
             while self.return_value is None and self.yielded is None:
@@ -326,6 +372,8 @@ class Frame:
             raise
         finally:
             self.ctx.current = previous
+            if root:
+                self.ctx.facts.__exit__(None, None, None)
 
 
 def root_frame(ctx: CaptureContext, frame_args: tuple) -> Frame:

@@ -61,7 +61,7 @@ class FakeBuilder:
         self.calls = []
         self.refuse: set[str] = set()
 
-    def __call__(self, fn, frame_args, *, backend, fullgraph):
+    def __call__(self, fn, frame_args, *, backend, fullgraph, dynamic=None):
         self.calls.append((fn, frame_args, backend, fullgraph))
         if fn.__name__ in self.refuse:
             raise Unsupported(f"cannot capture {fn.__name__}")

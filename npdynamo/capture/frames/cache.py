@@ -103,11 +103,14 @@ def describe_code(code: CodeType) -> str:
     return f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
 
 
-def _build_entry(fn: FunctionType, frame_args: tuple, *, backend: Callable, fullgraph: bool):
+def _build_entry(
+    fn: FunctionType, frame_args: tuple, *, backend: Callable, fullgraph: bool,
+    dynamic: bool | None,
+):
     # Imported on first use: the translator imports helpers from this package.
     from npdynamo.capture.entry import build_entry
 
-    return build_entry(fn, frame_args, backend=backend, fullgraph=fullgraph)
+    return build_entry(fn, frame_args, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
 
 
 #: Held while an entry is built (frame entries here; resume entries should take it too).
@@ -123,7 +126,7 @@ class FrameCache:
         self.code = code
         self.backend = backend
         self.fullgraph = fullgraph
-        self.dynamic = dynamic  # not passed on yet: build_entry takes no ``dynamic``
+        self.dynamic = dynamic  # which input dimensions become symbolic (``dynamic_dims``)
         self.pairs = EntryList()  # (check, run) per entry, iterated by the dispatchers
         self.entries: list[Any] = []
         self.refused: str | None = None  # why the translator refused this code, if it did
@@ -202,7 +205,10 @@ class FrameCache:
                 "Recompiling function %s\n    triggered by: %s", describe_code(self.code), reason
             )
         try:
-            entry = _build_entry(fn, frame_args, backend=self.backend, fullgraph=self.fullgraph)
+            entry = _build_entry(
+                fn, frame_args, backend=self.backend, fullgraph=self.fullgraph,
+                dynamic=self.dynamic,
+            )
         except Unsupported as exc:
             # build_entry turns what a graph cannot hold into graph breaks; it raises only
             # under fullgraph=True, or when the frame cannot be captured at all.

@@ -51,7 +51,10 @@ def compile(
     entry whose guards accept the arguments; otherwise a new entry is captured and compiled.
     ``backend`` is a registered name or a callable ``backend(gm, example_inputs)``; an unknown
     name raises ``InvalidBackend`` here. ``fullgraph=True`` turns graph breaks into errors.
-    ``dynamic``: ``None`` (shapes start static, changed dims become dynamic), True or False.
+    ``dynamic``: ``None`` (shapes are specialised on the first call; a dimension that changes
+    size on a later call is symbolic from then on), ``True`` (every dimension of size >= 2 is
+    symbolic from the first call) or ``False`` (always specialised). ``mark_dynamic`` and
+    ``mark_static`` decide for one array's dimension, whatever this says.
     """
     backend_fn = lookup_backend(backend)
     if not isinstance(fullgraph, bool):

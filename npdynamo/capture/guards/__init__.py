@@ -9,6 +9,7 @@ from npdynamo.capture.guards.sources import (
     ItemSource,
     LocalSource,
     RemainingSource,
+    SizesSource,
     Source,
     remaining_items,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "ItemSource",
     "LocalSource",
     "RemainingSource",
+    "SizesSource",
     "Source",
     "remaining_items",
 ]

@@ -18,6 +18,11 @@ from npdynamo.capture.guards.kinds import KINDS, GuardKind
 from npdynamo.capture.guards.sources import Source
 from npdynamo.capture.pysource import Namespace, make_function
 
+#: Kinds whose expected value is part of what a guard is (one per related source or key).
+_RELATIONS = frozenset(
+    {GuardKind.ALIAS, GuardKind.DISTINCT, GuardKind.NO_OVERLAP, GuardKind.HAS_KEY}
+)
+
 
 @dataclass(eq=False)
 class Guard:
@@ -30,7 +35,7 @@ class Guard:
     where: tuple[str, int] | None = None
 
     def key(self) -> tuple:
-        keyed = self.kind >= GuardKind.ALIAS or self.kind is GuardKind.HAS_KEY
+        keyed = self.kind in _RELATIONS
         relation = self.expected if keyed else None
         return (self.source, self.kind, relation)
 

@@ -32,6 +32,7 @@ class GuardKind(enum.IntEnum):
     ALIAS = 9  # the same object as another source (an argument passed twice)
     DISTINCT = 10  # not the same object as another source
     NO_OVERLAP = 11  # a written array shares no memory with another input array
+    SIZES = 12  # symbolic sizes: the inputs' dims satisfy a graph's ``ShapeGuards``
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,13 @@ KINDS: dict[GuardKind, KindRules] = {
         lambda name, exp: f"{name} is not {exp.short()}",
         lambda name, exp, actual: (
             f"{name}: expected another object than {exp.short()}, got the same"
+        ),
+    ),
+    GuardKind.SIZES: KindRules(
+        lambda e, exp, ns: f"{ns.bind(exp.check, 'SIZES')}(*{e})",
+        lambda name, exp: " and ".join(exp.exprs),
+        lambda name, exp, actual: "sizes: " + (
+            "; ".join(f"expected {text}" for text in exp.failing(*actual)) or "a guard failed"
         ),
     ),
     GuardKind.NO_OVERLAP: KindRules(

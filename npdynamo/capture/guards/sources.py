@@ -130,6 +130,22 @@ class RemainingSource(Source):
         return f"REMAINING({self.base.expr()})"
 
 
+@dataclass(frozen=True)
+class SizesSource(Source):
+    """The graph's inputs together, in placeholder order: what its symbolic-size guards read."""
+
+    inputs: tuple[Source, ...]
+
+    def name(self) -> str:
+        return f"sizes({', '.join(s.name() for s in self.inputs)})"
+
+    def short(self) -> str:
+        return "sizes"
+
+    def expr(self) -> str:
+        return "(" + "".join(f"{s.expr()}, " for s in self.inputs) + ")"
+
+
 def remaining_items(iterator) -> tuple:
     """What ``iterator`` would still yield (list, tuple and range iterators), without consuming."""
     reduced = iterator.__reduce__()
