@@ -28,7 +28,7 @@ from npdynamo.capture.guards import (
     GuardKind,
     GuardSet,
     LocalSource,
-    SizesSource,
+    SourceTuple,
     remaining_items,
 )
 from npdynamo.capture.side_effects import SideEffects
@@ -179,7 +179,7 @@ class CaptureContext:
                for m in metas):
             sources = tuple(source for _node, source in self.placeholders)
             sizes = shape_guards(metas, self.facts.facts, [s.short() for s in sources])
-            self.guard(SizesSource(sources), GuardKind.SIZES, sizes)
+            self.guard(SourceTuple(sources), GuardKind.SIZES, sizes)
         self.guards.compile()
 
     def call_op(self, op, args: tuple, kwargs: dict) -> ArrayValue | Const:

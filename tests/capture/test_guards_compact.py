@@ -122,7 +122,7 @@ def test_in_place_updates_of_many_arrays_check_distinctness_in_one_line():
     compiled = check_same(update_in_place, arrays(30), np.ones(3))
     lines = guard_lines(compiled)
     assert len(lines) <= 10
-    assert any("distinct objects" in line for line in lines)
+    assert any("distinct arrays, each owning its memory" in line for line in lines)
     # the same array under two keys: the compiled entry must not serve (a write would be lost)
     d = arrays(30)
     d["k7"] = d["k3"]
@@ -234,3 +234,18 @@ def test_every_dict_method_that_reads_keys_guards_them():
         if name not in neutral and getattr(_LazyDict, name) is getattr(dict, name)
     ]
     assert unguarded == []
+
+
+def test_aliasing_of_arrays_written_in_place_is_one_guard_not_one_per_pair():
+    from npdynamo.capture.guards import GuardKind
+
+    compiled = check_same(update_in_place, arrays(300), np.ones(3), calls=1)
+    (entry,) = compiled_entries(compiled)
+    kinds = [g.kind for g in entry.guard_set.guards]
+    assert kinds.count(GuardKind.OWNERS) == 1
+    assert kinds.count(GuardKind.NO_OVERLAP) + kinds.count(GuardKind.DISTINCT) == 0
+    d = arrays(300)
+    d["k5"] = d["k9"][:]  # a view of another written array: the owners guard fails
+    assert not entry.check(d, np.ones(3))
+    assert "k5']: is now a view of another array" in entry.miss_reason(d, np.ones(3))
+    check_same(update_in_place, d, np.ones(3), compiled=compiled, calls=1)

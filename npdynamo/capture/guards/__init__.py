@@ -9,8 +9,8 @@ from npdynamo.capture.guards.sources import (
     ItemSource,
     LocalSource,
     RemainingSource,
-    SizesSource,
     Source,
+    SourceTuple,
     remaining_items,
 )
 
@@ -24,7 +24,7 @@ __all__ = [
     "ItemSource",
     "LocalSource",
     "RemainingSource",
-    "SizesSource",
+    "SourceTuple",
     "Source",
     "remaining_items",
 ]

@@ -33,6 +33,27 @@ class GuardKind(enum.IntEnum):
     DISTINCT = 10  # not the same object as another source
     NO_OVERLAP = 11  # a written array shares no memory with another input array
     SIZES = 12  # symbolic sizes: the inputs' dims satisfy a graph's ``ShapeGuards``
+    OWNERS = 13  # arrays that each own their memory and are distinct objects (cannot overlap)
+
+
+def own_distinct(*arrays) -> bool:
+    """Every array owns its memory and none is another: no two can share memory."""
+    for a in arrays:
+        if a.base is not None:
+            return False
+    return len({id(a) for a in arrays}) == len(arrays)
+
+
+def _owners_miss(names: tuple[str, ...], arrays: tuple) -> str:
+    for name, a in zip(names, arrays):
+        if getattr(a, "base", None) is not None:
+            return f"{name}: is now a view of another array; it owned its memory"
+    seen: dict[int, str] = {}
+    for name, a in zip(names, arrays):
+        if id(a) in seen:
+            return f"{name}: is now the same array as {seen[id(a)]}"
+        seen[id(a)] = name
+    return "the arrays written in place may now overlap"
 
 
 @dataclass(frozen=True)
@@ -187,6 +208,11 @@ KINDS: dict[GuardKind, KindRules] = {
         lambda name, exp, actual: "sizes: " + (
             "; ".join(f"expected {text}" for text in exp.failing(*actual)) or "a guard failed"
         ),
+    ),
+    GuardKind.OWNERS: KindRules(
+        lambda e, exp, ns: f"{ns.bind(own_distinct, 'OWN')}(*{e})",
+        lambda name, exp: f"{name}: {len(exp)} distinct arrays, each owning its memory",
+        lambda name, exp, actual: _owners_miss(exp, actual),
     ),
     GuardKind.NO_OVERLAP: KindRules(
         lambda e, exp, ns: (

@@ -131,16 +131,19 @@ class RemainingSource(Source):
 
 
 @dataclass(frozen=True)
-class SizesSource(Source):
-    """The graph's inputs together, in placeholder order: what its symbolic-size guards read."""
+class SourceTuple(Source):
+    """Several sources read together (a graph's inputs in placeholder order, for its symbolic
+    size guards; the input arrays that own their memory, for the aliasing guard of writes)."""
 
     inputs: tuple[Source, ...]
 
     def name(self) -> str:
-        return f"sizes({', '.join(s.name() for s in self.inputs)})"
+        return f"({', '.join(s.name() for s in self.inputs)})"
 
     def short(self) -> str:
-        return "sizes"
+        if len(self.inputs) > 4:
+            return f"{', '.join(s.short() for s in self.inputs[:3])}, ... ({len(self.inputs)})"
+        return ", ".join(s.short() for s in self.inputs)
 
     def expr(self) -> str:
         return "(" + "".join(f"{s.expr()}, " for s in self.inputs) + ")"
