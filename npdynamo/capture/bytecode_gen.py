@@ -204,6 +204,13 @@ def exhausted_start(instrs: list, target: int) -> int:
     return i
 
 
+def forget_resume_codes() -> None:
+    """Drop every generated resume code (``npdynamo.reset()``): they hold the user's code."""
+    _RESUME_CODES.clear()
+    _ORIGINS.clear()
+    _decoded.cache_clear()
+
+
 def resume_code(key: ResumeKey) -> types.CodeType:
     """The code of the resume function for ``key`` (cached: one per key)."""
     if key not in _RESUME_CODES:

@@ -24,7 +24,7 @@ from functools import partial
 
 from npdynamo import config
 from npdynamo.capture.builder import LOOP_ITERATOR_TYPES
-from npdynamo.capture.bytecode_gen import ResumeKey, resume_code
+from npdynamo.capture.bytecode_gen import ResumeKey, forget_resume_codes, resume_code
 from npdynamo.capture.frames.cache import (
     COMPILE_LOCK,
     RecompileLimitWarning,
@@ -221,3 +221,4 @@ def _loops_back(args: tuple, entries: list) -> bool:
 
 
 on_reset(reset_contexts)
+on_reset(forget_resume_codes)

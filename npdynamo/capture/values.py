@@ -22,7 +22,18 @@ class Value:
     source: Source | None = None
 
     def kind(self) -> str:
-        return type(self).__name__
+        """What this value is, in the words of the user's Python (for break reasons)."""
+        return _KINDS.get(type(self).__name__, "value")
+
+
+#: Value kinds named as the Python objects they stand for.
+_KINDS = {
+    "NullValue": "NULL slot", "ArrayValue": "NumPy array computed in the graph",
+    "TupleValue": "tuple", "ListValue": "list", "DictValue": "dict", "SetValue": "set",
+    "IteratorValue": "iterator", "CellValue": "closure cell", "FunctionValue": "function",
+    "ExternalCell": "closure cell", "BoundMethodValue": "bound method", "MethodValue": "method",
+    "ComprehensionSave": "comprehension variable", "GradFunctionValue": "grad function",
+}
 
 
 class NullValue(Value):
@@ -45,6 +56,9 @@ class Const(Value):
 
     def __repr__(self) -> str:
         return f"Const({self.value!r})"
+
+    def kind(self) -> str:
+        return type(self.value).__name__
 
 
 @dataclass(eq=False)
@@ -157,6 +171,9 @@ class DictViewValue(Value):
     @property
     def python_type(self) -> type:
         return type(getattr({}, self.which)())
+
+    def kind(self) -> str:
+        return self.python_type.__name__
 
 
 @dataclass(eq=False)
@@ -320,6 +337,9 @@ class UserObjectValue(Value):
     source: Source | None = None
     attrs: dict = field(default_factory=dict)
 
+    def kind(self) -> str:
+        return f"{type(self.obj).__qualname__} object"
+
 
 @dataclass(eq=False)
 class ComprehensionSave(Value):
@@ -378,3 +398,6 @@ class GuardedConst(Const):
             install, self._install_guard = self._install_guard, None
             install()
         return self._value
+
+    def kind(self) -> str:
+        return type(self._value).__name__  # naming the type relies on nothing: no guard

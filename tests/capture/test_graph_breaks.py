@@ -184,3 +184,13 @@ def test_a_very_long_unrolled_loop_is_split_into_graphs():
     out = quiet_explain(_long_loop, np.ones(3))
     assert out.graph_count == 2 and max(out.ops_per_graph) == GRAPH_NODE_LIMIT
     check_same(_long_loop, np.ones(3), calls=2)
+
+
+@pytest.mark.parametrize("name,fn,factory,counts", BREAK_PROGRAMS, ids=IDS)
+def test_break_reasons_speak_the_users_python(name, fn, factory, counts):
+    try:
+        out = quiet_explain(fn, *factory())
+    except Exception:  # the program raises in plain Python too: explain passes that on
+        return
+    for reason in out.break_reasons:  # no internal value-kind names ("UserObjectValue", "Const")
+        assert "Value" not in reason.reason and "Const" not in reason.reason, reason.reason

@@ -180,3 +180,20 @@ def try_in_loop(xs):
 def test_tails_match_python(fn, args):
     with contextlib.redirect_stdout(io.StringIO()):
         check_same(fn, *args(), calls=3)
+
+
+def test_reset_drops_generated_resume_codes():
+    with contextlib.redirect_stdout(io.StringIO()):
+        npdynamo.compile(print_in_body)(np.ones((3, 3)))
+    assert gen._RESUME_CODES
+    npdynamo.reset()
+    assert not gen._RESUME_CODES and not gen._ORIGINS
+    with contextlib.redirect_stdout(io.StringIO()):  # and everything works again afterwards
+        check_same(print_in_body, np.ones((4, 3)))
+
+
+def test_break_reason_names_the_users_class():
+    with contextlib.redirect_stdout(io.StringIO()):
+        out = npdynamo.explain(drain_natively)(np.ones(3), Countdown(3))
+    reasons = " ".join(r.reason for r in out.break_reasons)
+    assert "Countdown object" in reasons and "UserObjectValue" not in reasons
