@@ -18,6 +18,7 @@ from npdynamo.errors import (
     Unsupported,
 )
 from npdynamo.logs import set_logs
+from npdynamo.ops.table import supported_functions
 
 __version__ = "0.1.0"
 
@@ -41,5 +42,6 @@ __all__ = [
     "register_backend",
     "reset",
     "set_logs",
+    "supported_functions",
     "value_and_grad",
 ]

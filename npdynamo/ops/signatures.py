@@ -65,6 +65,9 @@ def _register_ufuncs() -> None:
     for ufunc in list(vars(np).values()):
         if isinstance(ufunc, np.ufunc) and ufunc.__name__ in ufunc_ops:
             FUNCTIONS[ufunc] = _ufunc_binder(ufunc_ops[ufunc.__name__], ufunc)
+    # Distinct ufunc objects computing exactly what an op computes (same loops).
+    for ufunc, opname in ((np.degrees, "rad2deg"), (np.radians, "deg2rad")):
+        FUNCTIONS[ufunc] = _ufunc_binder(ufunc_ops[opname], ufunc)
 
 
 _register_ufuncs()
