@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.ops import table
+from npdynamo.ops import REGISTRY, ArrayMeta, table
 from tests.backends.compare import assert_close
 from tests.differential import check_same, run_both
 
@@ -26,7 +26,7 @@ M = rng.standard_normal((3, 4))
 S = rng.standard_normal((3, 3)) + 3 * np.eye(3)
 SPD = S @ S.T
 B = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
-I = np.arange(12).reshape(3, 4) % 5
+INTS = np.arange(12).reshape(3, 4) % 5
 K = np.array([2, 0, 1, 1])
 
 # public name -> (function calling it, arguments)
@@ -93,7 +93,7 @@ CASES = {
     "np.nanpercentile": (lambda x: np.nanpercentile(x, 50.0), (V,)),
     "np.nanquantile": (lambda x: np.nanquantile(x, 0.25), (V,)),
     "np.count_nonzero": (lambda x: np.count_nonzero(x > 0) + np.count_nonzero(x, axis=0),
-                         (I,)),
+                         (INTS,)),
     "np.ptp": (lambda x: np.ptp(x, axis=1), (M,)),
     "np.average": (lambda x: np.average(x, axis=0), (M,)),
     "np.cov": (lambda x: np.cov(x), (M,)),
@@ -129,8 +129,8 @@ CASES = {
     "np.sinc": (lambda x: np.sinc(x), (M,)),
     "np.i0": (lambda x: np.i0(x), (M,)),
     "np.heaviside": (lambda x: np.heaviside(x, 0.5), (M,)),
-    "np.gcd": (lambda x: np.gcd(x, 6), (I,)),
-    "np.lcm": (lambda x: np.lcm(x, 4), (I,)),
+    "np.gcd": (lambda x: np.gcd(x, 6), (INTS,)),
+    "np.lcm": (lambda x: np.lcm(x, 4), (INTS,)),
     "np.nextafter": (lambda x: np.nextafter(x, 0.0), (M,)),
     "np.degrees": (lambda x: np.degrees(x), (M,)),
     "np.radians": (lambda x: np.radians(x), (M,)),
@@ -205,3 +205,75 @@ def test_fused_norm_matches_numpy(dtype, axis, keepdims):
     x = (rng.standard_normal((3, 5)) * 4).astype(dtype)
     compiled = npdynamo.compile(f, backend="numba", fullgraph=True)
     assert_close(compiled(x), f(x))
+
+
+# -- boolean-mask assignment (x[mask] = v: a static shape, whatever the mask selects) --------
+
+
+def mask_assign(x, m, row):
+    x[x < 0] = 0
+    y = x * 2
+    y[m] = np.float32(7)
+    z = np.ones((3, 4))
+    z[np.array([True, False, True])] = row
+    return y, z
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_boolean_mask_assignment_is_one_graph(backend):
+    x = rng.standard_normal((3, 4))
+    compiled = npdynamo.compile(mask_assign, backend=backend, fullgraph=True)
+    check_same(mask_assign, x, x > 0.5, x[0], compiled=compiled)
+
+
+def test_mask_assignment_whose_fit_depends_on_the_mask_is_a_break():
+    def f(x, m, v):
+        x[m] = v
+        return x
+
+    x = rng.standard_normal((3, 4))
+    report = npdynamo.explain(f)(x.copy(), x > 0, np.ones(int((x > 0).sum())))
+    assert report.graph_break_count == 1
+    assert "depends on how many elements the mask selects" in str(report)
+    check_same(f, x, x > 0, np.ones(int((x > 0).sum())))
+
+
+@pytest.mark.parametrize("full_mask, value_shape", [
+    (True, ()), (True, (1,)), (False, ()), (False, (4,)), (False, (1, 4)), (False, (1,))])
+def test_mask_assignment_vjp_matches_finite_differences(full_mask, value_shape):
+    from tests.autograd.test_vjp_rules import check_rule
+
+    x = rng.standard_normal((3, 4))
+    mask = x > 0.2 if full_mask else np.array([True, False, True])
+    value = rng.standard_normal(value_shape)
+    assert REGISTRY["setitem"].infer(ArrayMeta.of(x), (ArrayMeta.of(mask),),
+                                     ArrayMeta.of(np.asarray(value))) == ArrayMeta.of(x)
+    check_rule("setitem", (x, (mask,), value), {})
+
+
+def test_mask_assignment_rule_errors_match_numpy():
+    x = ArrayMeta((3, 4), np.dtype(np.float64))
+    with pytest.raises(TypeError):  # NumPy: a full-dimension mask takes a 0-d or 1-d value
+        REGISTRY["setitem"].infer(x, (ArrayMeta((3, 4), np.dtype(bool)),),
+                                  ArrayMeta((1, 1), np.dtype(np.float64)))
+    with pytest.raises(IndexError):
+        REGISTRY["setitem"].infer(x, (ArrayMeta((2,), np.dtype(bool)),), 1.0)
+    with pytest.raises(OverflowError):
+        REGISTRY["setitem"].infer(ArrayMeta((3,), np.dtype(np.int8)),
+                                  (ArrayMeta((3,), np.dtype(bool)),), 1000)
+
+
+def test_causal_mask_loss_differentiates_through_compile():
+    def loss(q, k):
+        scores = np.tril(q @ k.T)
+        return np.sum(np.cumsum(scores, axis=1) ** 2) + np.linalg.norm(q)
+
+    q, k = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    got = npdynamo.compile(npdynamo.grad(loss, argnums=(0, 1)), backend="eager")(q, k)
+    want = npdynamo.grad(loss, argnums=(0, 1))(q, k)
+    eps = 1e-6
+    d = rng.standard_normal(q.shape)
+    fd = (loss(q + eps * d, k) - loss(q - eps * d, k)) / (2 * eps)
+    assert abs(np.sum(want[0] * d) - fd) < 1e-5 * max(1.0, abs(fd))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
