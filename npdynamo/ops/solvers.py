@@ -105,6 +105,8 @@ def _norm_rule(x: object, *, ord: object = None, axis: object = None,
             raise ValueError("norm: Duplicate axes given.")
     axes = normalize_axes("norm", axes_tuple, meta.ndim)
     if ord is not None:
+        if meta.size == 0:
+            raise UnsupportedArguments("norm with ord= of an empty array")
         if len(axes) == 1 and isinstance(ord, str):
             raise ValueError(f"norm: Invalid norm order '{ord}' for vectors")
         if len(axes) == 2 and ord not in _MATRIX_ORDS:

@@ -277,3 +277,23 @@ def test_causal_mask_loss_differentiates_through_compile():
     assert abs(np.sum(want[0] * d) - fd) < 1e-5 * max(1.0, abs(fd))
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def arrays_of_arrays(a, b):
+    return np.array([a, b * 2, a]), np.asarray([a.sum(), 1.5, b.max()]), np.array((a, 1))
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_np_array_of_a_list_of_arrays_is_one_graph(backend):
+    a, b = np.arange(3.0), np.ones(3, np.float32)
+    compiled = npdynamo.compile(arrays_of_arrays, backend=backend, fullgraph=True)
+    check_same(arrays_of_arrays, a[:1].reshape(()), b[:1].reshape(()), compiled=compiled)
+    compiled = npdynamo.compile(lambda x, y: np.array([x, y]), backend=backend, fullgraph=True)
+    check_same(lambda x, y: np.array([x, y]), a, b, compiled=compiled)
+
+
+def test_np_array_of_mismatched_arrays_raises_numpys_error():
+    def f(a, c):
+        return np.array([a, c])
+
+    check_same(f, np.arange(3.0), np.ones(4))
