@@ -58,6 +58,8 @@ def _interp_rule(x: object, xp: object, fp: object, *, left: float | None = None
     if xpm.size != fpm.size:
         raise ValueError("interp: fp and xp are not of the same length.")
     if xpm.size == 0:
+        if xm.size == 0:
+            raise UnsupportedArguments("interp: no points and no sample points")
         raise ValueError("interp: array of sample points is empty")
     if xm.dtype.kind == "c" or xpm.dtype.kind == "c":
         raise TypeError("interp: cannot interpolate at complex points")
