@@ -42,8 +42,9 @@ def _scatter(emit: Emit, shape: tuple, index: tuple, g: Any) -> Any:
 
 def _picked(emit: Emit, g: Any, xm: ArrayMeta, pick: Callable[[np.ndarray], np.ndarray]) -> Any:
     """Cotangent of ``out = pick(x)`` for a pick that only moves elements: ``pick`` applied to
-    the flat positions of ``x`` says where each output element came from (-1: from nowhere)."""
-    source = pick(np.arange(xm.size).reshape(xm.shape))
+    the flat positions of ``x`` says where each output element came from (filled zeros and
+    constants come from nowhere)."""
+    source = pick(np.arange(1, xm.size + 1).reshape(xm.shape)) - 1
     M = Math(emit)
     if (source < 0).any():
         kept = np.nonzero(source >= 0)
@@ -147,7 +148,7 @@ def _tile(emit, g, out, A, *, reps):
 
 @_rule("pad")
 def _pad(emit, g, out, array, *, pad_width, mode="constant", constant_values=0):
-    extra = {"constant_values": -1} if mode == "constant" else {}
+    extra = {"constant_values": 0} if mode == "constant" else {}
     return (_picked(emit, g, meta(array), lambda pos: np.pad(pos, pad_width, mode, **extra)),)
 
 
@@ -157,6 +158,37 @@ def _diag(emit, g, out, v, *, k=0):
     if vm.ndim == 1:
         return (Math(emit)("diagonal", g, offset=k),)
     return (_picked(emit, g, vm, lambda pos: np.diag(pos, k)),)
+
+
+@_rule("diagflat")
+def _diagflat(emit, g, out, v, *, k=0):
+    return (_picked(emit, g, meta(v), lambda pos: np.diagflat(pos, k)),)
+
+
+@_rule("append")
+def _append(emit, g, out, arr, values, *, axis=None):
+    M = Math(emit)
+    cts, offset = [], 0
+    for a in (arr, values):
+        m = meta(a) if is_array(a) else ArrayMeta.of(np.asarray(a))
+        if axis is None:
+            piece = M("getitem", g, (slice(offset, offset + m.size),))
+            offset += m.size
+        else:
+            ax = normalize_axis("append", axis, m.ndim)
+            index = (slice(None),) * ax + (slice(offset, offset + m.shape[ax]),)
+            piece = M("getitem", g, index)
+            offset += m.shape[ax]
+        cts.append(M.reshape(piece, m.shape) if is_array(a) else None)
+    return tuple(cts)
+
+
+@_rule("ediff1d")
+def _ediff1d(emit, g, out, ary):
+    M = Math(emit)
+    am = meta(ary)
+    ct = M.sub(M("pad", g, pad_width=((1, 0),)), M("pad", g, pad_width=((0, 1),)))
+    return (M.reshape(ct, am.shape) if am.size > 1 else M.zeros(am.shape, meta(g).dtype),)
 
 
 @_rule("diagonal")

@@ -114,6 +114,11 @@ def _isclose(a, b, *, rtol=1e-05, atol=1e-08, equal_nan=False):
     return np.isclose(a, b, rtol, atol, equal_nan)
 
 
+def _tri_rule(*, N: int, M: int | None = None, k: int = 0, dtype: np.dtype = _F64) -> ArrayMeta:
+    # built from arange(N) and arange(-k, M - k): a negative size is an empty axis
+    return ArrayMeta((max(N, 0), max(N if M is None else M, 0)), dtype)
+
+
 def _zeros(*, shape, dtype=_F64):
     return np.zeros(shape, dtype)
 
@@ -134,6 +139,8 @@ for _op in (
     Op("round", _round, _round_rule, defaults={"decimals": 0}),
     Op("sinc", np.sinc, _special_rule("sinc")),
     Op("i0", np.i0, _special_rule("i0")),
+    Op("tri", np.tri, _tri_rule, differentiable=False,
+       defaults={"N": REQUIRED, "M": None, "k": 0, "dtype": _F64}),
     Op("empty", _zeros, _filled_rule("empty"), differentiable=False,
        defaults={"shape": REQUIRED, "dtype": _F64}),
     Op("empty_like", _zeros_like, _like_rule("empty_like"), differentiable=False,
@@ -211,6 +218,15 @@ def _special_binder(name: str):
 
 for _name in ("sinc", "i0"):
     functions(_name)(_special_binder(_name))
+
+
+@functions("tri")
+def _tri(N, M=None, k=0, dtype=float, *, like=None):
+    C.require_default("tri", like=(like, None))
+    dt = C.dtype("tri", dtype)
+    return C.canon(REGISTRY["tri"], [], N=C.as_index(N, "N"),
+                   M=None if M is None else C.as_index(M, "M"), k=C.as_index(k, "k"),
+                   dtype=_F64 if dt is None else dt)
 
 
 @functions("empty")

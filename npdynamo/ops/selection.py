@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from npdynamo.ops import canonical as C
-from npdynamo.ops.binding import functions, methods
+from npdynamo.ops.binding import functions, methods, view_functions
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.reductions import _sum_dtype
 from npdynamo.ops.registry import REGISTRY, REQUIRED, Op, UnsupportedArguments, register
@@ -241,6 +241,26 @@ def _stacking_rule(name: str):
     return rule
 
 
+def _append_rule(arr: object, values: object, *, axis: int | None = None) -> ArrayMeta:
+    am, vm = to_meta("append", arr), to_meta("append", values)
+    if axis is None:
+        return ArrayMeta((am.size + vm.size,), np.result_type(am.dtype, vm.dtype))
+    return _concatenate_rule([am, vm], axis=axis)
+
+
+def _diagflat_rule(v: object, *, k: int = 0) -> ArrayMeta:
+    meta = to_meta("diagflat", v)
+    n = meta.size + abs(k)
+    return ArrayMeta((n, n), meta.dtype)
+
+
+def _ediff1d_rule(ary: object) -> ArrayMeta:
+    meta = to_meta("ediff1d", ary)
+    if meta.dtype.kind == "b":
+        raise TypeError("ediff1d: numpy boolean subtract, the `-` operator, is not supported")
+    return ArrayMeta((max(meta.size - 1, 0),), meta.dtype)
+
+
 def _kwargs_impl(fn):
     def impl(*args, **kwargs):
         return fn(*args, **kwargs)
@@ -273,6 +293,9 @@ for _op in (
     Op("pad", _pad, _pad_rule,
        defaults={"pad_width": REQUIRED, "mode": "constant", "constant_values": 0}),
     Op("diag", np.diag, _diag_rule, defaults={"k": 0}),
+    Op("diagflat", np.diagflat, _diagflat_rule, defaults={"k": 0}),
+    Op("append", np.append, _append_rule, defaults={"axis": None}),
+    Op("ediff1d", np.ediff1d, _ediff1d_rule),
     Op("diagonal", np.diagonal, _diagonal_rule, defaults={"offset": 0, "axis1": 0, "axis2": 1}),
     Op("trace", np.trace, _trace_rule,
        defaults={"offset": 0, "axis1": 0, "axis2": 1, "dtype": None}),
@@ -362,9 +385,26 @@ def _pad_binder(array, pad_width, mode="constant", **kwargs):
                    mode=mode, constant_values=fill)
 
 
-@functions("diag")
+@view_functions("diag")
 def _diag_binder(v, k=0):
     return C.canon(REGISTRY["diag"], [C.operand("diag", v)], k=C.as_index(k, "k"))
+
+
+@functions("diagflat")
+def _diagflat_binder(v, k=0):
+    return C.canon(REGISTRY["diagflat"], [C.operand("diagflat", v)], k=C.as_index(k, "k"))
+
+
+@functions("append")
+def _append_binder(arr, values, axis=None):
+    return C.canon(REGISTRY["append"], [C.operand("append", arr), C.operand("append", values)],
+                   axis=C.int_axis("append", axis))
+
+
+@functions("ediff1d")
+def _ediff1d_binder(ary, to_end=None, to_begin=None):
+    C.require_default("ediff1d", to_end=(to_end, None), to_begin=(to_begin, None))
+    return C.canon(REGISTRY["ediff1d"], [C.operand("ediff1d", ary)])
 
 
 def _diagonal_binder(a, offset=0, axis1=0, axis2=1):
@@ -400,7 +440,7 @@ def _atleast_binder(n: int):
 
 
 for _n in (1, 2, 3):
-    functions(f"atleast_{_n}d")(_atleast_binder(_n))
+    view_functions(f"atleast_{_n}d")(_atleast_binder(_n))
 
 
 def _stacking_binder(name: str):

@@ -75,6 +75,16 @@ def stacking_case(draw, name):
 
 
 @st.composite
+def append_case(draw):
+    shape = draw(nonempty)
+    axis = draw(st.one_of(st.none(), st.just(int_axis(draw, len(shape)))))
+    other = list(shape)
+    if axis is not None:
+        other[axis] = draw(st.integers(1, 3))
+    return (values(draw, shape), values(draw, tuple(other))), {"axis": axis}
+
+
+@st.composite
 def matrix(draw, batch=True):
     n = draw(st.integers(1, 3))
     lead = tuple(draw(st.lists(st.integers(1, 2), max_size=1))) if batch else ()
@@ -170,6 +180,9 @@ def breadth_cases():
                     st.sampled_from([(3,), (2, 3), (3, 3), (1,)])),
         "diagonal": one(lambda d, s: {"offset": d(st.integers(-1, 1)), "axis1": 0, "axis2": -1},
                         st.sampled_from([(2, 3), (3, 3), (2, 2, 3)])),
+        "diagflat": one(lambda d, s: {"k": d(st.integers(-2, 2))}),
+        "ediff1d": one(shape_st=shapes),
+        "append": append_case(),
         "trace": one(lambda d, s: {"offset": d(st.integers(-1, 1))},
                      st.sampled_from([(2, 3), (3, 3), (2, 2, 3)])),
         **{f"atleast_{n}d": one(shape_st=shapes) for n in (1, 2, 3)},

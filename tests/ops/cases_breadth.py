@@ -315,6 +315,19 @@ def isclose_case(draw):
 
 
 @st.composite
+def append_case(draw):
+    a = draw(arrays())
+    values = draw(st.one_of(arrays(), small_py_scalars, arrays(np.shape(a))))
+    return Case((a, values), {"axis": draw(axis(np.ndim(a)))})
+
+
+@st.composite
+def tri_case(draw):
+    return Case((), {"N": draw(st.integers(-1, 3)), "M": draw(st.sampled_from([None, 0, 2])),
+                     "k": draw(small_ints), "dtype": draw(dtypes)})
+
+
+@st.composite
 def empty_case(draw):
     return Case((), {"shape": tuple(draw(st.lists(st.integers(-1, 3), max_size=3))),
                      "dtype": draw(dtypes)})
@@ -346,6 +359,10 @@ def breadth_cases() -> dict[str, st.SearchStrategy[Case]]:
         "tile": unary(tile_kwargs),
         "pad": unary(pad_kwargs, unsupported_ok=True),
         "diag": unary(k_kwargs),
+        "diagflat": unary(k_kwargs),
+        "append": append_case(),
+        "ediff1d": unary(lambda draw, a: {}),
+        "tri": tri_case(),
         "diagonal": unary(diagonal_kwargs),
         "trace": unary(trace_kwargs),
         **{f"atleast_{n}d": unary(lambda draw, a: {}) for n in (1, 2, 3)},
