@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean readme-table
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,9 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/python -m ruff check npdynamo tests benchmarks examples
 	$(BIN)/lint-imports
+
+readme-table: $(STAMP)
+	$(BIN)/python -m npdynamo.ops README.md
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

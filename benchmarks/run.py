@@ -15,11 +15,12 @@ if __name__ == "__main__":
     train_step.main()
     # The numba backend: what kernels compute themselves, when threads pay, the
     # workloads against NumPy and hand-written numba, and start-up from the disk cache.
-    from benchmarks import numba_backend, startup, threads, transcendentals
+    from benchmarks import kmeans, numba_backend, startup, threads, transcendentals
 
     transcendentals.main()
     threads.main()
     numba_backend.main()
+    kmeans.main()  # issue 14: norm as a fused reduction
     startup.main()
     # Never worse than Python: the worst cases, plain against compiled.
     from benchmarks import worst_case

@@ -1,9 +1,9 @@
 """What does npdynamo make of a realistic function? Ask ``npdynamo.explain``.
 
-A least-squares fit by gradient descent, written the way people write it: it prints progress,
-stops early when the loss is small enough (a branch on an array value), and uses
-``np.linalg.norm`` (a function npdynamo does not put into graphs). Each of those is a graph break;
-the array work between them still runs as compiled graphs. The report says where and why.
+A least-squares fit by gradient descent, written the way people write it: it prints progress and
+stops early when the loss is small enough (a branch on an array value). Each of those is a graph
+break; the array work between them (``np.linalg.norm`` included) still runs as compiled graphs.
+The report says where and why.
 
 Run: ``python examples/explain_graph_breaks.py``
 """
@@ -24,7 +24,7 @@ def fit(x, y, w, lr=0.1, steps=4, tol=1e-3):
         print(f"step {step}: loss", loss)  # I/O: a graph break
         if loss < tol:  # a branch on an array value: a graph break
             break
-        w = w - lr * grad / np.linalg.norm(grad)  # np.linalg: a graph break
+        w = w - lr * grad / np.linalg.norm(grad)  # np.linalg.norm: in the graph
     return w, loss
 
 

@@ -20,6 +20,7 @@ from npdynamo.errors import (
     Unsupported,
 )
 from npdynamo.logs import set_logs
+from npdynamo.ops.table import supported_functions
 
 __version__ = "0.1.0"
 
@@ -46,5 +47,6 @@ __all__ = [
     "register_backend",
     "reset",
     "set_logs",
+    "supported_functions",
     "value_and_grad",
 ]

@@ -18,6 +18,7 @@ from npdynamo.autograd.backward_ops import index_add
 from npdynamo.autograd.emitting import Emit, is_array, map_handles, meta
 from npdynamo.autograd.vjp_helpers import Math, unbroadcast
 from npdynamo.ops import REGISTRY, ArrayMeta
+from npdynamo.ops.indexing import boolean_mask
 from npdynamo.ops.rules import normalize_axis, product
 
 RULES: dict[str, Callable[..., tuple]] = {}
@@ -118,6 +119,8 @@ def _setitem(emit: Emit, g: Any, out: Any, x: Any, index: Any, value: Any) -> tu
     ct_x = M("setitem", g, index, 0.0)
     if not is_array(value):
         return ct_x, None, None
+    if boolean_mask(map_handles(index, lambda h: meta(h) if is_array(h) else h)) is not None:
+        return ct_x, None, _mask_value_ct(emit, g, index, value)
     picked = M("getitem", g, index)
     if _has_arrays(index):
         # Which positions of the selection won the write? Replay it with ids 0..k-1.
@@ -129,6 +132,18 @@ def _setitem(emit: Emit, g: Any, out: Any, x: Any, index: Any, value: Any) -> tu
         won = M("equal", M("getitem", board, index), ids)
         picked = M.where(won, picked, 0.0)
     return ct_x, None, unbroadcast(emit, picked, meta(value))
+
+
+def _mask_value_ct(emit: Emit, g: Any, index: Any, value: Any) -> Any:
+    """``x[mask] = value`` broadcasts ``value`` into every selected row: its cotangent is the
+    sum of ``g`` over the selected rows, summed back to the value's shape."""
+    M = Math(emit)
+    mask = index[0] if isinstance(index, tuple) else index
+    gm, mk, vm = meta(g), meta(mask), meta(value)
+    selected = M.reshape(mask, mk.shape + (1,) * (gm.ndim - mk.ndim))
+    summed = M("sum", M.where(selected, g, 0.0), axis=tuple(range(mk.ndim)))
+    core = vm.shape[max(0, vm.ndim - (gm.ndim - mk.ndim)):]  # leading 1s dropped
+    return M.reshape(unbroadcast(emit, summed, ArrayMeta(core, vm.dtype)), vm.shape)
 
 
 def _index_add(emit: Emit, g: Any, out: Any, x: Any, index: Any, value: Any) -> tuple:

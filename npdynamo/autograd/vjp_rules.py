@@ -10,7 +10,14 @@ the rules; ``missing_rules()`` lists differentiable ops left without one.
 
 from __future__ import annotations
 
-from npdynamo.autograd import vjp_arrays, vjp_elementwise, vjp_linalg, vjp_reductions
+from npdynamo.autograd import (
+    vjp_arrays,
+    vjp_elementwise,
+    vjp_layout,
+    vjp_linalg,
+    vjp_reductions,
+    vjp_solvers,
+)
 from npdynamo.autograd.backward_ops import BACKWARD_OPS
 from npdynamo.ops import REGISTRY
 
@@ -19,6 +26,8 @@ RULES = {
     **vjp_reductions.RULES,
     **vjp_linalg.RULES,
     **vjp_arrays.RULES,
+    **vjp_layout.RULES,
+    **vjp_solvers.RULES,
 }
 
 

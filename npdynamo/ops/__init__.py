@@ -7,7 +7,20 @@ autograd flags; ``REGISTRY`` maps names to ops. ``normalize_call``/``normalize_m
 canonical ``(op, args, kwargs)`` triples.
 """
 
-from npdynamo.ops import creation, elementwise, indexing, linalg, reductions, shape_ops
+from npdynamo.ops import (
+    creation,
+    elementwise,
+    indexing,
+    linalg,
+    numeric,
+    reductions,
+    reorder,
+    scans,
+    selection,
+    shape_ops,
+    solvers,
+    statistics,
+)
 from npdynamo.ops.elementwise import infer_inplace
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.normalize import (
@@ -41,4 +54,5 @@ __all__ = [
     *REGISTRY,
 ]
 
-del creation, elementwise, indexing, linalg, reductions, shape_ops
+del (creation, elementwise, indexing, linalg, numeric, reductions, reorder, scans, selection,
+     shape_ops, solvers, statistics)

@@ -51,6 +51,26 @@ def functions(*names: str):
     return deco
 
 
+#: Binders of NumPy functions that return a view of their operand (np.flip, np.rot90,
+#: np.atleast_*d, np.diag of a matrix), kept out of ``FUNCTIONS``: the capture stage tracks
+#: writes through views only for the ops it lists (``capture.calls.VIEW_OPS``); until those ops
+#: are listed there, calling these functions stays a graph break rather than risk a stale view.
+VIEW_FUNCTIONS: dict[Any, Binder] = {}
+
+
+def view_functions(*names: str):
+    """Like ``functions``, into ``VIEW_FUNCTIONS`` (see there)."""
+
+    def deco(binder):
+        for name in names:
+            fn = getattr(np, name, None)
+            if fn is not None:
+                VIEW_FUNCTIONS[fn] = bound(name, binder)
+        return binder
+
+    return deco
+
+
 def methods(*names: str):
     """Register a binder whose first parameter receives the array the method is called on."""
 

@@ -44,7 +44,7 @@ BINARY_UFUNCS = {
     **dict.fromkeys(
         "floor_divide divmod equal not_equal less less_equal greater greater_equal logical_and "
         "logical_or logical_xor bitwise_and bitwise_or bitwise_xor left_shift "
-        "right_shift".split(),
+        "right_shift heaviside gcd lcm nextafter".split(),
         False,
     ),
 }

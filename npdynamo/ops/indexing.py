@@ -4,7 +4,8 @@ The index is a tuple of static items (ints, slices, None, Ellipsis, Python bools
 lists) and array operands (integer index arrays). Its result shape follows NumPy's rules,
 including where the broadcast shape of the advanced indices lands. Boolean-array masks select a
 data-dependent number of elements and are refused with ``UnsupportedArguments``.
-``setitem(x, index, value)`` returns a new array equal to ``x`` after ``x[index] = value``.
+``setitem(x, index, value)`` returns a new array equal to ``x`` after ``x[index] = value``; its
+index may be one boolean mask (``x[x < 0] = 0``: the result's shape does not depend on the mask).
 """
 
 from __future__ import annotations
@@ -192,11 +193,57 @@ def _getitem_rule(x: object, index: Any) -> ArrayMeta:
     return ArrayMeta(shape, meta.dtype, scalar=element)
 
 
+def boolean_mask(index: Any) -> ArrayMeta | None:
+    """The mask's meta when ``index`` is one boolean array of at least one dimension."""
+    items = index if isinstance(index, tuple) else (index,)
+    if len(items) != 1:
+        return None
+    item = items[0]
+    meta = ArrayMeta.of(item) if isinstance(item, (np.ndarray, np.generic)) else item
+    if isinstance(meta, ArrayMeta) and meta.dtype.kind == "b" and meta.ndim >= 1:
+        return meta
+    return None
+
+
+def _mask_setitem_rule(meta: ArrayMeta, mask: ArrayMeta, value: object) -> None:
+    """``x[mask] = value``: the result's shape is static, whatever the mask selects; a value
+    whose fit depends on how many elements the mask selects is refused."""
+    if mask.ndim > meta.ndim:
+        raise IndexError(f"setitem: too many indices for array: array is {meta.ndim}-"
+                         f"dimensional, but {mask.ndim} were indexed")
+    for axis, (m, d) in enumerate(zip(mask.shape, meta.shape)):
+        if m != d:
+            raise IndexError(f"setitem: boolean index did not match indexed array along axis "
+                             f"{axis}; size of axis is {d} but size of corresponding boolean "
+                             f"axis is {m}")
+    rest = meta.shape[mask.ndim:]
+    if is_py_scalar(value):
+        check_python_scalar_assignment("setitem", value, meta.dtype)
+        return
+    if isinstance(value, (list, tuple)):
+        raise UnsupportedArguments("setitem: a sequence assigned through a boolean mask")
+    vmeta = to_meta("setitem", value)
+    if mask.ndim == meta.ndim and vmeta.ndim > 1:
+        raise TypeError(f"setitem: NumPy boolean array indexing assignment requires a 0 or "
+                        f"1-dimensional input, input has {vmeta.ndim} dimensions")
+    try:
+        # Any number of selected elements takes a value that broadcasts into (1, *rest).
+        assignment_shape_check("setitem", to_meta("setitem", value).shape, (1, *rest))
+    except ValueError:
+        raise UnsupportedArguments(
+            "setitem: a value whose fit depends on how many elements the mask selects"
+        ) from None
+
+
 def _setitem_rule(x: object, index: Any, value: object) -> ArrayMeta:
     meta = to_meta("setitem", x)
     if meta.scalar:
         raise TypeError(f"setitem: a NumPy scalar ({meta.dtype}) does not support item assignment")
     result = ArrayMeta(meta.shape, meta.dtype)
+    mask = boolean_mask(index)
+    if mask is not None:
+        _mask_setitem_rule(meta, mask, value)
+        return result
     if is_py_scalar(value):
         # A Python scalar is converted to the array's dtype before advanced indices are used.
         index_shape("setitem", meta, index,

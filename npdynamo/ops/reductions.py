@@ -110,7 +110,7 @@ def _moment_rule(name: str):
         meta = to_meta(name, a)
         shape, _ = _reduced_shape(name, meta, axis, keepdims, legacy_0d=False)
         out = _result(shape, _var_dtype(meta.dtype, dtype))
-        if name == "std" and not out.scalar:
+        if name.endswith("std") and not out.scalar:
             # np.std takes the square root in place, into the variance array.
             root = np.sqrt.resolve_dtypes((out.dtype, None))[-1]
             if not np.can_cast(root, out.dtype, casting="same_kind"):

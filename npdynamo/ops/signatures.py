@@ -65,6 +65,9 @@ def _register_ufuncs() -> None:
     for ufunc in list(vars(np).values()):
         if isinstance(ufunc, np.ufunc) and ufunc.__name__ in ufunc_ops:
             FUNCTIONS[ufunc] = _ufunc_binder(ufunc_ops[ufunc.__name__], ufunc)
+    # Distinct ufunc objects computing exactly what an op computes (same loops).
+    for ufunc, opname in ((np.degrees, "rad2deg"), (np.radians, "deg2rad")):
+        FUNCTIONS[ufunc] = _ufunc_binder(ufunc_ops[opname], ufunc)
 
 
 _register_ufuncs()
@@ -347,14 +350,32 @@ def _array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, nd
            like=None):
     C.require_default("array", copy=(copy, True), order=(order, "K"), subok=(subok, False),
                       ndmin=(ndmin, 0), ndmax=(ndmax, 0), like=(like, None))
+    stacked = _array_of_arrays("array", object, dtype)
+    if stacked is not None:
+        return stacked
     return C.canon(REGISTRY["array"], [C.operand("array", object)],
                    dtype=C.dtype("array", dtype))
+
+
+def _array_of_arrays(name: str, items, dtype) -> Normalized | None:
+    """``np.array([a, b, ...])`` of graph values (and numbers): ``np.stack`` of the items, which
+    makes the same new array (same shape, same dtype: each item converts on its own first)."""
+    if not isinstance(items, (list, tuple)) or not any(map(C.is_array_value, items)):
+        return None
+    if dtype is not None:
+        raise UnsupportedArguments(f"{name}: dtype= with a list of arrays")
+    if any(isinstance(v, (list, tuple)) for v in items):
+        raise UnsupportedArguments(f"{name}: nested lists holding arrays")
+    return C.canon(REGISTRY["stack"], [tuple(items)])
 
 
 @functions("asarray")
 def _asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     C.require_default("asarray", order=(order, None), copy=(copy, None), like=(like, None))
     check_device("asarray", device)
+    stacked = _array_of_arrays("asarray", a, dtype)
+    if stacked is not None:
+        return stacked
     return C.canon(REGISTRY["asarray"], [C.operand("asarray", a)],
                    dtype=C.dtype("asarray", dtype))
 

@@ -140,19 +140,19 @@ def method_pair_on_stack(x):
 @breaks((2, 1), lambda: (a(3, 3) + 3 * np.eye(3),))
 def linalg_inverse(m):
     m2 = m @ m.T
-    inv = np.linalg.inv(m2)
+    inv = np.linalg.tensorinv(m2, ind=1)
     return inv @ m2
 
 
 @breaks((2, 1), lambda: (a(3, 3),))
 def linalg_norm(m):
-    n = np.linalg.norm(m * 2)
+    n = np.linalg.cond(m * 2)
     return m / n
 
 
 @breaks((1, 1), lambda: (a(3),))
 def sorted_of_array(x):
-    return np.sort(x)[::-1] * 2
+    return np.unique(x)[::-1] * 2
 
 
 # -- data-dependent control flow ------------------------------------------------------------------

@@ -33,7 +33,7 @@ def f_float(x):
 
 
 def f_linalg(x):
-    return np.linalg.inv(x)
+    return np.linalg.tensorinv(x, ind=1)
 
 
 def f_random(x):
@@ -80,7 +80,7 @@ CASES = [
     (f_branch, lambda: (np.ones(3),), "depends on the values in an array", "if x.sum() > 0:"),
     (f_item, lambda: (np.ones(3),), "turns a graph value into a Python value", ".item()"),
     (f_float, lambda: (np.ones(3),), "float() of a graph value", "float(x.max())"),
-    (f_linalg, lambda: (np.eye(3),), "numpy.linalg", "np.linalg.inv(x)"),
+    (f_linalg, lambda: (np.eye(3),), "numpy.linalg", "np.linalg.tensorinv(x, ind=1)"),
     (f_random, lambda: (np.ones(3),), "random", "np.random.rand(3)"),
     (f_explicit_break, lambda: (np.ones(3),), "graph_break", "npdynamo.graph_break()"),
 ]

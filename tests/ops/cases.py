@@ -12,6 +12,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from npdynamo.ops.elementwise import BINARY_UFUNCS, UNARY_UFUNCS
+from tests.ops.cases_breadth import breadth_cases
 from tests.ops.strategies import (
     Case,
     array_case,
@@ -297,6 +298,7 @@ CASES: dict[str, st.SearchStrategy[Case]] = {
     "arange": arange_case(),
     "eye": eye_case(),
     "linspace": linspace_case(),
+    **breadth_cases(),
 }
 
 __all__ = ["CASES", "Case"]

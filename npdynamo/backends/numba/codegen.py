@@ -325,6 +325,8 @@ class _KernelWriter:
                 self._value(node, depth, ph.index)
         for acc in ph.accs:
             src = self._read(acc.red.source, self.g.domain, self._full_map())
+            if acc.red.square:
+                src = f"({src} * {src})"
             target = acc.part if acc.blocked else acc_of[acc.node]
             self.emit(f"{target} = {_fold(acc.red.kind, acc.red.acc_dtype, target, src, True)}",
                       depth)
@@ -371,6 +373,8 @@ class _KernelWriter:
             count = " * ".join(f"n{k}" for k in self.g.reduce_axes) or "1"
             if red.mean:
                 total = f"({total} / {dtype_ctor(acc.total)}({count}))"
+            elif red.root:
+                total = f"np.sqrt({total})"
             elif red.kind == "sum" and acc.total.kind == "f":
                 # -0.0 starts the sum so that all -0.0 sums to -0.0; NumPy's empty sum is +0.0
                 total = f"({total} if {count} != 0 else {literal(0.0, acc.total)})"

@@ -33,7 +33,7 @@ KERNEL_DTYPES = frozenset(
 )
 #: Ops whose values are worth keeping in a buffer rather than recomputing in a later loop.
 EXPENSIVE_OPS = frozenset({"exp", "tanh"})
-REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "any", "all"})
+REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "any", "all", "norm"})
 #: Loop dtypes a symbolic size (a Python int below 2**53 in practice) converts to exactly as
 #: NumPy converts it; narrower integers would need NumPy's range check (OverflowError).
 SIZE_OPERAND_DTYPES = frozenset(np.dtype(t) for t in (np.int64, np.float32, np.float64))
@@ -73,6 +73,8 @@ class Reduction:
     acc_dtype: np.dtype  # the dtype elements are converted to and folded in
     dtype: np.dtype  # the result
     mean: bool = False
+    square: bool = False  # fold x * x instead of x (norm)
+    root: bool = False  # the result is the square root of the fold (norm)
 
 
 # -- dtypes, literals and casts --------------------------------------------------------------
@@ -503,6 +505,8 @@ def lower_reduction(node: Node) -> Reduction:
     if not isinstance(src_meta, ArrayMeta) or src_meta.dtype not in KERNEL_DTYPES:
         raise NotFusible(f"{name}: input dtype not handled by kernels")
     kwargs = dict(node.kwargs)
+    if name == "norm" and src_meta.dtype.kind != "f":
+        raise NotFusible("norm: integer and boolean input runs as a NumPy call")
     axis = kwargs.pop("axis", None)
     keepdims = bool(kwargs.pop("keepdims", False))
     dtype = kwargs.pop("dtype", None)
@@ -515,6 +519,9 @@ def lower_reduction(node: Node) -> Reduction:
         raw = (axis,) if isinstance(axis, int) else tuple(axis)
         axes = tuple(sorted(a % ndim for a in raw)) if ndim else ()
     out = meta.dtype
+    if name == "norm":  # without ord: sqrt of the sum of squares (Frobenius for two axes)
+        return Reduction("sum", Operand(src, src_meta.dtype), axes, keepdims, out, out,
+                         square=True, root=True)
     if name == "mean":
         acc = np.dtype(dtype) if dtype is not None else (
             np.dtype(np.float64) if src_meta.dtype.kind in "biu" else src_meta.dtype)

@@ -1,0 +1,93 @@
+"""VJP rules of ``np.linalg`` solvers and products: norm, det, inv, solve, inner, vdot, and
+round's zero gradient.
+
+``det``/``inv``/``solve`` use the matrix identities (d det = det tr(A^-1 dA), d A^-1 =
+-A^-1 dA A^-1); they hold where the matrix is invertible, where NumPy's result is defined.
+``norm`` without ``ord`` is the 2-norm (Frobenius for two axes): its cotangent is g x / norm,
+zero where the norm is zero (the subgradient JAX picks). Other orders raise ``GradError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from npdynamo.autograd.emitting import is_array, meta
+from npdynamo.autograd.vjp_helpers import Math, expand_reduced, reduced_axes, unbroadcast
+from npdynamo.autograd.vjp_linalg import _tensordot_cts
+from npdynamo.errors import GradError
+
+RULES: dict[str, Callable[..., tuple]] = {}
+
+
+def _t(M: Math, a):
+    return M("swapaxes", a, axis1=-1, axis2=-2)
+
+
+def _norm(emit, g, out, x, *, ord=None, axis=None, keepdims=False):
+    if ord is not None:
+        raise GradError(f"np.linalg.norm with ord={ord!r} has no gradient rule; use ord=None")
+    M = Math(emit)
+    xm = meta(x)
+    axes = reduced_axes(xm, axis)
+    gk = expand_reduced(emit, g, xm, axes)
+    nk = expand_reduced(emit, out, xm, axes)
+    zero = M("equal", nk, 0.0)
+    share = M.div(gk, M.where(zero, 1.0, nk))
+    return (M.where(zero, 0.0, M.mul(M.broadcast_to(share, xm.shape), x)),)
+
+
+def _det(emit, g, out, a):
+    M = Math(emit)
+    scale = M.reshape(M.mul(g, out), meta(out).shape + (1, 1))
+    return (M.mul(scale, _t(M, M("inv", a))),)
+
+
+def _inv(emit, g, out, a):
+    M = Math(emit)
+    inv_t = _t(M, out)
+    return (M.neg(M("matmul", M("matmul", inv_t, g), inv_t)),)
+
+
+def _solve(emit, g, out, a, b):
+    M = Math(emit)
+    am, bm = meta(a), meta(b)
+    vector = bm.ndim == 1
+    if vector:  # solve the cotangent as a one-column matrix: g may carry a's batch axes
+        gm = meta(g)
+        column = M("solve", _t(M, a), M.reshape(g, gm.shape + (1,)))
+        gb = M.reshape(column, gm.shape)
+    else:
+        gb = M("solve", _t(M, a), g)
+    if vector:
+        ct_a = M.neg(M("multiply", M.reshape(gb, meta(gb).shape + (1,)),
+                       M.reshape(out, meta(out).shape[:-1] + (1, meta(out).shape[-1]))))
+    else:
+        ct_a = M.neg(M("matmul", gb, _t(M, out)))
+    return (unbroadcast(emit, ct_a, am) if is_array(a) else None,
+            unbroadcast(emit, gb, bm) if is_array(b) else None)
+
+
+def _inner(emit, g, out, a, b):
+    am, bm = meta(a), meta(b)
+    M = Math(emit)
+    if am.ndim == 0 or bm.ndim == 0:
+        return (unbroadcast(emit, M.mul(g, b), am) if is_array(a) else None,
+                unbroadcast(emit, M.mul(g, a), bm) if is_array(b) else None)
+    return _tensordot_cts(emit, g, a, b, [am.ndim - 1], [bm.ndim - 1])
+
+
+def _vdot(emit, g, out, a, b):
+    M = Math(emit)
+    am, bm = meta(a), meta(b)
+    if am.dtype.kind == "c" or bm.dtype.kind == "c":
+        raise GradError("np.vdot of complex arrays has no gradient rule")
+    return (M.reshape(M.mul(g, M.reshape(b, am.shape)), am.shape) if is_array(a) else None,
+            M.reshape(M.mul(g, M.reshape(a, bm.shape)), bm.shape) if is_array(b) else None)
+
+
+def _round(emit, g, out, a, **kwargs):
+    return (Math(emit).mul(g, 0.0),)
+
+
+RULES.update(norm=_norm, det=_det, inv=_inv, solve=_solve, inner=_inner, vdot=_vdot,
+             round=_round)

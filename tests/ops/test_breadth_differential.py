@@ -1,0 +1,326 @@
+"""Every public name of the breadth families, plain vs compiled with ``fullgraph=True`` (one
+graph, no break): bitwise on the eager backend, at the documented tolerances on numba.
+
+Also: the k-means step of issue 14 is one graph whose ``norm`` the numba backend fuses,
+``supported_functions()`` and the README table agree, and ``empty``/``empty_like`` allocate
+zeros (no uninitialised memory can make results differ).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import npdynamo
+from npdynamo.ops import REGISTRY, ArrayMeta, table
+from tests.backends.compare import assert_close
+from tests.differential import check_same, run_both
+
+rng = np.random.default_rng(7)
+V = rng.standard_normal(6)
+V[2] = np.nan
+W = rng.standard_normal(6)
+M = rng.standard_normal((3, 4))
+S = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+SPD = S @ S.T
+B = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+INTS = np.arange(12).reshape(3, 4) % 5
+K = np.array([2, 0, 1, 1])
+
+# public name -> (function calling it, arguments)
+CASES = {
+    "np.roll": (lambda x: np.roll(x, -1, axis=1) + np.roll(x, 2), (M,)),
+    "np.tril": (lambda x: np.tril(x, -1), (M,)),
+    "np.triu": (lambda x: np.triu(x) * 2, (M,)),
+    "np.sort": (lambda x: np.sort(x, axis=0), (M,)),
+    "np.argsort": (lambda x: np.argsort(x, kind="stable"), (W,)),
+    "ndarray.argsort": (lambda x: x.argsort(axis=0), (M,)),
+    "np.partition": (lambda x: np.partition(x, 2)[2], (W,)),
+    "np.argpartition": (lambda x: x[np.argpartition(x, 1)][1], (W,)),
+    "ndarray.argpartition": (lambda x: x.argpartition(3)[3], (W,)),
+    "np.nan_to_num": (lambda x: np.nan_to_num(x, nan=-1.0), (V,)),
+    "np.take": (lambda x: np.take(x, [0, 2, 2], axis=1), (M,)),
+    "ndarray.take": (lambda x, k: x.take(k), (M, K)),
+    "np.take_along_axis": (lambda x: np.take_along_axis(x, np.argsort(x, axis=1), axis=1),
+                           (M,)),
+    "np.searchsorted": (lambda x, y: np.searchsorted(np.sort(x), y), (W, M)),
+    "ndarray.searchsorted": (lambda x: np.sort(x).searchsorted(0.5, side="right"), (W,)),
+    "np.repeat": (lambda x: np.repeat(x, 2, axis=0), (M,)),
+    "ndarray.repeat": (lambda x: x.repeat([1, 0, 2, 1], axis=1), (M,)),
+    "np.tile": (lambda x: np.tile(x, (2, 1)), (M,)),
+    "np.pad": (lambda x: np.pad(x, ((1, 0), (2, 1))) + np.pad(x, ((1, 0), (1, 2)), mode="edge")
+               + np.pad(x, 1, mode="reflect").sum(), (M,)),
+    "np.diagflat": (lambda x: np.diagflat(x, -1), (M,)),
+    "np.append": (lambda x, y: np.append(x, y) + 1, (M, W)),
+    "np.ediff1d": (lambda x: np.ediff1d(x), (M,)),
+    "np.tri": (lambda x: np.tri(3, 4, 1) * x, (M,)),
+    "np.diagonal": (lambda x: np.diagonal(x, 1), (M,)),
+    "ndarray.diagonal": (lambda x: x.diagonal() * 2, (M,)),
+    "np.trace": (lambda x: np.trace(x, -1), (M,)),
+    "ndarray.trace": (lambda x: x.trace(), (M,)),
+    "np.hstack": (lambda x, y: np.hstack([x, y, x]), (W, W)),
+    "np.vstack": (lambda x, y: np.vstack((x, y)), (W, W)),
+    "np.dstack": (lambda x, y: np.dstack([x, y]), (M, M)),
+    "np.column_stack": (lambda x, y: np.column_stack([x, y]), (W, W)),
+    "np.cumsum": (lambda x: np.cumsum(x, axis=1) + np.cumsum(x).sum(), (M,)),
+    "ndarray.cumsum": (lambda x: x.cumsum(0), (M,)),
+    "np.cumprod": (lambda x: np.cumprod(x, axis=0), (M,)),
+    "ndarray.cumprod": (lambda x: x.cumprod(), (W,)),
+    "np.nancumsum": (lambda x: np.nancumsum(x), (V,)),
+    "np.nancumprod": (lambda x: np.nancumprod(x), (V,)),
+    "np.cumulative_sum": (lambda x: np.cumulative_sum(x, axis=1, include_initial=True), (M,)),
+    "np.cumulative_prod": (lambda x: np.cumulative_prod(x), (W,)),
+    "np.diff": (lambda x: np.diff(x, axis=0) + np.diff(x, 2, prepend=0, append=1)[:2], (M,)),
+    "np.nansum": (lambda x: np.nansum(x), (V,)),
+    "np.nanprod": (lambda x: np.nanprod(x), (V,)),
+    "np.nanmean": (lambda x: np.nanmean(x), (V,)),
+    "np.nanmax": (lambda x: np.nanmax(x), (V,)),
+    "np.nanmin": (lambda x: np.nanmin(x), (V,)),
+    "np.nanvar": (lambda x: np.nanvar(x, ddof=1), (V,)),
+    "np.nanstd": (lambda x: np.nanstd(x), (V,)),
+    "np.nanargmax": (lambda x: np.nanargmax(x), (V,)),
+    "np.nanargmin": (lambda x: np.nanargmin(x), (V,)),
+    "np.median": (lambda x: np.median(x, axis=0), (M,)),
+    "np.nanmedian": (lambda x: np.nanmedian(x), (V,)),
+    "np.percentile": (lambda x: np.percentile(x, [10.0, 90.0], axis=1), (M,)),
+    "np.quantile": (lambda x: np.quantile(x, 0.3), (M,)),
+    "np.nanpercentile": (lambda x: np.nanpercentile(x, 50.0), (V,)),
+    "np.nanquantile": (lambda x: np.nanquantile(x, 0.25), (V,)),
+    "np.count_nonzero": (lambda x: np.count_nonzero(x > 0) + np.count_nonzero(x, axis=0),
+                         (INTS,)),
+    "np.ptp": (lambda x: np.ptp(x, axis=1), (M,)),
+    "np.average": (lambda x: np.average(x, axis=0), (M,)),
+    "np.cov": (lambda x: np.cov(x), (M,)),
+    "np.corrcoef": (lambda x: np.corrcoef(x, rowvar=False), (M,)),
+    "np.linalg.norm": (lambda x: np.linalg.norm(x) + np.linalg.norm(x, 1, axis=0).sum(), (M,)),
+    "np.linalg.vector_norm": (lambda x: np.linalg.vector_norm(x, axis=1), (M,)),
+    "np.linalg.matrix_norm": (lambda x: np.linalg.matrix_norm(x), (B,)),
+    "np.linalg.det": (lambda x: np.linalg.det(x), (B,)),
+    "np.linalg.inv": (lambda x: np.linalg.inv(x), (B,)),
+    "np.linalg.solve": (lambda a, b: np.linalg.solve(a, b[0, :3]) + np.linalg.solve(a, a).sum(),
+                        (S, M)),
+    "np.linalg.cholesky": (lambda x: np.linalg.cholesky(x), (SPD,)),
+    "np.linalg.pinv": (lambda x: np.linalg.pinv(x), (M,)),
+    "np.linalg.eigvalsh": (lambda x: np.linalg.eigvalsh(x), (SPD,)),
+    "np.linalg.svdvals": (lambda x: np.linalg.svdvals(x), (M,)),
+    "np.linalg.matrix_power": (lambda x: np.linalg.matrix_power(x, 3), (S,)),
+    "np.linalg.trace": (lambda x: np.linalg.trace(x), (B,)),
+    "np.linalg.diagonal": (lambda x: np.linalg.diagonal(x, offset=1), (B,)),
+    "np.linalg.cross": (lambda x, y: np.linalg.cross(x, y), (S, SPD)),
+    "np.linalg.matmul": (lambda x, y: np.linalg.matmul(x, y), (S, M)),
+    "np.kron": (lambda x, y: np.kron(x, y), (S, W)),
+    "np.cross": (lambda x, y: np.cross(x, y, axis=0), (S, SPD)),
+    "np.inner": (lambda x, y: np.inner(x, y), (M, M)),
+    "np.vdot": (lambda x, y: np.vdot(x, y), (M, M)),
+    "np.convolve": (lambda x, y: np.convolve(x, y[:3], mode="same"), (W, W)),
+    "np.correlate": (lambda x, y: np.correlate(x, y[:2]), (W, W)),
+    "np.polyval": (lambda x: np.polyval([1.0, -2.0, 0.5], x), (M,)),
+    "np.interp": (lambda x: np.interp(x, [-1.0, 0.0, 2.0], [0.0, 1.0, -1.0]), (M,)),
+    "np.isclose": (lambda x, y: np.isclose(x, y + 1e-9), (W, W)),
+    "np.round": (lambda x: np.round(x, 2), (M,)),
+    "np.around": (lambda x: np.around(x * 100, -1), (M,)),
+    "ndarray.round": (lambda x: x.round(1), (M,)),
+    "np.sinc": (lambda x: np.sinc(x), (M,)),
+    "np.i0": (lambda x: np.i0(x), (M,)),
+    "np.heaviside": (lambda x: np.heaviside(x, 0.5), (M,)),
+    "np.gcd": (lambda x: np.gcd(x, 6), (INTS,)),
+    "np.lcm": (lambda x: np.lcm(x, 4), (INTS,)),
+    "np.nextafter": (lambda x: np.nextafter(x, 0.0), (M,)),
+    "np.degrees": (lambda x: np.degrees(x), (M,)),
+    "np.radians": (lambda x: np.radians(x), (M,)),
+    "np.empty": (lambda x: _filled(np.empty((3, 4)), x), (M,)),
+    "np.empty_like": (lambda x: _filled(np.empty_like(x), x), (M,)),
+}
+
+
+def _filled(buf, x):
+    buf[...] = x * 2  # written before it is read
+    return buf + 1
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_plain_and_compiled_agree(name):
+    fn, args = CASES[name]
+    check_same(fn, *args, compiled=npdynamo.compile(fn, backend="eager", fullgraph=True))
+    compiled = npdynamo.compile(fn, backend="numba", fullgraph=True)
+    for _ in range(2):
+        run = run_both(fn, compiled, args, {})
+        assert run.exc is None
+        assert_close(run.got, run.expected)
+
+
+def test_every_case_is_a_supported_name():
+    assert set(CASES) <= set(table.supported_functions())
+
+
+def test_supported_functions_count_and_order():
+    names = npdynamo.supported_functions()
+    assert names == sorted(set(names)) and len(names) >= 250
+    assert {"np.abs", "np.absolute", "np.linalg.norm", "ndarray.cumsum"} <= set(names)
+
+
+def test_readme_table_is_up_to_date():
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    text = readme.read_text()
+    assert table.updated(text) == text, "run: make readme-table"
+
+
+def test_empty_allocates_zeros_on_every_backend():
+    def read_before_write(x):
+        return np.empty(3) + np.empty_like(x)
+
+    for backend in ("eager", "numba"):
+        out = npdynamo.compile(read_before_write, backend=backend)(np.ones(3))
+        assert np.array_equal(out, np.zeros(3))
+
+
+def kmeans_step(X, means):
+    return np.argmin(np.linalg.norm(X - means[:, None], axis=2), axis=0)
+
+
+def test_kmeans_step_is_one_graph_with_norm_fused():
+    X = rng.standard_normal((500, 2))
+    means = X[:3].copy()
+    check_same(kmeans_step, X, means,
+               compiled=npdynamo.compile(kmeans_step, backend="eager", fullgraph=True))
+    report = npdynamo.explain(kmeans_step, backend="numba")(X, means)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    (numba,) = report.backend_reports
+    assert ("subtract", "norm") in numba.groups, numba
+    np.testing.assert_array_equal(report.result, kmeans_step(X, means))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (1, True), ((0, 1), False), (-1, False)])
+def test_fused_norm_matches_numpy(dtype, axis, keepdims):
+    def f(x):
+        return np.linalg.norm(x * 2, axis=axis, keepdims=keepdims)
+
+    x = (rng.standard_normal((3, 5)) * 4).astype(dtype)
+    compiled = npdynamo.compile(f, backend="numba", fullgraph=True)
+    assert_close(compiled(x), f(x))
+
+
+# -- boolean-mask assignment (x[mask] = v: a static shape, whatever the mask selects) --------
+
+
+def mask_assign(x, m, row):
+    x[x < 0] = 0
+    y = x * 2
+    y[m] = np.float32(7)
+    z = np.ones((3, 4))
+    z[np.array([True, False, True])] = row
+    return y, z
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_boolean_mask_assignment_is_one_graph(backend):
+    x = rng.standard_normal((3, 4))
+    compiled = npdynamo.compile(mask_assign, backend=backend, fullgraph=True)
+    check_same(mask_assign, x, x > 0.5, x[0], compiled=compiled)
+
+
+def test_mask_assignment_whose_fit_depends_on_the_mask_is_a_break():
+    def f(x, m, v):
+        x[m] = v
+        return x
+
+    x = rng.standard_normal((3, 4))
+    report = npdynamo.explain(f)(x.copy(), x > 0, np.ones(int((x > 0).sum())))
+    assert report.graph_break_count == 1
+    assert "depends on how many elements the mask selects" in str(report)
+    check_same(f, x, x > 0, np.ones(int((x > 0).sum())))
+
+
+@pytest.mark.parametrize("full_mask, value_shape", [
+    (True, ()), (True, (1,)), (False, ()), (False, (4,)), (False, (1, 4)), (False, (1,))])
+def test_mask_assignment_vjp_matches_finite_differences(full_mask, value_shape):
+    from tests.autograd.test_vjp_rules import check_rule
+
+    x = rng.standard_normal((3, 4))
+    mask = x > 0.2 if full_mask else np.array([True, False, True])
+    value = rng.standard_normal(value_shape)
+    assert REGISTRY["setitem"].infer(ArrayMeta.of(x), (ArrayMeta.of(mask),),
+                                     ArrayMeta.of(np.asarray(value))) == ArrayMeta.of(x)
+    check_rule("setitem", (x, (mask,), value), {})
+
+
+def test_mask_assignment_rule_errors_match_numpy():
+    x = ArrayMeta((3, 4), np.dtype(np.float64))
+    with pytest.raises(TypeError):  # NumPy: a full-dimension mask takes a 0-d or 1-d value
+        REGISTRY["setitem"].infer(x, (ArrayMeta((3, 4), np.dtype(bool)),),
+                                  ArrayMeta((1, 1), np.dtype(np.float64)))
+    with pytest.raises(IndexError):
+        REGISTRY["setitem"].infer(x, (ArrayMeta((2,), np.dtype(bool)),), 1.0)
+    with pytest.raises(OverflowError):
+        REGISTRY["setitem"].infer(ArrayMeta((3,), np.dtype(np.int8)),
+                                  (ArrayMeta((3,), np.dtype(bool)),), 1000)
+
+
+def test_causal_mask_loss_differentiates_through_compile():
+    def loss(q, k):
+        scores = np.tril(q @ k.T)
+        return np.sum(np.cumsum(scores, axis=1) ** 2) + np.linalg.norm(q)
+
+    q, k = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    got = npdynamo.compile(npdynamo.grad(loss, argnums=(0, 1)), backend="eager")(q, k)
+    want = npdynamo.grad(loss, argnums=(0, 1))(q, k)
+    eps = 1e-6
+    d = rng.standard_normal(q.shape)
+    fd = (loss(q + eps * d, k) - loss(q - eps * d, k)) / (2 * eps)
+    assert abs(np.sum(want[0] * d) - fd) < 1e-5 * max(1.0, abs(fd))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def arrays_of_arrays(a, b):
+    return np.array([a, b * 2, a]), np.asarray([a.sum(), 1.5, b.max()]), np.array((a, 1))
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_np_array_of_a_list_of_arrays_is_one_graph(backend):
+    a, b = np.arange(3.0), np.ones(3, np.float32)
+    compiled = npdynamo.compile(arrays_of_arrays, backend=backend, fullgraph=True)
+    check_same(arrays_of_arrays, a[:1].reshape(()), b[:1].reshape(()), compiled=compiled)
+    compiled = npdynamo.compile(lambda x, y: np.array([x, y]), backend=backend, fullgraph=True)
+    check_same(lambda x, y: np.array([x, y]), a, b, compiled=compiled)
+
+
+def test_np_array_of_mismatched_arrays_raises_numpys_error():
+    def f(a, c):
+        return np.array([a, c])
+
+    check_same(f, np.arange(3.0), np.ones(4))
+
+
+# -- functions returning views: graph breaks until capture tracks writes through their views ---
+
+VIEWS = {
+    "flip": lambda x: np.flip(x, 1),
+    "fliplr": np.fliplr,
+    "flipud": np.flipud,
+    "rot90": lambda x: np.rot90(x, 3),
+    "atleast_1d": np.atleast_1d,
+    "atleast_2d": np.atleast_2d,
+    "atleast_3d": np.atleast_3d,
+    "diag": np.diag,
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_view_returning_functions_break_and_stay_exact(name):
+    view = VIEWS[name]
+
+    def write_through(x):
+        y = view(x)
+        if name != "diag":  # np.diag of a matrix is a read-only view
+            y[...] = y * 2
+        x[0, 0] = 7.0
+        return y + 0
+
+    report = npdynamo.explain(write_through)(M.copy())
+    assert any("np." + name in str(r) or name in str(r) for r in report.break_reasons)
+    check_same(write_through, M)
+    assert f"np.{name}" not in table.supported_functions()
