@@ -16,7 +16,7 @@ import types
 import numpy as np
 
 from npdynamo.autograd.tracer import Tracer
-from npdynamo.capture.dynamic_dims import dynamic_dims
+from npdynamo.capture.dynamic_dims import dynamic_dims, dynamic_scalar
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.frames.disable import is_disabled
 from npdynamo.capture.frames.dispatch import original_function
@@ -41,6 +41,7 @@ from npdynamo.capture.values import (
     ListValue,
     LoopIteratorValue,
     MethodValue,
+    ScalarInputValue,
     SetValue,
     TupleValue,
     UserObjectValue,
@@ -134,10 +135,14 @@ class ValueBuilder:
 
     def guarded_const(self, value: object, source: Source) -> GuardedConst:
         """A constant from outside, guarded by value once the capture reads it (see
-        ``GuardedConst``); the guard names the line that first read it."""
-        return GuardedConst(
-            value, source, lambda: self.ctx.guard(source, GuardKind.CONSTANT, value)
-        )
+        ``GuardedConst``); the guard names the line that first read it. A Python int or float
+        whose value changed across captures is a dynamic scalar (``dynamic_dims``)."""
+        ctx = self.ctx
+        install = lambda: ctx.guard(source, GuardKind.CONSTANT, value)  # noqa: E731
+        if dynamic_scalar(ctx.fn.__code__, source.name(), value, ctx.dynamic):
+            node = ctx.add_scalar_placeholder(value, source)
+            return ScalarInputValue(value, source, install, node)
+        return GuardedConst(value, source, install)
 
     def _wrap_unguarded(self, value: object) -> Value:
         if isinstance(value, types.FunctionType) and not is_trusted_name(value):

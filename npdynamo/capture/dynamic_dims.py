@@ -33,6 +33,10 @@ from npdynamo.errors import InvalidArgument, user_location
 _SEEN: dict[tuple[types.CodeType, str], tuple[int, ...]] = {}
 #: (code, input source name) -> the dimensions found to change, symbolic from then on
 _DYNAMIC: dict[tuple[types.CodeType, str], frozenset[int]] = {}
+#: (code, source name) -> the first value a capture saw there, for Python ints and floats
+_SEEN_SCALARS: dict[tuple[types.CodeType, str], object] = {}
+#: (code, source name) of the Python numbers that are graph inputs from now on
+_DYNAMIC_SCALARS: set[tuple[types.CodeType, str]] = set()
 #: id(array) -> (weak reference, dims marked dynamic, dims marked static)
 _MARKS: dict[int, tuple[weakref.ref, set[int], set[int]]] = {}
 
@@ -62,6 +66,31 @@ def dynamic_dims(
     if marks is not None:
         wanted = (wanted | marks[1]) - marks[2]
     return frozenset(d for d in wanted if d < len(shape) and shape[d] >= 2)
+
+
+def dynamic_scalar(
+    code: types.CodeType, source_name: str, value: object, mode: bool | None
+) -> bool:
+    """Whether a Python int or float read from ``source_name`` is a graph input (a dynamic
+    scalar) rather than a constant: with ``dynamic=True`` always; by default once a capture of
+    ``code`` saw another value there (a learning rate from a schedule, a step counter)."""
+    if type(value) not in (int, float) or mode is False:
+        return False
+    if mode is True:
+        return True
+    if not config.automatic_dynamic_shapes:
+        return False
+    key = (code, source_name)
+    if key in _DYNAMIC_SCALARS:
+        return True
+    seen = _SEEN_SCALARS.setdefault(key, value)
+    if type(seen) is type(value) and seen != value:
+        logs.get_logger("dynamic").info(
+            "%s: %s changed value (%r -> %r): a graph input from now on",
+            code.co_qualname, source_name, seen, value)
+        _DYNAMIC_SCALARS.add(key)
+        return True
+    return False
 
 
 def _marks_of(array: np.ndarray):
@@ -109,6 +138,8 @@ def forget() -> None:
     """Drop what automatic dynamic shapes learnt (``npdynamo.reset()``)."""
     _SEEN.clear()
     _DYNAMIC.clear()
+    _SEEN_SCALARS.clear()
+    _DYNAMIC_SCALARS.clear()
 
 
 on_reset(forget)

@@ -27,6 +27,7 @@ from npdynamo.capture.values import (
     ListValue,
     MethodValue,
     NullValue,
+    ScalarInputValue,
     SetValue,
     TupleValue,
     UserObjectValue,
@@ -150,6 +151,8 @@ class ValueRebuilder:
         return f"out[{self.index[node]}]"
 
     def _expr(self, value: Value) -> str:
+        if isinstance(value, ScalarInputValue) and value.source is None:
+            return self.graph_value(value)  # a Python number the graph computed (step + 1)
         if isinstance(value, ArrayValue):
             # an array from outside stays that object (written back first if it was changed)
             if value.source is not None:

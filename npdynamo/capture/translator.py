@@ -40,11 +40,12 @@ from npdynamo.capture.values import (
     Const,
     ExternalCell,
     FunctionValue,
+    ScalarInputValue,
     Value,
     map_values,
 )
 from npdynamo.fx import Graph
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.shape_guards import shape_guards
 from npdynamo.ops.symbolic import FactRecorder, SymbolTable, SymInt, compare, hint_of
 
@@ -157,6 +158,14 @@ class CaptureContext:
         self.placeholders.append((node, source))
         return node
 
+    def add_scalar_placeholder(self, value, source) -> object:
+        """A graph input for a dynamic scalar: a weak Python int or float of unknown value."""
+        node = self.graph.placeholder(_identifier(source.short()))
+        node.meta["val"] = ScalarMeta(type(value))
+        node.meta["source_name"] = source.name()
+        self.placeholders.append((node, source))
+        return node
+
     def concrete(self, size):
         """``size`` as a Python int: a symbolic size read by Python code is specialised (the
         fact ``size == its value now`` becomes a guard), since Python code may do anything with
@@ -175,7 +184,8 @@ class CaptureContext:
         """Add the guards on symbolic sizes (from the placeholders and the recorded facts),
         then generate the guard function."""
         metas = [node.meta.get("val") for node, _source in self.placeholders]
-        if any(isinstance(m, ArrayMeta) and any(isinstance(d, SymInt) for d in m.shape)
+        if any(isinstance(m, ScalarMeta) or (
+                isinstance(m, ArrayMeta) and any(isinstance(d, SymInt) for d in m.shape))
                for m in metas):
             sources = tuple(source for _node, source in self.placeholders)
             sizes = shape_guards(metas, self.facts.facts, [s.short() for s in sources])
@@ -219,11 +229,14 @@ def _identifier(text: str) -> str:
 
 
 def _to_node_args(obj):
-    return map_values(obj, lambda v: v.node if isinstance(v, ArrayValue) else v)
+    return map_values(
+        obj, lambda v: v.node if isinstance(v, (ArrayValue, ScalarInputValue)) else v)
 
 
 def _to_meta_args(obj):
-    return map_values(obj, lambda v: v.meta if isinstance(v, ArrayValue) else v)
+    return map_values(obj, lambda v: (
+        v.meta if isinstance(v, ArrayValue)
+        else v.node.meta["val"] if isinstance(v, ScalarInputValue) else v))
 
 
 class Frame:

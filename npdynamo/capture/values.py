@@ -401,3 +401,14 @@ class GuardedConst(Const):
 
     def kind(self) -> str:
         return type(self._value).__name__  # naming the type relies on nothing: no guard
+
+
+class ScalarInputValue(GuardedConst):
+    """A Python int or float from outside that is a graph input (a *dynamic scalar*, see
+    ``dynamic_dims``): an operator between it and an array records ``node`` as a weak-scalar
+    operand, so a new value needs no new capture. Every other use reads ``value``, which
+    specialises it exactly as a ``GuardedConst``: Python code may do anything with a number."""
+
+    def __init__(self, value: object, source: Source, install_guard, node) -> None:
+        super().__init__(value, source, install_guard)
+        self.node = node

@@ -13,6 +13,7 @@ from npdynamo.ops import (
     indexing,
     linalg,
     numeric,
+    python_scalars,
     reductions,
     reorder,
     scans,
@@ -54,5 +55,5 @@ __all__ = [
     *REGISTRY,
 ]
 
-del (creation, elementwise, indexing, linalg, numeric, reductions, reorder, scans, selection,
-     shape_ops, solvers, statistics)
+del (creation, elementwise, indexing, linalg, numeric, python_scalars, reductions, reorder,
+     scans, selection, shape_ops, solvers, statistics)

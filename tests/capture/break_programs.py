@@ -183,7 +183,7 @@ def elif_chain(x):
     return r
 
 
-@breaks((5, 5), lambda: (np.array([8.0, 4.0]),))
+@breaks((3, 3), lambda: (np.array([8.0, 4.0]),))
 def while_converge(x):
     err = np.abs(x).max()
     steps = 0
@@ -221,7 +221,7 @@ def early_return_on_data(x):
 
 
 # -- loops --------------------------------------------------------------------------------------
-@breaks((8, 8), lambda: (a(3),))
+@breaks((5, 5), lambda: (a(3),))
 def print_in_loop(x):
     for i in range(5):
         x = x * 2

@@ -35,6 +35,8 @@ def scaled_closure_maker(offset):
 
 
 def test_past_the_limit_the_front_runs_the_users_code(monkeypatch):
+    # numbers that change must recompile here: no dynamic scalars
+    monkeypatch.setattr(config, "automatic_dynamic_shapes", False)
     monkeypatch.setattr(config, "cache_size_limit", 3)
     backend = CountingBackend()
     compiled = npdynamo.compile(scaled, backend=backend)
@@ -87,6 +89,8 @@ def region_step(x, n):
 
 
 def test_region_hooked_function_past_the_limit_gets_its_code_back(monkeypatch):
+    # numbers that change must recompile here: no dynamic scalars
+    monkeypatch.setattr(config, "automatic_dynamic_shapes", False)
     monkeypatch.setattr(config, "cache_size_limit", 2)
     code = region_step.__code__
     x = np.ones(3)
@@ -196,6 +200,8 @@ def counter_in_arithmetic_after_a_break(x):
 
 
 def test_a_resume_point_past_the_limit_runs_python_for_good(monkeypatch):
+    # numbers that change must recompile here: no dynamic scalars
+    monkeypatch.setattr(config, "automatic_dynamic_shapes", False)
     monkeypatch.setattr(config, "cache_size_limit", 4)
     backend = CountingBackend()
     compiled = npdynamo.compile(counter_in_arithmetic_after_a_break, backend=backend)

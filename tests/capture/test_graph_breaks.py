@@ -57,8 +57,8 @@ def test_loop_body_stays_compiled_around_the_break():
         compiled(np.ones(3))
         graphs_two_calls = backend.count
         compiled(np.ones(3))
-    # the counter ``i`` is used in arithmetic: one entry per value of it (and the loop's first
-    # resume, unrolled once, is replaced after the loop comes back); a third call compiles nothing
+    # the counter ``i`` is used in arithmetic: from its second value on it is a graph input (a
+    # dynamic scalar), so the resume point keeps one entry; a third call compiles nothing
     assert backend.count == graphs_two_calls
     names = {tuple(backend.op_names(i)) for i in range(backend.count)}
     assert names == {("multiply",), ("add",), ("add", "multiply")}

@@ -258,7 +258,22 @@ def linspace_case(draw):
     )
 
 
+_PY_NUMBERS = st.one_of(st.integers(-(2**70), 2**70), st.floats(allow_nan=True))
+
+
+@st.composite
+def python_number_case(draw, divides: bool):
+    """Two Python numbers; a divisor is never zero (Python raises ZeroDivisionError when the
+    graph runs, which the rule cannot know)."""
+    a = draw(_PY_NUMBERS)
+    b = draw(_PY_NUMBERS.filter(lambda v: v != 0) if divides else _PY_NUMBERS)
+    return Case((a, b), {})
+
+
 CASES: dict[str, st.SearchStrategy[Case]] = {
+    **{name: python_number_case(name in ("py_true_divide", "py_floor_divide", "py_remainder"))
+       for name in ("py_add", "py_subtract", "py_multiply", "py_true_divide", "py_floor_divide",
+                    "py_remainder")},
     **{name: ufunc_case(name, 1) for name in UNARY_UFUNCS},
     **{name: ufunc_case(name, 2) for name in BINARY_UFUNCS},
     "where": where_case(),

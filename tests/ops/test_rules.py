@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from npdynamo.ops import REGISTRY, ArrayMeta, UnsupportedArguments
+from npdynamo.ops.meta import ScalarMeta
 from tests.ops.cases import CASES, Case
 
 # NPDYNAMO_TEST_STRESS=20 multiplies the examples for a long hunt; CI runs the default.
@@ -52,6 +53,8 @@ def to_metas(value: object) -> object:
 def meta_of(result: object) -> object:
     if isinstance(result, tuple):
         return tuple(ArrayMeta.of(r) for r in result)
+    if type(result) in (int, float):  # the Python-number ops (ops/python_scalars.py)
+        return ScalarMeta(type(result))
     return ArrayMeta.of(result)
 
 

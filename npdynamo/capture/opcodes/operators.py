@@ -30,12 +30,15 @@ from npdynamo.capture.values import (
     Const,
     DictValue,
     DictViewValue,
+    GuardedConst,
     ListValue,
+    ScalarInputValue,
     SetValue,
     TupleValue,
     UserObjectValue,
     Value,
 )
+from npdynamo.ops.python_scalars import PYTHON_NUMBER_OPS
 
 # -- operators -------------------------------------------------------------------------------
 BINARY_SYMBOLS = {
@@ -97,12 +100,16 @@ def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
         fast = fast_scalar_power(left, right) if symbol == "**" else None
         if fast is not None:
             return op_call(frame, ops.REGISTRY[fast], (raw(left),), {})
-        return op_call(frame, ops.BINARY_OPERATORS[symbol], (raw(left), raw(right)), {})
+        return op_call(frame, ops.BINARY_OPERATORS[symbol],
+                       (array_operand(frame, left), array_operand(frame, right)), {})
     if isinstance(left, UserObjectValue) or isinstance(right, UserObjectValue):
         return user_binary_op(frame, symbol, left, right)
     if isinstance(left, (DictViewValue, SetValue)) or isinstance(right, (DictViewValue, SetValue)):
         return _set_like_op(frame, symbol, left, right)
     if isinstance(left, Const) and isinstance(right, Const):
+        dynamic = python_number_op(frame, symbol, left, right)
+        if dynamic is not None:
+            return dynamic
         if not (plain_builtin(left.value) and plain_builtin(right.value)):
             raise frame.unsupported(
                 f"the operator {symbol} on a {type(left.value).__qualname__} and a "
@@ -113,6 +120,41 @@ def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
         except Exception as exc:
             raise UserCodeRaises(exc) from exc
     return _sequence_op(frame, symbol, left, right)
+
+
+def array_operand(frame, value: Value):
+    """An operand of an operator with an array: a dynamic scalar stays a graph input (outside
+    differentiated code, whose VJPs take constants), anything else its plain value."""
+    if isinstance(value, ScalarInputValue) and not frame.ctx.differentiating:
+        return value
+    return raw(value)
+
+
+def python_number_op(frame, symbol: str, left: Const, right: Const) -> Value | None:
+    """``lr * 0.5`` or ``step + 1`` where one side is a dynamic scalar: a graph op on Python
+    numbers (``ops.python_scalars``), whose result is a dynamic scalar too. None (the caller
+    reads the values, specialising them) for other operators, operand types or errors."""
+    op = PYTHON_NUMBER_OPS.get(symbol)
+    dynamic = [side for side in (left, right) if isinstance(side, ScalarInputValue)]
+    if op is None or not dynamic or frame.ctx.differentiating:
+        return None
+    # the values seen now, read without installing their guards
+    values = [side._value if isinstance(side, GuardedConst) else side.value
+              for side in (left, right)]
+    if not all(type(v) in (int, float) for v in values):
+        return None
+    try:
+        value = PY_OPERATORS[symbol](*values)
+    except Exception:
+        return None  # Python raises here: the caller reads the values and raises the same
+    operands = tuple(s if isinstance(s, ScalarInputValue) else s.value for s in (left, right))
+    node = frame.ctx.call_op(op, operands, {}).node
+
+    def specialise() -> None:  # reading the result relies on the operands' values
+        for side in dynamic:
+            side.value  # noqa: B018 - installs its guard
+
+    return ScalarInputValue(value, None, specialise, node)
 
 
 def fast_scalar_power(base: Value, exponent: Value) -> str | None:

@@ -1,0 +1,125 @@
+"""Dynamic scalars, plain vs compiled: a Python number whose value changes across calls becomes
+a graph input (NEP 50 weak-scalar promotion kept exactly), Python arithmetic on it stays Python
+arithmetic, and every other use specialises it."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import npdynamo
+from tests.capture.test_dynamic_shapes import NumbaCounting
+from tests.differential import CountingBackend, check_same
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    npdynamo.reset()
+    yield
+    npdynamo.reset()
+
+
+def sgd(params, grads, lr):
+    for k in params:
+        params[k] -= lr * grads[k]
+    return params["w"].sum()
+
+
+def _sgd_args(i, dtype=np.float32):
+    params = {"w": np.linspace(-1, 1, 5).astype(dtype), "b": np.zeros(2, dtype)}
+    grads = {"w": np.full(5, 0.5, dtype), "b": np.ones(2, dtype)}
+    return params, grads, 0.1 * 0.9**i
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_learning_rate_from_a_schedule_is_two_captures(dtype):
+    backend = CountingBackend()
+    compiled = npdynamo.compile(sgd, backend=backend)
+    for i in range(20):  # results, dtypes (float32 stays float32) and parameters bitwise
+        check_same(sgd, *_sgd_args(i, dtype), compiled=compiled, calls=1)
+    assert backend.count == 2
+
+
+def test_learning_rate_on_numba():
+    backend = NumbaCounting()
+    compiled = npdynamo.compile(sgd, backend=backend)
+    for i in range(10):
+        p1, g, lr = _sgd_args(i)
+        p2 = {k: v.copy() for k, v in p1.items()}
+        np.testing.assert_allclose(compiled(p2, g, lr), sgd(p1, g, lr), rtol=1e-6)
+        for k in p1:
+            assert p2[k].dtype == p1[k].dtype
+            np.testing.assert_allclose(p2[k], p1[k], rtol=1e-6)
+    assert backend.count == 2
+
+
+class Model:
+    def __init__(self, step):
+        self.step = step
+        self.w = np.ones(3)
+
+
+def train(model, x):
+    model.w = model.w - 0.01 * model.step * x  # Python arithmetic, then an array operation
+    model.step += 1
+    return model.w
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_step_counter_attribute_is_two_captures(backend):
+    counting = CountingBackend() if backend == "eager" else NumbaCounting()
+    compiled = npdynamo.compile(train, backend=counting)
+    for step in range(12):
+        model, twin = Model(step), Model(step)
+        expected, got = train(model, np.arange(3.0)), compiled(twin, np.arange(3.0))
+        assert type(twin.step) is int and twin.step == model.step
+        if backend == "eager":
+            assert np.array_equal(got, expected)
+        else:
+            np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert counting.count == 2
+
+
+def add_offset(x, k):
+    return x + k  # int8 array + Python int: int8, and NumPy refuses an int that does not fit
+
+
+def test_int_scalar_keeps_the_arrays_dtype_and_numpys_overflow_error():
+    compiled = npdynamo.compile(add_offset)
+    x = np.arange(4, dtype=np.int8)
+    for k in (1, 2, 100, 5):
+        check_same(add_offset, x, k, compiled=compiled, calls=1)
+    check_same(add_offset, x, 300, compiled=compiled, calls=1)  # OverflowError, as NumPy
+
+
+def inverse_distance(x, step):
+    return x * (1.0 / (step - 3))
+
+
+def test_division_by_zero_in_python_arithmetic_raises_as_python_does():
+    compiled = npdynamo.compile(inverse_distance)
+    for step in (0, 1, 2, 3, 4):  # step 3: ZeroDivisionError from the graph's Python division
+        check_same(inverse_distance, np.ones(2), step, compiled=compiled, calls=1)
+
+
+def repeat_rows(x, n):
+    out = x
+    for _ in range(n):  # a dynamic int used by Python: specialised, still right
+        out = out + x
+    return out
+
+
+def test_python_uses_of_a_dynamic_scalar_specialise_it():
+    compiled = npdynamo.compile(repeat_rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in range(1, 6):
+            check_same(repeat_rows, np.ones(2), n, compiled=compiled, calls=1)
+
+
+def test_dynamic_false_keeps_numbers_constant():
+    backend = CountingBackend()
+    compiled = npdynamo.compile(sgd, backend=backend, dynamic=False)
+    for i in range(4):
+        check_same(sgd, *_sgd_args(i), compiled=compiled, calls=1)
+    assert backend.count == 4
