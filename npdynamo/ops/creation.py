@@ -13,7 +13,6 @@ import numpy as np
 
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.registry import REQUIRED, Op, UnsupportedArguments, register
-from npdynamo.ops.symbolic import SymInt, floordiv, sym_max
 from npdynamo.ops.rules import (
     assignment_shape_check,
     check_python_int,
@@ -22,6 +21,7 @@ from npdynamo.ops.rules import (
     operand,
     to_meta,
 )
+from npdynamo.ops.symbolic import SymInt, floordiv, sym_max
 
 _FLOAT64 = np.dtype(np.float64)
 _MAX_BYTES = 2**63 - 1
