@@ -13,6 +13,7 @@ from typing import Any
 from npdynamo.autograd.emitting import Emit, meta
 from npdynamo.ops import REGISTRY, ArrayMeta
 from npdynamo.ops.rules import normalize_axes, product
+from npdynamo.ops.symbolic_code import is_one, same_shape
 
 OPS = REGISTRY
 
@@ -51,12 +52,12 @@ class Math:
         return self("where", cond, a, b)
 
     def reshape(self, a: Any, shape: tuple[int, ...]) -> Any:
-        if meta(a).shape == tuple(shape):
+        if same_shape(meta(a).shape, tuple(shape)):
             return a
         return self("reshape", a, shape=tuple(shape))
 
     def broadcast_to(self, a: Any, shape: tuple[int, ...]) -> Any:
-        if meta(a).shape == tuple(shape):
+        if same_shape(meta(a).shape, tuple(shape)):
             return a
         return self("broadcast_to", a, shape=tuple(shape))
 
@@ -70,18 +71,21 @@ class Math:
 
 
 def unbroadcast(emit: Emit, ct: Any, target: ArrayMeta) -> Any:
-    """``ct`` summed over the axes NumPy broadcast ``target`` along, reshaped to its shape."""
+    """``ct`` summed over the axes NumPy broadcast ``target`` along, reshaped to its shape.
+
+    Shapes compare structurally (symbolic sizes: a symbol is never 1; two different
+    expressions get a reshape, a no-op where the guards make them equal)."""
     shape = meta(ct).shape
-    if shape == target.shape:
+    if same_shape(shape, target.shape):
         return ct
     lead = len(shape) - len(target.shape)
     axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(target.shape) if d == 1 and shape[lead + i] != 1
+        lead + i for i, d in enumerate(target.shape) if is_one(d) and not is_one(shape[lead + i])
     )
     if axes:
         ct = emit(OPS["sum"], ct, axis=axes)
         shape = tuple(d for i, d in enumerate(shape) if i not in axes)
-    if shape != target.shape:
+    if not same_shape(shape, target.shape):
         ct = emit(OPS["reshape"], ct, shape=target.shape)
     return ct
 
