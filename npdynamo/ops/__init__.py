@@ -9,7 +9,7 @@ canonical ``(op, args, kwargs)`` triples.
 
 from npdynamo.ops import creation, elementwise, indexing, linalg, reductions, shape_ops
 from npdynamo.ops.elementwise import infer_inplace
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.normalize import (
     BINARY_OPERATORS,
     INPLACE_OPERATORS,
@@ -31,6 +31,7 @@ __all__ = [
     "Op",
     "REGISTRY",
     "REQUIRED",
+    "ScalarMeta",
     "UNARY_OPERATORS",
     "UnsupportedArguments",
     "infer_inplace",

@@ -56,7 +56,7 @@ class ArrayMeta:
         return sym_product(self.shape)
 
     @property
-    def nbytes(self) -> int:
+    def nbytes(self) -> int | SymInt:
         return self.size * self.dtype.itemsize
 
     @classmethod
