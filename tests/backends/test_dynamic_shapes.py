@@ -166,3 +166,27 @@ def test_gradients_through_a_symbolic_graph(backend):
         assert_close(value, plain(xs, ws))
         assert_close(gx, want_gx, rtol=1e-12)
         assert_close(gw, want_gw, rtol=1e-12)
+
+
+def test_dynamic_float_too_large_for_float32_warns_as_numpy():
+    s0 = SymbolTable().new(4)
+    g = fx.Graph()
+    x = g.placeholder("x", ArrayMeta((s0,), np.float32))
+    lr = g.placeholder("lr", ScalarMeta(float))
+    g.output(g.call_function(ops.exp, (g.call_function(ops.multiply, (lr, x)),)))
+    fn, _ = compile_graph(g, (np.ones(4, np.float32), 0.5), "numba")
+    assert "multiply" in fn.npdynamo_report.groups[0]  # fused, lr passed to the kernel
+    xs = np.ones(5, np.float32)
+    for v in (1e300, -3.4028235677973366e38):
+        with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
+            got = fn(xs, v)[0]
+        with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
+            want = np.exp(v * xs)
+        assert_close(got, want)
+    for v in (float(np.nextafter(3.4028235677973366e38, 0)), float("inf"), float("nan"), 2.0):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            got = fn(xs, v)[0]
+        assert not any("cast" in str(w.message) for w in seen)
+        with np.errstate(over="ignore"):
+            assert_close(got, np.exp(v * xs))
