@@ -7,7 +7,15 @@ autograd flags; ``REGISTRY`` maps names to ops. ``normalize_call``/``normalize_m
 canonical ``(op, args, kwargs)`` triples.
 """
 
-from npdynamo.ops import creation, elementwise, indexing, linalg, reductions, shape_ops
+from npdynamo.ops import (
+    creation,
+    elementwise,
+    indexing,
+    linalg,
+    reductions,
+    scalar_ops,
+    shape_ops,
+)
 from npdynamo.ops.elementwise import infer_inplace
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.normalize import (
@@ -42,4 +50,4 @@ __all__ = [
     *REGISTRY,
 ]
 
-del creation, elementwise, indexing, linalg, reductions, shape_ops
+del creation, elementwise, indexing, linalg, reductions, scalar_ops, shape_ops

@@ -12,6 +12,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from npdynamo.ops.elementwise import BINARY_UFUNCS, UNARY_UFUNCS
+from npdynamo.ops.scalar_ops import BINARY, UNARY
 from tests.ops.strategies import (
     Case,
     array_case,
@@ -257,6 +258,17 @@ def linspace_case(draw):
     )
 
 
+# -- Python arithmetic on scalars --------------------------------------------------------------
+
+_PY_NUMBERS = st.one_of(st.booleans(), st.integers(-5, 5), st.floats(-5, 5),
+                        st.complex_numbers(max_magnitude=5))
+
+
+def python_scalar_case(nargs: int) -> st.SearchStrategy[Case]:
+    # int ** negative int and float ** fraction have value-dependent types: the rule may refuse
+    return st.tuples(*[_PY_NUMBERS] * nargs).map(lambda a: Case(a, unsupported_ok=True))
+
+
 CASES: dict[str, st.SearchStrategy[Case]] = {
     **{name: ufunc_case(name, 1) for name in UNARY_UFUNCS},
     **{name: ufunc_case(name, 2) for name in BINARY_UFUNCS},
@@ -297,6 +309,8 @@ CASES: dict[str, st.SearchStrategy[Case]] = {
     "arange": arange_case(),
     "eye": eye_case(),
     "linspace": linspace_case(),
+    **{name: python_scalar_case(2) for name in BINARY},
+    **{name: python_scalar_case(1) for name in UNARY},
 }
 
 __all__ = ["CASES", "Case"]

@@ -10,11 +10,13 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npdynamo import fx, ops
 from npdynamo.fx.passes import propagate_shapes
+from npdynamo.ops import scalar_ops
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import SymbolTable
 
@@ -102,3 +104,73 @@ def test_scalar_meta_where_numpy_converts_strongly():
                            ScalarMeta(float))
     assert meta.dtype == np.result_type(np.float32, 0.5)
     assert ops.full.infer(ScalarMeta(int), shape=(2,), dtype=None).dtype == np.full(2, 7).dtype
+
+
+# -- Python arithmetic on dynamic scalars ----------------------------------------------------
+
+PY_VALUES = {
+    bool: st.booleans(),
+    int: st.integers(-10, 10),
+    float: st.floats(-10, 10, allow_nan=False),
+    complex: st.complex_numbers(max_magnitude=10),
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(scalar_ops.BINARY)), st.sampled_from([int, float, complex]),
+       st.sampled_from([bool, int, float, complex]), st.booleans(), st.data())
+def test_python_arithmetic_on_dynamic_scalars(name, kind, other_kind, dynamic_first, data):
+    """The op's rule gives Python's result type for every value, or refuses; the graph gives
+    Python's value and raises Python's exception."""
+    op = ops.REGISTRY[name]
+    fn = scalar_ops.BINARY[name]
+    const = data.draw(PY_VALUES[other_kind])
+    g = fx.Graph()
+    s = g.placeholder("s", ScalarMeta(kind))
+    g.output(g.call_function(op, (s, const) if dynamic_first else (const, s)))
+    _, rule_error = outcome(lambda: propagate_shapes(g, [ScalarMeta(kind)]))
+    gm = fx.GraphModule(g) if rule_error is None else None
+    for _ in range(3):
+        value = data.draw(PY_VALUES[kind])
+        pair = (value, const) if dynamic_first else (const, value)
+        want, error = outcome(lambda p=pair: fn(*p))
+        if rule_error is not None:
+            assert rule_error is not TypeError or error is TypeError
+            continue
+        if error is None:
+            assert g.output_node.meta["val"][0] == ScalarMeta(type(want))
+        got, got_error = outcome(lambda v=value: gm(v)[0])
+        assert got_error is error
+        if error is None:
+            assert type(got) is type(want) and (got == want or got != got)
+
+
+def schedule_graph():
+    """``x * (lr * 0.5 ** step / x.shape[0])`` and ``step + 1``: a schedule in one graph."""
+    s0 = SymbolTable().new(4)
+    g = fx.Graph()
+    x = g.placeholder("x", ArrayMeta((s0,), np.float32))
+    lr = g.placeholder("lr", ScalarMeta(float))
+    step = g.placeholder("step", ScalarMeta(int))
+    decay = g.call_function(ops.py_pow, (0.5, step))  # 0.5 ** step is a float for any step
+    rate = g.call_function(ops.py_truediv, (g.call_function(ops.py_mul, (lr, decay)), s0))
+    g.output((g.call_function(ops.multiply, (x, rate)), g.call_function(ops.py_add, (step, 1))))
+    return g
+
+
+def test_python_arithmetic_with_sizes_and_a_training_schedule():
+    g = schedule_graph()
+    propagate_shapes(g, [p.meta["val"] for p in g.placeholders])
+    assert [str(v) for v in g.output_node.meta["val"]] == ["float32[s0]", "weak int"]
+    gm = fx.GraphModule(g)
+    for n, step_value in ((3, 0), (10, 7)):
+        xs = np.arange(n, dtype=np.float32)
+        out, nxt = gm(xs, 0.1, step_value)
+        want = xs * (0.1 * 0.5 ** step_value / n)
+        assert out.dtype == np.float32 and np.array_equal(out, want)
+        assert type(nxt) is int and nxt == step_value + 1
+    g2 = fx.Graph()
+    k = g2.placeholder("k", ScalarMeta(int))
+    g2.output(g2.call_function(ops.py_pow, (2, k)))  # int or float depending on k's sign
+    with pytest.raises(ops.UnsupportedArguments):
+        propagate_shapes(g2, [ScalarMeta(int)])

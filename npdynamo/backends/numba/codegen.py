@@ -77,8 +77,6 @@ class KernelSource:
     args: list[KernelArg]
     parallel: bool
     fn_name: str = "kernel"
-    #: dynamic float inputs the kernel narrows to float32 (NumPy warns when one overflows)
-    narrowed: list[Node] = field(default_factory=list)
 
 
 @dataclass
@@ -169,7 +167,6 @@ class _KernelWriter:
         # structurally identical groups (a loop body unrolled N times) give the same source:
         # one module, one numba compile, reused by all of them.
         self.local = {node: i for i, node in enumerate(group.nodes)}
-        self.narrowed: list[Node] = []
 
     def v(self, node: Node) -> str:
         return f"v{self.local[node]}"
@@ -281,8 +278,6 @@ class _KernelWriter:
             # a dynamic Python float: numba receives it as a float64 scalar, converted to the
             # loop's dtype as NumPy converts a weak scalar
             expr, src = self._param(value, "input"), np.dtype(np.float64)
-            if operand.dtype == np.float32 and value not in self.narrowed:
-                self.narrowed.append(value)
         elif isinstance(value, (Node, np.ndarray)):
             kind = "input" if isinstance(value, Node) else "const"
             meta = _meta(value) if kind == "input" else ArrayMeta(value.shape, value.dtype)
@@ -474,7 +469,7 @@ class _KernelWriter:
         lines = [f"@njit({flags})", f"def kernel({params}):", *extents, *self.lines]
         summary = ", ".join(self.g.op_names)
         source = _HEADER.format(summary=summary) + "\n".join(lines) + "\n"
-        return KernelSource(self.g, source, self.args, self.parallel, narrowed=self.narrowed)
+        return KernelSource(self.g, source, self.args, self.parallel)
 
 
 def generate_kernel(group: FusionGroup, parallel: bool) -> KernelSource:

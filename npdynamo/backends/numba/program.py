@@ -92,10 +92,6 @@ class _Namespace:
         return self.bind(a, "const")
 
 
-#: The smallest magnitude of a float64 that rounds to inf as a float32: NumPy warns ("overflow
-#: encountered in cast") when a weak Python float that large meets float32 data.
-F32_OVERFLOW = (2 - 2**-24) * 2**127
-
 #: Outputs at least this large reuse a buffer of an earlier call that nobody references any more.
 REUSE_MIN_BYTES = 1 << 20
 _SLOT_SIZE = 3
@@ -168,7 +164,6 @@ class Program:
         out = graph.output_node.args[0] if graph.output_node.args else ()
         out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
         dead_after = _last_uses(partition.steps, graph)
-        narrowed = {n.name: None for ks, *_ in kernels.values() for n in ks.narrowed}
         for i, step in enumerate(partition.steps):
             if isinstance(step, FusionGroup):
                 self._kernel_call(step, kernels[step], ns, body)
@@ -182,8 +177,7 @@ class Program:
         ns.values.update(_fell_back=False, _eager=eager, _fallback=self._fallback,
                          _empty=np.empty, _take=take_buffer, _errstate=errstate.current,
                          _default_errstate=errstate.DEFAULT,
-                         _kernels_may_run=errstate.kernels_may_run,
-                         _f32_overflow=F32_OVERFLOW, _inf=math.inf)
+                         _kernels_may_run=errstate.kernels_may_run)
         arglist = ", ".join(params)
         call = f"({arglist},)" if len(params) == 1 else f"({arglist})"
         lines = [
@@ -192,9 +186,6 @@ class Program:
             "    if _fell_back or (_errstate() is not _default_errstate"
             " and not _kernels_may_run()):",
             f"        return _eager({arglist})",
-            # a dynamic float too large for float32: NumPy's cast warns, the kernel would not
-            *(f"    if _f32_overflow <= abs({name}) < _inf:\n        return _eager({arglist})"
-              for name in narrowed),
             *("    " + line for line in sizes),
             *("    " + line.replace("$ARGS", call) for line in body),
             f"    return {ns.render(out)}",
