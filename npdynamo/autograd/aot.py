@@ -50,16 +50,17 @@ class CompiledPair:
 class GraphEntry:
     """The tape entry of one call of a compiled graph."""
 
-    __slots__ = ("pair", "saved", "outputs", "keys")
+    __slots__ = ("pair", "saved", "outputs", "keys", "shapes")
 
     def __init__(self, pair: CompiledPair, saved: tuple, outputs: tuple[int, ...],
-                 keys: list[int]) -> None:
+                 keys: list[int], shapes: list[tuple[int, ...]]) -> None:
         self.pair, self.saved, self.outputs, self.keys = pair, saved, outputs, keys
+        self.shapes = shapes  # of the tracked outputs of this call (metas may be symbolic)
 
     def backward(self, cotangents: list[Any]) -> Iterable[tuple[int, Any]]:
         tangents = [
-            np.zeros(m.shape, m.dtype) if ct is None else ct
-            for ct, m in zip(cotangents, self.pair.tangent_metas)
+            np.zeros(shape, m.dtype) if ct is None else ct
+            for ct, m, shape in zip(cotangents, self.pair.tangent_metas, self.shapes)
         ]
         grads = self.pair.backward(self.saved, tangents)
         return zip(self.keys, grads)
@@ -117,12 +118,13 @@ class AOTFunction:
         n = pair.partition.num_outputs
         outs, saved = list(results[:n]), tuple(results[n:])
         out_vars = []
+        shapes = [np.shape(outs[i]) for i in pair.partition.tangent_outputs]
         for i in pair.partition.tangent_outputs:
             var = tape.new_var()
             out_vars.append(var)
             outs[i] = Tracer(outs[i], tape, var)
         grad_keys = [keys[i] for i in pair.partition.grad_inputs]
-        tape.record(GraphEntry(pair, saved, tuple(out_vars), grad_keys))
+        tape.record(GraphEntry(pair, saved, tuple(out_vars), grad_keys, shapes))
         return tuple(outs)
 
 

@@ -21,7 +21,10 @@ from npdynamo.autograd.joint import JointGraph, output_values
 from npdynamo.autograd.maxflow import INF, FlowNetwork
 from npdynamo.errors import GradError
 from npdynamo.fx import Graph, GraphModule, Node, map_arg
+from npdynamo.fx.sizes import symbol_origins, symbols_used
 from npdynamo.ops import ArrayMeta, Op
+from npdynamo.ops.symbolic import hint_of
+from npdynamo.ops.symbolic_code import symbol_name
 
 #: Data movement cheap enough to redo in the backward (besides every elementwise op).
 RECOMPUTABLE_OPS = frozenset(
@@ -40,8 +43,10 @@ def recomputable(node: Node) -> bool:
 
 
 def nbytes(node: Node) -> int:
+    """Bytes of ``node``'s value; for symbolic sizes, at the sizes seen at capture (the cut
+    is valid for every size, only its cost is measured at those)."""
     val = node.meta.get("val")
-    return val.nbytes if isinstance(val, ArrayMeta) else 0
+    return hint_of(val.nbytes) if isinstance(val, ArrayMeta) else 0
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,7 @@ def partition(joint: JointGraph) -> Partition:
     candidates = [n for n in nodes if n in needed_by_bwd and n not in tangent_dep
                   and n.op != "output"]
     saved_nodes = _min_cut(candidates, tangent_dep, grad_nodes, set(primals))
+    saved_nodes += _size_sources(graph, saved_nodes, tangents)
 
     forward = _forward_graph(nodes, primals, fwd_outs, saved_nodes)
     backward, recomputed = _backward_graph(nodes, saved_nodes, tangents, grad_outs, tangent_dep)
@@ -145,6 +151,23 @@ def partition(joint: JointGraph) -> Partition:
             "%s\nforward graph:\n%s\nbackward graph:\n%s", result, forward.code, backward.code
         )
     return result
+
+
+def _size_sources(graph: Graph, saved: list[Node], tangents: list[Node]) -> list[Node]:
+    """Primals to save so that the backward can read every symbolic size it may compute with
+    (``broadcast_to(g, (s0, 3))`` after ``sum(x)`` saves nothing else holding ``s0``). A primal
+    is an input: saving it keeps a reference, no new memory."""
+    given: set[str] = set()
+    for node in (*saved, *tangents):
+        val = node.meta.get("val")
+        if isinstance(val, ArrayMeta):
+            given |= {symbol_name(d) for d in val.shape} - {None}
+    origins = symbol_origins(graph)
+    extra: list[Node] = []
+    for name in sorted(symbols_used(graph) - given):
+        if name in origins and origins[name][0] not in saved and origins[name][0] not in extra:
+            extra.append(origins[name][0])
+    return extra
 
 
 def _ancestors(nodes: list[Node], roots: set[Node]) -> set[Node]:

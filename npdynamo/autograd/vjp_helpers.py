@@ -52,12 +52,12 @@ class Math:
         return self("where", cond, a, b)
 
     def reshape(self, a: Any, shape: tuple[int, ...]) -> Any:
-        if meta(a).shape == tuple(shape):
+        if same_shape(meta(a).shape, tuple(shape)):
             return a
         return self("reshape", a, shape=tuple(shape))
 
     def broadcast_to(self, a: Any, shape: tuple[int, ...]) -> Any:
-        if meta(a).shape == tuple(shape):
+        if same_shape(meta(a).shape, tuple(shape)):
             return a
         return self("broadcast_to", a, shape=tuple(shape))
 
@@ -73,15 +73,14 @@ class Math:
 def unbroadcast(emit: Emit, ct: Any, target: ArrayMeta) -> Any:
     """``ct`` summed over the axes NumPy broadcast ``target`` along, reshaped to its shape.
 
-    ``target`` broadcasts to ``ct``'s shape, so each of its dims is ``ct``'s or 1: comparing
-    structurally decides every case, with no fact about symbolic sizes recorded."""
+    Shapes compare structurally (symbolic sizes: a symbol is never 1; two different
+    expressions get a reshape, a no-op where the guards make them equal)."""
     shape = meta(ct).shape
     if same_shape(shape, target.shape):
         return ct
     lead = len(shape) - len(target.shape)
     axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(target.shape)
-        if is_one(d) and not is_one(shape[lead + i])
+        lead + i for i, d in enumerate(target.shape) if is_one(d) and not is_one(shape[lead + i])
     )
     if axes:
         ct = emit(OPS["sum"], ct, axis=axes)

@@ -13,9 +13,9 @@ from npdynamo.ops import (
     indexing,
     linalg,
     numeric,
-    python_scalars,
     reductions,
     reorder,
+    scalar_ops,
     scans,
     selection,
     shape_ops,
@@ -23,7 +23,7 @@ from npdynamo.ops import (
     statistics,
 )
 from npdynamo.ops.elementwise import infer_inplace
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.normalize import (
     BINARY_OPERATORS,
     INPLACE_OPERATORS,
@@ -45,6 +45,7 @@ __all__ = [
     "Op",
     "REGISTRY",
     "REQUIRED",
+    "ScalarMeta",
     "UNARY_OPERATORS",
     "UnsupportedArguments",
     "infer_inplace",
@@ -55,5 +56,5 @@ __all__ = [
     *REGISTRY,
 ]
 
-del (creation, elementwise, indexing, linalg, numeric, python_scalars, reductions, reorder,
-     scans, selection, shape_ops, solvers, statistics)
+del (creation, elementwise, indexing, linalg, numeric, reductions, reorder, scalar_ops, scans,
+     selection, shape_ops, solvers, statistics)

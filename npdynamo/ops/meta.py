@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from npdynamo.ops.symbolic import SymInt, sym_product
+from npdynamo.ops.symbolic_code import same_dim
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,7 +42,7 @@ class ArrayMeta:
             return NotImplemented
         return (self.dtype == other.dtype and self.scalar == other.scalar
                 and len(self.shape) == len(other.shape)
-                and all(_same_dim(a, b) for a, b in zip(self.shape, other.shape)))
+                and all(same_dim(a, b) for a, b in zip(self.shape, other.shape)))
 
     def __hash__(self) -> int:
         return hash((self.shape, self.dtype, self.scalar))
@@ -55,7 +56,7 @@ class ArrayMeta:
         return sym_product(self.shape)
 
     @property
-    def nbytes(self) -> int:
+    def nbytes(self) -> int | SymInt:
         return self.size * self.dtype.itemsize
 
     @classmethod
@@ -70,12 +71,6 @@ class ArrayMeta:
     def __str__(self) -> str:
         kind = "scalar " if self.scalar else ""
         return f"{kind}{self.dtype}{list(self.shape)}"
-
-
-def _same_dim(a: int | SymInt, b: int | SymInt) -> bool:
-    if type(a) is int or type(b) is int:
-        return type(a) is type(b) and a == b
-    return a.terms == b.terms
 
 
 #: The Python scalar types a dynamic scalar may have (bool is strong in NumPy: never dynamic).

@@ -22,19 +22,17 @@ holds. With no recorder active such a comparison raises ``SymbolicDecision`` (an
 has no ``__index__``/``__int__``: ``range(s0)`` or ``np.zeros(s0)`` is a TypeError, never a
 quiet specialisation.
 
-How capture will use this (the next step):
-- Symbol creation: for an input array whose dimension ``d`` is dynamic (automatic dynamic,
-  ``dynamic=True`` or ``mark_dynamic``) and whose size is >= 2, ``SymbolTable.new(size,
-  source="x.shape[0]")`` gives a ``SymInt``; the input's ``ArrayMeta`` carries it. Sizes 0 and
-  1 stay ints (specialised, guarded as today).
-- Rules: capture runs every ``op.infer`` inside one ``FactRecorder`` per frame (``with
-  recorder:``); ``shape_prop.propagate_shapes(..., facts=recorder)`` does the same for passes.
-- Facts -> guards: ``recorder.facts`` are the relations the graph relies on. The guard for a
-  compiled entry binds each symbol from its source (``x.shape[0]``) and checks
-  ``evaluate(facts, bindings)`` plus ``size >= 2`` per symbol (``SymbolTable.guard_facts``);
-  ``Fact.render(names)`` prints them with the sources (``x.shape[0] == y.shape[0]``).
-- Hints: backends that need a concrete size to decide something (fusion, threads) read
-  ``hint_of``; decisions that change generated code must instead be taken at run time.
+How the stages use this:
+- Symbol creation (capture): for an input dimension that is dynamic and >= 2,
+  ``SymbolTable.new(size, source="x.shape[0]")``; the placeholder's ``ArrayMeta`` carries it.
+  Sizes 0 and 1 stay ints (specialised). A dynamic Python scalar input is a ``ScalarMeta``.
+- Rules: ``op.infer`` runs inside one ``FactRecorder`` per frame (``with recorder:``);
+  ``fx.passes.propagate_shapes(graph, metas, facts=recorder)`` does the same and returns facts.
+- Facts -> guards: ``ops.shape_guards.shape_guards(metas, facts, names)`` gives the minimal
+  readable guards and one generated check per graph (``ShapeGuards.check(*inputs)``).
+- Code: ``fx.sizes`` binds each symbol from a placeholder's shape; generated code computes
+  every size expression per call (``ops.symbolic_code.python_source``). Backends compare
+  shapes structurally (``same_shape``) and take size-dependent decisions per call.
 """
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from npdynamo.ops import REGISTRY, ArrayMeta, UnsupportedArguments
-from npdynamo.ops.meta import ScalarMeta
+from npdynamo.ops import REGISTRY, ArrayMeta, ScalarMeta, UnsupportedArguments
 from tests.ops.cases import CASES, Case
 
 # NPDYNAMO_TEST_STRESS=20 multiplies the examples for a long hunt; CI runs the default.
@@ -51,10 +50,10 @@ def to_metas(value: object) -> object:
 
 
 def meta_of(result: object) -> object:
+    if type(result) in (int, float, complex):  # Python arithmetic gives a Python number
+        return ScalarMeta(type(result))
     if isinstance(result, tuple):
         return tuple(ArrayMeta.of(r) for r in result)
-    if type(result) in (int, float):  # the Python-number ops (ops/python_scalars.py)
-        return ScalarMeta(type(result))
     return ArrayMeta.of(result)
 
 

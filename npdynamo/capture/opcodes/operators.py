@@ -38,7 +38,7 @@ from npdynamo.capture.values import (
     UserObjectValue,
     Value,
 )
-from npdynamo.ops.python_scalars import PYTHON_NUMBER_OPS
+from npdynamo.ops.scalar_ops import BY_OPERATOR
 
 # -- operators -------------------------------------------------------------------------------
 BINARY_SYMBOLS = {
@@ -132,9 +132,10 @@ def array_operand(frame, value: Value):
 
 def python_number_op(frame, symbol: str, left: Const, right: Const) -> Value | None:
     """``lr * 0.5`` or ``step + 1`` where one side is a dynamic scalar: a graph op on Python
-    numbers (``ops.python_scalars``), whose result is a dynamic scalar too. None (the caller
-    reads the values, specialising them) for other operators, operand types or errors."""
-    op = PYTHON_NUMBER_OPS.get(symbol)
+    numbers (``ops.scalar_ops``), whose result is a dynamic scalar too. None (the caller reads
+    the values, specialising them) for other operators, operand types, a result type that
+    depends on the values (``ops.scalar_ops`` refuses) or an error now."""
+    op = BY_OPERATOR.get(PY_OPERATORS.get(symbol))
     dynamic = [side for side in (left, right) if isinstance(side, ScalarInputValue)]
     if op is None or not dynamic or frame.ctx.differentiating:
         return None
@@ -148,6 +149,11 @@ def python_number_op(frame, symbol: str, left: Const, right: Const) -> Value | N
     except Exception:
         return None  # Python raises here: the caller reads the values and raises the same
     operands = tuple(s if isinstance(s, ScalarInputValue) else s.value for s in (left, right))
+    metas = tuple(s.node.meta["val"] if isinstance(s, ScalarInputValue) else s for s in operands)
+    try:
+        op.infer(*metas)
+    except Exception:
+        return None
     node = frame.ctx.call_op(op, operands, {}).node
 
     def specialise() -> None:  # reading the result relies on the operands' values
