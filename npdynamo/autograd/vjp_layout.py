@@ -298,6 +298,25 @@ def _nanmean(emit, g, out, a, *, axis=None, dtype=None, keepdims=False):
     return (M.where(present, M.broadcast_to(gk, xm.shape), 0.0),)
 
 
+def _nan_moment(std: bool):
+    def rule(emit, g, out, a, *, axis=None, dtype=None, ddof=0, keepdims=False):
+        M = Math(emit)
+        xm = meta(a)
+        axes = reduced_axes(xm, axis)
+        present = M("logical_not", M("isnan", a))
+        count = M.astype(M("sum", present, axis=axes, keepdims=True), meta(g).dtype)
+        centered = M.sub(a, M("nanmean", a, axis=axes, keepdims=True))
+        gk = expand_reduced(emit, g, xm, axes)
+        scale = M.div(2.0, M.sub(count, float(ddof)))
+        if std:  # d sqrt(v) = dv / (2 sqrt(v))
+            scale = M.div(scale, M.mul(expand_reduced(emit, out, xm, axes), 2.0))
+        return (M.where(present, M.mul(M.mul(gk, centered), scale), 0.0),)
+
+    return rule
+
+
+RULES["nanvar"], RULES["nanstd"] = _nan_moment(False), _nan_moment(True)
+
 for _name, _plain in (("nanmax", "max"), ("nanmin", "min"), ("average", "mean")):
     RULES[_name] = REDUCTION_RULES[_plain]
 

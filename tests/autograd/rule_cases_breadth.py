@@ -140,6 +140,31 @@ def _reduce(draw, shape):
     return {"axis": axis_choice(draw, len(shape)), "keepdims": draw(st.booleans())}
 
 
+_MOMENT_SHAPES = st.sampled_from([(3,), (2, 3), (4, 2)])
+
+
+def _moment(draw, shape):
+    # at least two elements per reduced slice: ddof=1 and the root stay away from zero
+    axis = draw(st.sampled_from([None, -1]))
+    return {"axis": axis, "ddof": draw(st.sampled_from([0, 1])),
+            "keepdims": draw(st.booleans())}
+
+
+@st.composite
+def kron_case(draw):
+    return (values(draw, draw(shapes)), values(draw, draw(shapes))), {}
+
+
+@st.composite
+def cross_case(draw):
+    batch = draw(st.sampled_from([(), (2,), (1,)]))
+    a = values(draw, batch + (3,))
+    b = values(draw, draw(st.sampled_from([(3,), (2, 3)])))
+    if draw(st.booleans()):
+        return (np.moveaxis(a, -1, 0), b), {"axisa": 0, "axisc": 0}
+    return (a, b), {}
+
+
 def _sort(draw, shape):
     return {"axis": draw(st.one_of(st.none(), st.just(int_axis(draw, len(shape)))))}
 
@@ -195,6 +220,11 @@ def breadth_cases():
         "nansum": one(_reduce, make=_with_nans),
         "nanmean": one(_reduce, make=_with_nans),
         "nanmax": one(_reduce, make=distinct),
+        "nanvar": one(_moment, _MOMENT_SHAPES, make=_with_nans),
+        "nanstd": one(_moment, _MOMENT_SHAPES, make=_with_nans),
+        "sinc": one(),
+        "kron": kron_case(),
+        "cross": cross_case(),
         "nanmin": one(_reduce, make=distinct),
         "ptp": one(_reduce, make=distinct),
         "average": one(_reduce),
