@@ -142,9 +142,60 @@ def _moved_shape(shape, axis):
     return shape[:axis] + shape[axis + 1:] + (shape[axis],)
 
 
+def _full_offset(name: str, n: int, m: int, mode: str) -> int:
+    """Where ``mode``'s output starts inside the 'full' one (found on position ids)."""
+    fn = getattr(np, name)
+    a, v = np.arange(1.0, n + 1), 2.0 ** np.arange(m)  # distinct sums at every lag
+    full, part = fn(a, v, "full"), fn(a, v, mode)
+    for off in range(len(full) - len(part) + 1):
+        if np.array_equal(full[off:off + len(part)], part):
+            return off
+    raise GradError(f"np.{name}: no gradient rule for mode={mode!r} with these lengths")
+
+
+def _convolution(name: str):
+    # convolve(a, v)[k] = sum_i a[i] v[k - i]; correlate(a, v) is convolve(a, v[::-1]).
+    def rule(emit, g, out, a, v, *, mode="full"):
+        M = Math(emit)
+        am, vm = meta(a), meta(v)
+        if am.ndim != 1 or vm.ndim != 1:
+            raise GradError(f"np.{name} of 0-d operands has no gradient rule")
+        n, m = am.shape[0], vm.shape[0]
+        off = _full_offset(name, n, m, mode)
+        length = meta(g).shape[0]
+        g_full = M("pad", g, pad_width=((off, n + m - 1 - off - length),))
+        kernel = v if name == "convolve" else M("flip", v, axis=0)
+        ct_a = M("correlate", g_full, kernel, mode="valid")
+        ct_k = M("correlate", g_full, a, mode="valid")
+        ct_v = ct_k if name == "convolve" else M("flip", ct_k, axis=0)
+        return (ct_a if is_array(a) else None, ct_v if is_array(v) else None)
+
+    return rule
+
+
+def _polyval(emit, g, out, p, x):
+    # out = sum_i p[i] x^(n-1-i): d/dp[i] = x^(n-1-i), d/dx = sum_i (n-1-i) p[i] x^(n-2-i)
+    M = Math(emit)
+    n = meta(p).shape[0] if is_array(p) else len(p)
+    coef = [M("getitem", p, (i,)) if is_array(p) else p[i] for i in range(n)]
+    ct_p = ct_x = None
+    if is_array(p):
+        parts = [M("sum", M.mul(g, M("power", x, float(n - 1 - i)))) for i in range(n)]
+        ct_p = M("stack", tuple(parts)) if parts else M.zeros((0,), meta(g).dtype)
+    if is_array(x):
+        slope = M.mul(x, 0.0)
+        for i in range(n - 1):
+            term = M.mul(M.mul(coef[i], float(n - 1 - i)), M("power", x, float(n - 2 - i)))
+            slope = M.add(slope, term)
+        ct_x = unbroadcast(emit, M.mul(g, slope), meta(x))
+    return ct_p, ct_x
+
+
 def _round(emit, g, out, a, **kwargs):
     return (Math(emit).mul(g, 0.0),)
 
 
 RULES.update(norm=_norm, det=_det, inv=_inv, solve=_solve, inner=_inner, vdot=_vdot,
-             round=_round, sinc=_sinc, kron=_kron, cross=_cross)
+             round=_round, sinc=_sinc, kron=_kron, cross=_cross,
+             convolve=_convolution("convolve"), correlate=_convolution("correlate"),
+             polyval=_polyval)

@@ -151,6 +151,21 @@ def _moment(draw, shape):
 
 
 @st.composite
+def convolution_case(draw):
+    a = values(draw, (draw(st.integers(1, 5)),))
+    v = values(draw, (draw(st.integers(1, 5)),))
+    return (a, v), {"mode": draw(st.sampled_from(["full", "same", "valid"]))}
+
+
+@st.composite
+def polyval_case(draw):
+    p = values(draw, (draw(st.integers(1, 4)),))
+    if draw(st.booleans()):
+        p = tuple(float(c) for c in p)  # constant coefficients
+    return (p, values(draw, draw(shapes))), {}
+
+
+@st.composite
 def kron_case(draw):
     return (values(draw, draw(shapes)), values(draw, draw(shapes))), {}
 
@@ -223,6 +238,9 @@ def breadth_cases():
         "nanvar": one(_moment, _MOMENT_SHAPES, make=_with_nans),
         "nanstd": one(_moment, _MOMENT_SHAPES, make=_with_nans),
         "sinc": one(),
+        "polyval": polyval_case(),
+        "convolve": convolution_case(),
+        "correlate": convolution_case(),
         "kron": kron_case(),
         "cross": cross_case(),
         "nanmin": one(_reduce, make=distinct),
