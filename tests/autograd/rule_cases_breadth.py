@@ -166,6 +166,16 @@ def polyval_case(draw):
 
 
 @st.composite
+def eigvalsh_case(draw):
+    # well separated eigenvalues (the eigenvectors, hence the gradient, are then smooth)
+    n = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 99)))
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    a = q @ np.diag(np.arange(n) * 2.0 + 1.0) @ q.T
+    return (a + np.triu(rng.standard_normal((n, n)), 1),), {}  # the upper part is ignored
+
+
+@st.composite
 def kron_case(draw):
     return (values(draw, draw(shapes)), values(draw, draw(shapes))), {}
 
@@ -238,6 +248,7 @@ def breadth_cases():
         "nanvar": one(_moment, _MOMENT_SHAPES, make=_with_nans),
         "nanstd": one(_moment, _MOMENT_SHAPES, make=_with_nans),
         "sinc": one(),
+        "eigvalsh": eigvalsh_case(),
         "polyval": polyval_case(),
         "convolve": convolution_case(),
         "correlate": convolution_case(),
