@@ -190,6 +190,21 @@ def cross_case(draw):
     return (a, b), {}
 
 
+def _order(draw, shape):
+    return {"axis": draw(st.one_of(st.none(), st.just(int_axis(draw, len(shape))))),
+            "keepdims": draw(st.booleans())}
+
+
+def _order_q(top: float):
+    def kwargs(draw, shape):
+        q = draw(st.one_of(st.sampled_from([0.1, 0.5, 0.9, 1.0, 0.0]).map(lambda v: v * top),
+                           st.lists(st.sampled_from([0.2, 0.75]), min_size=1, max_size=2)
+                           .map(lambda vs: tuple(v * top for v in vs))))
+        return {**_order(draw, shape), "q": q}
+
+    return kwargs
+
+
 def _sort(draw, shape):
     return {"axis": draw(st.one_of(st.none(), st.just(int_axis(draw, len(shape)))))}
 
@@ -248,6 +263,9 @@ def breadth_cases():
         "nanvar": one(_moment, _MOMENT_SHAPES, make=_with_nans),
         "nanstd": one(_moment, _MOMENT_SHAPES, make=_with_nans),
         "sinc": one(),
+        "median": one(_order, make=distinct),
+        "percentile": one(_order_q(100.0), make=distinct),
+        "quantile": one(_order_q(1.0), make=distinct),
         "eigvalsh": eigvalsh_case(),
         "polyval": polyval_case(),
         "convolve": convolution_case(),
