@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from tests.autograd.rule_cases import CASES as BASE_CASES
 from tests.autograd.rule_cases import axis_choice, shapes, small_shapes, values
 
 nonempty = small_shapes
@@ -223,7 +224,6 @@ def _rounded(draw, shape):
 
 
 def breadth_cases():
-    square = st.integers(1, 3).flatmap(lambda n: st.just((n, n)))
     two_d = st.tuples(st.integers(1, 3), st.integers(1, 3))
     return {
         "flip": one(lambda d, s: {"axis": axis_choice(d, len(s))}),
@@ -282,5 +282,8 @@ def breadth_cases():
         "solve": solve_case(),
         "inner": inner_case(),
         "vdot": vdot_case(),
-        "_square": square,
     }
+
+
+#: Every differentiable op's case: the original families and the breadth ones.
+CASES = {**BASE_CASES, **breadth_cases()}

@@ -15,6 +15,7 @@ import pytest
 
 import npdynamo
 from npdynamo.ops import REGISTRY, ArrayMeta, table
+from tests.autograd.test_vjp_rules import check_rule
 from tests.backends.compare import assert_close
 from tests.differential import check_same, run_both
 
@@ -237,8 +238,6 @@ def test_mask_assignment_whose_fit_depends_on_the_mask_is_a_break():
 @pytest.mark.parametrize("full_mask, value_shape", [
     (True, ()), (True, (1,)), (False, ()), (False, (4,)), (False, (1, 4)), (False, (1,))])
 def test_mask_assignment_vjp_matches_finite_differences(full_mask, value_shape):
-    from tests.autograd.test_vjp_rules import check_rule
-
     x = rng.standard_normal((3, 4))
     mask = x > 0.2 if full_mask else np.array([True, False, True])
     value = rng.standard_normal(value_shape)
