@@ -43,3 +43,18 @@ def _index_add_rule(x: Any, index: Any, value: Any) -> ArrayMeta:
 
 index_add = BackwardOp("index_add", _index_add, _index_add_rule)
 BACKWARD_OPS[index_add.name] = index_add
+
+
+def _eigenvectors(a: Any) -> np.ndarray:
+    return np.linalg.eigh(a).eigenvectors
+
+
+def _eigenvectors_rule(a: Any) -> ArrayMeta:
+    values = REGISTRY["eigvalsh"].infer(a)
+    return ArrayMeta(values.shape + values.shape[-1:], values.dtype)
+
+
+#: The eigenvectors ``eigvalsh``'s cotangent needs (``np.linalg.eigh(a).eigenvectors``).
+eigenvectors = BackwardOp("eigenvectors", _eigenvectors, _eigenvectors_rule,
+                          differentiable=False)
+BACKWARD_OPS[eigenvectors.name] = eigenvectors

@@ -18,6 +18,7 @@ from npdynamo.autograd.backward_ops import index_add
 from npdynamo.autograd.emitting import Emit, is_array, meta
 from npdynamo.autograd.vjp_helpers import Math, expand_reduced, reduced_axes
 from npdynamo.autograd.vjp_reductions import RULES as REDUCTION_RULES
+from npdynamo.errors import GradError
 from npdynamo.ops import REGISTRY, ArrayMeta
 from npdynamo.ops.rules import normalize_axis
 from npdynamo.ops.selection import _stacked_metas
@@ -297,6 +298,63 @@ def _nanmean(emit, g, out, a, *, axis=None, dtype=None, keepdims=False):
     gk = M.div(expand_reduced(emit, g, xm, axes), count)
     return (M.where(present, M.broadcast_to(gk, xm.shape), 0.0),)
 
+
+def _nan_moment(std: bool):
+    def rule(emit, g, out, a, *, axis=None, dtype=None, ddof=0, keepdims=False):
+        M = Math(emit)
+        xm = meta(a)
+        axes = reduced_axes(xm, axis)
+        present = M("logical_not", M("isnan", a))
+        count = M.astype(M("sum", present, axis=axes, keepdims=True), meta(g).dtype)
+        centered = M.sub(a, M("nanmean", a, axis=axes, keepdims=True))
+        gk = expand_reduced(emit, g, xm, axes)
+        scale = M.div(2.0, M.sub(count, float(ddof)))
+        if std:  # d sqrt(v) = dv / (2 sqrt(v))
+            scale = M.div(scale, M.mul(expand_reduced(emit, out, xm, axes), 2.0))
+        return (M.where(present, M.mul(M.mul(gk, centered), scale), 0.0),)
+
+    return rule
+
+
+RULES["nanvar"], RULES["nanstd"] = _nan_moment(False), _nan_moment(True)
+
+def _order_statistic(name: str):
+    # The linear method interpolates between two sorted neighbours (virtual index q (n - 1)):
+    # their weights go back to the elements' original positions through the inverse sort.
+    def rule(emit, g, out, a, *, q=0.5, axis=None, keepdims=False):
+        M = Math(emit)
+        xm = meta(a)
+        if not (axis is None or isinstance(axis, int)):
+            raise GradError(f"np.{name} over several axes has no gradient rule")
+        x = M.reshape(a, (xm.size,)) if axis is None else a
+        ax = -1 if axis is None else normalize_axis(name, axis, xm.ndim)
+        xs = meta(x)
+        n = xs.shape[ax]
+        qs = np.asarray(q, dtype=np.float64) / (100.0 if "percentile" in name else 1.0)
+        weights = np.zeros(qs.shape + (n,))
+        for pos in np.ndindex(qs.shape):
+            vi = qs[pos] * (n - 1)
+            lo = int(np.floor(vi))
+            hi = min(lo + 1, n - 1)
+            weights[pos + (lo,)] += 1.0 - (vi - lo)
+            weights[pos + (hi,)] += vi - lo
+        # g: q's axes first, then the reduced result (keepdims or not)
+        rest = tuple(d for i, d in enumerate(xs.shape) if i != ax % xs.ndim)
+        gq = M.reshape(g, qs.shape + rest[: ax % xs.ndim] + (1,) + rest[ax % xs.ndim:])
+        w = weights.reshape(qs.shape + (1,) * (ax % xs.ndim) + (n,)
+                            + (1,) * (xs.ndim - 1 - ax % xs.ndim))
+        sorted_ct = M.mul(gq, w)
+        if qs.ndim:
+            sorted_ct = M("sum", sorted_ct, axis=tuple(range(qs.ndim)))
+        inverse = M("argsort", M("argsort", x, axis=ax, stable=True), axis=ax)
+        ct = M("take_along_axis", sorted_ct, inverse, axis=ax)
+        return (M.reshape(ct, xm.shape),)
+
+    return rule
+
+
+for _name in ("median", "percentile", "quantile"):
+    RULES[_name] = _order_statistic(_name)
 
 for _name, _plain in (("nanmax", "max"), ("nanmin", "min"), ("average", "mean")):
     RULES[_name] = REDUCTION_RULES[_plain]

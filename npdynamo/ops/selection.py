@@ -15,7 +15,7 @@ from npdynamo.ops.binding import functions, methods, view_functions
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.reductions import _sum_dtype
 from npdynamo.ops.registry import REGISTRY, REQUIRED, Op, UnsupportedArguments, register
-from npdynamo.ops.rules import fmt_shape, normalize_axis, to_meta
+from npdynamo.ops.rules import fmt_shape, normalize_axis, product, to_meta
 from npdynamo.ops.shape_ops import _concatenate_rule
 
 _INTP = np.dtype(np.intp)
@@ -31,12 +31,15 @@ def _index_meta(name: str, indices: object) -> ArrayMeta:
     return meta
 
 
-def _const_bounds(name: str, indices: object, size: int) -> None:
+def _const_bounds(name: str, indices: object, size: int, outer: int, result: int) -> None:
+    """NumPy checks constant indices against ``size`` once per outer slice (none if ``outer``
+    is 0: the axes before the taken one hold no element), and an empty axis only when the
+    result (``result`` elements) is not empty."""
     values = np.asarray(indices) if isinstance(indices, (list, tuple, int)) else None
     if values is not None and values.size:
-        if size == 0:
+        if size == 0 and result:
             raise IndexError(f"{name}: cannot do a non-empty take from an empty axes.")
-        if values.min() < -size or values.max() >= size:
+        if outer and (values.min() < -size or values.max() >= size):
             raise IndexError(f"{name}: index out of range for an axis of size {size}")
 
 
@@ -46,13 +49,13 @@ def _take_rule(a: object, indices: object, *, axis: int | None = None) -> ArrayM
         normalize_axis("take", axis, meta.ndim)
     idx = _index_meta("take", indices)
     if axis is None:
-        _const_bounds("take", indices, meta.size)
+        _const_bounds("take", indices, meta.size, 1, idx.size)
         return ArrayMeta(idx.shape, meta.dtype, scalar=idx.ndim == 0)
     if meta.ndim == 0:
         raise UnsupportedArguments("take along an axis of a 0-d value")
     ax = normalize_axis("take", axis, meta.ndim)
-    _const_bounds("take", indices, meta.shape[ax])
     shape = meta.shape[:ax] + idx.shape + meta.shape[ax + 1:]
+    _const_bounds("take", indices, meta.shape[ax], product(meta.shape[:ax]), product(shape))
     return ArrayMeta(shape, meta.dtype, scalar=shape == ())
 
 

@@ -221,7 +221,7 @@ if hasattr(np.linalg, "svdvals"):
                              real=True, square=False)))
 
 # Differentiable in principle but without a VJP rule yet: npdynamo.grad raises GradError.
-for _name in ("cholesky", "pinv", "eigvalsh", "matrix_power", "kron", "cross",
+for _name in ("cholesky", "pinv", "matrix_power",
               *(("svdvals",) if hasattr(np.linalg, "svdvals") else ())):
     REGISTRY[_name].differentiable = False
 

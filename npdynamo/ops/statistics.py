@@ -186,7 +186,7 @@ for _op in (
     register(_op)
 
 # Differentiable in principle but without a VJP rule yet: npdynamo.grad raises GradError.
-for _name in ("nanprod", "nanvar", "nanstd", "cov", "corrcoef", *_ORDER_STATS):
+for _name in ("nanprod", "cov", "corrcoef", "nanmedian", "nanpercentile", "nanquantile"):
     REGISTRY[_name].differentiable = False
 
 

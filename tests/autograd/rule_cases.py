@@ -421,12 +421,3 @@ CASES = {
     "setitem": setitem_case(),
     "index_add": setitem_case(),
 }
-
-
-def _breadth() -> dict:
-    from tests.autograd.rule_cases_breadth import breadth_cases
-
-    return breadth_cases()
-
-
-CASES.update({k: v for k, v in _breadth().items() if not k.startswith("_")})

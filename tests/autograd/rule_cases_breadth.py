@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from tests.autograd.rule_cases import CASES as BASE_CASES
 from tests.autograd.rule_cases import axis_choice, shapes, small_shapes, values
 
 nonempty = small_shapes
@@ -140,6 +141,71 @@ def _reduce(draw, shape):
     return {"axis": axis_choice(draw, len(shape)), "keepdims": draw(st.booleans())}
 
 
+_MOMENT_SHAPES = st.sampled_from([(3,), (2, 3), (4, 2)])
+
+
+def _moment(draw, shape):
+    # at least two elements per reduced slice: ddof=1 and the root stay away from zero
+    axis = draw(st.sampled_from([None, -1]))
+    return {"axis": axis, "ddof": draw(st.sampled_from([0, 1])),
+            "keepdims": draw(st.booleans())}
+
+
+@st.composite
+def convolution_case(draw):
+    a = values(draw, (draw(st.integers(1, 5)),))
+    v = values(draw, (draw(st.integers(1, 5)),))
+    return (a, v), {"mode": draw(st.sampled_from(["full", "same", "valid"]))}
+
+
+@st.composite
+def polyval_case(draw):
+    p = values(draw, (draw(st.integers(1, 4)),))
+    if draw(st.booleans()):
+        p = tuple(float(c) for c in p)  # constant coefficients
+    return (p, values(draw, draw(shapes))), {}
+
+
+@st.composite
+def eigvalsh_case(draw):
+    # well separated eigenvalues (the eigenvectors, hence the gradient, are then smooth)
+    n = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 99)))
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    a = q @ np.diag(np.arange(n) * 2.0 + 1.0) @ q.T
+    return (a + np.triu(rng.standard_normal((n, n)), 1),), {}  # the upper part is ignored
+
+
+@st.composite
+def kron_case(draw):
+    return (values(draw, draw(shapes)), values(draw, draw(shapes))), {}
+
+
+@st.composite
+def cross_case(draw):
+    batch = draw(st.sampled_from([(), (2,), (1,)]))
+    a = values(draw, batch + (3,))
+    b = values(draw, draw(st.sampled_from([(3,), (2, 3)])))
+    if draw(st.booleans()):
+        return (np.moveaxis(a, -1, 0), b), {"axisa": 0, "axisc": 0}
+    return (a, b), {}
+
+
+def _order(draw, shape):
+    return {"axis": draw(st.one_of(st.none(), st.just(int_axis(draw, len(shape))))),
+            "keepdims": draw(st.booleans())}
+
+
+def _order_q(top: float):
+    def kwargs(draw, shape):
+        q = draw(st.one_of(st.sampled_from([0.1, 0.5, 0.9, 1.0, 0.0]).map(lambda v: v * top),
+                           st.lists(st.sampled_from([0.2, 0.75]), min_size=1, max_size=2)
+                           .map(lambda vs: tuple(v * top for v in vs))))
+        return {**_order(draw, shape), "q": q}
+
+    return kwargs
+
+
 def _sort(draw, shape):
     return {"axis": draw(st.one_of(st.none(), st.just(int_axis(draw, len(shape)))))}
 
@@ -158,7 +224,6 @@ def _rounded(draw, shape):
 
 
 def breadth_cases():
-    square = st.integers(1, 3).flatmap(lambda n: st.just((n, n)))
     two_d = st.tuples(st.integers(1, 3), st.integers(1, 3))
     return {
         "flip": one(lambda d, s: {"axis": axis_choice(d, len(s))}),
@@ -195,6 +260,18 @@ def breadth_cases():
         "nansum": one(_reduce, make=_with_nans),
         "nanmean": one(_reduce, make=_with_nans),
         "nanmax": one(_reduce, make=distinct),
+        "nanvar": one(_moment, _MOMENT_SHAPES, make=_with_nans),
+        "nanstd": one(_moment, _MOMENT_SHAPES, make=_with_nans),
+        "sinc": one(),
+        "median": one(_order, make=distinct),
+        "percentile": one(_order_q(100.0), make=distinct),
+        "quantile": one(_order_q(1.0), make=distinct),
+        "eigvalsh": eigvalsh_case(),
+        "polyval": polyval_case(),
+        "convolve": convolution_case(),
+        "correlate": convolution_case(),
+        "kron": kron_case(),
+        "cross": cross_case(),
         "nanmin": one(_reduce, make=distinct),
         "ptp": one(_reduce, make=distinct),
         "average": one(_reduce),
@@ -205,5 +282,8 @@ def breadth_cases():
         "solve": solve_case(),
         "inner": inner_case(),
         "vdot": vdot_case(),
-        "_square": square,
     }
+
+
+#: Every differentiable op's case: the original families and the breadth ones.
+CASES = {**BASE_CASES, **breadth_cases()}

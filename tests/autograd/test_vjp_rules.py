@@ -20,7 +20,7 @@ from npdynamo.autograd.emitting import backprop_step
 from npdynamo.autograd.tape import eager_emit
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.ops import REGISTRY, ArrayMeta
-from tests.autograd.rule_cases import CASES
+from tests.autograd.rule_cases_breadth import CASES
 
 EPS = 1e-6
 

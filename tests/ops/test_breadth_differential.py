@@ -15,6 +15,7 @@ import pytest
 
 import npdynamo
 from npdynamo.ops import REGISTRY, ArrayMeta, table
+from tests.autograd.test_vjp_rules import check_rule
 from tests.backends.compare import assert_close
 from tests.differential import check_same, run_both
 
@@ -237,8 +238,6 @@ def test_mask_assignment_whose_fit_depends_on_the_mask_is_a_break():
 @pytest.mark.parametrize("full_mask, value_shape", [
     (True, ()), (True, (1,)), (False, ()), (False, (4,)), (False, (1, 4)), (False, (1,))])
 def test_mask_assignment_vjp_matches_finite_differences(full_mask, value_shape):
-    from tests.autograd.test_vjp_rules import check_rule
-
     x = rng.standard_normal((3, 4))
     mask = x > 0.2 if full_mask else np.array([True, False, True])
     value = rng.standard_normal(value_shape)
@@ -324,3 +323,26 @@ def test_view_returning_functions_break_and_stay_exact(name):
     assert any("np." + name in str(r) or name in str(r) for r in report.break_reasons)
     check_same(write_through, M)
     assert f"np.{name}" not in table.supported_functions()
+
+
+def linalg_of_singular(x):
+    return np.linalg.inv(x * 2)
+
+
+def take_out_of_bounds_after_a_write(x, i):
+    x[0] = 3.0
+    return np.take(x, i) + 1
+
+
+def argmax_of_all_nan(x):
+    return np.nanargmax(x * 1)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_runtime_errors_inside_a_graph_are_numpys(backend):
+    """Data-dependent errors (a singular matrix, an index array out of range, an all-NaN slice)
+    are raised by the NumPy call inside the graph: same exception, same message, and writes
+    made before the failing call are kept, as in Python."""
+    check_same(linalg_of_singular, np.ones((2, 2)), backend=backend)
+    check_same(take_out_of_bounds_after_a_write, np.ones(3), np.array([5]), backend=backend)
+    check_same(argmax_of_all_nan, np.full(3, np.nan), backend=backend)
