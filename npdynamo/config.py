@@ -8,7 +8,8 @@ import os
 cache_size_limit: int = 8
 
 #: A dimension that changed size across a recompile is captured as symbolic from then on (one
-#: entry serves every size >= 2 of it); ``compile(dynamic=True/False)`` overrides this.
+#: entry serves every size >= 2 of it), and a Python int/float that changed value becomes a graph
+#: input (a dynamic scalar); ``compile(dynamic=True/False)`` overrides this.
 automatic_dynamic_shapes: bool = True
 
 #: Debugging / testing: every capture runs the frame in plain Python instead of a graph.
