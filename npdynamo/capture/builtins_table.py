@@ -61,7 +61,7 @@ def _len(frame, target, args, kwargs):
     if isinstance(obj, ArrayValue):
         if obj.meta.ndim == 0:
             raise UserCodeRaises(TypeError("len() of unsized object"))
-        return Const(frame.ctx.concrete(obj.meta.shape[0]))
+        return frame.ctx.size_value(obj.meta.shape[0])
     if isinstance(obj, (TupleValue, ListValue, SetValue, DictValue)):
         return Const(obj.length() if hasattr(obj, "length") else len(obj.items))
     if isinstance(obj, DictViewValue):

@@ -20,7 +20,7 @@ from npdynamo.capture.containers import container_method, items_of
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
-from npdynamo.capture.opcalls import normalize, normalized_op_call, op_call, raw
+from npdynamo.capture.opcalls import normalize, normalized_op_call, op_call, raw, raw_sizes
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
 from npdynamo.capture.tables import BUILTINS, VALUE_CALLS
 from npdynamo.capture.translator import Frame
@@ -94,12 +94,13 @@ def call_value(frame, fn: Value, args: list[Value], kwargs: dict[str, Value]) ->
         out = kwargs.get("out")
         if isinstance(out, (ArrayValue, TupleValue)):
             return _call_with_out(frame, fn, args, kwargs)
+        plain = raw_sizes if target is np.arange else raw  # its rule takes symbolic sizes
         normalized = normalize(
             frame,
             ops.normalize_call,
             target,
-            tuple(raw(a) for a in args),
-            {k: raw(v) for k, v in kwargs.items()},
+            tuple(plain(a) for a in args),
+            {k: plain(v) for k, v in kwargs.items()},
         )
         if normalized is not None:
             return normalized_op_call(frame, normalized)
@@ -271,13 +272,14 @@ def call_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict[st
             raise frame.unsupported(
                 f"x.{name}() modifies an array in place; not captured yet", kind="side_effect"
             )
+        plain = raw_sizes if name == "reshape" else raw  # its rule takes symbolic sizes
         normalized = normalize(
             frame,
             ops.normalize_method,
             name,
             obj,
-            tuple(raw(a) for a in args),
-            {k: raw(v) for k, v in kwargs.items()},
+            tuple(plain(a) for a in args),
+            {k: plain(v) for k, v in kwargs.items()},
         )
         if normalized is None:
             raise frame.unsupported(f"the array method .{name}() is not supported")
@@ -342,7 +344,9 @@ def get_attr(frame, obj: Value, name: str) -> Value:
     if isinstance(obj, ArrayValue):
         meta = obj.meta
         if name == "shape":
-            return TupleValue([Const(d) for d in ctx.concrete_shape(meta.shape)])
+            return TupleValue([ctx.size_value(d) for d in meta.shape])
+        if name == "size":
+            return ctx.size_value(meta.size)
         if name in ARRAY_CONSTANT_ATTRS:
             return Const(
                 getattr(np.empty((0,), meta.dtype), name)

@@ -12,7 +12,7 @@ import numpy as np
 from npdynamo import ops
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.side_effects import view_of
-from npdynamo.capture.values import ArrayValue, Const, ListValue, TupleValue, Value
+from npdynamo.capture.values import ArrayValue, Const, ListValue, SizeValue, TupleValue, Value
 
 #: Ops whose result may share memory with their first operand (NumPy returns a view).
 VIEW_OPS = frozenset(
@@ -40,6 +40,18 @@ def raw(value: Value):
     if isinstance(value, ListValue):
         return [raw(v) for v in value.items]
     return value
+
+
+def raw_sizes(value: Value):
+    """``raw``, but symbolic sizes stay symbolic: for the calls whose rules take them
+    (``np.arange(n)``, ``x.reshape(n, -1)``)."""
+    if isinstance(value, SizeValue):
+        return value.expr
+    if isinstance(value, TupleValue):
+        return tuple(raw_sizes(v) for v in value.items)
+    if isinstance(value, ListValue):
+        return [raw_sizes(v) for v in value.items]
+    return raw(value)
 
 
 def has_array(obj) -> bool:

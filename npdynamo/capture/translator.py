@@ -41,6 +41,7 @@ from npdynamo.capture.values import (
     ExternalCell,
     FunctionValue,
     ScalarInputValue,
+    SizeValue,
     Value,
     map_values,
 )
@@ -176,6 +177,12 @@ class CaptureContext:
         with self.facts:
             compare(size, "==", value)  # true by construction; recorded as a fact
         return value
+
+    def size_value(self, size) -> Const:
+        """A size as Python code sees it: a ``SizeValue`` when symbolic, else a constant."""
+        if not isinstance(size, SymInt):
+            return Const(size)
+        return SizeValue(size, hint_of(size), lambda: self.concrete(size))
 
     def concrete_shape(self, shape: tuple) -> tuple[int, ...]:
         return tuple(self.concrete(d) for d in shape)

@@ -412,3 +412,14 @@ class ScalarInputValue(GuardedConst):
     def __init__(self, value: object, source: Source, install_guard, node) -> None:
         super().__init__(value, source, install_guard)
         self.node = node
+
+
+class SizeValue(GuardedConst):
+    """A symbolic size read by Python code (``n = x.shape[0]``, ``len(x)``): ``expr`` is its
+    ``SymInt``. Operators with arrays (``g / n``), ``+ - * // %`` with ints, ``np.arange(n)``
+    and ``reshape(n, -1)`` keep it symbolic; every other use reads ``value``, which specialises
+    the size (its current value becomes a guarded fact)."""
+
+    def __init__(self, expr, hint: int, specialise) -> None:
+        super().__init__(hint, None, specialise)
+        self.expr = expr

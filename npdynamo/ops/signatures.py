@@ -23,6 +23,7 @@ from npdynamo.ops.binding import (
 from npdynamo.ops.canonical import NO_VALUE as NO
 from npdynamo.ops.elementwise import UFUNC_OPS
 from npdynamo.ops.registry import REGISTRY, Op, UnsupportedArguments
+from npdynamo.ops.symbolic import SymInt
 
 # -- ufuncs (and the matmul gufunc) ---------------------------------------------------------
 
@@ -486,7 +487,9 @@ def _arange(*args, start=NO, stop=NO, step=NO, dtype=None, device=None, like=Non
         given.pop("step", None)
     C.require_default("arange", like=(like, None))
     check_device("arange", device)
-    static = {k: _number("arange", k, v) for k, v in given.items() if v is not None}
+    # a symbolic size (``np.arange(x.shape[0])`` under dynamic shapes) has a length rule
+    static = {k: v if isinstance(v, SymInt) else _number("arange", k, v)
+              for k, v in given.items() if v is not None}
     return C.canon(REGISTRY["arange"], [], **static, dtype=C.dtype("arange", dtype))
 
 

@@ -58,6 +58,8 @@ def _run_sizes(fn, make_args, backend, sizes=SIZES, exact=True):
 def _arrays(tree):
     if isinstance(tree, np.ndarray):
         return [tree]
+    if not isinstance(tree, (dict, list, tuple)):
+        return []
     items = tree.values() if isinstance(tree, dict) else tree
     return [a for item in items for a in _arrays(item)]
 
@@ -211,16 +213,51 @@ def test_odd_size_for_a_reshape_by_pairs_raises_as_numpy_does():
 
 
 def mean_by_hand(x):
-    return x.sum(axis=0) / x.shape[0]  # the size read in Python: specialised
+    n = x.shape[0]  # a symbolic size in Python: kept symbolic through / and np.arange
+    picked = x[np.arange(n), np.arange(n) % x.shape[1]]
+    return x.sum(axis=0) / n, picked * (n - 1)
 
 
-def test_a_size_read_by_python_is_specialised_and_guarded():
+def repeat_by_size(x):
+    out = x[0]
+    for i in range(1, len(x)):  # range() needs a real int: the size is specialised
+        out = out + x[i]
+    return out
+
+
+def test_sizes_read_by_python_stay_symbolic_where_the_graph_can_compute_them():
+    backend = CountingBackend()
+    _run_sizes(mean_by_hand, lambda n: (np.arange(3.0 * n).reshape(n, 3),), backend)
+    assert backend.count == 2
     backend = CountingBackend()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _run_sizes(mean_by_hand, lambda n: (np.arange(3.0 * n).reshape(n, 3),), backend,
+        _run_sizes(repeat_by_size, lambda n: (np.arange(2.0 * n).reshape(n, 2),), backend,
                    sizes=range(2, 7))
-    assert backend.count == 5  # one per size: x.shape[0] is a guarded constant
+    assert backend.count == 5  # one per size: range(len(x)) is a guarded constant
+
+
+def cross_entropy_step(x, t, labels, w, lr):
+    logits = x @ w
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)
+    n = x.shape[0]
+    loss = -np.mean(np.log(p[np.arange(n), labels]))
+    return loss, w - lr * (x.T @ ((p - t) / n))
+
+
+def _ce_args(n):
+    rng = np.random.default_rng(n)
+    labels = rng.integers(0, 3, n)
+    return (rng.standard_normal((n, 4)), np.eye(3)[labels], labels,
+            np.linspace(-1, 1, 12).reshape(4, 3), 0.1)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_training_step_that_reads_its_batch_size(backend):
+    counting = CountingBackend() if backend == "eager" else NumbaCounting()
+    _run_sizes(cross_entropy_step, _ce_args, counting, exact=backend == "eager")
+    assert counting.count == 2
 
 
 def break_in_middle(x):

@@ -34,6 +34,7 @@ from npdynamo.capture.values import (
     ListValue,
     ScalarInputValue,
     SetValue,
+    SizeValue,
     TupleValue,
     UserObjectValue,
     Value,
@@ -127,6 +128,8 @@ def array_operand(frame, value: Value):
     differentiated code, whose VJPs take constants), anything else its plain value."""
     if isinstance(value, ScalarInputValue) and not frame.ctx.differentiating:
         return value
+    if isinstance(value, SizeValue) and not frame.ctx.differentiating:
+        return value.expr
     return raw(value)
 
 
@@ -135,6 +138,9 @@ def python_number_op(frame, symbol: str, left: Const, right: Const) -> Value | N
     numbers (``ops.scalar_ops``), whose result is a dynamic scalar too. None (the caller reads
     the values, specialising them) for other operators, operand types, a result type that
     depends on the values (``ops.scalar_ops`` refuses) or an error now."""
+    sized = size_op(frame, symbol, left, right)
+    if sized is not None:
+        return sized
     op = BY_OPERATOR.get(PY_OPERATORS.get(symbol))
     dynamic = [side for side in (left, right) if isinstance(side, ScalarInputValue)]
     if op is None or not dynamic or frame.ctx.differentiating:
@@ -161,6 +167,32 @@ def python_number_op(frame, symbol: str, left: Const, right: Const) -> Value | N
             side.value  # noqa: B018 - installs its guard
 
     return ScalarInputValue(value, None, specialise, node)
+
+
+#: Operators whose result on sizes is a size (a ``SymInt`` expression).
+SIZE_OPERATORS = frozenset({"+", "-", "*", "//", "%"})
+
+
+def size_op(frame, symbol: str, left: Const, right: Const) -> Const | None:
+    """``n - 1`` or ``n * d`` on symbolic sizes: another symbolic size (or an int when the
+    expression folds). None when a side is not a size or a plain int, or the expression needs
+    a decision the sizes cannot answer."""
+    if symbol not in SIZE_OPERATORS or not any(isinstance(s, SizeValue) for s in (left, right)):
+        return None
+    exprs = []
+    for side in (left, right):
+        if isinstance(side, SizeValue):
+            exprs.append(side.expr)
+        elif type(side) is Const and type(side.value) is int:
+            exprs.append(side.value)
+        else:
+            return None
+    try:
+        with frame.ctx.facts:
+            result = PY_OPERATORS[symbol](*exprs)
+    except Exception:
+        return None
+    return frame.ctx.size_value(result)
 
 
 def fast_scalar_power(base: Value, exponent: Value) -> str | None:
