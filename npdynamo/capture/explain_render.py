@@ -19,6 +19,8 @@ import subprocess
 from collections.abc import Iterable
 
 from npdynamo.errors import NpdynamoError
+from npdynamo.ops.meta import ScalarMeta
+from npdynamo.ops.symbolic import SymInt
 
 #: The short text lists this many groups of breaks and of graphs, then says how many more.
 SHORT_LIST = 12
@@ -48,6 +50,9 @@ def short_text(out) -> str:
                      + (f", {fell} graph(s) fell back to NumPy" if fell else ""))
     if out.aot_functions:
         lines.append(f"AOT autograd: {len(out.aot_functions)} forward/backward pair(s)")
+    dynamic = dynamic_inputs(out.graphs)
+    if dynamic:
+        lines.append("Dynamic (no guard on their values): " + ", ".join(dynamic))
     by_function = guards_by_function(out.guards)
     if by_function:
         counts = ", ".join(f"{name} {len(g)}" for name, g in by_function.items())
@@ -78,6 +83,9 @@ def verbose_text(out) -> str:
     if reports:
         lines.append("Forward/backward partitions (what the backward saves):")
         lines += ["  " + r.replace("\n", "\n  ") for r in reports]
+    dynamic = dynamic_inputs(out.graphs)
+    if dynamic:
+        lines.append("Dynamic (no guard on their values): " + ", ".join(dynamic))
     by_function = guards_by_function(out.guards)
     if by_function:
         lines.append("Guards:")
@@ -129,6 +137,27 @@ def grouped_op_lines(graphs: list, counts: list[int]) -> list[str]:
         f"  graph {a}: {text}" if a == b else f"  graphs {a}-{b} (x{b - a + 1}): {text}"
         for a, b, text in runs
     ]
+
+
+def dynamic_inputs(graphs: list) -> list[str]:
+    """The graph inputs that are symbolic: ``x.shape[0] (s0)`` for a dimension, ``lr (float)``
+    for a dynamic scalar, each once, in the order the graphs read them."""
+    found: list[str] = []
+    for gm in graphs:
+        for node in gm.graph.placeholders:
+            meta = node.meta.get("val")
+            name = node.meta.get("source_name", node.name)
+            name = re.sub(r"L\['(\w+)'\]", r"\1", str(name))
+            if isinstance(meta, ScalarMeta):
+                text = f"{name} ({meta.type.__name__})"
+                if text not in found:
+                    found.append(text)
+            for d, size in enumerate(getattr(meta, "shape", ())):
+                if isinstance(size, SymInt):
+                    text = f"{name}.shape[{d}] ({size})"
+                    if text not in found:
+                        found.append(text)
+    return found
 
 
 def guards_by_function(guards: Iterable[str]) -> dict[str, list[str]]:

@@ -123,3 +123,12 @@ def test_dynamic_false_keeps_numbers_constant():
     for i in range(4):
         check_same(sgd, *_sgd_args(i), compiled=compiled, calls=1)
     assert backend.count == 4
+
+
+def test_explain_says_which_inputs_are_dynamic():
+    compiled = npdynamo.compile(sgd)
+    for i in range(2):
+        compiled(*_sgd_args(i))
+    report = npdynamo.explain(compiled)(*_sgd_args(5))
+    assert "Dynamic (no guard on their values): lr (float)" in str(report)
+    assert "type(lr) is float" in report.verbose()
