@@ -1,10 +1,10 @@
-"""The k-means assignment step of issue 14 (the PyTorch blog's example), 200,000 points:
+"""The k-means assignment step (the PyTorch blog's example), 200,000 points:
 ``np.argmin(np.linalg.norm(X - means[:, None], axis=2), axis=0)``.
 
 NumPy eager builds the (k, n, 2) difference, squares, sums and takes the root in separate
 passes; the compiled numba graph fuses subtract + norm into one kernel (argmin stays a NumPy
 call); the hand-written numba kernel is one loop over points keeping the nearest mean (the
-ceiling). Prints the time of each and the ratios against NumPy; target: compiled >= 3x.
+ceiling). Prints the time of each and the ratios against NumPy.
 """
 
 from __future__ import annotations

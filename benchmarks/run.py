@@ -20,8 +20,12 @@ if __name__ == "__main__":
     transcendentals.main()
     threads.main()
     numba_backend.main()
-    kmeans.main()  # issue 14: norm as a fused reduction
+    kmeans.main()  # np.linalg.norm as a fused reduction
     startup.main()
+    # Dynamic shapes: a training step fed 20 batch sizes, graphs and kernels compiled.
+    from benchmarks import dynamic_shapes
+
+    dynamic_shapes.main()
     # Never worse than Python: the worst cases, plain against compiled.
     from benchmarks import worst_case
 
