@@ -34,6 +34,7 @@ from npdynamo.capture.translator import CaptureContext, root_frame
 from npdynamo.errors import Unsupported
 from npdynamo.fx import GraphModule
 from npdynamo.fx.passes import common_subexpression_elimination, dead_code_elimination
+from npdynamo.fx.sizes import gives_symbol, symbols_used
 
 
 class BackendFallbackWarning(UserWarning):
@@ -158,9 +159,13 @@ def finish_graph(
     common_subexpression_elimination(graph)
     dead_code_elimination(graph)
     _distinct_outputs(graph)
-    inputs = [(node, src) for node, src in ctx.placeholders if node.users]
+    # an input nothing reads may still give a size the graph computes with (np.arange(n))
+    sizes = symbols_used(graph)
+    kept = [(node, src) for node, src in ctx.placeholders
+            if node.users or gives_symbol(node, sizes)]
+    inputs = kept
     for node, _src in ctx.placeholders:
-        if not node.users:
+        if (node, _src) not in kept:
             graph.erase_node(node)
     graph.lint()
     if not rebuilder.nodes:

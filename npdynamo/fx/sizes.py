@@ -43,6 +43,13 @@ def symbols_used(graph: Graph) -> set[str]:
     return used
 
 
+def gives_symbol(node: Node, names: set[str]) -> bool:
+    """Whether placeholder ``node`` has a dimension that is one of the symbols ``names``."""
+    meta = node.meta.get("val")
+    return isinstance(meta, ArrayMeta) and any(
+        symbol_name(size) in names for size in meta.shape)
+
+
 def symbol_prelude(graph: Graph, var: Callable[[str], str]) -> list[str]:
     """Lines binding every symbol the graph's arguments use: ``<var(s0)> = x.shape[0]``.
 

@@ -285,3 +285,15 @@ def test_reset_forgets_learnt_dimensions():
     compiled(*_mlp_args(6))
     explained = npdynamo.explain(compiled)(*_mlp_args(6))
     assert "x.shape == (6, 4)" in explained.verbose()  # specialised again after reset
+
+
+def size_only_input(x, y):
+    n = x.shape[0]  # x's data is never read: the graph still reads its size
+    return np.arange(n) * 2.0 + y.sum()
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_an_input_read_only_for_its_size(backend):
+    compiled = npdynamo.compile(size_only_input, dynamic=True, backend=backend)
+    for k in (3, 4, 5):
+        check_same(size_only_input, np.ones(k), np.ones(2), compiled=compiled, calls=1)
