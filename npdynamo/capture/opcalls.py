@@ -27,6 +27,8 @@ VIEW_OPS = frozenset(
         "swapaxes",
         "moveaxis",
         "diagonal",
+        "flip",
+        "rot90",
     }
 )
 
@@ -76,7 +78,8 @@ def op_call(frame, op, args: tuple, kwargs: dict) -> Value:
         if isinstance(result, np.generic):
             return Const(result)
     result = ctx.call_op(op, tuple(args), dict(kwargs))
-    if op.name in VIEW_OPS and args and isinstance(args[0], ArrayValue):
+    if (op.name in VIEW_OPS and args and isinstance(args[0], ArrayValue)
+            and isinstance(result, ArrayValue) and not result.meta.scalar):
         # NumPy returns a view here (basic indexing, reshape, transpose...): writes through one
         # must reach the other; integer-array indexing copies
         if op.name != "getitem" or not has_array(args[1:]):

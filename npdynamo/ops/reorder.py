@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from npdynamo.ops import canonical as C
-from npdynamo.ops.binding import functions, methods, view_functions
+from npdynamo.ops.binding import functions, methods
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.registry import REGISTRY, Op, UnsupportedArguments, register
 from npdynamo.ops.rules import normalize_axes, normalize_axis, to_meta
@@ -148,17 +148,17 @@ def _ints(name: str, param: str, value: object) -> int | tuple[int, ...]:
     return C.as_index(value, param)
 
 
-@view_functions("flip")
+@functions("flip")
 def _flip_binder(m, axis=None):
     return C.canon(REGISTRY["flip"], [C.operand("flip", m)], axis=C.axis("flip", axis))
 
 
-@view_functions("fliplr")
+@functions("fliplr")
 def _fliplr(m):
     return _flip_binder(m, 1)
 
 
-@view_functions("flipud")
+@functions("flipud")
 def _flipud(m):
     return _flip_binder(m, 0)
 
@@ -169,7 +169,7 @@ def _roll_binder(a, shift, axis=None):
                    axis=C.axis("roll", axis))
 
 
-@view_functions("rot90")
+@functions("rot90")
 def _rot90_binder(m, k=1, axes=(0, 1)):
     axes = _ints("rot90", "axes", axes)
     if isinstance(axes, int):

@@ -309,7 +309,7 @@ VIEWS = {
 
 
 @pytest.mark.parametrize("name", sorted(VIEWS))
-def test_view_returning_functions_break_and_stay_exact(name):
+def test_view_returning_functions_stay_exact(name):
     view = VIEWS[name]
 
     def write_through(x):
@@ -320,9 +320,13 @@ def test_view_returning_functions_break_and_stay_exact(name):
         return y + 0
 
     report = npdynamo.explain(write_through)(M.copy())
-    assert any("np." + name in str(r) or name in str(r) for r in report.break_reasons)
+    assert any(name in str(r) or "through a view made by" in str(r)
+               for r in report.break_reasons)
     check_same(write_through, M)
-    assert f"np.{name}" not in table.supported_functions()
+    # flips and rot90 are captured as view ops (a write through them is the break above);
+    # atleast_*d (may return the argument itself) and diag (a copy for 1-d input) are not
+    captured = name in ("flip", "fliplr", "flipud", "rot90")
+    assert (f"np.{name}" in table.supported_functions()) == captured
 
 
 def linalg_of_singular(x):

@@ -1,0 +1,43 @@
+"""np.flip/fliplr/flipud/rot90 return views: captured as view ops, so a later write to the base
+shows through them, a write through them reaches the base (as a graph break), and a returned
+one is still a view of the argument."""
+
+import numpy as np
+import pytest
+
+from tests.differential import check_same
+
+
+def read_flipped(x):
+    return np.flip(x, 0) * 2.0 + np.rot90(x).sum() + np.fliplr(x)[0] - np.flipud(x)[-1]
+
+
+def base_written_after(x):
+    v = np.rot90(x)
+    x[0, 0] = 100.0  # NumPy: v sees it
+    return v.copy(), np.flip(x).sum()
+
+
+def written_through_the_view(x):
+    v = np.flip(x, 1)
+    v[0] = -1.0  # reaches x
+    return x.sum()
+
+
+def returned_view(x):
+    return np.flipud(x)
+
+
+@pytest.mark.parametrize("fn", [read_flipped, base_written_after, written_through_the_view])
+def test_view_functions_match_python(fn):
+    check_same(fn, np.arange(12.0).reshape(3, 4), calls=2)
+
+
+def test_a_returned_flip_is_a_view_of_the_argument():
+    import npdynamo
+
+    x = np.arange(6.0).reshape(2, 3)
+    out = npdynamo.compile(returned_view)(x)
+    assert np.shares_memory(out, x) and np.array_equal(out, np.flipud(x))
+    out[0, 0] = 42.0
+    assert x[1, 0] == 42.0
