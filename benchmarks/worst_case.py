@@ -107,7 +107,7 @@ def past_cache_limit() -> dict:
         return x + k
 
     x = np.ones(3)
-    compiled = npdynamo.compile(add)
+    compiled = npdynamo.compile(add, dynamic=False)  # k would else become a graph input
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for k in range(npdynamo.config.cache_size_limit + 1):
