@@ -243,3 +243,23 @@ def test_recompile_is_logged_with_the_failing_guard(caplog):
         npdynamo.set_logs()
     assert "Recompiling function" in caplog.text
     assert "x.shape[0]: expected 3, got 4" in caplog.text
+
+
+def three_from_one(x, y, z):
+    n = len(x)
+    xt, yt, zt = np.tile(x, (n, 1)), np.tile(y, (n, 1)), np.tile(z, (n, 1))
+    dx, dy, dz = xt - xt.T, yt - yt.T, zt - zt.T  # one computation when x is y is z: CSE
+    dy[dy > 1.0] = dy[dy > 1.0] - 2.0  # written in Python (reading a mask breaks the graph)
+    dz[dz < -1.0] = dz[dz < -1.0] + 2.0
+    return dx, dy, dz
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_results_merged_by_cse_stay_distinct_arrays_on_every_backend(backend):
+    x = np.arange(0.0, 3.0, 0.5)
+    for args in ((x, x, x), (x, x.copy(), x)):  # the same array passed three times, then twice
+        expected = three_from_one(*(a.copy() for a in args))
+        got = npdynamo.compile(three_from_one, backend=backend)(*args)
+        for e, g in zip(expected, got):
+            np.testing.assert_array_equal(g, e)
+        assert not np.shares_memory(got[1], got[2])

@@ -236,3 +236,17 @@ def test_propagate_shapes_names_the_node_when_a_rule_fails(ops):
     with pytest.raises(ValueError) as info:
         propagate_shapes(g, [ArrayMeta((3,), np.float64), ArrayMeta((4,), np.float64)])
     assert any("'add'" in note for note in info.value.__notes__)
+
+
+def test_cse_never_merges_copies():
+    # capture adds copies so that outputs merged by CSE stay distinct arrays: merging the
+    # copies again (the numba backend runs CSE too) would alias two of the user's results
+    from npdynamo.fx.passes import common_subexpression_elimination
+    from npdynamo.ops import REGISTRY
+
+    g = Graph()
+    x = g.placeholder("x")
+    d = g.call_function(REGISTRY["subtract"], (x, x))
+    g.output((d, g.call_function(REGISTRY["copy"], (d,)), g.call_function(REGISTRY["copy"], (d,))))
+    assert common_subexpression_elimination(g) == 0
+    assert len({id(n) for n in g.output_node.args[0]}) == 3

@@ -47,6 +47,12 @@ def _key(a: Any) -> Any:
     return ("id", id(a))
 
 
+def _makes_a_distinct_copy(node: Node) -> bool:
+    # a copy exists to be another object than its source (capture adds them for outputs that
+    # CSE merged: ``dy = dz = x - x.T`` must stay two arrays), so two copies are never one
+    return getattr(node.target, "name", None) == "copy"
+
+
 def common_subexpression_elimination(graph: Graph) -> int:
     """Merge pure ``call_function`` nodes that repeat an earlier one; returns how many merged.
 
@@ -56,7 +62,7 @@ def common_subexpression_elimination(graph: Graph) -> int:
     seen: dict[Any, Node] = {}
     merged = 0
     for node in graph.nodes:
-        if node.op != "call_function" or node.is_impure():
+        if node.op != "call_function" or node.is_impure() or _makes_a_distinct_copy(node):
             continue
         kwargs = sorted(((repr(k), _key(v)) for k, v in node.kwargs.items()), key=lambda p: p[0])
         key = (id(node.target), _key(node.args), tuple(kwargs))
