@@ -13,6 +13,7 @@ from npdynamo import ops
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.side_effects import view_of
 from npdynamo.capture.values import ArrayValue, Const, ListValue, SizeValue, TupleValue, Value
+from npdynamo.ops.composite import Composite
 
 #: Ops whose result may share memory with their first operand (NumPy returns a view).
 VIEW_OPS = frozenset(
@@ -29,6 +30,7 @@ VIEW_OPS = frozenset(
         "diagonal",
         "flip",
         "rot90",
+        "broadcast_view",
     }
 )
 
@@ -88,8 +90,39 @@ def op_call(frame, op, args: tuple, kwargs: dict) -> Value:
 
 
 def normalized_op_call(frame, normalized) -> Value:
+    if isinstance(normalized, Composite):
+        return composite_call(frame, normalized)
     op, args, kwargs = normalized
     return op_call(frame, op, args, kwargs)
+
+
+class _Builder:
+    """Records a composite's ops into the frame's graph (``ops.composite.Builder``)."""
+
+    def __init__(self, frame) -> None:
+        self.frame = frame
+
+    def call(self, op, args: tuple, kwargs: dict) -> Value:
+        return op_call(self.frame, op, args, kwargs)
+
+    def meta(self, value: ArrayValue):
+        return value.meta
+
+    def shape(self, value: ArrayValue) -> tuple[int, ...]:
+        return self.frame.ctx.concrete_shape(value.meta.shape)
+
+
+def composite_call(frame, composite: Composite) -> Value:
+    """A NumPy call made of several ops (``np.split``, ``np.meshgrid``): its pieces, in the
+    list or tuple NumPy returns."""
+    try:
+        pieces = composite.build(_Builder(frame))
+    except ops.UnsupportedArguments as exc:
+        raise frame.unsupported(f"this NumPy call cannot be captured: {exc}") from exc
+    except (TypeError, ValueError, IndexError) as exc:
+        raise UserCodeRaises(exc) from exc
+    items = [p if isinstance(p, Value) else Const(p) for p in pieces]
+    return ListValue(items) if isinstance(pieces, list) else TupleValue(items)
 
 
 def normalize(frame, fn, *call):

@@ -15,6 +15,9 @@ Rewrites (each only when the result's shape, dtype and NumPy-scalar-ness stay th
   Dropping the op would make the value share memory with ``x``, so this happens only when every
   reader of the value makes a new array anyway (elementwise ops and reductions), never for a
   graph output.
+* ``broadcast_view`` (``np.broadcast_arrays``' writeable view) -> ``broadcast_to`` (read-only)
+  when every reader makes a new array: the same data, and numba reading the view's flags would
+  trigger NumPy's warning about writes to it, which plain NumPy never shows there.
 """
 
 from __future__ import annotations
@@ -156,6 +159,10 @@ def simplify(graph: Graph) -> int:
                 node.replace_all_uses_with(new)
                 graph.erase_node(node)
                 changed += 1
+            continue
+        if name == "broadcast_view" and _only_fresh_readers(node):
+            node.target = REGISTRY["broadcast_to"]
+            changed += 1
             continue
         if name in ("multiply", "divide", "add", "subtract", "astype"):
             x = _identity_operand(node)
