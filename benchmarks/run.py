@@ -31,3 +31,8 @@ if __name__ == "__main__":
 
     print()
     worst_case.main()
+    # Code nobody here wrote: the numpy-benchmarks kernels, when the folder is there.
+    from benchmarks import external
+
+    print()
+    external.main()

@@ -21,6 +21,8 @@ from npdynamo.ops import REGISTRY, ArrayMeta, Op
 def carries_gradient(node: Node) -> bool:
     """Whether ``node``'s value is floating point (masks, indices and shapes carry none)."""
     val = node.meta.get("val")
+    if isinstance(val, tuple):  # an op with several results (np.linalg.svd)
+        return any(isinstance(v, ArrayMeta) and v.dtype.kind == "f" for v in val)
     return isinstance(val, ArrayMeta) and val.dtype.kind == "f"
 
 
@@ -119,6 +121,8 @@ def _has_key(keys: Any) -> bool:
 
 
 def _not_differentiable(node: Node) -> str:
+    if getattr(node.target, "name", None) == "tuple_item":  # name the op whose result it is
+        node = node.args[0]
     target = getattr(node.target, "name", None) or getattr(node.target, "__name__", "?")
     where = ""
     source = node.meta.get("source")

@@ -158,6 +158,7 @@ RULES.update(
     swapaxes=_swapaxes,
     moveaxis=_moveaxis,
     broadcast_to=_broadcast_to,
+    broadcast_view=_broadcast_to,  # np.broadcast_arrays' writeable views: the same gradient
     concatenate=_concatenate,
     stack=_stack,
     full=_full,

@@ -22,7 +22,7 @@ from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
 from npdynamo.capture.opcalls import normalize, normalized_op_call, op_call, raw, raw_sizes
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
-from npdynamo.capture.tables import BUILTINS, VALUE_CALLS
+from npdynamo.capture.tables import BUILTINS, OBJECT_METHODS, VALUE_CALLS
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     DELETED,
@@ -35,6 +35,7 @@ from npdynamo.capture.values import (
     IteratorValue,
     ListValue,
     MethodValue,
+    NamedTupleValue,
     SetValue,
     TupleValue,
     UserObjectValue,
@@ -301,6 +302,10 @@ def call_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict[st
             return wrap_result(method(*plain_args, **plain_kwargs))
         except Exception as exc:
             raise UserCodeRaises(exc) from exc
+    if isinstance(obj, UserObjectValue) and type(obj.obj) in OBJECT_METHODS:
+        result = OBJECT_METHODS[type(obj.obj)][1](frame, obj, name, args, kwargs)
+        if result is not None:
+            return result
     fn = get_attr(frame, obj, name)
     return call_value(frame, fn, args, kwargs)
 
@@ -310,6 +315,7 @@ CONTAINER_TYPES = {
     ArrayValue: np.ndarray,
     ListValue: list,
     TupleValue: tuple,
+    NamedTupleValue: tuple,
     DictValue: dict,
     SetValue: set,
 }
@@ -387,6 +393,8 @@ def get_attr(frame, obj: Value, name: str) -> Value:
         )
     if isinstance(obj, UserObjectValue):
         return user_attr(frame, obj, name)
+    if isinstance(obj, NamedTupleValue) and name in obj.cls._fields:
+        return obj.items[obj.cls._fields.index(name)]
     if isinstance(obj, (ListValue, TupleValue, DictValue, SetValue)):
         kind = CONTAINER_TYPES[type(obj)]
         if not callable(getattr(kind, name, None)):
@@ -413,6 +421,10 @@ def user_attr(frame, obj: UserObjectValue, name: str) -> Value:
         raise frame.unsupported(
             f"{klass.__qualname__} customises attribute access (__getattr__/__getattribute__)"
         )
+    if klass in OBJECT_METHODS:
+        modelled = OBJECT_METHODS[klass][0](frame, obj, name)
+        if modelled is not None:
+            return modelled
     if name in obj.attrs:
         if obj.attrs[name] is DELETED:
             raise UserCodeRaises(

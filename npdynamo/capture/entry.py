@@ -22,7 +22,7 @@ from npdynamo import config, logs, ops
 
 # The handlers of opcodes and builtins and the autodiff calls register into ``capture.tables``
 # when imported; a capture session needs them all.
-from npdynamo.capture import autodiff, builtins_table, opcodes  # noqa: F401
+from npdynamo.capture import autodiff, builtins_table, opcodes, random_calls  # noqa: F401
 from npdynamo.capture.break_reasons import GraphBreakReason, reason_from
 from npdynamo.capture.errors import CaptureUnsupported, UserCodeRaises
 from npdynamo.capture.guards import GuardSet
@@ -168,7 +168,7 @@ def finish_graph(
         if (node, _src) not in kept:
             graph.erase_node(node)
     graph.lint()
-    if not rebuilder.nodes:
+    if not rebuilder.nodes and not any(n.is_impure() for n in graph.nodes):
         return None, None, inputs
     gm = GraphModule(graph)
     example_inputs = [_read(src, frame_args, ctx) for _node, src in inputs]
@@ -191,7 +191,7 @@ def finish_graph(
             stacklevel=2,
         )
         compiled = gm.forward
-    return gm, compiled, inputs
+    return gm, random_calls.keep_states_on_error(graph, inputs, compiled), inputs
 
 
 def _distinct_outputs(graph) -> None:

@@ -11,8 +11,16 @@ import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.errors import UserCodeRaises
-from npdynamo.capture.side_effects import view_of
-from npdynamo.capture.values import ArrayValue, Const, ListValue, SizeValue, TupleValue, Value
+from npdynamo.capture.side_effects import view_of, write_array
+from npdynamo.capture.values import (
+    ArrayValue,
+    Const,
+    ListValue,
+    NamedTupleValue,
+    SizeValue,
+    TupleValue,
+    Value,
+)
 from npdynamo.ops.composite import Composite
 
 #: Ops whose result may share memory with their first operand (NumPy returns a view).
@@ -80,6 +88,9 @@ def op_call(frame, op, args: tuple, kwargs: dict) -> Value:
         if isinstance(result, np.generic):
             return Const(result)
     result = ctx.call_op(op, tuple(args), dict(kwargs))
+    if isinstance(result, TupleValue):  # an op with several results (np.linalg.svd)
+        cls = op.result_type(kwargs)
+        return result if cls is tuple else NamedTupleValue(result.items, cls)
     if (op.name in VIEW_OPS and args and isinstance(args[0], ArrayValue)
             and isinstance(result, ArrayValue) and not result.meta.scalar):
         # NumPy returns a view here (basic indexing, reshape, transpose...): writes through one
@@ -111,6 +122,9 @@ class _Builder:
     def shape(self, value: ArrayValue) -> tuple[int, ...]:
         return self.frame.ctx.concrete_shape(value.meta.shape)
 
+    def write(self, target: ArrayValue, value: ArrayValue) -> None:
+        write_array(self.frame.ctx, target, value)
+
 
 def composite_call(frame, composite: Composite) -> Value:
     """A NumPy call made of several ops (``np.split``, ``np.meshgrid``): its pieces, in the
@@ -121,6 +135,8 @@ def composite_call(frame, composite: Composite) -> Value:
         raise frame.unsupported(f"this NumPy call cannot be captured: {exc}") from exc
     except (TypeError, ValueError, IndexError) as exc:
         raise UserCodeRaises(exc) from exc
+    if pieces is None:  # np.copyto and the like: written into an argument, returns None
+        return Const(None)
     items = [p if isinstance(p, Value) else Const(p) for p in pieces]
     return ListValue(items) if isinstance(pieces, list) else TupleValue(items)
 

@@ -26,6 +26,7 @@ from npdynamo.capture.values import (
     IteratorValue,
     ListValue,
     MethodValue,
+    NamedTupleValue,
     NullValue,
     ScalarInputValue,
     SetValue,
@@ -56,6 +57,8 @@ def python_type(value: Value) -> type | None:
         return value.meta.dtype.type if value.meta.scalar else np.ndarray
     if isinstance(value, Const):
         return type(value.value)
+    if isinstance(value, NamedTupleValue):
+        return value.cls
     kinds = {TupleValue: tuple, ListValue: list, DictValue: dict, SetValue: set}
     if type(value) in kinds:
         return kinds[type(value)]
@@ -168,6 +171,9 @@ class ValueRebuilder:
             return value.source.expr()
         if isinstance(value, Const):
             return self.bind(value.value)
+        if isinstance(value, NamedTupleValue):
+            return f"{self.bind(value.cls, 'RESULT')}(" + ", ".join(
+                self.expr(v) for v in value.items) + ")"
         if isinstance(value, TupleValue):
             if value.items and all(isinstance(v, Const) for v in value.items):
                 # a tuple display of literals is one folded constant: two equal tuples made

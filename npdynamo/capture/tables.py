@@ -16,6 +16,9 @@ the translator back for anything but the ``Frame`` type.
   callable called (one handler serves several: ``tuple``/``list``/``set``).
 * ``VALUE_CALLS``: tracked value kind -> ``call(frame, value, args, kwargs)``, for callables the
   translator models itself (a ``grad`` function).
+* ``OBJECT_METHODS``: exact type of an object from outside (``np.random.Generator``) ->
+  ``(attribute(frame, obj, name), call(frame, obj, name, args, kwargs))``: the methods the
+  translator models on it (``random_calls.py``); either returns None for other names.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from npdynamo.capture.code import PY
 HANDLERS: dict[str, Callable] = {}
 BUILTINS: dict[object, Callable] = {}
 VALUE_CALLS: dict[type, Callable] = {}
+OBJECT_METHODS: dict[type, tuple[Callable, Callable]] = {}
 
 
 def handler(*names: str, since=(3, 11), until=(3, 13)):

@@ -42,6 +42,7 @@ from npdynamo.capture.values import (
     FunctionValue,
     ScalarInputValue,
     SizeValue,
+    TupleValue,
     Value,
     map_values,
 )
@@ -214,8 +215,6 @@ class CaptureContext:
             ) from exc
         except Exception as exc:
             raise UserCodeRaises(exc) from exc
-        if isinstance(meta, tuple):
-            raise self.unsupported(f"{op!r} returns several arrays; not supported yet")
         self.node_count += 1
         progress.op_captured(self)
         if self.node_count > GRAPH_NODE_LIMIT:
@@ -227,6 +226,9 @@ class CaptureContext:
         loc = self.location()
         if loc is not None:
             node.meta["source"] = (loc.filename, loc.lineno, loc.source_line.strip())
+        if isinstance(meta, tuple):  # several results: one projection node each
+            return TupleValue([self.call_op(ops.REGISTRY["tuple_item"], (ArrayValue(node),),
+                                            {"index": i}) for i in range(len(meta))])
         return ArrayValue(node)
 
 

@@ -144,6 +144,18 @@ class TupleValue(_Container):
         super().__init__(items, source, False, loader, length)
 
 
+class NamedTupleValue(TupleValue):
+    """A tuple of a named-tuple class made by the captured code (``np.linalg.svd``'s
+    ``SVDResult``): items as a tuple's, fields read by name, rebuilt as ``cls(*items)``."""
+
+    def __init__(self, items: list, cls: type) -> None:
+        super().__init__(items)
+        self.cls = cls
+
+    def kind(self) -> str:
+        return self.cls.__name__
+
+
 class ListValue(_Container):
     """A list; ``fresh`` lists were created by the captured code and may be mutated freely."""
 

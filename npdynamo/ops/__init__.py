@@ -10,6 +10,7 @@ canonical ``(op, args, kwargs)`` triples.
 from npdynamo.ops import (
     composite,
     creation,
+    decompositions,
     elementwise,
     indexing,
     linalg,
@@ -22,6 +23,7 @@ from npdynamo.ops import (
     shape_ops,
     solvers,
     statistics,
+    writes,
 )
 from npdynamo.ops.elementwise import infer_inplace
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
@@ -57,5 +59,5 @@ __all__ = [
     *REGISTRY,
 ]
 
-del (composite, creation, elementwise, indexing, linalg, numeric, reductions, reorder, scalar_ops,
-     scans, selection, shape_ops, solvers, statistics)
+del (composite, creation, decompositions, elementwise, indexing, linalg, numeric, reductions,
+     reorder, scalar_ops, scans, selection, shape_ops, solvers, statistics, writes)

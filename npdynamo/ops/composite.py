@@ -36,14 +36,18 @@ class Builder(Protocol):
     def meta(self, value: Any) -> ArrayMeta:
         """The meta of a tracked array."""
 
+    def write(self, target: Any, value: Any) -> None:
+        """``target`` (a tracked array from the call's arguments) now holds ``value``'s data,
+        as after an in-place NumPy call: written back to the caller's array."""
+
 
 @dataclass(frozen=True)
 class Composite:
     """A NumPy call made of several ops; ``build(builder)`` returns the list or tuple NumPy
-    returns, holding tracked values."""
+    returns, holding tracked values, or None (a function that writes into its argument)."""
 
     name: str
-    build: Callable[[Builder], list | tuple]
+    build: Callable[[Builder], list | tuple | None]
 
 
 def _as_array(b: Builder, name: str, x: object) -> Any:
@@ -123,7 +127,8 @@ functions("dsplit")(_hvd_split("dsplit", 3, lambda ndim: 2))
 # -- broadcast_arrays ------------------------------------------------------------------------
 def _broadcast_view(array: np.ndarray, *, shape: tuple[int, ...]) -> np.ndarray:
     # np.broadcast_arrays' own views: writeable (NumPy warns on a write), unlike broadcast_to's
-    return np.broadcast_arrays(array, np.broadcast_to(np.zeros((), np.int8), shape))[0]
+    target = np.broadcast_to(array, shape)  # broadcast_to's checks and errors
+    return np.broadcast_arrays(array, np.broadcast_to(np.zeros((), np.int8), target.shape))[0]
 
 
 register(Op("broadcast_view", _broadcast_view, _broadcast_to_rule, defaults={"shape": REQUIRED}))

@@ -413,6 +413,7 @@ CASES = {
     "swapaxes": swapaxes_case(),
     "moveaxis": moveaxis_case(),
     "broadcast_to": broadcast_to_case(),
+    "broadcast_view": broadcast_to_case(),
     "concatenate": concatenate_case(),
     "stack": stack_case(),
     "full": full_case(),

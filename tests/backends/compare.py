@@ -44,3 +44,17 @@ def assert_close(got, want, path: str = "result", rtol: float | None = None) -> 
     scale = max(1.0, float(np.abs(w[finite]).max()))
     err = np.abs(g[finite].astype(np.float64) - w[finite].astype(np.float64))
     assert (err <= tol * scale).all(), f"{path}: max error {err.max()}\n{g}\n{w}"
+
+
+def check_one_graph(fn, args: tuple) -> None:
+    """``fn`` plain vs compiled with ``fullgraph=True`` (one graph, no break): bitwise with
+    arguments' state on the eager backend, at the tolerances above on numba."""
+    import npdynamo
+    from tests.differential import check_same, run_both
+
+    check_same(fn, *args, compiled=npdynamo.compile(fn, backend="eager", fullgraph=True))
+    compiled = npdynamo.compile(fn, backend="numba", fullgraph=True)
+    for _ in range(2):
+        run = run_both(fn, compiled, args, {})
+        assert run.exc is None
+        assert_close(run.got, run.expected)

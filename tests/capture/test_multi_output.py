@@ -14,8 +14,8 @@ import npdynamo
 from npdynamo.ops.composite import Composite
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.normalize import normalize_call
-from tests.backends.compare import assert_close
-from tests.differential import check_same, run_both
+from tests.backends.compare import check_one_graph
+from tests.differential import check_same
 
 X = np.arange(24.0).reshape(4, 6)
 C3 = np.arange(24.0).reshape(2, 3, 4)
@@ -41,12 +41,7 @@ CASES = {
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_plain_and_compiled_agree_in_one_graph(name):
-    fn, args = CASES[name]
-    check_same(fn, *args, compiled=npdynamo.compile(fn, fullgraph=True))
-    compiled = npdynamo.compile(fn, backend="numba", fullgraph=True)
-    for _ in range(2):
-        run = run_both(fn, compiled, args, {})
-        assert_close(run.got, run.expected)
+    check_one_graph(*CASES[name])
 
 
 def written_through_a_piece(x):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from npdynamo.ops.elementwise import BINARY_UFUNCS, UNARY_UFUNCS
 from npdynamo.ops.scalar_ops import BINARY, UNARY
 from tests.ops.cases_breadth import breadth_cases
+from tests.ops.cases_decompositions import decomposition_cases
 from tests.ops.strategies import (
     Case,
     array_case,
@@ -311,6 +312,7 @@ CASES: dict[str, st.SearchStrategy[Case]] = {
     "eye": eye_case(),
     "linspace": linspace_case(),
     **breadth_cases(),
+    **decomposition_cases(),
     **{name: python_scalar_case(2) for name in BINARY},
     **{name: python_scalar_case(1) for name in UNARY},
 }

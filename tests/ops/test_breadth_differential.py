@@ -16,8 +16,8 @@ import pytest
 import npdynamo
 from npdynamo.ops import REGISTRY, ArrayMeta, table
 from tests.autograd.test_vjp_rules import check_rule
-from tests.backends.compare import assert_close
-from tests.differential import check_same, run_both
+from tests.backends.compare import assert_close, check_one_graph
+from tests.differential import check_same
 
 rng = np.random.default_rng(7)
 V = rng.standard_normal(6)
@@ -143,13 +143,7 @@ def _filled(buf, x):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_plain_and_compiled_agree(name):
-    fn, args = CASES[name]
-    check_same(fn, *args, compiled=npdynamo.compile(fn, backend="eager", fullgraph=True))
-    compiled = npdynamo.compile(fn, backend="numba", fullgraph=True)
-    for _ in range(2):
-        run = run_both(fn, compiled, args, {})
-        assert run.exc is None
-        assert_close(run.got, run.expected)
+    check_one_graph(*CASES[name])
 
 
 def test_every_case_is_a_supported_name():

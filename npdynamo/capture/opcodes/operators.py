@@ -241,7 +241,8 @@ def _plain_set_like(frame, value: Value) -> object:
             plain = {k: _plain_set_like(frame, v) for k, v in d.items.items()}
         return getattr(plain, value.which)()
     if isinstance(value, (SetValue, TupleValue, ListValue)):
-        kind = {SetValue: set, TupleValue: tuple, ListValue: list}[type(value)]
+        kind = (set if isinstance(value, SetValue)
+                else list if isinstance(value, ListValue) else tuple)
         return kind(_plain_set_like(frame, v) for v in value.items)
     if isinstance(value, Const) and is_constant(value.value):
         return value.value

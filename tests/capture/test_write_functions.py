@@ -1,0 +1,90 @@
+"""NumPy functions writing into their argument (np.copyto with where=, np.putmask,
+np.fill_diagonal, np.put_along_axis) captured in one graph with the same write-back as
+``x[mask] = v``: the argument itself is updated, views of it see the update, errors are NumPy's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import npdynamo
+from tests.backends.compare import check_one_graph
+from tests.differential import check_same
+
+A = np.arange(12.0).reshape(3, 4)
+M = A % 3 == 0
+
+
+def copyto_where(a, m):
+    np.copyto(a, -a, where=m)
+    return a * 2
+
+
+def copyto_plain(a, m):
+    np.copyto(a[1], 7)  # through a view: reaches a
+    np.copyto(a, np.arange(4), casting="unsafe")
+    return a.sum()
+
+
+def putmask_repeats(a, m):
+    np.putmask(a, m, np.array([10.0, 20.0]))  # values repeat, as in NumPy
+    return a + 0
+
+
+def fill_diagonal(a, m):
+    b = np.zeros((5, 3))
+    np.fill_diagonal(b, np.array([1.0, 2.0]), wrap=True)
+    np.fill_diagonal(a, 9.0)
+    return b
+
+
+def put_along(a, m):
+    np.put_along_axis(a, np.argmax(a, axis=1, keepdims=True), 0.0, axis=1)
+    np.put_along_axis(a[0], np.array([0, 2]), -5.0, axis=None)
+    return a.max()
+
+
+def view_sees_write(a, m):
+    row = a[0]
+    np.putmask(a, m, 0.0)
+    return row * 1
+
+
+CASES = [copyto_where, copyto_plain, putmask_repeats, fill_diagonal, put_along, view_sees_write]
+
+
+@pytest.mark.parametrize("fn", CASES, ids=[f.__name__ for f in CASES])
+def test_plain_and_compiled_agree_in_one_graph(fn):
+    check_one_graph(fn, (A, M))
+
+
+def test_the_argument_itself_is_written():
+    a = A.copy()
+    out = npdynamo.compile(copyto_where)(a, M)
+    expected = A.copy()
+    copyto_where(expected, M)
+    assert np.array_equal(a, expected) and np.array_equal(out, expected * 2)
+
+
+ERRORS = [
+    lambda a: np.copyto(a, np.ones(3)),
+    lambda a: np.copyto(a.astype(int), 1.5),
+    lambda a: np.copyto(a.astype(int), a),
+    lambda a: np.copyto(a, 1.0, where=np.ones(3, bool)),
+    lambda a: np.copyto(a, 1.0, where=a),
+    lambda a: np.copyto(a, 1.0, casting="bogus"),
+    lambda a: np.putmask(a, np.ones(5, bool), 1.0),
+    lambda a: np.putmask(a.astype(int), a > 1, a),
+    lambda a: np.fill_diagonal(a[0], 1.0),
+    lambda a: np.fill_diagonal(np.zeros((2, 3, 4)), 1.0),
+    lambda a: np.put_along_axis(a, np.zeros((3, 1), int), 5.0, axis=2),
+    lambda a: np.put_along_axis(a, np.zeros(3, int), 5.0, axis=1),
+    lambda a: np.put_along_axis(a, np.zeros((3, 1)), 5.0, axis=1),
+    lambda a: np.put_along_axis(a, np.zeros((3, 1), int), 5.0, axis=None),
+    lambda a: np.put_along_axis(a, np.full((3, 1), 9), 5.0, axis=1),  # found at run time
+]
+
+
+@pytest.mark.parametrize("i", range(len(ERRORS)))
+def test_errors_are_numpys_and_nothing_is_written(i):
+    check_same(ERRORS[i], A)

@@ -1,0 +1,116 @@
+"""Case strategies for the multi-result ops (``slogdet``, ``eigh``, ``svd``, ``qr``, ``lstsq``,
+their projection ``tuple_item``: stacks of matrices of every shape kind, square, wide, tall,
+1-d and 0-d errors, empty, in the dtypes ``np.linalg`` sees), ``broadcast_view``, and the
+functional forms of the writing functions (``copyto``, ``putmask``, ``fill_diagonal``,
+``put_along_axis``)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from tests.ops.strategies import Case, fill
+
+_DTYPES = st.sampled_from([np.dtype(t) for t in
+                           ("float32", "float64", "complex128", "float16", "int64", "bool")])
+
+
+@st.composite
+def matrices(draw, square: bool = False):
+    m = draw(st.integers(0, 3))
+    n = m if square else draw(st.integers(0, 3))
+    batch = tuple(draw(st.lists(st.integers(1, 2), max_size=1)))
+    shape = draw(st.sampled_from([batch + (m, n)] * 6 + [(n,), ()]))
+    return fill(shape, draw(_DTYPES), draw(st.integers(0, 99)))
+
+
+def _unary(kwargs, square: bool = False):
+    return st.builds(lambda a, kw: Case((a,), kw), matrices(square), kwargs)
+
+
+@st.composite
+def lstsq_case(draw):
+    a = fill((draw(st.integers(1, 4)), draw(st.integers(1, 3))), draw(_DTYPES),
+             draw(st.integers(0, 99)))
+    rows = a.shape[0] + draw(st.sampled_from([0, 0, 0, 1]))
+    b = fill(draw(st.sampled_from([(rows,), (rows, 2), (rows, 0), (1, rows, 2)])),
+             np.dtype(draw(st.sampled_from(["float64", "float32", "int32"]))),
+             draw(st.integers(0, 99)))
+    if a.dtype.kind == "b" or (a.size and np.linalg.matrix_rank(a.astype(float)) < min(a.shape)):
+        a = a.astype(np.float64) + np.eye(*a.shape)  # full rank: the rule's assumption
+    return Case((a, b), {"rcond": draw(st.sampled_from([None, 1e-10]))})
+
+
+@st.composite
+def tuple_item_case(draw):
+    results = np.linalg.svd(fill((3, 2), np.dtype(np.float32), draw(st.integers(0, 9))))
+    return Case((tuple(results),), {"index": draw(st.integers(0, 2))})
+
+
+@st.composite
+def broadcast_view_case(draw):
+    x = fill(draw(st.sampled_from([(), (3,), (1, 3), (2, 1), (4,)])), np.dtype(np.float64), 0)
+    return Case((x,), {"shape": draw(st.sampled_from([(2, 3), (3,), (0, 3), (2, 1)]))})
+
+
+_TARGETS = st.sampled_from([(3, 4), (4,), (2, 2, 2), (1, 4), (3, 3)])
+_KINDS = st.sampled_from([np.dtype(t) for t in ("float64", "int64", "float32", "bool")])
+
+
+@st.composite
+def copyto_case(draw):
+    dst = fill(draw(_TARGETS), draw(_KINDS), draw(st.integers(0, 9)))
+    src = draw(st.one_of(st.sampled_from([1, 2.5, True, -3]),
+                         st.builds(lambda s, k: fill(s, k, 1),
+                                   st.sampled_from([(), (4,), (3, 1), (3,), (2, 4)]), _KINDS)))
+    args = [dst, src]
+    if draw(st.booleans()):
+        args.append(fill(draw(st.sampled_from([(4,), (3, 4), (2,)])),
+                         draw(st.sampled_from([np.dtype(bool), np.dtype(float)])), 2))
+    casting = draw(st.sampled_from(["same_kind", "unsafe", "safe", "no"]))
+    return Case(tuple(args), {"casting": casting})
+
+
+@st.composite
+def putmask_case(draw):
+    a = fill(draw(_TARGETS), draw(_KINDS), draw(st.integers(0, 9)))
+    mask = fill(draw(st.sampled_from([a.shape, (a.size,), (5,)])), np.dtype(bool), 3)
+    values = draw(st.one_of(st.sampled_from([0, 1.5]), st.builds(
+        lambda k: fill((2,), k, 4), _KINDS)))
+    return Case((a, mask, values))
+
+
+@st.composite
+def fill_diagonal_case(draw):
+    a = fill(draw(st.sampled_from([(3, 3), (5, 3), (2, 4), (4,), (2, 2, 2), (2, 3, 2)])),
+             draw(_KINDS), 0)
+    val = draw(st.sampled_from([1, 2.5, (1.0, 2.0)]))
+    return Case((a, val), {"wrap": draw(st.booleans())})
+
+
+@st.composite
+def put_along_axis_case(draw):
+    a = fill((3, 4), draw(_KINDS), draw(st.integers(0, 9)))
+    axis = draw(st.sampled_from([0, 1, -1, 2, None]))
+    idx_shape = draw(st.sampled_from([(3, 1), (1, 4), (2,), (3, 4)]))
+    idx = fill(idx_shape, np.dtype(draw(st.sampled_from(["int64", "float64"]))), 5) % 3
+    return Case((a, idx.astype(idx.dtype), 7), {"axis": axis})
+
+
+def decomposition_cases() -> dict:
+    return {
+        "slogdet": _unary(st.just({}), square=True),
+        "eigh": _unary(st.fixed_dictionaries({"UPLO": st.sampled_from(["L", "U"])}),
+                       square=True),
+        "svd": _unary(st.fixed_dictionaries({"full_matrices": st.booleans(),
+                                             "hermitian": st.booleans()})),
+        "qr": _unary(st.fixed_dictionaries(
+            {"mode": st.sampled_from(["reduced", "complete", "r", "raw"])})),
+        "lstsq": lstsq_case(),
+        "tuple_item": tuple_item_case(),
+        "broadcast_view": broadcast_view_case(),
+        "copyto": copyto_case(),
+        "putmask": putmask_case(),
+        "fill_diagonal": fill_diagonal_case(),
+        "put_along_axis": put_along_axis_case(),
+    }

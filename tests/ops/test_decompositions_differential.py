@@ -1,0 +1,102 @@
+"""np.linalg's multi-result functions (slogdet, qr, eigh, svd, lstsq) in one graph: plain vs
+compiled with ``fullgraph=True`` (bitwise on eager, within tolerance on numba), the named tuples
+NumPy returns (types, fields), errors, a rank-deficient ``lstsq`` (the graph reruns in Python)
+and the ``GradError`` their missing VJPs give."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import npdynamo
+from npdynamo.errors import GradError
+from tests.backends.compare import check_one_graph
+from tests.differential import check_same
+
+rng = np.random.default_rng(3)
+A = rng.standard_normal((5, 3))
+SPD = A.T @ A + np.eye(3)
+STACK = rng.standard_normal((2, 3, 3))
+Y = rng.standard_normal(5)
+
+CASES = {
+    "slogdet": (lambda s: np.linalg.slogdet(s), (SPD,)),
+    "slogdet_fields": (lambda s: np.linalg.slogdet(s).logabsdet * 2, (STACK,)),
+    "slogdet_unpacked": (lambda s: (lambda sign, logdet: sign * np.exp(logdet))(
+        *np.linalg.slogdet(s)), (STACK,)),
+    "eigh": (lambda s: np.linalg.eigh(s), (SPD,)),
+    "eigh_upper": (lambda s: np.linalg.eigh(s + 0, UPLO="U").eigenvectors.sum(), (STACK,)),
+    "svd": (lambda a: np.linalg.svd(a), (A,)),
+    "svd_reduced": (lambda a: np.linalg.svd(a, full_matrices=False).U @ np.eye(3), (A,)),
+    "svd_values": (lambda a: np.linalg.svd(a, compute_uv=False), (A,)),
+    "svd_hermitian": (lambda s: np.linalg.svd(s, hermitian=True)[1], (SPD,)),
+    "qr": (lambda a: np.linalg.qr(a), (A,)),
+    "qr_complete": (lambda a: np.linalg.qr(a.T, mode="complete").Q * 1, (A,)),
+    "qr_r": (lambda a: np.linalg.qr(a, mode="r"), (A,)),
+    "qr_raw": (lambda a: np.linalg.qr(a, mode="raw"), (STACK,)),
+    "lstsq": (lambda a, y: np.linalg.lstsq(a, y, rcond=None), (A, Y)),
+    "lstsq_wide": (lambda a, y: np.linalg.lstsq(a.T, y[:3])[0] + 1, (A, Y)),
+    "lstsq_matrix": (lambda a, y: np.linalg.lstsq(a, np.stack([y, y * 2], 1)), (A, Y)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_plain_and_compiled_agree_in_one_graph(name):
+    check_one_graph(*CASES[name])
+
+
+def rank_deficient(a, y):
+    x, residuals, rank, s = np.linalg.lstsq(a, y, rcond=None)
+    return x * 2, residuals, rank
+
+
+def test_a_rank_deficient_lstsq_gives_numpys_results():
+    """The rule assumes full rank for a tall matrix; at a lower rank the graph reruns in
+    Python, whose residuals are empty."""
+    compiled = npdynamo.compile(rank_deficient, fullgraph=True)
+    check_same(rank_deficient, A, Y, compiled=compiled)
+    low = A.copy()
+    low[:, 2] = low[:, 1]
+    check_same(rank_deficient, low, Y, compiled=compiled)
+    assert compiled(low, Y)[1].shape == (0,)
+
+
+ERRORS = [
+    lambda a: np.linalg.slogdet(a),
+    lambda a: np.linalg.eigh(a[0]),
+    lambda a: np.linalg.eigh(a, UPLO="X"),
+    lambda a: np.linalg.svd(a, hermitian=True),
+    lambda a: np.linalg.lstsq(a, a[:3]),
+    lambda a: np.linalg.lstsq(a[0], a[0]),
+    lambda a: np.linalg.qr(a[0]),
+    lambda a: np.linalg.slogdet(a.astype(np.float16)),
+]
+
+
+@pytest.mark.parametrize("i", range(len(ERRORS)))
+def test_errors_are_numpys(i):
+    check_same(ERRORS[i], A)
+
+
+def test_a_deprecated_qr_mode_is_a_break():
+    def deprecated_mode(a):
+        return np.linalg.qr(a, mode="full")
+
+    with pytest.warns(DeprecationWarning):
+        check_same(deprecated_mode, A)
+        assert npdynamo.explain(deprecated_mode)(A).graph_break_count == 1
+
+
+def test_an_unknown_qr_mode_raises_numpys_error():
+    check_same(lambda a: np.linalg.qr(a, mode="bogus"), A)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda s: np.linalg.slogdet(s).logabsdet,
+    lambda s: np.linalg.eigh(s).eigenvalues.sum(),
+    lambda s: np.linalg.svd(s)[1].sum(),
+    lambda s: np.linalg.qr(s).R.sum(),
+])
+def test_gradients_through_decompositions_raise_grad_error(fn):
+    with pytest.raises(GradError, match="not differentiable"):
+        npdynamo.grad(npdynamo.compile(fn))(SPD)
