@@ -1,5 +1,6 @@
 """NumPy functions that write into their first argument: ``np.copyto`` (with ``where=``),
-``np.putmask``, ``np.fill_diagonal`` and ``np.put_along_axis``.
+``np.putmask``, ``np.fill_diagonal`` and ``np.put_along_axis``; and ``mask_update``, the op of
+``x[mask] op= v`` (``capture/masked.py``).
 
 Each is a functional op returning the updated copy (its ``impl`` runs the NumPy function on a
 copy, so values, casts and repetitions are NumPy's own); the binder returns a ``Composite``
@@ -17,8 +18,10 @@ import numpy as np
 from npdynamo.ops import canonical as C
 from npdynamo.ops.binding import functions
 from npdynamo.ops.composite import Builder, Composite
+from npdynamo.ops.elementwise import infer_inplace
+from npdynamo.ops.indexing import boolean_mask
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
-from npdynamo.ops.registry import REGISTRY, Op, UnsupportedArguments, register
+from npdynamo.ops.registry import REGISTRY, REQUIRED, Op, UnsupportedArguments, register
 from npdynamo.ops.rules import fmt_shape, is_py_scalar, normalize_axis, to_meta
 
 _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
@@ -163,6 +166,41 @@ def _put_along_axis_binder(arr, indices, values, axis):
     op, args, kwargs = C.canon(REGISTRY["put_along_axis"],
                                [arr, indices, C.operand("put_along_axis", values)], axis=axis)
     return _written("put_along_axis", arr, op, args, kwargs)
+
+
+# -- x[mask] op= v (capture/masked.py) ----------------------------------------------------
+def _mask_update(current, array, read_mask, store_mask, value, *, ufunc: str):
+    selected = array[read_mask]
+    getattr(np, ufunc)(selected, value, out=selected)  # what ndarray.__iadd__ & co. do
+    out = current.copy()
+    out[store_mask] = selected
+    return out
+
+
+def mask_update_rule(current: object, array: object, read_mask: object, store_mask: object,
+                      value: object, *, ufunc: str) -> ArrayMeta:
+    meta = ArrayMeta(current.shape, current.dtype)
+    mask = boolean_mask(read_mask)
+    if mask is None or boolean_mask(store_mask) is None:
+        raise UnsupportedArguments("mask_update: the index is not one boolean array")
+    REGISTRY["setitem"].infer(meta, (read_mask,), 0)  # the read's mask fits x (IndexError)
+    rest = meta.shape[mask.ndim:]
+    # the selection has shape (k, *rest) for a k only the data knows: check with k = 1 and
+    # k = 2, and refuse a value whose fit would depend on k
+    results = []
+    for k in (1, 2):
+        selection = ArrayMeta((k, *rest), array.dtype)
+        try:
+            results.append(infer_inplace(REGISTRY[ufunc], selection, value))
+        except ValueError:
+            raise UnsupportedArguments(
+                "a value whose fit depends on how many elements the mask selects") from None
+    REGISTRY["setitem"].infer(meta, (store_mask,), 0)  # the mask fits x, as NumPy checks
+    return meta
+
+
+register(Op("mask_update", _mask_update, mask_update_rule, differentiable=False,
+                    defaults={"ufunc": REQUIRED}))
 
 
 # -- the write-back ------------------------------------------------------------------------

@@ -88,3 +88,50 @@ ERRORS = [
 @pytest.mark.parametrize("i", range(len(ERRORS)))
 def test_errors_are_numpys_and_nothing_is_written(i):
     check_same(ERRORS[i], A)
+
+
+# -- x[mask] op= v -------------------------------------------------------------------------
+def masked_updates(a, m):
+    a[a > 4] += 1.5
+    a[m] *= -2
+    a[a < 0] //= 3
+    b = a.copy()
+    b[b > 1] -= a[0, :1]  # shape (1,): fits any number of selected elements
+    return b
+
+
+def masked_update_of_rows(a, m):
+    a[m[:, 0]] += np.arange(4.0)  # rows: the value fits (k, 4) for any k
+    return a.sum(axis=0)
+
+
+def masked_update_value_changes_the_array(a, m):
+    def bump():
+        a[0, 0] = 100.0  # runs between the read and the store
+        return 1.0
+
+    a[m] += bump()
+    return a
+
+
+def masked_update_needing_the_count(a, m):
+    a[m] += np.arange(4.0)  # fits only if exactly 4 elements are selected: a break
+    return a
+
+
+def masked_update_int_by_float(a, m):
+    i = a.astype(np.int64)
+    i[m] += 1.5  # NumPy's casting error
+    return i
+
+
+@pytest.mark.parametrize("fn", [masked_updates, masked_update_of_rows,
+                                masked_update_value_changes_the_array])
+def test_masked_augmented_assignment_is_one_graph(fn):
+    check_one_graph(fn, (A, M))
+
+
+@pytest.mark.parametrize("fn", [masked_update_needing_the_count, masked_update_int_by_float])
+def test_masked_augmented_assignment_breaks_or_raises_as_numpy(fn):
+    check_same(fn, A, M)
+    check_same(fn, A, M, backend="numba")

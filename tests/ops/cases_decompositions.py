@@ -97,6 +97,16 @@ def put_along_axis_case(draw):
     return Case((a, idx.astype(idx.dtype), 7), {"axis": axis})
 
 
+@st.composite
+def mask_update_case(draw):
+    a = fill(draw(st.sampled_from([(3, 4), (4,), (2, 3)])), draw(_KINDS), draw(st.integers(0, 9)))
+    mask = fill(draw(st.sampled_from([a.shape, a.shape[:1], (5,)])), np.dtype(bool), 1)
+    value = draw(st.one_of(st.sampled_from([1, 2.5]), st.builds(
+        lambda s, k: fill(s, k, 2), st.sampled_from([(), (1,), a.shape[1:]]), _KINDS)))
+    ufunc = draw(st.sampled_from(["add", "multiply", "subtract", "floor_divide"]))
+    return Case((a, a, mask, mask, value), {"ufunc": ufunc}, unsupported_ok=True)
+
+
 def decomposition_cases() -> dict:
     return {
         "slogdet": _unary(st.just({}), square=True),
@@ -113,4 +123,5 @@ def decomposition_cases() -> dict:
         "putmask": putmask_case(),
         "fill_diagonal": fill_diagonal_case(),
         "put_along_axis": put_along_axis_case(),
+        "mask_update": mask_update_case(),
     }

@@ -22,6 +22,13 @@ from npdynamo.capture.containers import (
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import is_lazy, lazy_contains
 from npdynamo.capture.guards import GuardKind
+from npdynamo.capture.masked import (
+    MaskedRead,
+    MaskedUpdate,
+    masked_inplace,
+    masked_read,
+    masked_store,
+)
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
 from npdynamo.capture.special_methods import user_binary_op
 from npdynamo.capture.tables import handler
@@ -307,6 +314,8 @@ def _sequences_equal(frame, a: Value, b: Value) -> bool:
 def inplace_op(frame, symbol: str, target: Value, other: Value) -> Value:
     """``target <symbol>= other``: arrays and lists change in place, numbers (NumPy scalars
     too: they are immutable) rebind."""
+    if isinstance(target, MaskedRead):
+        return masked_inplace(frame, target, symbol, other)
     if isinstance(target, ArrayValue) and not target.meta.scalar:
         result = binary_op(frame, symbol, target, other)
         write_array(frame.ctx, target, cast_for_inplace(frame.ctx, result, target))
@@ -469,6 +478,9 @@ def index_value(frame, index: Value):
 
 def get_item(frame, container: Value, index: Value) -> Value:
     if isinstance(container, ArrayValue):
+        read = masked_read(frame, container, index)  # x[mask] op= v
+        if read is not None:
+            return read
         return op_call(frame, ops.REGISTRY["getitem"], (container, index_value(frame, index)), {})
     return subscript(frame, container, index)
 
@@ -500,6 +512,8 @@ def _binary_slice(frame, ins):
 
 
 def set_item(frame, container: Value, index: Value, value: Value) -> None:
+    if isinstance(value, MaskedUpdate) and masked_store(frame, container, index, value):
+        return
     if isinstance(container, ArrayValue):
         new = op_call(
             frame, ops.REGISTRY["setitem"], (container, index_value(frame, index), raw(value)), {}
