@@ -73,6 +73,9 @@ def meta(h: object) -> ArrayMeta:
         return h.meta
     if isinstance(h, Node):
         val = h.meta.get("val")
+        if isinstance(val, tuple) and all(isinstance(v, ArrayMeta) for v in val):
+            return val  # type: ignore[return-value]  # an op with several results: its rule
+            #             reads them through tuple_item
         if not isinstance(val, ArrayMeta):
             raise GradError(f"graph value {h.name} has no array meta (meta['val'] = {val!r})")
         return val
@@ -89,7 +92,9 @@ def meta(h: object) -> ArrayMeta:
 def map_handles(a: Any, fn: Callable[[Any], Any]) -> Any:
     """Apply ``fn`` to every array handle inside tuples, lists and slices of ``a``."""
     if isinstance(a, (tuple, list)):
-        return type(a)(map_handles(x, fn) for x in a)
+        items = [map_handles(x, fn) for x in a]
+        # a named tuple (np.linalg's results) becomes a plain one: rules index it
+        return tuple(items) if hasattr(a, "_fields") else type(a)(items)
     if isinstance(a, slice):
         return slice(map_handles(a.start, fn), map_handles(a.stop, fn), map_handles(a.step, fn))
     if is_array(a):

@@ -46,7 +46,16 @@ def nbytes(node: Node) -> int:
     """Bytes of ``node``'s value; for symbolic sizes, at the sizes seen at capture (the cut
     is valid for every size, only its cost is measured at those)."""
     val = node.meta.get("val")
+    if isinstance(val, tuple):  # an op with several results (np.linalg.eigh): all of them
+        return sum(hint_of(v.nbytes) for v in val if isinstance(v, ArrayMeta))
     return hint_of(val.nbytes) if isinstance(val, ArrayMeta) else 0
+
+
+def _shape_and_dtype(node: Node) -> tuple:
+    val = node.meta["val"]
+    if isinstance(val, tuple):
+        return tuple(v.shape for v in val), ", ".join(str(v.dtype) for v in val)
+    return val.shape, str(val.dtype)
 
 
 @dataclass(frozen=True)
@@ -137,8 +146,7 @@ def partition(joint: JointGraph) -> Partition:
     result = Partition(
         forward=forward,
         backward=backward,
-        saved=[SavedValue(n.name, n.meta["val"].shape, str(n.meta["val"].dtype), nbytes(n))
-               for n in saved_nodes],
+        saved=[SavedValue(n.name, *_shape_and_dtype(n), nbytes(n)) for n in saved_nodes],
         num_outputs=joint.num_outputs,
         tangent_outputs=list(joint.tangent_outputs),
         grad_inputs=list(joint.grad_inputs),

@@ -79,12 +79,26 @@ def reverse_mode(
         if not any(_has_key(k) for k in keys):
             continue
         op = node.target
+        if getattr(op, "name", None) == "tuple_item":
+            _project_back(node, g, grads, emit)
+            continue
         if not isinstance(op, Op) or not op.differentiable:
             raise GradError(_not_differentiable(node))
         for key, ct in backprop_step(op, g, node, node.args, node.kwargs, keys, emit):
             seen = grads.get(key)
             grads[key] = ct if seen is None else emit(REGISTRY["add"], seen, ct)
     return [grads.get(w) for w in wrt]
+
+
+def _project_back(node: Node, g: Any, grads: dict, emit: Emit) -> None:
+    """``tuple_item(results, index=i)``: ``g`` joins the cotangent tuple of ``results`` (one
+    entry per result, None where no gradient reached it), which that op's rule receives."""
+    results, index = node.args[0], node.kwargs.get("index", 0)
+    if not getattr(results.target, "differentiable", False):
+        raise GradError(_not_differentiable(node))
+    parts = list(grads.get(results) or [None] * len(results.meta["val"]))
+    parts[index] = g if parts[index] is None else emit(REGISTRY["add"], parts[index], g)
+    grads[results] = tuple(parts)
 
 
 def _on_path(nodes: Sequence[Node], outputs: list[Node], wrt: set[Node]) -> set[Node]:

@@ -300,6 +300,9 @@ def apply(op: Op, args: tuple | list, kwargs: dict) -> Any:
     tracked = _any_key(keys)
     if not _is_float(out):
         if tracked and isinstance(out, tuple) and any(_is_float(o) for o in out):
+            if op.differentiable:  # several results: only reverse mode over a graph has them
+                raise GradError(f"np.linalg.{op.name} is differentiated only inside compiled "
+                                "code: apply npdynamo.grad to an npdynamo.compile'd function")
             raise GradError(f"np.{op.name} is not differentiable (in a function being "
                             "differentiated)")
         return out

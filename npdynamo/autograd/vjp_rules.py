@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from npdynamo.autograd import (
     vjp_arrays,
+    vjp_decompositions,
     vjp_elementwise,
     vjp_layout,
     vjp_linalg,
@@ -28,6 +29,7 @@ RULES = {
     **vjp_arrays.RULES,
     **vjp_layout.RULES,
     **vjp_solvers.RULES,
+    **vjp_decompositions.RULES,
 }
 
 

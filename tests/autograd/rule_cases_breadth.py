@@ -93,6 +93,12 @@ def matrix(draw, batch=True):
     return a + 3 * np.eye(n)
 
 
+def _separated(a):
+    """A symmetric matrix with well separated eigenvalues (eigh's gradient is finite)."""
+    n = a.shape[-1]
+    return (a + np.swapaxes(a, -1, -2)) / 4 + np.diag(np.arange(n) * 4.0)
+
+
 @st.composite
 def solve_case(draw):
     a = draw(matrix())
@@ -279,6 +285,9 @@ def breadth_cases():
         "norm": norm_case(),
         "det": matrix().map(lambda a: ((a,), {})),
         "inv": matrix().map(lambda a: ((a,), {})),
+        "slogdet": matrix().map(lambda a: ((a,), {})),
+        "eigh": st.tuples(matrix(), st.sampled_from(["L", "U"])).map(
+            lambda c: ((_separated(c[0]),), {"UPLO": c[1]})),
         "solve": solve_case(),
         "inner": inner_case(),
         "vdot": vdot_case(),

@@ -57,6 +57,8 @@ def keys_for(args, paths, path=()):
 
 
 def random_like(rng, value):
+    if isinstance(value, tuple):  # an op with several results: one cotangent each
+        return tuple(random_like(rng, v) for v in value)
     if isinstance(value, np.generic) or np.ndim(value) == 0 and not isinstance(value, np.ndarray):
         return np.float64(rng.standard_normal())
     return rng.standard_normal(np.shape(value))
@@ -78,13 +80,21 @@ def check_rule(name, args, kwargs):
         v = rng.standard_normal(x.shape)
 
         def f(t, path=path, x=x, v=v):
-            return np.sum(g * op.impl(*replace(args, path, x + t * v), **kwargs))
+            return _pairing(g, op.impl(*replace(args, path, x + t * v), **kwargs))
 
         fd = (f(EPS) - f(-EPS)) / (2 * EPS)
         analytic = float(np.sum(ct * v))
-        scale = 1.0 + float(np.sum(np.abs(g))) * (1.0 + float(np.max(np.abs(x), initial=0.0)))
+        size = sum(float(np.sum(np.abs(gi))) for gi in (g if isinstance(g, tuple) else (g,)))
+        scale = 1.0 + size * (1.0 + float(np.max(np.abs(x), initial=0.0)))
         assert abs(fd - analytic) <= 1e-6 * abs(fd) + 1e-7 * scale, (name, path, fd, analytic)
     check_symbolic(op, args, kwargs, g, leaves, cts)
+
+
+def _pairing(g, out) -> float:
+    """<g, out>, summed over the results of a multi-result op."""
+    if isinstance(out, tuple):
+        return float(sum(np.sum(gi * oi) for gi, oi in zip(g, out)))
+    return float(np.sum(g * out))
 
 
 def check_symbolic(op, args, kwargs, g, leaves, eager_cts):
@@ -105,13 +115,16 @@ def check_symbolic(op, args, kwargs, g, leaves, eager_cts):
         return a
 
     node_args = tuple(to_graph(a, (i,)) for i, a in enumerate(args))
-    g_node = graph.placeholder("g", ArrayMeta(np.shape(g), np.float64))
+    gs = g if isinstance(g, tuple) else (g,)
+    g_nodes = tuple(graph.placeholder(f"g{i}", ArrayMeta(np.shape(gi), np.float64))
+                    for i, gi in enumerate(gs))
     call = graph.call_function(op, node_args, kwargs)
     call.meta["val"] = op.infer(*_metas(node_args), **kwargs)
     wrt = [placeholders[p] for p in leaves]
-    grads = reverse_mode([call], call, wrt, graph_emitter(graph), cotangent=g_node)
+    grads = reverse_mode([call], call, wrt, graph_emitter(graph),
+                         cotangent=g_nodes if isinstance(g, tuple) else g_nodes[0])
     graph.output(tuple(x for x in grads if x is not None))
-    results = iter(GraphModule(graph)(*inputs, np.asarray(g)))
+    results = iter(GraphModule(graph)(*inputs, *map(np.asarray, gs)))
     for path, ct in zip(leaves, grads):
         if ct is None:
             assert path not in eager_cts or not np.any(eager_cts[path])

@@ -1,0 +1,76 @@
+"""VJP rules of the multi-result decompositions (``slogdet``, ``eigh``).
+
+Reverse mode gives such an op one cotangent per result (None where no gradient reached that
+result; ``symbolic._project_back`` gathers them from the ``tuple_item`` projections), and a
+rule reads the op's results through ``tuple_item`` on ``out``.
+
+* ``slogdet``: d log|det A| = tr(A^-1 dA), so ``A_bar = g * A^-T``; the sign is piecewise
+  constant (no gradient).
+* ``eigh``: for a symmetric perturbation dS, dw_i = v_i^T dS v_i and dV = V (F o V^T dS V) with
+  F_ij = 1 / (w_j - w_i) off the diagonal, so the gradient on S is
+  G = V (diag(w_bar) + F o (V^T V_bar)) V^T, symmetrised. NumPy reads only one triangle of its
+  input (``UPLO``), so the gradient on the input puts G_ii on the diagonal, 2 sym(G)_ij in the
+  triangle read and 0 in the other. Repeated eigenvalues make F infinite, as everywhere.
+Complex inputs have no rule here (GradError).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from npdynamo.autograd.emitting import meta
+from npdynamo.autograd.vjp_helpers import Math
+from npdynamo.errors import GradError
+
+RULES: dict[str, Callable[..., tuple]] = {}
+
+
+def _real_only(name: str, a: Any) -> None:
+    if meta(a).dtype.kind == "c":
+        raise GradError(f"np.linalg.{name} of a complex matrix has no gradient rule")
+
+
+def _result(M: Math, out: Any, index: int) -> Any:
+    return M("tuple_item", out, index=index)
+
+
+def _t(M: Math, a: Any) -> Any:
+    return M("swapaxes", a, axis1=-1, axis2=-2)
+
+
+def _slogdet(emit, g, out, a):
+    _real_only("slogdet", a)
+    M = Math(emit)
+    _g_sign, g_log = g
+    if g_log is None:
+        return (M.zeros(meta(a).shape, meta(a).dtype),)
+    scale = M.reshape(g_log, meta(g_log).shape + (1, 1))
+    return (M.mul(scale, _t(M, M("inv", a))),)
+
+
+def _eigh(emit, g, out, a, *, UPLO="L"):
+    _real_only("eigh", a)
+    M = Math(emit)
+    g_w, g_v = g
+    w, v = _result(M, out, 0), _result(M, out, 1)
+    n = meta(a).shape[-1]
+    inner = M.zeros(meta(a).shape, meta(a).dtype)
+    if g_v is not None:
+        # F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it
+        diff = M.sub(M("expand_dims", w, axis=-2), M("expand_dims", w, axis=-1))
+        off = ~np.eye(n, dtype=bool)  # a constant of the static size
+        f = M.where(off, M.div(1.0, M.where(off, diff, 1.0)), 0.0)
+        inner = M.mul(f, M("matmul", _t(M, v), g_v))
+    if g_w is not None:
+        inner = M.add(inner, M.mul(M("expand_dims", g_w, axis=-2), np.eye(n, dtype=bool)))
+    grad = M("matmul", M("matmul", v, inner), _t(M, v))
+    sym = M.mul(M.add(grad, _t(M, grad)), 0.5)
+    strict = M("tril", sym, k=-1) if UPLO == "L" else M("triu", sym, k=1)
+    diagonal = M.sub(sym, M.add(M("tril", sym, k=-1), M("triu", sym, k=1)))
+    return (M.add(M.mul(strict, 2.0), diagonal),)
+
+
+RULES.update(slogdet=_slogdet, eigh=_eigh)
