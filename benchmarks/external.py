@@ -50,7 +50,8 @@ def fresh():
     exec(setup, ns)
     args = []
     for a in call.args:
-        value = eval(compile(ast.Expression(getattr(a, "value", a)), "<run>", "eval"), ns)
+        node = a.value if isinstance(a, ast.Starred) else a
+        value = eval(compile(ast.Expression(node), "<run>", "eval"), ns)
         args.extend(value) if isinstance(a, ast.Starred) else args.append(value)
     return ns[name], args
 
@@ -156,15 +157,18 @@ def table(rows: list[dict], backends: list[str]) -> str:
                 line += f" {s:9.2f}" if s is not None else f" {'-':>9s}"
         lines.append(line)
     n = len(rows)
-    one_graph = sum(1 for r in rows if r.get("graphs") == 1 and r.get("breaks") == 0)
+    # no break and at most one graph (none: the whole function was captured and its work is
+    # dead, e.g. a kernel that returns nothing)
+    one_graph = sum(1 for r in rows if "graphs" in r and r["graphs"] <= 1 and r["breaks"] == 0)
     lines.append("-" * len(head))
     for b in backends:
         correct = sum(1 for r in rows if r.get(b))
         speedups = [s for s in (_speedup(r, b) for r in rows) if s]
         mean = (math.exp(sum(map(math.log, speedups)) / len(speedups))
                 if speedups else float("nan"))
-        lines.append(f"{b}: {correct}/{n} kernels correct; geometric-mean speed-up over NumPy "
-                     f"x{mean:.2f} ({len(speedups)} timed)")
+        timed = (f"geometric-mean speed-up over NumPy x{mean:.2f} ({len(speedups)} timed)"
+                 if speedups else "not timed")
+        lines.append(f"{b}: {correct}/{n} kernels correct; {timed}")
     lines.append(f"captured as one graph with no break: {one_graph}/{n} "
                  f"({100.0 * one_graph / max(n, 1):.0f}%)")
     broken = [r for r in rows if r.get("reasons")]

@@ -19,9 +19,9 @@ from npdynamo import ops
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.opcalls import op_call, raw
 from npdynamo.capture.side_effects import write_array
-from npdynamo.capture.values import ArrayValue, Value
+from npdynamo.capture.values import ArrayValue, Const, Value
 from npdynamo.ops.indexing import boolean_mask
-from npdynamo.ops.writes import mask_update_rule
+from npdynamo.ops.writes import evaluate_masked, mask_update_rule, program_meta
 
 
 @dataclass(eq=False)
@@ -32,12 +32,46 @@ class MaskedRead(Value):
     index: ArrayValue
     array: ArrayValue
     mask: ArrayValue
+    augmented: bool = False
+
+    masked_selection = True  # opcalls refuses it as an op operand (a graph break)
 
     def kind(self) -> str:
         return "boolean-mask selection"
 
     def rebuild_expr(self, rebuilder) -> str:
         return f"{rebuilder.expr(self.array)}[{rebuilder.expr(self.mask)}]"
+
+    @property
+    def program(self) -> tuple:
+        return (("leaf", 0),)
+
+    @property
+    def leaves(self) -> tuple:
+        return (self,)
+
+
+@dataclass(eq=False)
+class MaskedExpr(Value):
+    """Python operators applied to boolean-mask selections under one mask (``x[m] - L``,
+    ``z[m] ** 2 + c[m]``): ``program`` is the postfix list of steps over ``leaves``."""
+
+    leaves: tuple
+    program: tuple
+
+    masked_selection = True
+
+    def kind(self) -> str:
+        return "expression of boolean-mask selections"
+
+    def rebuild_expr(self, rebuilder) -> str:
+        mask = rebuilder.expr(self.leaves[0].mask)
+        arrays = ", ".join(rebuilder.expr(leaf.array) for leaf in self.leaves)
+        program = rebuilder.bind(self.program, "PROGRAM")
+        return f"{rebuilder.bind(evaluate_masked, 'MASKED')}({program}, {mask}, ({arrays},))"
+
+
+MASKED_KINDS = (MaskedRead, MaskedExpr)
 
 
 @dataclass(eq=False)
@@ -53,17 +87,89 @@ class MaskedUpdate(Value):
 
 
 def masked_read(frame, container: ArrayValue, index: object) -> MaskedRead | None:
-    """The read of ``x[mask] op= v``, or None for any other subscript."""
+    """``x[mask]`` for one boolean mask, else None. Its size depends on the data, so it stays
+    a ``MaskedRead``: updated in place by ``x[mask] op= v`` (``augmented``: the stack CPython
+    builds for it), combined by operators into a ``MaskedExpr``, stored under the same mask;
+    any other use is a graph break that computes it in Python."""
     if not isinstance(index, ArrayValue) or boolean_mask(index.meta) is None:
         return None
     stack = frame.stack
-    if len(stack) < 2 or stack[-1] is not index or stack[-2] is not container:
-        return None
-    return MaskedRead(container, index, ArrayValue(container.node), ArrayValue(index.node))
+    augmented = len(stack) >= 2 and stack[-1] is index and stack[-2] is container
+    return MaskedRead(container, index, ArrayValue(container.node), ArrayValue(index.node),
+                      augmented)
+
+
+def masked_binary(frame, symbol: str, left: Value, right: Value) -> MaskedExpr:
+    """``left <symbol> right`` with a masked selection on one side or both: the other side a
+    Python number or a selection under the same mask."""
+    if symbol not in ops.BINARY_OPERATORS or symbol == "@":
+        raise frame.unsupported(f"a boolean-mask selection {symbol} a value")
+    leaves: list = []
+    program: list = []
+    for side in (left, right):
+        if isinstance(side, MASKED_KINDS):
+            if leaves and not same_value(leaves[0].mask.node, side.leaves[0].mask.node):
+                raise frame.unsupported("selections under different boolean masks combined")
+            start = len(leaves)
+            leaves.extend(side.leaves)
+            program.extend(("leaf", step[1] + start) if step[0] == "leaf" else step
+                           for step in side.program)
+        elif isinstance(side, Const) and type(side.value) in (bool, int, float, complex):
+            program.append(("const", side.value))
+        else:
+            raise frame.unsupported(f"a boolean-mask selection {symbol} a {side.kind()}")
+    program.append(("op", symbol))
+    expr = MaskedExpr(tuple(leaves), tuple(program))
+    try:  # dtypes and errors as NumPy's, on one selected element
+        _program_meta(expr, 1)
+    except ops.UnsupportedArguments as exc:
+        raise frame.unsupported(f"this boolean-mask expression cannot be captured: {exc}") from exc
+    except Exception as exc:
+        raise UserCodeRaises(exc) from exc
+    return expr
+
+
+def masked_assign(frame, container: Value, index: Value, value: Value) -> bool:
+    """``y[mask] = <selection or expression under the same mask>``: one ``mask_apply`` node
+    computing exactly what Python computes; False when the mask or shapes differ (the usual
+    store then decides)."""
+    if not isinstance(container, ArrayValue) or not isinstance(index, ArrayValue):
+        return False
+    mask = value.leaves[0].mask
+    if not same_value(index.node, mask.node) or any(
+            leaf.array.meta.shape != container.meta.shape for leaf in value.leaves):
+        return False
+    new = op_call(frame, ops.REGISTRY["mask_apply"],
+                  (container, index, *(leaf.array for leaf in value.leaves)),
+                  {"program": value.program})
+    write_array(frame.ctx, container, new)
+    return True
+
+
+def same_value(a, b) -> bool:
+    """Whether two graph nodes compute the same value (what CSE would merge)."""
+    if a is b:
+        return True
+    if getattr(a, "op", None) != "call_function" or getattr(b, "op", None) != "call_function":
+        return False
+    if a.target is not b.target or a.is_impure() or a.kwargs != b.kwargs:
+        return False
+    if len(a.args) != len(b.args):
+        return False
+    return all(same_value(x, y) if hasattr(x, "op") else
+               (type(x) is type(y) and x == y) for x, y in zip(a.args, b.args))
+
+
+def _program_meta(expr: MaskedExpr, k: int):
+    metas = [ops.ArrayMeta((k, *leaf.array.meta.shape[leaf.mask.meta.ndim:]),
+                           leaf.array.meta.dtype) for leaf in expr.leaves]
+    return program_meta(expr.program, metas)
 
 
 def masked_inplace(frame, read: MaskedRead, symbol: str, other: Value) -> MaskedUpdate:
     """``tmp op= v``: checked now (a refusal breaks here, before the store)."""
+    if not read.augmented:
+        raise frame.unsupported("an in-place update of a boolean-mask selection")
     op = ops.INPLACE_OPERATORS.get(symbol + "=")
     if op is None or op.kind != "elementwise":
         raise frame.unsupported(f"x[mask] {symbol}= v is not captured")

@@ -66,20 +66,33 @@ def raw_sizes(value: Value):
     return raw(value)
 
 
-def has_array(obj) -> bool:
-    if isinstance(obj, ArrayValue):
+def _contains(obj, test) -> bool:
+    if test(obj):
         return True
     if isinstance(obj, (tuple, list)):
-        return any(has_array(v) for v in obj)
+        return any(_contains(v, test) for v in obj)
     if isinstance(obj, dict):
-        return any(has_array(v) for v in obj.values())
+        return any(_contains(v, test) for v in obj.values())
     return False
+
+
+def has_array(obj) -> bool:
+    return _contains(obj, lambda v: isinstance(v, ArrayValue))
+
+
+def _has_masked(obj) -> bool:
+    """A boolean-mask selection (``capture/masked.py``) among the operands."""
+    return _contains(obj, lambda v: getattr(v, "masked_selection", False))
 
 
 # -- ops -------------------------------------------------------------------------------------
 def op_call(frame, op, args: tuple, kwargs: dict) -> Value:
     """Record an op; fold it when every operand is a Python constant and the result a scalar."""
     ctx = frame.ctx
+    if _has_masked(args) or _has_masked(kwargs):
+        raise frame.unsupported(
+            f"np.{op.name} of a boolean-mask selection (its size depends on the data)",
+            "use np.where(mask, ...) to keep the shape static")
     if not has_array(args) and not has_array(kwargs) and op.kind != "opaque":
         try:
             result = op(*args, **kwargs)

@@ -14,7 +14,7 @@ import types
 import numpy as np
 
 from npdynamo.capture.generators import LAZY_KINDS, rebuild_expr
-from npdynamo.capture.masked import MaskedRead
+from npdynamo.capture.masked import MASKED_KINDS
 from npdynamo.capture.pysource import Namespace, literal
 from npdynamo.capture.side_effects import array_write_statements, replay_statements
 from npdynamo.capture.values import (
@@ -198,7 +198,7 @@ class ValueRebuilder:
             return self._function(value)
         if isinstance(value, LAZY_KINDS):
             return rebuild_expr(self, value)
-        if isinstance(value, MaskedRead):  # x[mask] op= v broken before its store
+        if isinstance(value, MASKED_KINDS):  # x[mask] used where a graph cannot hold it
             return value.rebuild_expr(self)
         if isinstance(value, BoundMethodValue):
             method = self.namespace.bind(types.MethodType, "MethodType")

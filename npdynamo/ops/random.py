@@ -210,6 +210,8 @@ def _draw_rule(state: object, *operands: object, method: str,
     kwargs = dict(zip(names, operands))
     kwargs.update(static)
     legacy = state.legacy
+    if not operands and method not in ("choice", "permutation", "rand", "randn"):
+        _check_constants(legacy, method, kwargs)
     if method == "integers" or (legacy and method == "randint"):
         dtype = kwargs.pop("dtype", np.int64 if method == "integers" else int)
         python_int = legacy and dtype is int  # randint's scalar is then a Python int
@@ -233,6 +235,15 @@ def _draw_rule(state: object, *operands: object, method: str,
     params = list(kwargs.values())
     _check_params(method, params)
     return _sized(method, params, size, dtype)
+
+
+def _check_constants(legacy: bool, method: str, kwargs: dict) -> None:
+    """Parameters all constants: NumPy's own checks of their values (``low >= high``,
+    ``scale < 0``), by one draw without ``size`` from a throwaway generator."""
+    throwaway = np.random.RandomState(0) if legacy else np.random.default_rng(0)
+    params = {k: v for k, v in kwargs.items() if k not in ("size", "out")}
+    bound = _SIGNATURES[legacy][method].bind_partial(**params)
+    getattr(throwaway, method)(*bound.args, **bound.kwargs)
 
 
 def _draw(state, *operands, method: str, names: tuple = (), static: tuple = ()):

@@ -13,6 +13,8 @@ Python before anything is written.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from npdynamo.ops import canonical as C
@@ -201,6 +203,76 @@ def mask_update_rule(current: object, array: object, read_mask: object, store_ma
 
 register(Op("mask_update", _mask_update, mask_update_rule, differentiable=False,
                     defaults={"ufunc": REQUIRED}))
+
+
+# -- y[mask] = f(x[mask], ...) (capture/masked.py) ----------------------------------------
+def evaluate_masked(program: tuple, mask, arrays: tuple):
+    """Run a masked expression's postfix ``program`` on ``array[mask]`` of each leaf, with
+    Python's own operators (``x ** 2`` on an array is what Python computes)."""
+    stack: list = []
+    for kind, *rest in program:
+        if kind == "leaf":
+            stack.append(arrays[rest[0]][mask])
+        elif kind == "const":
+            stack.append(rest[0])
+        else:
+            right = stack.pop()
+            stack.append(_OPERATORS[rest[0]](stack.pop(), right))
+    return stack.pop()
+
+
+_OPERATORS = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "&": operator.and_,
+    "|": operator.or_, "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift,
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+    ">": operator.gt, ">=": operator.ge,
+}
+
+
+def program_meta(program: tuple, metas: list) -> ArrayMeta:
+    """The meta of ``evaluate_masked``'s result, from the leaves' selected metas."""
+    from npdynamo.ops.normalize import BINARY_OPERATORS
+
+    stack: list = []
+    for kind, *rest in program:
+        if kind == "leaf":
+            stack.append(metas[rest[0]])
+        elif kind == "const":
+            stack.append(rest[0])
+        else:
+            right = stack.pop()
+            stack.append(BINARY_OPERATORS[rest[0]].infer(stack.pop(), right))
+    return stack.pop()
+
+
+def _mask_apply(current, mask, *arrays, program: tuple):
+    out = current.copy()
+    out[mask] = evaluate_masked(program, mask, arrays)
+    return out
+
+
+def _mask_apply_rule(current: object, mask: object, *arrays: object,
+                     program: tuple) -> ArrayMeta:
+    meta = to_meta("mask_apply", current)
+    mask_meta = boolean_mask(mask)
+    if mask_meta is None:
+        raise UnsupportedArguments("mask_apply: the index is not one boolean array")
+    REGISTRY["setitem"].infer(meta, (mask,), 0)  # the mask fits the array (IndexError)
+    rest = meta.shape[mask_meta.ndim:]
+    for k in (1, 2):  # the value must fit (k, *rest) whatever k the data gives
+        value = program_meta(program, [ArrayMeta((k, *rest), to_meta("mask_apply", a).dtype)
+                                       for a in arrays])
+        value_shape = value.shape if isinstance(value, ArrayMeta) else ()
+        if value_shape not in ((), (k, *rest)):
+            raise UnsupportedArguments("mask_apply: a value that does not fit the selection")
+        if isinstance(value, ArrayMeta) and value.dtype.kind == "c" and meta.dtype.kind != "c":
+            raise UnsupportedArguments("mask_apply: complex values into a real array")
+    return ArrayMeta(meta.shape, meta.dtype)
+
+
+register(Op("mask_apply", _mask_apply, _mask_apply_rule, differentiable=False,
+            defaults={"program": REQUIRED}))
 
 
 # -- the write-back ------------------------------------------------------------------------

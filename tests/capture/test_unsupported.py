@@ -37,7 +37,7 @@ def f_linalg(x):
 
 
 def f_random(x):
-    return x + np.random.rand(3)
+    return x + np.random.rand()  # a Python float: Python code gets it (sized draws are ops)
 
 
 def f_setattr(obj, x):
@@ -81,7 +81,7 @@ CASES = [
     (f_item, lambda: (np.ones(3),), "turns a graph value into a Python value", ".item()"),
     (f_float, lambda: (np.ones(3),), "float() of a graph value", "float(x.max())"),
     (f_linalg, lambda: (np.eye(3),), "numpy.linalg", "np.linalg.tensorinv(x, ind=1)"),
-    (f_random, lambda: (np.ones(3),), "random", "np.random.rand(3)"),
+    (f_random, lambda: (np.ones(3),), "random", "np.random.rand()"),
     (f_explicit_break, lambda: (np.ones(3),), "graph_break", "npdynamo.graph_break()"),
 ]
 

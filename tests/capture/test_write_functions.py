@@ -135,3 +135,61 @@ def test_masked_augmented_assignment_is_one_graph(fn):
 def test_masked_augmented_assignment_breaks_or_raises_as_numpy(fn):
     check_same(fn, A, M)
     check_same(fn, A, M, backend="numba")
+
+
+# -- y[mask] = f(x[mask], ...) ---------------------------------------------------------------
+def masked_expressions(a, m):
+    a[a > 4] = a[a > 4] - 4  # the mask recomputed: the same value
+    b = a * 3
+    b[m] = b[m] ** 2 + a[m] / 2 - 1
+    b[b > 10] = 10
+    return b
+
+
+def masked_rows(a, m):
+    rows = m[:, 0]
+    a[rows] = a[rows] * -1.0 + 0.5
+    return a
+
+
+def escaping_selections(a, m):
+    picked = a[m]  # returned: computed in Python at a break
+    total = np.sum(a[a > 2])  # an op on a selection: a break
+    return picked, total, (a[m] * 2).sum()
+
+
+def selection_under_another_mask(a, m):
+    a[a > 3] = a[m] + 1  # sizes may differ: NumPy decides (a break)
+    return a
+
+
+def mandelbrot_step(c, steps):
+    z = np.zeros(c.shape, np.complex128)
+    n = np.zeros(c.shape, np.int64)
+    for k in range(steps):
+        inside = np.less(np.abs(z), 4.0)
+        n[inside] = k
+        z[inside] = z[inside] ** 2 + c[inside]
+    return z, n
+
+
+@pytest.mark.parametrize("fn", [masked_expressions, masked_rows])
+def test_masked_expressions_are_one_graph(fn):
+    check_one_graph(fn, (A, M))
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_masked_loop_is_one_graph(backend):
+    c = np.linspace(-2, 1, 12).reshape(3, 4) + 1j * np.linspace(-1, 1, 12).reshape(4, 3).T
+    expected = mandelbrot_step(c, 6)
+    z, n = npdynamo.compile(mandelbrot_step, backend=backend, fullgraph=True)(c, 6)
+    assert np.array_equal(n, expected[1]) and z.dtype == expected[0].dtype
+    assert np.allclose(z, expected[0], rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("fn", [escaping_selections, selection_under_another_mask])
+def test_other_uses_of_selections_break_and_stay_exact(fn):
+    check_same(fn, A, M)
+    check_same(fn, A, np.ones_like(M))
+    check_same(fn, A, A > 3)
+    assert npdynamo.explain(fn)(A.copy(), A > 3).graph_break_count >= 1

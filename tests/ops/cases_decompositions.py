@@ -107,6 +107,53 @@ def mask_update_case(draw):
     return Case((a, a, mask, mask, value), {"ufunc": ufunc}, unsupported_ok=True)
 
 
+@st.composite
+def mask_apply_case(draw):
+    a = fill(draw(st.sampled_from([(3, 4), (4,)])), draw(_KINDS), draw(st.integers(0, 9)))
+    mask = fill(draw(st.sampled_from([a.shape, a.shape[:1], (5,)])), np.dtype(bool), 1)
+    other = fill(a.shape, draw(_KINDS), 3)
+    program = draw(st.sampled_from([
+        (("leaf", 0),), (("leaf", 0), ("const", 2), ("op", "*")),
+        (("leaf", 0), ("leaf", 1), ("op", "-"), ("const", 1.5), ("op", "+")),
+        (("leaf", 1), ("const", 2), ("op", "**")), (("leaf", 0), ("leaf", 1), ("op", ">")),
+    ]))
+    return Case((a, mask, a, other), {"program": program}, unsupported_ok=True)
+
+
+_DRAWS = [
+    (False, "random", (), {"size": (2, 3)}), (False, "normal", (np.zeros(3), 1.0), {}),
+    (False, "normal", (0.0, np.ones((2, 1))), {"size": (2, 4)}),
+    (False, "normal", (np.zeros(3), 1.0), {"size": (2,)}),
+    (False, "integers", (0, 5), {"size": 4, "dtype": np.int32}),
+    (False, "integers", (5,), {}), (False, "integers", (5, 3), {"size": 2}),
+    (False, "choice", (np.arange(4.0), 3), {"replace": False}),
+    (False, "choice", (np.arange(4.0), 5), {"replace": False}),
+    (False, "permutation", (np.ones((3, 2)),), {"axis": 1}),
+    (False, "poisson", (np.ones(2),), {}), (False, "uniform", (), {"size": 0}),
+    (True, "rand", (2, 2), {}), (True, "randint", (0, np.array([3, 5])), {}),
+    (True, "choice", (np.arange(3.0), 2), {}), (True, "standard_normal", ((2,),), {}),
+]
+
+
+@st.composite
+def draw_case(draw):
+    from npdynamo.ops.random import bind_draw
+
+    legacy, method, args, kwargs = draw(st.sampled_from(_DRAWS))
+    state = np.random.RandomState(1) if legacy else np.random.default_rng(1)
+    _op, op_args, op_kwargs = bind_draw(state, method, args, kwargs)
+    return Case(tuple(op_args), op_kwargs)
+
+
+@st.composite
+def shuffled_case(draw):
+    x = fill(draw(st.sampled_from([(4,), (3, 2), (2, 3, 2)])), draw(_KINDS), 0)
+    legacy = draw(st.booleans())
+    state = np.random.RandomState(2) if legacy else np.random.default_rng(2)
+    axis = 0 if legacy else draw(st.sampled_from([0, -1]))
+    return Case((state, x), {"axis": axis} if axis else {})
+
+
 def decomposition_cases() -> dict:
     return {
         "slogdet": _unary(st.just({}), square=True),
@@ -124,4 +171,7 @@ def decomposition_cases() -> dict:
         "fill_diagonal": fill_diagonal_case(),
         "put_along_axis": put_along_axis_case(),
         "mask_update": mask_update_case(),
+        "mask_apply": mask_apply_case(),
+        "draw": draw_case(),
+        "shuffled": shuffled_case(),
     }

@@ -23,8 +23,11 @@ from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import is_lazy, lazy_contains
 from npdynamo.capture.guards import GuardKind
 from npdynamo.capture.masked import (
+    MASKED_KINDS,
     MaskedRead,
     MaskedUpdate,
+    masked_assign,
+    masked_binary,
     masked_inplace,
     masked_read,
     masked_store,
@@ -89,6 +92,8 @@ PY_OPERATORS = {
 
 def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
     """``left <symbol> right`` with Python's semantics on tracked values."""
+    if isinstance(left, MASKED_KINDS) or isinstance(right, MASKED_KINDS):
+        return masked_binary(frame, symbol, left, right)
     if isinstance(left, ArrayValue) or isinstance(right, ArrayValue):
         for side in (left, right):
             if not isinstance(side, (ArrayValue, Const)):
@@ -513,6 +518,8 @@ def _binary_slice(frame, ins):
 
 def set_item(frame, container: Value, index: Value, value: Value) -> None:
     if isinstance(value, MaskedUpdate) and masked_store(frame, container, index, value):
+        return
+    if isinstance(value, MASKED_KINDS) and masked_assign(frame, container, index, value):
         return
     if isinstance(container, ArrayValue):
         new = op_call(
