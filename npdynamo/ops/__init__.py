@@ -15,6 +15,7 @@ from npdynamo.ops import (
     indexing,
     linalg,
     numeric,
+    random,
     reductions,
     reorder,
     scalar_ops,
@@ -60,4 +61,4 @@ __all__ = [
 ]
 
 del (composite, creation, decompositions, elementwise, indexing, linalg, numeric, reductions,
-     reorder, scalar_ops, scans, selection, shape_ops, solvers, statistics, writes)
+     random, reorder, scalar_ops, scans, selection, shape_ops, solvers, statistics, writes)

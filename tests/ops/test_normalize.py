@@ -448,7 +448,7 @@ def test_every_op_is_reachable_and_well_formed() -> None:
         assert getattr(ops, name) is op
         assert op.name == name and repr(op) == f"ops.{name}"
         assert op.kind in ("elementwise", "reduction", "opaque")
-        assert op.impure is False
+        assert op.impure is (name in ("draw", "shuffled"))  # random draws only
         # importing npdynamo installs the autograd VJP rules: every differentiable op has one
         assert callable(op.vjp) if op.differentiable else op.vjp is None or callable(op.vjp)
         assert pickle.loads(pickle.dumps(op)) is op
