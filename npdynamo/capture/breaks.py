@@ -325,6 +325,8 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
             )
     if fn is None or (fn.__closure__ is not None and value.source is None):
         return
+    if not all(name.isidentifier() for name in fn.__code__.co_varnames):
+        return  # a comprehension's code (its argument is ".0"): it runs natively
     if context.recorder is not None:  # explain: record the callee's captures too
         from npdynamo.capture.explain import call_through_context
 

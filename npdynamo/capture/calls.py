@@ -170,8 +170,9 @@ def _unknown_call_reason(target) -> tuple[str, str, str]:
         )
     if module.startswith("numpy.random") or module == "numpy.random.mtrand":
         return (
-            f"call to {full}: random number generation is not captured yet",
-            "draw random numbers outside the compiled function and pass them in",
+            f"call to {full}: only draws from a generator (rng.normal(size=...), "
+            "np.random.rand(...)) are captured, not making or seeding one",
+            "create the generator outside the compiled function and pass it in",
             "unknown_function",
         )
     if isinstance(target, type):

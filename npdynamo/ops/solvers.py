@@ -5,8 +5,8 @@ matrix_power, eigvalsh, svdvals), kron, cross, inner, vdot, with their binders.
 fuses; the rest are opaque NumPy/LAPACK calls. Rules follow ``np.linalg``'s conventions: stacks
 of square matrices in the last two axes, float64 computation for integer and boolean input,
 float16 refused with the ``TypeError`` NumPy raises, real results for Hermitian eigenvalues and
-singular values of complex input. Functions returning named tuples (slogdet, qr, eigh, svd,
-lstsq) are not here: a graph value cannot be a named tuple.
+singular values of complex input. Functions with several results (slogdet, qr, eigh, svd,
+lstsq) are in ``decompositions``.
 """
 
 from __future__ import annotations
