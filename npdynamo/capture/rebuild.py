@@ -10,6 +10,7 @@ and collects the graph outputs they need, in order.
 from __future__ import annotations
 
 import types
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from npdynamo.capture.values import (
     UserObjectValue,
     Value,
 )
+
+if TYPE_CHECKING:
+    from npdynamo.capture.translator import CaptureContext
 
 #: Kinds whose rebuilt object has an identity the user can observe (``is``, mutation).
 IDENTITY_KINDS = (
@@ -109,7 +113,7 @@ def _pure_snapshot(it: IteratorValue) -> bool:
 class ValueRebuilder:
     """Renders tracked values as Python expressions inside a generated function."""
 
-    def __init__(self, ctx, frame_cells: dict[int, int] | None = None) -> None:
+    def __init__(self, ctx: CaptureContext, frame_cells: dict[int, int] | None = None) -> None:
         self.ctx = ctx
         #: id(cell value) -> position in ``C``, the frame's cells (for closures made here)
         self.frame_cells = frame_cells or {}
