@@ -7,6 +7,8 @@ their operand (so that a write through one reaches the other).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from npdynamo import ops
@@ -22,6 +24,9 @@ from npdynamo.capture.values import (
     Value,
 )
 from npdynamo.ops.composite import Composite
+
+if TYPE_CHECKING:
+    from npdynamo.capture.translator import Frame
 
 #: Ops whose result may share memory with their first operand (NumPy returns a view).
 VIEW_OPS = frozenset(
@@ -86,7 +91,7 @@ def _has_masked(obj) -> bool:
 
 
 # -- ops -------------------------------------------------------------------------------------
-def op_call(frame, op, args: tuple, kwargs: dict) -> Value:
+def op_call(frame: Frame, op, args: tuple, kwargs: dict) -> Value:
     """Record an op; fold it when every operand is a Python constant and the result a scalar."""
     ctx = frame.ctx
     if _has_masked(args) or _has_masked(kwargs):
@@ -113,7 +118,7 @@ def op_call(frame, op, args: tuple, kwargs: dict) -> Value:
     return result
 
 
-def normalized_op_call(frame, normalized) -> Value:
+def normalized_op_call(frame: Frame, normalized) -> Value:
     if isinstance(normalized, Composite):
         return composite_call(frame, normalized)
     op, args, kwargs = normalized
@@ -123,7 +128,7 @@ def normalized_op_call(frame, normalized) -> Value:
 class _Builder:
     """Records a composite's ops into the frame's graph (``ops.composite.Builder``)."""
 
-    def __init__(self, frame) -> None:
+    def __init__(self, frame: Frame) -> None:
         self.frame = frame
 
     def call(self, op, args: tuple, kwargs: dict) -> Value:
@@ -139,7 +144,7 @@ class _Builder:
         write_array(self.frame.ctx, target, value)
 
 
-def composite_call(frame, composite: Composite) -> Value:
+def composite_call(frame: Frame, composite: Composite) -> Value:
     """A NumPy call made of several ops (``np.split``, ``np.meshgrid``): its pieces, in the
     list or tuple NumPy returns."""
     try:
@@ -154,7 +159,7 @@ def composite_call(frame, composite: Composite) -> Value:
     return ListValue(items) if isinstance(pieces, list) else TupleValue(items)
 
 
-def normalize(frame, fn, *call):
+def normalize(frame: Frame, fn, *call):
     """``fn(*call)`` (an ``ops.normalize_*`` function): its refusals become graph breaks."""
     try:
         return fn(*call)

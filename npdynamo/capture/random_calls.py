@@ -6,8 +6,8 @@ A generator read from the frame is guarded on its type only (``builder``: a user
 on its state, and becomes a graph input (one per object); the global ``RandomState`` behind
 ``np.random.*`` is embedded in the node. Draws NumPy returns as Python numbers, and generator
 calls the op refuses, are graph breaks: the call then runs natively, in program order after
-the graph's draws. ``keep_states_on_error`` wraps a compiled graph that draws: if it raises, the
-generators are put back before the frame reruns in Python, so no number is drawn twice.
+the graph's draws. A compiled graph that draws puts the generators back if it raises
+(``backends/compile.py``), before the frame reruns in Python: no number is drawn twice.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from npdynamo.ops.random import (
     LEGACY_METHODS,
     GeneratorMeta,
     bind_draw,
-    restore_states,
-    saved_states,
 )
 
 
@@ -97,27 +95,3 @@ for _name in sorted(LEGACY_METHODS):
     _fn = getattr(np.random, _name, None)
     if isinstance(getattr(_fn, "__self__", None), np.random.RandomState):
         BUILTINS[_fn] = _legacy_function
-
-
-def keep_states_on_error(graph, inputs: list, compiled):
-    """``compiled``, putting every generator it draws from back if it raises."""
-    draws = [n for n in graph.nodes if n.op == "call_function"
-             and getattr(n.target, "name", None) in ("draw", "shuffled")]
-    if not draws:
-        return compiled
-    positions = [i for i, (node, _src) in enumerate(inputs)
-                 if isinstance(node.meta.get("val"), GeneratorMeta)]
-    embedded = list({id(n.args[0]): n.args[0] for n in draws
-                     if isinstance(n.args[0], GENERATOR_TYPES)}.values())
-
-    def run(*args):
-        states = [args[i] for i in positions] + embedded
-        saved = saved_states(states)
-        try:
-            return compiled(*args)
-        except BaseException:
-            restore_states(states, saved)
-            raise
-
-    run.__wrapped__ = compiled
-    return run

@@ -10,11 +10,11 @@ and collects the graph outputs they need, in order.
 from __future__ import annotations
 
 import types
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from npdynamo.capture.generators import LAZY_KINDS, rebuild_expr
-from npdynamo.capture.masked import MASKED_KINDS
 from npdynamo.capture.pysource import Namespace, literal
 from npdynamo.capture.side_effects import array_write_statements, replay_statements
 from npdynamo.capture.values import (
@@ -35,6 +35,9 @@ from npdynamo.capture.values import (
     UserObjectValue,
     Value,
 )
+
+if TYPE_CHECKING:
+    from npdynamo.capture.translator import CaptureContext
 
 #: Kinds whose rebuilt object has an identity the user can observe (``is``, mutation).
 IDENTITY_KINDS = (
@@ -113,7 +116,7 @@ def _pure_snapshot(it: IteratorValue) -> bool:
 class ValueRebuilder:
     """Renders tracked values as Python expressions inside a generated function."""
 
-    def __init__(self, ctx, frame_cells: dict[int, int] | None = None) -> None:
+    def __init__(self, ctx: CaptureContext, frame_cells: dict[int, int] | None = None) -> None:
         self.ctx = ctx
         #: id(cell value) -> position in ``C``, the frame's cells (for closures made here)
         self.frame_cells = frame_cells or {}
@@ -198,8 +201,8 @@ class ValueRebuilder:
             return self._function(value)
         if isinstance(value, LAZY_KINDS):
             return rebuild_expr(self, value)
-        if isinstance(value, MASKED_KINDS):  # x[mask] used where a graph cannot hold it
-            return value.rebuild_expr(self)
+        if getattr(value, "masked_selection", False):  # x[mask] used where no graph can hold
+            return value.rebuild_expr(self)                 # it (capture/masked.py)
         if isinstance(value, BoundMethodValue):
             method = self.namespace.bind(types.MethodType, "MethodType")
             return f"{method}({self.expr(value.func)}, {self.expr(value.self_value)})"

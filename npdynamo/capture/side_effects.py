@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.values import ArrayValue, Value
+
+if TYPE_CHECKING:
+    from npdynamo.capture.translator import CaptureContext
 
 
 @dataclass
@@ -75,7 +79,7 @@ def view_of(result: ArrayValue, base: ArrayValue, op, args: tuple, kwargs: dict)
     base.derived.append(weakref.ref(result))
 
 
-def write_array(ctx, target: ArrayValue, new: ArrayValue) -> None:
+def write_array(ctx: CaptureContext, target: ArrayValue, new: ArrayValue) -> None:
     """``target`` now holds ``new``'s data (same shape and dtype): propagate through views."""
     if target.base is not None:
         op, args, kwargs = target.recipe
@@ -95,7 +99,7 @@ def write_array(ctx, target: ArrayValue, new: ArrayValue) -> None:
     _rederive(ctx, target)
 
 
-def _rederive(ctx, array: ArrayValue) -> None:
+def _rederive(ctx: CaptureContext, array: ArrayValue) -> None:
     live = [view for view in (ref() for ref in array.derived) if view is not None]
     array.derived = [weakref.ref(view) for view in live]
     for view in live:
@@ -105,7 +109,7 @@ def _rederive(ctx, array: ArrayValue) -> None:
         _rederive(ctx, view)
 
 
-def cast_for_inplace(ctx, result: ArrayValue, target: ArrayValue) -> ArrayValue:
+def cast_for_inplace(ctx: CaptureContext, result: ArrayValue, target: ArrayValue) -> ArrayValue:
     """NumPy's rules for writing ``result`` into ``target`` in place (same_kind, broadcast)."""
     res, tgt = result.meta, target.meta
     if res.dtype != tgt.dtype:
@@ -130,7 +134,7 @@ def cast_for_inplace(ctx, result: ArrayValue, target: ArrayValue) -> ArrayValue:
 
 
 # -- replay ------------------------------------------------------------------------------------
-def array_write_statements(ctx, rebuilder) -> list[str]:
+def array_write_statements(ctx: CaptureContext, rebuilder) -> list[str]:
     """``np.copyto`` of every outside array the graph wrote. They read only graph outputs and
     sources, and must run before any rebuilt value is made: a view of a written array rebuilt
     as ``a.transpose(...).reshape(...)`` copies the data it sees at that moment."""
@@ -143,7 +147,7 @@ def array_write_statements(ctx, rebuilder) -> list[str]:
     ]
 
 
-def replay_statements(ctx, rebuilder) -> list[str]:
+def replay_statements(ctx: CaptureContext, rebuilder) -> list[str]:
     """Python statements writing the recorded Python-level side effects back, in program order
     (the array writes come first, from ``array_write_statements``)."""
     effects = ctx.side_effects

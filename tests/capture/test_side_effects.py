@@ -201,7 +201,7 @@ def _add_into(x, y):
 
 def test_alias_and_overlap_guards_both_outcomes():
     from npdynamo.backends import lookup_backend
-    from npdynamo.capture.entry import build_entry
+    from npdynamo.capture.compile_frame import build_entry
 
     x = np.ones(3)
     same = build_entry(_add_into, (x, x), backend=lookup_backend("eager"))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -261,8 +262,6 @@ class Program:
 
         def timed(index: int, dispatcher: Callable) -> Callable:
             def call(*args):
-                import time
-
                 start = time.perf_counter()
                 try:
                     return dispatcher(*args)
