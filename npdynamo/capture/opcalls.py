@@ -44,6 +44,8 @@ VIEW_OPS = frozenset(
         "flip",
         "rot90",
         "broadcast_view",
+        "real",
+        "imag",
     }
 )
 

@@ -8,6 +8,7 @@ canonical ``(op, args, kwargs)`` triples.
 """
 
 from npdynamo.ops import (
+    complex_parts,
     composite,
     creation,
     decompositions,
@@ -60,5 +61,6 @@ __all__ = [
     *REGISTRY,
 ]
 
-del (composite, creation, decompositions, elementwise, indexing, linalg, numeric, reductions,
-     random, reorder, scalar_ops, scans, selection, shape_ops, solvers, statistics, writes)
+del (complex_parts, composite, creation, decompositions, elementwise, indexing, linalg, numeric,
+     reductions, random, reorder, scalar_ops, scans, selection, shape_ops, solvers, statistics,
+     writes)

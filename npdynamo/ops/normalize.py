@@ -135,5 +135,8 @@ def normalize_attribute(name: str, self_value: object) -> Normalized | None:
     """The canonical form of the array attribute ``self_value.<name>`` that is an op, or None."""
     if name == "T":
         return C.canon(REGISTRY["transpose"], [self_value])
+    if name in ("real", "imag") and getattr(self_value, "meta", None) is not None \
+            and self_value.meta.dtype.kind == "c":  # views of a complex array's parts
+        return C.canon(REGISTRY[name], [self_value])
     return None
 

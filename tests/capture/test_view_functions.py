@@ -41,3 +41,34 @@ def test_a_returned_flip_is_a_view_of_the_argument():
     assert np.shares_memory(out, x) and np.array_equal(out, np.flipud(x))
     out[0, 0] = 42.0
     assert x[1, 0] == 42.0
+
+
+# -- x.real / x.imag of a complex array: views ------------------------------------------------
+Z = np.arange(6.0) + 1j * np.arange(6.0, 0.0, -1.0)
+
+
+def normalized_parts(c):
+    shifted = c - c.real.min() - 1j * c.imag.min()
+    return shifted / np.abs(shifted).max()
+
+
+def parts_see_writes(c):
+    re = c.real
+    c[0] = 5 + 5j  # re sees it
+    im = c.imag
+    im[1] = -1.0  # a write through the view (a graph break) reaches c
+    return re * 2, c.sum()
+
+
+def real_parts_of_a_real_array(x):
+    return x.real is x, x.imag  # the array itself; a new read-only array (left to Python)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_complex_parts_are_views(backend):
+    check_same(normalized_parts, Z, backend=backend)
+    check_same(parts_see_writes, Z, backend=backend)
+    check_same(real_parts_of_a_real_array, Z.real.copy(), backend=backend)
+    import npdynamo
+
+    assert npdynamo.explain(normalized_parts)(Z).graph_break_count == 0

@@ -154,6 +154,12 @@ def shuffled_case(draw):
     return Case((state, x), {"axis": axis} if axis else {})
 
 
+def part_case():
+    return st.builds(lambda s, k: Case((fill(s, np.dtype(k), 4),)),
+                     st.sampled_from([(), (3,), (2, 2)]),
+                     st.sampled_from(["complex128", "complex64", "float64", "int32"]))
+
+
 def decomposition_cases() -> dict:
     return {
         "slogdet": _unary(st.just({}), square=True),
@@ -174,4 +180,6 @@ def decomposition_cases() -> dict:
         "mask_apply": mask_apply_case(),
         "draw": draw_case(),
         "shuffled": shuffled_case(),
+        "real": part_case(),
+        "imag": part_case(),
     }
