@@ -1,4 +1,4 @@
-"""VJP rules of the multi-result decompositions (``slogdet``, ``eigh``).
+"""VJP rules of the multi-result decompositions (``slogdet``, ``eigh``, ``svd``).
 
 Reverse mode gives such an op one cotangent per result (None where no gradient reached that
 result; ``symbolic._project_back`` gathers them from the ``tuple_item`` projections), and a
@@ -6,6 +6,11 @@ rule reads the op's results through ``tuple_item`` on ``out``.
 
 * ``slogdet``: d log|det A| = tr(A^-1 dA), so ``A_bar = g * A^-T``; the sign is piecewise
   constant (no gradient).
+* ``svd`` (reduced factors, k = min(m, n)): with F_ij = 1 / (s_j^2 - s_i^2) off the diagonal,
+  A_bar = U [diag(s_bar) + (F o (U^T U_bar - U_bar^T U)) S + S (F o (V^T V_bar - V_bar^T V))] V^T
+  plus the parts of U_bar and V_bar outside the spans of U and V, (I - U U^T) U_bar S^-1 V^T
+  and U S^-1 V_bar^T (I - V V^T). With ``full_matrices`` on a non-square matrix the extra
+  singular vectors are not unique: a cotangent on them is a GradError.
 * ``eigh``: for a symmetric perturbation dS, dw_i = v_i^T dS v_i and dV = V (F o V^T dS V) with
   F_ij = 1 / (w_j - w_i) off the diagonal, so the gradient on S is
   G = V (diag(w_bar) + F o (V^T V_bar)) V^T, symmetrised. NumPy reads only one triangle of its
@@ -74,3 +79,54 @@ def _eigh(emit, g, out, a, *, UPLO="L"):
 
 
 RULES.update(slogdet=_slogdet, eigh=_eigh)
+
+
+def _svd(emit, g, out, a, *, full_matrices=True, hermitian=False):
+    """A = U diag(s) Vh, the reduced factors (k = min(m, n)); with full_matrices the extra
+    columns of U or rows of Vh are not unique, so their cotangents must be absent."""
+    _real_only("svd", a)
+    M = Math(emit)
+    *_, m, n = meta(a).shape
+    k = min(m, n)
+    if hermitian:
+        raise GradError("np.linalg.svd with hermitian=True has no gradient rule")
+    g_u, g_s, g_vh = g
+    u, s, vh = (_result(M, out, i) for i in range(3))
+    if full_matrices and m != n:
+        if g_u is not None or g_vh is not None:
+            raise GradError("np.linalg.svd(full_matrices=True) of a non-square matrix: the "
+                            "extra singular vectors are not unique; use full_matrices=False")
+    if full_matrices and m != n:  # the reduced factors, which the gradient is made of
+        u = M("getitem", u, (Ellipsis, slice(None), slice(None, k)))
+        vh = M("getitem", vh, (Ellipsis, slice(None, k), slice(None)))
+    v = _t(M, vh)
+    s_row = M("expand_dims", s, axis=-2)  # (..., 1, k)
+    inner = M.zeros(meta(a).shape[:-2] + (k, k), meta(a).dtype)
+    if g_s is not None:
+        inner = M.add(inner, M.mul(M("expand_dims", g_s, axis=-2), np.eye(k, dtype=bool)))
+    if g_u is not None or g_vh is not None:
+        s2 = M.square(s)
+        diff = M.sub(M("expand_dims", s2, axis=-2), M("expand_dims", s2, axis=-1))
+        off = ~np.eye(k, dtype=bool)
+        f = M.where(off, M.div(1.0, M.where(off, diff, 1.0)), 0.0)  # 1 / (s_j^2 - s_i^2)
+    extra = None
+    if g_u is not None:
+        utgu = M("matmul", _t(M, u), g_u)
+        inner = M.add(inner, M.mul(M.mul(f, M.sub(utgu, _t(M, utgu))), s_row))
+        if m > k:  # the part of g_u outside U's columns
+            proj = M.sub(g_u, M("matmul", u, utgu))
+            extra = M("matmul", M.div(proj, s_row), vh)
+    if g_vh is not None:
+        g_v = _t(M, g_vh)
+        vtgv = M("matmul", _t(M, v), g_v)
+        s_col = M("expand_dims", s, axis=-1)
+        inner = M.add(inner, M.mul(s_col, M.mul(f, M.sub(vtgv, _t(M, vtgv)))))
+        if n > k:
+            proj = M.sub(g_v, M("matmul", v, vtgv))
+            term = M("matmul", u, _t(M, M.div(proj, s_row)))
+            extra = term if extra is None else M.add(extra, term)
+    grad = M("matmul", M("matmul", u, inner), vh)
+    return (grad if extra is None else M.add(grad, extra),)
+
+
+RULES.update(svd=_svd)

@@ -157,7 +157,7 @@ register(Op("tuple_item", _tuple_item, _tuple_item_rule, defaults={"index": 0}))
 # Differentiable, but their VJP rules are not written yet: npdynamo.grad raises GradError
 # (reverse mode reports a projection ``tuple_item`` as the op it projects). slogdet and eigh
 # have rules (autograd/vjp_decompositions.py), read by reverse mode inside compiled code.
-for _name in ("svd", "qr", "lstsq", "tuple_item"):
+for _name in ("qr", "lstsq", "tuple_item"):
     REGISTRY[_name].differentiable = False
 
 

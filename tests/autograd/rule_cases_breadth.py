@@ -93,6 +93,19 @@ def matrix(draw, batch=True):
     return a + 3 * np.eye(n)
 
 
+@st.composite
+def svd_case(draw):
+    """A matrix with well separated singular values; full matrices only when square (the extra
+    singular vectors of a non-square one are not unique)."""
+    m, n = draw(st.sampled_from([(3, 2), (2, 3), (3, 3), (2, 2)]))
+    batch = tuple(draw(st.lists(st.integers(1, 2), max_size=1)))
+    k = min(m, n)
+    left = np.linalg.qr(values(draw, batch + (m, m)))[0][..., :k]
+    right = np.linalg.qr(values(draw, batch + (n, n)))[0][..., :k, :]
+    a = left @ (np.arange(k, 0, -1.0)[:, None] * 2.0 * right)
+    return (a,), {"full_matrices": m == n and draw(st.booleans())}
+
+
 def _separated(a):
     """A symmetric matrix with well separated eigenvalues (eigh's gradient is finite)."""
     n = a.shape[-1]
@@ -286,6 +299,7 @@ def breadth_cases():
         "det": matrix().map(lambda a: ((a,), {})),
         "inv": matrix().map(lambda a: ((a,), {})),
         "slogdet": matrix().map(lambda a: ((a,), {})),
+        "svd": svd_case(),
         "eigh": st.tuples(matrix(), st.sampled_from(["L", "U"])).map(
             lambda c: ((_separated(c[0]),), {"UPLO": c[1]})),
         "solve": solve_case(),
