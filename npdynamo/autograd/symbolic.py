@@ -13,14 +13,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from npdynamo.autograd.emitting import SHAPE_ONLY, Emit, backprop_step, meta
+from npdynamo.autograd.vjp_control_flow import control_flow_step
 from npdynamo.errors import GradError
 from npdynamo.fx import Graph, Node, map_arg
 from npdynamo.ops import REGISTRY, ArrayMeta, Op
+from npdynamo.ops.control_flow import CONTROL_FLOW_OPS, TUPLE_ITEM
 
 
 def carries_gradient(node: Node) -> bool:
-    """Whether ``node``'s value is floating point (masks, indices and shapes carry none)."""
+    """Whether ``node``'s value is floating point (masks, indices and shapes carry none); a
+    control-flow node's tuple of results does when one of them does."""
     val = node.meta.get("val")
+    if type(val) is tuple:
+        return any(isinstance(v, ArrayMeta) and v.dtype.kind == "f" for v in val)
     return isinstance(val, ArrayMeta) and val.dtype.kind == "f"
 
 
@@ -77,9 +82,19 @@ def reverse_mode(
         if not any(_has_key(k) for k in keys):
             continue
         op = node.target
-        if not isinstance(op, Op) or not op.differentiable:
+        if op is TUPLE_ITEM:  # one result of a control-flow node: gathered for that node
+            results = grads.setdefault(node.args[0], {})
+            index = node.args[1]
+            results[index] = g if index not in results else emit(
+                REGISTRY["add"], results[index], g)
+            continue
+        if op in CONTROL_FLOW_OPS:
+            steps = control_flow_step(node, g, keys, emit)
+        elif not isinstance(op, Op) or not op.differentiable:
             raise GradError(_not_differentiable(node))
-        for key, ct in backprop_step(op, g, node, node.args, node.kwargs, keys, emit):
+        else:
+            steps = backprop_step(op, g, node, node.args, node.kwargs, keys, emit)
+        for key, ct in steps:
             seen = grads.get(key)
             grads[key] = ct if seen is None else emit(REGISTRY["add"], seen, ct)
     return [grads.get(w) for w in wrt]

@@ -22,7 +22,7 @@ from npdynamo import config, logs, ops
 
 # The handlers of opcodes and builtins and the autodiff calls register into ``capture.tables``
 # when imported; a capture session needs them all.
-from npdynamo.capture import autodiff, builtins_table, opcodes  # noqa: F401
+from npdynamo.capture import autodiff, builtins_table, control_flow, opcodes  # noqa: F401
 from npdynamo.capture.break_reasons import GraphBreakReason, reason_from
 from npdynamo.capture.errors import CaptureUnsupported, UserCodeRaises
 from npdynamo.capture.guards import GuardSet

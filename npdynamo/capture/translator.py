@@ -94,6 +94,10 @@ class CaptureContext:
         #: loop iterators among the arguments are not unrolled: their FOR_ITER runs natively
         self.opaque_iterators = opaque_iterators
         self.graph = Graph()
+        #: the function's own graph; ``graph`` is a loop body's or branch's while it is captured
+        #: (``control_flow.py``), and ``lift`` then maps outer values into it
+        self.root_graph = self.graph
+        self.lift = None
         self.arg_names = list(arg_names(fn.__code__))
         self.guards = GuardSet(arg_count=len(self.arg_names))
         if cells_as_argument:
@@ -145,7 +149,7 @@ class CaptureContext:
     def add_placeholder(self, value, source, dynamic: frozenset[int] = frozenset()) -> object:
         """A graph input for ``value``; its dimensions in ``dynamic`` become symbols."""
         name = _identifier(source.short())
-        node = self.graph.placeholder(name)
+        node = self.root_graph.placeholder(name)
         meta = ArrayMeta.of(tracer_value(value))
         if dynamic:
             shape = tuple(
@@ -161,7 +165,7 @@ class CaptureContext:
 
     def add_scalar_placeholder(self, value, source) -> object:
         """A graph input for a dynamic scalar: a weak Python int or float of unknown value."""
-        node = self.graph.placeholder(_identifier(source.short()))
+        node = self.root_graph.placeholder(_identifier(source.short()))
         node.meta["val"] = ScalarMeta(type(value))
         node.meta["source_name"] = source.name()
         self.placeholders.append((node, source))
@@ -201,8 +205,9 @@ class CaptureContext:
 
     def call_op(self, op, args: tuple, kwargs: dict) -> ArrayValue | Const:
         """Record ``op(*args, **kwargs)`` (tracked values inside) as a graph node."""
-        node_args = _to_node_args(args)
-        node_kwargs = _to_node_args(kwargs)
+        to_node = self.lift or _node_of
+        node_args = map_values(args, to_node)
+        node_kwargs = map_values(kwargs, to_node)
         meta_args = _to_meta_args(args)
         meta_kwargs = _to_meta_args(kwargs)
         try:
@@ -235,9 +240,8 @@ def _identifier(text: str) -> str:
     return name if not name[0].isdigit() else "_" + name
 
 
-def _to_node_args(obj):
-    return map_values(
-        obj, lambda v: v.node if isinstance(v, (ArrayValue, ScalarInputValue)) else v)
+def _node_of(v):
+    return v.node if isinstance(v, (ArrayValue, ScalarInputValue)) else v
 
 
 def _to_meta_args(obj):

@@ -8,6 +8,7 @@ canonical ``(op, args, kwargs)`` triples.
 """
 
 from npdynamo.ops import (
+    control_flow,
     creation,
     elementwise,
     indexing,
@@ -56,5 +57,5 @@ __all__ = [
     *REGISTRY,
 ]
 
-del (creation, elementwise, indexing, linalg, numeric, reductions, reorder, scalar_ops, scans,
-     selection, shape_ops, solvers, statistics)
+del (control_flow, creation, elementwise, indexing, linalg, numeric, reductions, reorder,
+     scalar_ops, scans, selection, shape_ops, solvers, statistics)

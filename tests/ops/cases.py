@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from npdynamo.ops.elementwise import BINARY_UFUNCS, UNARY_UFUNCS
 from npdynamo.ops.scalar_ops import BINARY, UNARY
 from tests.ops.cases_breadth import breadth_cases
+from tests.ops.control_flow_cases import CONTROL_FLOW_CASES
 from tests.ops.strategies import (
     Case,
     array_case,
@@ -313,6 +314,7 @@ CASES: dict[str, st.SearchStrategy[Case]] = {
     **breadth_cases(),
     **{name: python_scalar_case(2) for name in BINARY},
     **{name: python_scalar_case(1) for name in UNARY},
+    **CONTROL_FLOW_CASES,
 }
 
 __all__ = ["CASES", "Case"]
