@@ -21,6 +21,7 @@ from npdynamo.backends.numba import diskcache, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
 from npdynamo.backends.numba.program import Program
+from npdynamo.backends.numba.subgraphs import compile_subgraphs
 from npdynamo.fx import passes
 from npdynamo.fx.graph import Graph
 from npdynamo.logs import get_logger
@@ -45,6 +46,7 @@ class NumbaReport:
     reason: str | None = None
     compile_time_s: float = 0.0
     kernel_files: list[str] = field(default_factory=list)
+    subgraphs: list = field(default_factory=list)  # (name, NumbaReport) of branches, loop bodies
     dispatchers: list = field(default_factory=list, repr=False)  # the distinct numba kernels
 
     def compiled_kernels(self) -> int:
@@ -64,6 +66,10 @@ class NumbaReport:
             lines.append(f"  kernel ({how}): {', '.join(ops)}")
         for name, why in self.not_fused:
             lines.append(f"  NumPy call {name}: {why}")
+        for name, report in self.subgraphs:
+            inner = str(report).splitlines()
+            lines.append(f"  subgraph {name}: {inner[0]}")
+            lines += [f"  {line}" for line in inner[1:]]
         return "\n".join(lines)
 
 
@@ -115,6 +121,8 @@ def prepare_graph(graph: Graph) -> Graph:
 
 def _compile(gm, example_inputs: list, report: NumbaReport) -> Callable[..., tuple]:
     graph = prepare_graph(gm.graph)
+    # loop bodies and branches: compiled on their own, called by the loop each iteration
+    report.subgraphs = compile_subgraphs(graph, numba_backend)
     part = partition(graph)
     allowed, report.thread_policy = threads.graph_allows_parallel(graph)
     kernels = {}
