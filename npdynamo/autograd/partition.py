@@ -46,6 +46,8 @@ def nbytes(node: Node) -> int:
     """Bytes of ``node``'s value; for symbolic sizes, at the sizes seen at capture (the cut
     is valid for every size, only its cost is measured at those)."""
     val = node.meta.get("val")
+    if type(val) is tuple:  # a control-flow node's results
+        return sum(hint_of(v.nbytes) for v in val if isinstance(v, ArrayMeta))
     return hint_of(val.nbytes) if isinstance(val, ArrayMeta) else 0
 
 
@@ -137,8 +139,7 @@ def partition(joint: JointGraph) -> Partition:
     result = Partition(
         forward=forward,
         backward=backward,
-        saved=[SavedValue(n.name, n.meta["val"].shape, str(n.meta["val"].dtype), nbytes(n))
-               for n in saved_nodes],
+        saved=[_saved_value(n) for n in saved_nodes],
         num_outputs=joint.num_outputs,
         tangent_outputs=list(joint.tangent_outputs),
         grad_inputs=list(joint.grad_inputs),
@@ -151,6 +152,13 @@ def partition(joint: JointGraph) -> Partition:
             "%s\nforward graph:\n%s\nbackward graph:\n%s", result, forward.code, backward.code
         )
     return result
+
+
+def _saved_value(node: Node) -> SavedValue:
+    val = node.meta["val"]
+    if type(val) is tuple:  # a control-flow node's results, saved whole
+        return SavedValue(node.name, (), "tuple", nbytes(node))
+    return SavedValue(node.name, val.shape, str(val.dtype), nbytes(node))
 
 
 def _size_sources(graph: Graph, saved: list[Node], tangents: list[Node]) -> list[Node]:

@@ -343,17 +343,7 @@ def _check_untouched(frame, api: str, sub: SubCapture) -> None:
 def _record(frame, op, args: tuple, metas: tuple, hints: list, what: str) -> list[Value]:
     """Append the control-flow node and one ``tuple_item`` per result; the result values."""
     ctx = frame.ctx
-    to_node = ctx.lift or (lambda v: v.node if isinstance(v, (ArrayValue, ScalarInputValue))
-                           else v)
-    node_args = tuple(tuple(to_node(v) for v in a) if isinstance(a, tuple) else to_node(a)
-                      for a in args)
-    node = ctx.graph.call_function(op, node_args)
-    node.meta["val"] = tuple(metas)
-    loc = ctx.location()
-    if loc is not None:
-        node.meta["source"] = (loc.filename, loc.lineno, loc.source_line.strip())
-    ctx.node_count += 1
-    whole = ArrayValue(node)
+    whole = ctx.call_op(op, args, {})
     results = []
     for i, meta in enumerate(metas):
         item = ctx.call_op(TUPLE_ITEM, (whole, i), {})

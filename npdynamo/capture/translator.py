@@ -219,7 +219,8 @@ class CaptureContext:
             ) from exc
         except Exception as exc:
             raise UserCodeRaises(exc) from exc
-        if isinstance(meta, tuple):
+        if isinstance(meta, tuple) and getattr(op, "subgraph_inputs", None) is None:
+            # (a control-flow node's tuple of results is taken apart by ``tuple_item`` nodes)
             raise self.unsupported(f"{op!r} returns several arrays; not supported yet")
         self.node_count += 1
         progress.op_captured(self)

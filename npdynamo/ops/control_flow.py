@@ -191,6 +191,44 @@ def _fori_inputs(lower, upper, body_fn, carried, body_extra=()) -> list:
     return [(body_fn, _inputs(ScalarMeta(int), *carried, *body_extra))]
 
 
+# -- the backward of fori_loop ---------------------------------------------------------------------
+def _fori_vjp_impl(lower, upper, body_fn, body_vjp, carried, extra, cts, grad_extra) -> tuple:
+    """Run the loop again keeping every carried value, then run ``body_vjp`` backwards over
+    them: ``body_vjp(i, *carried_i, *extra, *cts) -> (*cts_before, *extra_cts)``. Returns the
+    cotangents of the initial carried values, then of ``extra[j]`` for ``j in grad_extra``
+    (summed over the iterations)."""
+    saved = []
+    carried = tuple(carried)
+    for i in range(lower, upper):
+        saved.append(carried)
+        carried = body_fn(i, *carried, *extra)
+    cts, total = tuple(cts), None
+    for i in range(upper - 1, lower - 1, -1):
+        out = body_vjp(i, *saved[i - lower], *extra, *cts)
+        cts, extra_cts = out[:len(cts)], out[len(cts):]
+        total = extra_cts if total is None else tuple(a + b for a, b in zip(total, extra_cts))
+    if total is None:  # no iteration: nothing flowed into the outer values
+        total = tuple(_zeros_like(extra[j]) for j in grad_extra)
+    return (*cts, *total)
+
+
+def _zeros_like(x: Any) -> Any:
+    zeros = np.zeros_like(x)
+    return zeros[()] if isinstance(x, np.generic) else zeros
+
+
+def _fori_vjp_rule(lower, upper, body_fn, body_vjp, carried, extra, cts, grad_extra) -> tuple:
+    _fori_rule(lower, upper, body_fn, carried, extra)
+    _check_inputs("the fori_loop backward body", body_vjp,
+                  (ScalarMeta(int), *carried, *extra, *cts))
+    return (*(result_meta(m) for m in cts), *(result_meta(extra[j]) for j in grad_extra))
+
+
+def _fori_vjp_inputs(lower, upper, body_fn, body_vjp, carried, extra, cts, grad_extra) -> list:
+    return [(body_fn, _inputs(ScalarMeta(int), *carried, *extra)),
+            (body_vjp, _inputs(ScalarMeta(int), *carried, *extra, *cts))]
+
+
 def _tuple_item(values: tuple, index: int) -> Any:
     return values[index]
 
@@ -205,8 +243,10 @@ def _control_flow_op(name: str, impl: Callable, rule: Callable, inputs: Callable
 COND = _control_flow_op("cond", _cond_impl, _cond_rule, _cond_inputs)
 WHILE_LOOP = _control_flow_op("while_loop", _while_impl, _while_rule, _while_inputs)
 FORI_LOOP = _control_flow_op("fori_loop", _fori_impl, _fori_rule, _fori_inputs)
+FORI_LOOP_VJP = _control_flow_op("fori_loop_vjp", _fori_vjp_impl, _fori_vjp_rule,
+                                 _fori_vjp_inputs)
 #: One result of a control-flow node (its value is the tuple of all results).
 TUPLE_ITEM = register(Op("tuple_item", _tuple_item, _tuple_item, kind="opaque",
                          differentiable=False))
 
-CONTROL_FLOW_OPS = frozenset({COND, WHILE_LOOP, FORI_LOOP})
+CONTROL_FLOW_OPS = frozenset({COND, WHILE_LOOP, FORI_LOOP, FORI_LOOP_VJP})

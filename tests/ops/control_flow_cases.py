@@ -77,6 +77,23 @@ def fori_case(draw) -> Case:
 
 
 @st.composite
+def fori_vjp_case(draw) -> Case:
+    from npdynamo.autograd.vjp_control_flow import vjp_graph
+
+    x = draw(array())
+    e = np.cos(x) + 0.5  # an outer value of the same kind the body multiplies by
+    ct = np.ones_like(x)
+    lower, upper = draw(st.integers(-1, 3)), draw(st.integers(-1, 4))
+    meta = ArrayMeta.of(x)
+    body = module("body", [ScalarMeta(int), meta, meta], lambda g, i, v, w: [
+        g.call_function(ops.multiply, (g.call_function(ops.sin, (v,)), w))])
+    slots = [ScalarMeta(int), meta, meta]
+    backward = vjp_graph(body.graph, slots, [0, 1, 2], [0], [1, 2], "body_vjp")
+    return Case((lower, upper, body, backward, (x,), (e,), (ct,), (0,)),
+                unsupported_ok=x.ndim == 0)
+
+
+@st.composite
 def tuple_item_case(draw) -> Case:
     items = tuple(draw(st.lists(array(), min_size=1, max_size=3)))
     return Case((items, draw(st.integers(0, len(items) - 1))))
@@ -86,5 +103,6 @@ CONTROL_FLOW_CASES = {
     "cond": cond_case(),
     "while_loop": while_case(),
     "fori_loop": fori_case(),
+    "fori_loop_vjp": fori_vjp_case(),
     "tuple_item": tuple_item_case(),
 }
