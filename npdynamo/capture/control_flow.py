@@ -340,8 +340,13 @@ def _check_untouched(frame, api: str, sub: SubCapture) -> None:
                 kind="side_effect")
 
 
-def _record(frame, op, args: tuple, metas: tuple, hints: list, what: str) -> list[Value]:
-    """Append the control-flow node and one ``tuple_item`` per result; the result values."""
+def _record(frame, op, args: tuple, metas: tuple, hints: list, what: str,
+            subs: tuple[SubCapture, ...]) -> list[Value]:
+    """Append the control-flow node and one ``tuple_item`` per result; the result values.
+
+    Like the user's own loop, the node may return its input arrays themselves (a loop that
+    never runs) or views of them: every array it read or returned is remembered, and an
+    in-place write into one of them later is a graph break (``side_effects.write_array``)."""
     ctx = frame.ctx
     whole = ctx.call_op(op, args, {})
     results = []
@@ -350,6 +355,12 @@ def _record(frame, op, args: tuple, metas: tuple, hints: list, what: str) -> lis
         if isinstance(meta, ScalarMeta):
             item = LoopScalarValue(hints[i], item.node, ctx, what)
         results.append(item)
+    read = [v for a in args if isinstance(a, tuple) for v in a] + [
+        v for sub in subs for v, _node in sub.watched]
+    for value in (*read, *results):
+        while isinstance(value, ArrayValue):  # and the arrays it is a view of
+            ctx.loop_aliased[id(value)] = value
+            value = value.base
     return results
 
 
@@ -409,7 +420,8 @@ def capture_cond(frame, target, args: list[Value], kwargs: dict) -> Value:
                  _extras(t_sub), _extras(f_sub))
     metas = _infer(frame, COND, node_args)
     hints = [_hint(leaf) for leaf in t_leaves]
-    results = _record(frame, COND, node_args, metas, hints, "a number npdynamo.cond returns")
+    results = _record(frame, COND, node_args, metas, hints, "a number npdynamo.cond returns",
+                      (t_sub, f_sub))
     return unflatten(structure, results)
 
 
@@ -436,7 +448,7 @@ def capture_while_loop(frame, target, args: list[Value], kwargs: dict) -> Value:
     b_sub, out_leaves = _loop_body(frame, "while_loop", body_fn, inputs, init, leaves, structure)
     node_args = (c_sub.finish([test]), b_sub.finish(out_leaves), _leaf_values(leaves),
                  _extras(c_sub), _extras(b_sub))
-    return _loop_result(frame, WHILE_LOOP, node_args, leaves, structure)
+    return _loop_result(frame, WHILE_LOOP, node_args, leaves, structure, (c_sub, b_sub))
 
 
 def _loop_body(frame, api: str, body_fn: Value, inputs: Callable, init: Value,
@@ -450,10 +462,11 @@ def _loop_body(frame, api: str, body_fn: Value, inputs: Callable, init: Value,
     return sub, out_leaves
 
 
-def _loop_result(frame, op, node_args: tuple, leaves: list[Value], structure: Any) -> Value:
+def _loop_result(frame, op, node_args: tuple, leaves: list[Value], structure: Any,
+                 subs: tuple[SubCapture, ...]) -> Value:
     metas = _infer(frame, op, node_args)
     results = _record(frame, op, node_args, metas, [_hint(v) for v in leaves],
-                      f"a number npdynamo.{op.name} returns")
+                      f"a number npdynamo.{op.name} returns", subs)
     return unflatten(structure, results)
 
 
@@ -485,7 +498,7 @@ def capture_fori_loop(frame, target, args: list[Value], kwargs: dict) -> Value:
 
     b_sub, out_leaves = _loop_body(frame, "fori_loop", body_fn, inputs, init, leaves, structure)
     node_args = (lower, upper, b_sub.finish(out_leaves), _leaf_values(leaves), _extras(b_sub))
-    return _loop_result(frame, FORI_LOOP, node_args, leaves, structure)
+    return _loop_result(frame, FORI_LOOP, node_args, leaves, structure, (b_sub,))
 
 
 builtin(cond, keywords=())(capture_cond)

@@ -77,6 +77,11 @@ def view_of(result: ArrayValue, base: ArrayValue, op, args: tuple, kwargs: dict)
 
 def write_array(ctx, target: ArrayValue, new: ArrayValue) -> None:
     """``target`` now holds ``new``'s data (same shape and dtype): propagate through views."""
+    if id(target) in ctx.loop_aliased:
+        raise ctx.unsupported(
+            "an in-place write into an array passed to or returned by npdynamo.cond/while_loop/"
+            "fori_loop: the loop's results may be its input arrays or views of them",
+            "write into a copy (r = r.copy()), or build a new array", kind="side_effect")
     if target.base is not None:
         op, args, kwargs = target.recipe
         if op.name != "getitem":

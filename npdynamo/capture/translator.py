@@ -98,6 +98,8 @@ class CaptureContext:
         #: (``control_flow.py``), and ``lift`` then maps outer values into it
         self.root_graph = self.graph
         self.lift = None
+        #: id -> ArrayValue of arrays a control-flow node read or returned (they may alias)
+        self.loop_aliased: dict[int, ArrayValue] = {}
         self.arg_names = list(arg_names(fn.__code__))
         self.guards = GuardSet(arg_count=len(self.arg_names))
         if cells_as_argument:

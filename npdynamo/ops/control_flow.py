@@ -6,7 +6,9 @@ return a tuple. The node's own value is the tuple of results; ``tuple_item`` nod
 Everything a pass or backend needs is here, so the IR stays one vocabulary:
 
 * ``impl``: the loop or branch in plain Python (the eager backend runs exactly this, so results
-  are bitwise those of the user's own loop);
+  are bitwise those of the user's own loop, and may be the very input arrays or views of them,
+  as the user's loop returns them: capture refuses in-place writes to them, ``capture/
+  control_flow.py``);
 * ``rule``: carried values keep their dtype and shape (a Python number its type), a loop
   condition and a ``cond`` predicate are one value (shape ``()``), both branches of a ``cond``
   return the same kinds of values; anything else is refused with ``UnsupportedArguments``;
@@ -149,10 +151,10 @@ def _cond_inputs(pred, true_fn, false_fn, operands, true_extra=(), false_extra=(
 
 # -- while_loop ----------------------------------------------------------------------------------
 def _while_impl(cond_fn, body_fn, carried, cond_extra=(), body_extra=()) -> tuple:
-    carried = tuple(carried)
-    while cond_fn(*carried, *cond_extra)[0]:
-        carried = body_fn(*carried, *body_extra)
-    return carried
+    values = tuple(carried)
+    while cond_fn(*values, *cond_extra)[0]:
+        values = body_fn(*values, *body_extra)
+    return values
 
 
 def _while_rule(cond_fn, body_fn, carried, cond_extra=(), body_extra=()) -> tuple:
@@ -173,10 +175,10 @@ def _while_inputs(cond_fn, body_fn, carried, cond_extra=(), body_extra=()) -> li
 
 # -- fori_loop -----------------------------------------------------------------------------------
 def _fori_impl(lower, upper, body_fn, carried, body_extra=()) -> tuple:
-    carried = tuple(carried)
+    values = tuple(carried)
     for i in range(lower, upper):
-        carried = body_fn(i, *carried, *body_extra)
-    return carried
+        values = body_fn(i, *values, *body_extra)
+    return values
 
 
 def _fori_rule(lower, upper, body_fn, carried, body_extra=()) -> tuple:
@@ -198,10 +200,10 @@ def _fori_vjp_impl(lower, upper, body_fn, body_vjp, carried, extra, cts, grad_ex
     cotangents of the initial carried values, then of ``extra[j]`` for ``j in grad_extra``
     (summed over the iterations)."""
     saved = []
-    carried = tuple(carried)
+    values = tuple(carried)
     for i in range(lower, upper):
-        saved.append(carried)
-        carried = body_fn(i, *carried, *extra)
+        saved.append(values)
+        values = body_fn(i, *values, *extra)
     cts, total = tuple(cts), None
     for i in range(upper - 1, lower - 1, -1):
         out = body_vjp(i, *saved[i - lower], *extra, *cts)

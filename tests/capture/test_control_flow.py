@@ -171,3 +171,32 @@ def test_the_graph_prints_its_subgraphs_and_generates_code():
     assert "while_loop(while_loop_cond_0, while_loop_body_1" in text
     assert "while_loop_body_1 = graph(" in text
     assert "_while_loop_body_1" in gm.code
+
+
+def test_in_place_writes_after_a_loop_into_its_arrays_break():
+    def fn(x):
+        r = nd.while_loop(lambda v: v.sum() > 100.0, lambda v: v * 0.5, x)  # r is x itself
+        s = nd.fori_loop(0, 3, lambda i, v: v[::-1], x)                     # a view of x
+        r[0] = 7.0       # writes into x, and so into s
+        return r, s, x
+
+    def writes_input(x):
+        y = x[1:]
+        r = nd.fori_loop(0, 2, lambda i, v: v, y)
+        x[2] = -1.0      # r is a view of x
+        return r.sum()
+
+    for f in (fn, writes_input):
+        check_same(f, np.arange(4.0))
+        report = nd.explain(f)(np.arange(4.0))
+        assert report.graph_break_count == 1
+        assert "in-place write into an array passed to or returned by" in \
+            report.break_reasons[0].reason
+
+
+def test_results_are_the_plain_objects():
+    def fn(x):
+        return nd.while_loop(lambda v: v.sum() > 100.0, lambda v: v * 0.5, x)
+
+    x = np.arange(3.0)
+    assert nd.compile(fn)(x) is x    # no iteration: the value itself, as plain Python gives
