@@ -26,6 +26,11 @@ if __name__ == "__main__":
     from benchmarks import dynamic_shapes
 
     dynamic_shapes.main()
+    # Loops in the graph: capture time against the trip count, a solver loop.
+    from benchmarks import control_flow
+
+    print()
+    control_flow.main()
     # Never worse than Python: the worst cases, plain against compiled.
     from benchmarks import worst_case
 
