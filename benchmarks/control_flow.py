@@ -21,20 +21,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import npdynamo  # noqa: E402
 from benchmarks.common import fmt_time, measure  # noqa: E402
-
-
-def stencil(u, T):
-    def body(t, u):
-        new = u.copy()
-        new[1:-1] = u[1:-1] + 0.1 * (u[:-2] - 2 * u[1:-1] + u[2:])
-        return new
-
-    return npdynamo.fori_loop(0, T, body, u)
+from examples.solver_loop import heat_stencil as stencil  # noqa: E402
+from examples.solver_loop import jacobi, make_system  # noqa: E402
 
 
 def _jacobi():
-    from examples.solver_loop import jacobi, make_system
-
     return jacobi, make_system(400)
 
 

@@ -34,6 +34,18 @@ def jacobi(A, b, tol):
     return x
 
 
+def heat_stencil(u, T):
+    """``T`` explicit steps of the 1-D heat equation (ends fixed), with ``npdynamo.fori_loop``:
+    the graph is the same for any ``T``."""
+
+    def step(t, u):
+        new = u.copy()
+        new[1:-1] = u[1:-1] + 0.1 * (u[:-2] - 2 * u[1:-1] + u[2:])
+        return new
+
+    return npdynamo.fori_loop(0, T, step, u)
+
+
 def make_system(n: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     A = rng.random((n, n)) + n * np.eye(n)
