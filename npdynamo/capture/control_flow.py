@@ -301,28 +301,36 @@ def _side_effect_state(ctx) -> tuple:
             tuple((k, id(v)) for k, v in se.global_stores.items()))
 
 
+def sub_capture(frame, api: str, role: str, run: Callable[[SubCapture], Value], roots: list,
+                what: str) -> tuple[SubCapture, Value]:
+    """Run ``run(sub)`` with a new subgraph active: what it captures goes there. Refuses
+    (naming ``what``) when it changed anything reachable from ``roots`` or a side effect."""
+    ctx = frame.ctx
+    names = ctx.__dict__.setdefault("subgraph_names", itertools.count())
+    sub = SubCapture(ctx, f"{api}_{role}_{next(names)}")
+    before, effects = _snapshot(roots), _side_effect_state(ctx)
+    with sub.active():
+        result = run(sub)
+    if _side_effect_state(ctx) != effects or _changed(before, _snapshot(roots)):
+        raise frame.unsupported(
+            f"{what} changes objects outside it (a list, dict, attribute, global or closure "
+            "variable), which a loop body run once at capture time cannot repeat", _HINT,
+            kind="side_effect")
+    return sub, result
+
+
 def capture_function(frame, api: str, role: str, fn: Value, make_inputs: Callable,
                      roots: list) -> tuple[SubCapture, Value]:
     """Inline ``fn`` into a new subgraph; ``make_inputs(sub)`` gives its arguments. Returns the
     sub-capture and what ``fn`` returned (not yet closed into a graph)."""
-    ctx = frame.ctx
-    names = ctx.__dict__.setdefault("subgraph_names", itertools.count())
-    sub = SubCapture(ctx, f"{api}_{role}_{next(names)}")
-    before, effects = _snapshot([fn, *roots]), _side_effect_state(ctx)
     try:
-        with sub.active():
-            args = make_inputs(sub)
-            result = call_value(frame, fn, args, {})
+        return sub_capture(
+            frame, api, role, lambda sub: call_value(frame, fn, make_inputs(sub), {}),
+            [fn, *roots], f"npdynamo.{api}'s {role} function")
     except CaptureUnsupported as exc:
         if not exc.reason.startswith("npdynamo."):
             exc.reason = f"npdynamo.{api}: its {role} function cannot be captured: {exc.reason}"
         raise
-    if _side_effect_state(ctx) != effects or _changed(before, _snapshot([fn, *roots])):
-        raise frame.unsupported(
-            f"the {role} function of npdynamo.{api} changes objects outside it (a list, dict, "
-            "attribute, global or closure variable), which a loop body run once at capture "
-            "time cannot repeat", _HINT, kind="side_effect")
-    return sub, result
 
 
 def _carried_inputs(sub: SubCapture, leaves, structure, prefix: tuple = ()) -> list:

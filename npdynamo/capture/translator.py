@@ -298,6 +298,8 @@ class Frame:
         #: what a generator frame's last YIELD_VALUE produced (it is suspended there)
         self.yielded: Value | None = None
         self.visits: dict[int, int] = {}
+        #: run stops before this instruction (a while loop's body captured as a subgraph)
+        self.stop_at: int | None = None
 
     def _has_exception_handlers(self) -> bool:
         """True if the code has a handler that runs user code: a try/with block, not 3.12+'s
@@ -370,7 +372,7 @@ class Frame:
             self.ctx.facts.__enter__()
         try:
             instrs = self.instrs
-            while self.return_value is None and self.yielded is None:
+            while self.return_value is None and self.yielded is None and self.ip != self.stop_at:
                 if root:
                     visit = self.visits[self.ip] = self.visits.get(self.ip, 0) + 1
                     if break_at is not None and (self.ip, visit) == break_at:

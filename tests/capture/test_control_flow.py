@@ -40,12 +40,20 @@ def all_nodes(graph) -> int:
                                   for s in subgraphs_of(n))
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_same_as_plain_in_one_graph(name):
-    fn, args = CASES[name]
+def same_as_plain_in_one_graph(fn, args, op: str) -> None:
+    """``fn`` compiled gives what it gives plainly, as one graph holding an ``op`` node."""
     check_same(fn, *args)
     report = nd.explain(fn)(*args)
     assert (report.graph_count, report.graph_break_count) == (1, 0), str(report)
+    assert op in [getattr(n.target, "name", "") for n in report.graphs[0].graph.nodes]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_same_as_plain_in_one_graph(name):
+    fn, args = CASES[name]
+    op = "cond" if "cond" in name else "fori_loop" if "stencil" in name else "while_loop"
+    same_as_plain_in_one_graph(fn, args, op if name not in ("nested", "carried_numbers") else
+                               "fori_loop")
 
 
 def test_outside_compile_it_is_the_plain_loop():
