@@ -65,7 +65,9 @@ def graph_condition(frame, value: Value, jump_index: int) -> bool:
     if jump_index == frame.stop_at:
         frame.push(value)
         return True
-    shape = _loop_shape(frame, jump_index) if config.capture_while_loops else None
+    # (a loop inside a differentiated function stays a break: the tape differentiates it)
+    formable = config.capture_while_loops and not frame.ctx.differentiating
+    shape = _loop_shape(frame, jump_index) if formable else None
     if shape is None:
         return False
     try:

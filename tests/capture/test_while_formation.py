@@ -136,3 +136,28 @@ def test_an_if_on_an_array_still_breaks():
     check_same(fn, np.ones(2))
     reason = nd.explain(fn)(np.ones(2)).break_reasons[0].reason
     assert reason.startswith("a branch depends on the values in an array")
+
+
+def test_new_sizes_reuse_the_graph_with_symbolic_shapes():
+    backend = CountingBackend()
+    compiled = nd.compile(newton, backend=backend)
+    for n in (4, 6, 9, 12):
+        check_same(newton, RNG.random(n) + 1.0, 1e-12, compiled=compiled)
+    assert backend.count == 2   # the second size made the dimension symbolic
+
+
+def test_a_loop_inside_a_differentiated_function_is_left_to_the_tape():
+    def loss(w, x):
+        while x.sum() < 10.0:
+            x = x * 1.5 + w
+        return (x * x).sum()
+
+    def step(w, x):
+        return nd.value_and_grad(loss)(w, x)
+
+    w, x = np.full(3, 0.2), np.ones(3)
+    value, grad = nd.compile(step)(w, x)
+    want_value, want_grad = step(w, x)
+    assert value == want_value
+    np.testing.assert_array_equal(grad, want_grad)
+    assert "a branch depends on the values" in nd.explain(step)(w, x).break_reasons[0].reason
