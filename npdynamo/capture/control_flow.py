@@ -258,21 +258,26 @@ def _snapshot(roots: list) -> dict[int, tuple]:
                 stack.append(v.contents)
         elif isinstance(v, (TupleValue, ListValue, DictValue)):
             items = v._items  # never loads lazily-read items: reading them is no change
-            if items is None:
-                state[id(v)] = ("unloaded", len(v.appended))
+            values = [] if items is None else list(
+                dict.values(items) if isinstance(items, dict) else items)
+            stack += values
+            if isinstance(v, TupleValue) or not v.fresh or items is None:
+                # immutable, or from outside: loading its items on a read changes what is
+                # held here, and a write to it is a recorded side effect (checked apart)
+                state[id(v)] = ("held",)
             elif isinstance(items, dict):
-                pairs = tuple((k, id(x)) for k, x in dict.items(items))
-                state[id(v)] = ("dict", pairs)
-                stack += [x for _k, x in dict.items(items)]
+                state[id(v)] = ("dict", tuple((k, id(x)) for k, x in dict.items(items)),
+                                len(v.appended))
             else:
-                state[id(v)] = ("items", tuple(id(x) for x in items))
-                stack += list(items)
+                state[id(v)] = ("items", tuple(id(x) for x in items), len(v.appended))
         elif isinstance(v, SetValue):
             state[id(v)] = ("set", tuple(id(x) for x in v.items))
         elif isinstance(v, ArrayValue):
             state[id(v)] = ("array", id(v.node))
         elif isinstance(v, UserObjectValue):
-            state[id(v)] = ("object", tuple((k, id(x)) for k, x in v.attrs.items()))
+            # an object from outside: reading an attribute caches it in ``attrs``; storing one
+            # is a recorded side effect
+            state[id(v)] = ("object",)
             stack += list(v.attrs.values())
         elif isinstance(v, BoundMethodValue):
             state[id(v)] = ("method",)
@@ -285,14 +290,7 @@ def _snapshot(roots: list) -> dict[int, tuple]:
 
 
 def _changed(before: dict[int, tuple], after: dict[int, tuple]) -> bool:
-    for key, was in before.items():
-        now = after.get(key)
-        if was[0] == "unloaded":
-            continue  # loading (reading) an outside container changes nothing; writes to one
-            #           are recorded side effects, checked separately
-        if now != was:
-            return True
-    return False
+    return any(after.get(key) != was for key, was in before.items())
 
 
 def _side_effect_state(ctx) -> tuple:

@@ -208,3 +208,51 @@ def test_results_are_the_plain_objects():
 
     x = np.arange(3.0)
     assert nd.compile(fn)(x) is x    # no iteration: the value itself, as plain Python gives
+
+
+class Settings:
+    def __init__(self) -> None:
+        self.rate = 0.5
+
+
+def test_reading_outside_objects_in_a_body_is_no_side_effect():
+    settings, table = Settings(), {"shift": 1.0, "unused": 2.0}
+
+    def fn(x, settings, table):
+        return nd.fori_loop(0, 3, lambda i, v: v * settings.rate + table["shift"], x)
+
+    check_same(fn, np.ones(3), settings, table)
+    assert nd.explain(fn)(np.ones(3), settings, table).graph_break_count == 0
+
+
+def test_writing_outside_objects_in_a_body_breaks():
+    def sets_attribute(x, settings):
+        def body(i, v):
+            settings.rate = 0.25
+            return v * 2.0
+
+        return nd.fori_loop(0, 3, body, x)
+
+    def fresh_list(x):
+        seen = []
+
+        def body(i, v):
+            seen.append(1)
+            return v * 2.0
+
+        return nd.fori_loop(0, 3, body, x), len(seen)
+
+    def rebinds(x):
+        total = 0.0
+
+        def body(i, v):
+            nonlocal total
+            total = total + 1.0
+            return v * 2.0
+
+        return nd.fori_loop(0, 3, body, x), total
+
+    for fn, args in ((sets_attribute, (np.ones(2), Settings())), (fresh_list, (np.ones(2),)),
+                     (rebinds, (np.ones(2),))):
+        check_same(fn, *args)
+        assert "changes objects outside it" in nd.explain(fn)(*args).break_reasons[0].reason
