@@ -190,7 +190,7 @@ def leaf_meta(leaf: Value) -> Any:
     return leaf.value
 
 
-def _sub_inputs(sub: SubCapture, leaves: list[Value]) -> list[Value]:
+def sub_inputs(sub: SubCapture, leaves: list[Value]) -> list[Value]:
     """A placeholder per carried leaf, as the values the captured function receives."""
     inside = []
     for i, leaf in enumerate(leaves):
@@ -331,13 +331,22 @@ def capture_function(frame, api: str, role: str, fn: Value, make_inputs: Callabl
         raise
 
 
+def sub_frame(frame, start: int, stop: int | None):
+    """A frame running ``frame``'s own code from instruction ``start`` (to ``stop``) on a copy
+    of its locals: the body of a loop or a branch, captured into a subgraph."""
+    body = type(frame)(frame.ctx, frame.func, dict(frame.locals), parent=frame)
+    body.cells = frame.cells
+    body.ip, body.stop_at = start, stop
+    return body
+
+
 def _carried_inputs(sub: SubCapture, leaves, structure, prefix: tuple = ()) -> list:
-    inside = _sub_inputs(sub, leaves)
+    inside = sub_inputs(sub, leaves)
     sub.carried_inside = inside
     return [*prefix, unflatten(structure, inside)]
 
 
-def _check_untouched(frame, api: str, sub: SubCapture) -> None:
+def check_untouched(frame, api: str, sub: SubCapture) -> None:
     for value in getattr(sub, "carried_inside", []):
         if isinstance(value, ArrayValue) and value.node.op != "placeholder":
             raise frame.unsupported(
@@ -346,7 +355,7 @@ def _check_untouched(frame, api: str, sub: SubCapture) -> None:
                 kind="side_effect")
 
 
-def _record(frame, op, args: tuple, metas: tuple, hints: list, what: str,
+def record_node(frame, op, args: tuple, metas: tuple, hints: list, what: str,
             subs: tuple[SubCapture, ...]) -> list[Value]:
     """Append the control-flow node and one ``tuple_item`` per result; the result values.
 
@@ -370,7 +379,7 @@ def _record(frame, op, args: tuple, metas: tuple, hints: list, what: str,
     return results
 
 
-def _infer(frame, op, args: tuple) -> tuple:
+def infer_results(frame, op, args: tuple) -> tuple:
     meta = lambda v: leaf_meta(v) if isinstance(v, Value) else v  # noqa: E731
     metas = tuple(tuple(meta(v) for v in a) if isinstance(a, tuple) else meta(a) for a in args)
     try:
@@ -379,12 +388,12 @@ def _infer(frame, op, args: tuple) -> tuple:
         raise frame.unsupported(f"npdynamo.{op.name}: {exc}", _HINT) from exc
 
 
-def _leaf_values(leaves: list[Value]) -> tuple:
+def leaf_values(leaves: list[Value]) -> tuple:
     return tuple(leaf if isinstance(leaf, (ArrayValue, ScalarInputValue)) else leaf.value
                  for leaf in leaves)
 
 
-def _extras(sub: SubCapture) -> tuple:
+def extras_of(sub: SubCapture) -> tuple:
     return tuple(ArrayValue(n) for n in sub.extra)
 
 
@@ -394,7 +403,7 @@ def _expect(frame, api: str, args: list[Value], count: int) -> None:
         raise frame.unsupported(f"npdynamo.{api} called with {len(args)} arguments")
 
 
-def _hint(leaf: Value) -> object:
+def leaf_hint(leaf: Value) -> object:
     if isinstance(leaf, ArrayValue):
         return None
     return leaf._value if isinstance(leaf, GuardedConst) else leaf.value
@@ -423,10 +432,10 @@ def capture_cond(frame, target, args: list[Value], kwargs: dict) -> Value:
         frame, structure, t_leaves, f_out, "the value cond's false branch returns",
         "the branches of npdynamo.cond return different kinds of values: {want} and {got}")
     node_args = (pred, t_sub.finish(t_leaves), f_sub.finish(f_leaves), (),
-                 _extras(t_sub), _extras(f_sub))
-    metas = _infer(frame, COND, node_args)
-    hints = [_hint(leaf) for leaf in t_leaves]
-    results = _record(frame, COND, node_args, metas, hints, "a number npdynamo.cond returns",
+                 extras_of(t_sub), extras_of(f_sub))
+    metas = infer_results(frame, COND, node_args)
+    hints = [leaf_hint(leaf) for leaf in t_leaves]
+    results = record_node(frame, COND, node_args, metas, hints, "a number npdynamo.cond returns",
                       (t_sub, f_sub))
     return unflatten(structure, results)
 
@@ -449,18 +458,18 @@ def capture_while_loop(frame, target, args: list[Value], kwargs: dict) -> Value:
     leaves, structure = flatten(frame, init, "the initial value of npdynamo.while_loop")
     inputs = lambda sub: _carried_inputs(sub, leaves, structure)  # noqa: E731
     c_sub, c_out = capture_function(frame, "while_loop", "cond", cond_fn, inputs, [init])
-    _check_untouched(frame, "while_loop", c_sub)
+    check_untouched(frame, "while_loop", c_sub)
     test = _predicate_leaf(frame, "while_loop", c_out)
     b_sub, out_leaves = _loop_body(frame, "while_loop", body_fn, inputs, init, leaves, structure)
-    node_args = (c_sub.finish([test]), b_sub.finish(out_leaves), _leaf_values(leaves),
-                 _extras(c_sub), _extras(b_sub))
+    node_args = (c_sub.finish([test]), b_sub.finish(out_leaves), leaf_values(leaves),
+                 extras_of(c_sub), extras_of(b_sub))
     return _loop_result(frame, WHILE_LOOP, node_args, leaves, structure, (c_sub, b_sub))
 
 
 def _loop_body(frame, api: str, body_fn: Value, inputs: Callable, init: Value,
                leaves: list[Value], structure: Any) -> tuple[SubCapture, list[Value]]:
     sub, out = capture_function(frame, api, "body", body_fn, inputs, [init])
-    _check_untouched(frame, api, sub)
+    check_untouched(frame, api, sub)
     out_leaves = same_kinds(
         frame, structure, leaves, out, f"the value {api}'s body returns",
         f"the body of npdynamo.{api} changes the carried value from {{want}} to {{got}}; a "
@@ -470,8 +479,8 @@ def _loop_body(frame, api: str, body_fn: Value, inputs: Callable, init: Value,
 
 def _loop_result(frame, op, node_args: tuple, leaves: list[Value], structure: Any,
                  subs: tuple[SubCapture, ...]) -> Value:
-    metas = _infer(frame, op, node_args)
-    results = _record(frame, op, node_args, metas, [_hint(v) for v in leaves],
+    metas = infer_results(frame, op, node_args)
+    results = record_node(frame, op, node_args, metas, [leaf_hint(v) for v in leaves],
                       f"a number npdynamo.{op.name} returns", subs)
     return unflatten(structure, results)
 
@@ -497,13 +506,13 @@ def capture_fori_loop(frame, target, args: list[Value], kwargs: dict) -> Value:
     leaves, structure = flatten(frame, init, "the initial value of npdynamo.fori_loop")
 
     def inputs(sub: SubCapture) -> list[Value]:
-        start = lower if type(lower) is int else _hint(lower)
+        start = lower if type(lower) is int else leaf_hint(lower)
         index = LoopScalarValue(start, sub.placeholder("i", ScalarMeta(int)), sub.ctx,
                                 "the loop index of npdynamo.fori_loop")
         return _carried_inputs(sub, leaves, structure, prefix=(index,))
 
     b_sub, out_leaves = _loop_body(frame, "fori_loop", body_fn, inputs, init, leaves, structure)
-    node_args = (lower, upper, b_sub.finish(out_leaves), _leaf_values(leaves), _extras(b_sub))
+    node_args = (lower, upper, b_sub.finish(out_leaves), leaf_values(leaves), extras_of(b_sub))
     return _loop_result(frame, FORI_LOOP, node_args, leaves, structure, (b_sub,))
 
 

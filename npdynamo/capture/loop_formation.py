@@ -21,31 +21,27 @@ from __future__ import annotations
 import bytecode as bc
 
 from npdynamo import config
+from npdynamo.capture.branch_formation import ENTRY_TESTS, LEAVING, form_if
+from npdynamo.capture.code import CO_GENERATOR_LIKE
 from npdynamo.capture.control_flow import (
     SubCapture,
-    _check_untouched,
-    _extras,
-    _hint,
-    _infer,
-    _leaf_values,
-    _record,
-    _sub_inputs,
+    check_untouched,
+    extras_of,
     flatten,
+    infer_results,
+    leaf_hint,
+    leaf_values,
+    record_node,
     same_kinds,
     sub_capture,
+    sub_frame,
+    sub_inputs,
     unflatten,
 )
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.liveness import _reads_writes, live_locals
 from npdynamo.capture.values import DELETED, ArrayValue, ScalarInputValue, Value
 from npdynamo.ops.control_flow import WHILE_LOOP
-
-ENTRY_TESTS = frozenset({"POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE"})
-#: Instructions that leave the loop or touch state a captured body cannot hold.
-LEAVING = frozenset({
-    "RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "STORE_DEREF", "DELETE_DEREF", "DELETE_FAST",
-    "BEFORE_WITH", "SETUP_WITH", "RAISE_VARARGS", "RERAISE", "STORE_GLOBAL", "DELETE_GLOBAL",
-})
 
 
 def is_graph_condition(value: Value) -> bool:
@@ -69,7 +65,9 @@ def graph_condition(frame, value: Value, jump_index: int) -> bool:
     formable = config.capture_while_loops and not frame.ctx.differentiating
     shape = _loop_shape(frame, jump_index) if formable else None
     if shape is None:
-        return False
+        if _loop_shape(frame, jump_index) is not None:
+            return False  # a loop's test: never taken for an if statement
+        return form_if(frame, value, jump_index)  # an if statement, when that is switched on
     try:
         _form(frame, value, *shape)
     except CaptureUnsupported as exc:
@@ -172,7 +170,8 @@ def _carried_names(frame, start: int, test: int, exit_index: int) -> list[str]:
 
 
 def _form(frame, pred: Value, start: int, test: int, exit_index: int) -> None:
-    if frame.stack or frame.code.co_flags & 0x20:  # values on the stack, or a generator
+    if frame.stack or frame.code.co_flags & CO_GENERATOR_LIKE:  # inside an expression, or a
+        #                                                             generator's body
         raise frame.unsupported("the loop sits inside an expression or a generator")
     names = _carried_names(frame, start, test, exit_index)
     init = [frame.locals[name] for name in names]
@@ -181,15 +180,13 @@ def _form(frame, pred: Value, start: int, test: int, exit_index: int) -> None:
     structures = [s for _f, s in parts]
 
     def run(sub: SubCapture) -> Value:
-        inside = _sub_inputs(sub, leaves)
+        inside = sub_inputs(sub, leaves)
         sub.carried_inside = inside
-        body = type(frame)(frame.ctx, frame.func, dict(frame.locals), parent=frame)
-        body.cells = frame.cells
+        body = sub_frame(frame, start, test)
         position = 0
         for name, structure, (found, _s) in zip(names, structures, parts):
             body.locals[name] = unflatten(structure, inside[position:position + len(found)])
             position += len(found)
-        body.ip, body.stop_at = start, test
         body.run()
         if len(body.stack) != 1 or body.return_value is not None:
             raise frame.unsupported("the loop body does not end at its test")
@@ -198,7 +195,7 @@ def _form(frame, pred: Value, start: int, test: int, exit_index: int) -> None:
 
     roots = [*frame.locals.values(), *frame.cells.values()]
     sub, outs = sub_capture(frame, "while_loop", "body", run, roots, "the loop body")
-    _check_untouched(frame, "while_loop", sub)
+    check_untouched(frame, "while_loop", sub)
     out_leaves = []
     for name, value, structure, (found, _s) in zip(names, outs, structures, parts):
         if value is DELETED:
@@ -214,11 +211,11 @@ def _form(frame, pred: Value, start: int, test: int, exit_index: int) -> None:
                              "the loop test changes from {want} to {got}")
     cond = SubCapture(frame.ctx, f"while_loop_cond_{next(frame.ctx.subgraph_names)}")
     with cond.active():
-        tests = _sub_inputs(cond, leaves)
-    node_args = (cond.finish([tests[-1]]), sub.finish(out_leaves), _leaf_values(leaves), (),
-                 _extras(sub))
-    metas = _infer(frame, WHILE_LOOP, node_args)
-    results = _record(frame, WHILE_LOOP, node_args, metas, [_hint(v) for v in leaves],
+        tests = sub_inputs(cond, leaves)
+    node_args = (cond.finish([tests[-1]]), sub.finish(out_leaves), leaf_values(leaves), (),
+                 extras_of(sub))
+    metas = infer_results(frame, WHILE_LOOP, node_args)
+    results = record_node(frame, WHILE_LOOP, node_args, metas, [leaf_hint(v) for v in leaves],
                       "a number the while loop computes", (sub,))
     position = 0
     for name, structure, (found, _s) in zip(names, structures, parts):
