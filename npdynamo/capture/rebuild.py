@@ -124,6 +124,9 @@ class ValueRebuilder:
         self._memo: dict[int, str] = {}
         self.nodes: list = []
         self.index: dict = {}
+        #: how many expressions read each graph output (an output read once, by its write-back
+        #: only, may be computed straight into the array it is written back to)
+        self.reads: dict = {}
         self.namespace = Namespace()
 
     def bind(self, obj: object, hint: str = "RET") -> str:
@@ -152,6 +155,7 @@ class ValueRebuilder:
         if node not in self.index:
             self.index[node] = len(self.nodes)
             self.nodes.append(node)
+        self.reads[node] = self.reads.get(node, 0) + 1
         return f"out[{self.index[node]}]"
 
     def _expr(self, value: Value) -> str:

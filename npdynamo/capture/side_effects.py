@@ -137,14 +137,36 @@ def cast_for_inplace(ctx: CaptureContext, result: ArrayValue, target: ArrayValue
 def array_write_statements(ctx: CaptureContext, rebuilder) -> list[str]:
     """``np.copyto`` of every outside array the graph wrote. They read only graph outputs and
     sources, and must run before any rebuilt value is made: a view of a written array rebuilt
-    as ``a.transpose(...).reshape(...)`` copies the data it sees at that moment."""
+    as ``a.transpose(...).reshape(...)`` copies the data it sees at that moment.
+
+    A backend may compute a written array's new value straight into the array itself (see
+    ``write_back_targets``): then the output IS the array, and there is nothing to copy."""
     copyto = rebuilder.namespace.bind(np.copyto, "copyto")
-    return [
-        f"{copyto}({array.source.expr()}, {rebuilder.graph_value(array)})"
-        for array in ctx.side_effects.arrays
-        # an array written and restored to the value it had: nothing changed
-        if array.node.op != "placeholder"
-    ]
+    inputs = {src for _node, src in ctx.placeholders}
+    lines = []
+    for array in ctx.side_effects.arrays:
+        if array.node.op == "placeholder":
+            continue  # an array written and restored to the value it had: nothing changed
+        target, value = array.source.expr(), rebuilder.graph_value(array)
+        copy = f"{copyto}({target}, {value})"
+        lines.append(f"if {value} is not {target}: {copy}" if array.source in inputs else copy)
+    return lines
+
+
+def write_back_targets(ctx: CaptureContext, rebuilder) -> dict[int, str]:
+    """Graph output position -> name of the input placeholder that output is copied into, for
+    the outputs nothing else reads (no returned value, no other write-back, no stack slot): a
+    backend may compute them straight into that input's memory. Call once every expression of
+    the rebuilder exists."""
+    placeholder_of = {src: node for node, src in ctx.placeholders}
+    targets = {}
+    for array in ctx.side_effects.arrays:
+        node = array.node
+        holder = placeholder_of.get(array.source)
+        if node.op == "placeholder" or holder is None or rebuilder.reads.get(node) != 1:
+            continue
+        targets[rebuilder.index[node]] = holder.name
+    return targets
 
 
 def replay_statements(ctx: CaptureContext, rebuilder) -> list[str]:
