@@ -25,6 +25,7 @@ import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.guards import ItemSource
 from npdynamo.capture.values import ArrayValue, Value
 
 if TYPE_CHECKING:
@@ -140,15 +141,17 @@ def array_write_statements(ctx: CaptureContext, rebuilder) -> list[str]:
     as ``a.transpose(...).reshape(...)`` copies the data it sees at that moment.
 
     A backend may compute a written array's new value straight into the array itself (see
-    ``write_back_targets``): then the output IS the array, and there is nothing to copy."""
-    copyto = rebuilder.namespace.bind(np.copyto, "copyto")
+    ``write_back_targets``): then the output IS the array, and there is nothing to copy.
+    The copy is ``target[...] = value``: the target is a plain ndarray (subclasses are never
+    captured) and the value has its dtype and shape, so this is ``np.copyto`` exactly, at half
+    its per-call cost (which counts for the small arrays of a small model's update)."""
     inputs = {src for _node, src in ctx.placeholders}
     lines = []
     for array in ctx.side_effects.arrays:
         if array.node.op == "placeholder":
             continue  # an array written and restored to the value it had: nothing changed
-        target, value = array.source.expr(), rebuilder.graph_value(array)
-        copy = f"{copyto}({target}, {value})"
+        target, value = rebuilder.source_expr(array.source), rebuilder.graph_value(array)
+        copy = f"{target}[...] = {value}"
         lines.append(f"if {value} is not {target}: {copy}" if array.source in inputs else copy)
     return lines
 
@@ -174,16 +177,35 @@ def replay_statements(ctx: CaptureContext, rebuilder) -> list[str]:
     (the array writes come first, from ``array_write_statements``)."""
     effects = ctx.side_effects
     lines: list[str] = []
+    touched: set = set()  # (dict, key) slots written so far, (dict, None) for a cleared dict
     for m in effects.mutations:
+        if m.kind == "dict_set" and _stores_its_own_item(m, touched):
+            # ``d[k] op= v`` stores back the object it read from that slot, untouched since:
+            # for a plain dict (the only kind tracked) that changes nothing, not even the order
+            continue
+        if m.kind.startswith("dict_"):
+            touched.add((id(m.target), m.args[0] if m.kind != "dict_clear" else None))
         lines += _mutation_lines(m, rebuilder)
     for name, value in effects.global_stores.items():
         lines.append(f"G[{name!r}] = {rebuilder.expr(value)}")
     return lines
 
 
+def _stores_its_own_item(m: Mutation, touched: set) -> bool:
+    key, value = m.args
+    source = m.target.source if m.target is not None else None
+    return (
+        source is not None
+        and getattr(value, "source", None) == ItemSource(source, key)
+        and (id(m.target), key) not in touched
+        and (id(m.target), None) not in touched
+    )
+
+
 def _mutation_lines(m: Mutation, rebuilder) -> list[str]:
     kind = m.kind
-    target = m.target.source.expr() if m.target is not None and m.target.source else None
+    target = (rebuilder.source_expr(m.target.source)
+              if m.target is not None and m.target.source else None)
     if kind == "list_append":
         return [f"{target}.append({rebuilder.expr(m.args[0])})"]
     if kind == "list_state":
