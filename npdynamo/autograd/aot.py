@@ -19,9 +19,9 @@ import numpy as np
 from npdynamo.autograd.joint import build_joint
 from npdynamo.autograd.partition import Partition, partition
 from npdynamo.autograd.tape import Tape
-from npdynamo.autograd.tracer import Tracer
+from npdynamo.autograd.tracer import Tracer, is_tracer
 from npdynamo.backends.eager import eager
-from npdynamo.backends.registry import lookup_backend, register_backend
+from npdynamo.backends.registry import lookup_backend, register_backend, register_input_wrapper
 from npdynamo.errors import InvalidBackend
 from npdynamo.ops import ArrayMeta
 
@@ -170,3 +170,8 @@ def aot_numba(gm: Any, example_inputs: list) -> AOTFunction:
     except InvalidBackend:
         inner = eager
     return AOTFunction(gm, example_inputs, inner)
+
+
+# A graph captured while tracers flow in (inside an outer grad) is compiled as forward and
+# backward graphs, one differentiable step on the enclosing tape.
+register_input_wrapper(is_tracer, aot_backend)

@@ -9,15 +9,19 @@ joint forward/backward graph that the partitioner splits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from npdynamo.autograd.emitting import SHAPE_ONLY, Emit, backprop_step, meta
-from npdynamo.autograd.vjp_control_flow import control_flow_step
 from npdynamo.errors import GradError
 from npdynamo.fx import Graph, Node, map_arg
 from npdynamo.ops import REGISTRY, ArrayMeta, Op
 from npdynamo.ops.control_flow import CONTROL_FLOW_OPS, TUPLE_ITEM
+
+#: ``step(node, cotangents, keys, emit)`` for control-flow nodes, registered by
+#: ``vjp_control_flow`` (it builds backward subgraphs with ``reverse_mode``, so it sits above
+#: this module and fills the slot when ``npdynamo.autograd`` is imported)
+CONTROL_FLOW_STEP: list[Callable] = []
 
 
 def carries_gradient(node: Node) -> bool:
@@ -89,7 +93,7 @@ def reverse_mode(
                 REGISTRY["add"], results[index], g)
             continue
         if op in CONTROL_FLOW_OPS:
-            steps = control_flow_step(node, g, keys, emit)
+            steps = CONTROL_FLOW_STEP[0](node, g, keys, emit)
         elif not isinstance(op, Op) or not op.differentiable:
             raise GradError(_not_differentiable(node))
         else:

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from npdynamo.autograd.emitting import Emit, meta
+from npdynamo.autograd.symbolic import CONTROL_FLOW_STEP, graph_emitter, reverse_mode
 from npdynamo.errors import GradError
 from npdynamo.fx import Graph, GraphModule, Node, map_arg
 from npdynamo.ops import REGISTRY, ArrayMeta, ScalarMeta
@@ -49,8 +50,6 @@ def vjp_graph(fwd: Graph, slot_metas: Sequence[Any], slot_of: Sequence[int],
     The new graph's inputs are ``slot_metas`` (forward placeholder ``j`` reads slot
     ``slot_of[j]``), then one cotangent per forward output in ``ct_outputs``; it returns the
     cotangent of every slot in ``wanted`` (zeros where none flows)."""
-    from npdynamo.autograd.symbolic import graph_emitter, reverse_mode
-
     g = Graph()
     slots = [g.placeholder(f"in_{i}", result_meta(meta)) for i, meta in enumerate(slot_metas)]
     mapping: dict[Node, Any] = dict(zip(fwd.placeholders, (slots[i] for i in slot_of)))
@@ -182,3 +181,6 @@ def _fori_step(node: Node, cotangents: dict[int, Any], keys: tuple,
             yield carried_keys[i], emit(TUPLE_ITEM, backward, out)
     for out, j in enumerate(grad_extra, start=len(float_carried)):
         yield extra_keys[j], emit(TUPLE_ITEM, backward, out)
+
+
+CONTROL_FLOW_STEP.append(control_flow_step)

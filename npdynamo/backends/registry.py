@@ -61,3 +61,24 @@ def lookup_backend(backend: str | Backend) -> Backend:
         f"{', '.join(list_backends())}. Pass one of these names, a callable "
         "backend(gm, example_inputs), or register yours with npdynamo.register_backend(name)."
     )
+
+
+#: (is_special(example_input), wrap(backend) -> backend): a graph with such an example input is
+#: compiled by the wrapped backend. Autograd registers its AOT wrap for tracers here, so the
+#: compile step applies it without importing the stage above it.
+_INPUT_WRAPPERS: list[tuple[Callable[[Any], bool], Callable[[Backend], Backend]]] = []
+
+
+def register_input_wrapper(
+    is_special: Callable[[Any], bool], wrap: Callable[[Backend], Backend]
+) -> None:
+    """Compile graphs with an input for which ``is_special`` holds with ``wrap(backend)``."""
+    _INPUT_WRAPPERS.append((is_special, wrap))
+
+
+def backend_for_inputs(backend: Backend, example_inputs: list) -> Backend:
+    """``backend``, wrapped by every registered wrapper whose inputs are present."""
+    for is_special, wrap in _INPUT_WRAPPERS:
+        if any(is_special(x) for x in example_inputs):
+            backend = wrap(backend)
+    return backend

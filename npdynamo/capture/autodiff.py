@@ -20,6 +20,7 @@ from npdynamo.capture.calls import call_value, inline_call
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.opcalls import VIEW_OPS
 from npdynamo.capture.tables import BUILTINS, VALUE_CALLS
+from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
@@ -35,7 +36,7 @@ from npdynamo.errors import GradError
 from npdynamo.fx import Node
 
 
-def make_grad_function(frame, args: list[Value], kwargs: dict, with_value: bool) -> Value:
+def make_grad_function(frame: Frame, args: list[Value], kwargs: dict, with_value: bool) -> Value:
     """``value_and_grad(fn, argnums=0, has_aux=False)`` evaluated at capture time."""
     names = ("fn", "argnums", "has_aux")
     bound = dict(zip(names, args))
@@ -51,7 +52,9 @@ def make_grad_function(frame, args: list[Value], kwargs: dict, with_value: bool)
     return GradFunctionValue(fn, nums, single, bool(settings[1].value), with_value)
 
 
-def call_grad_function(frame, gf: GradFunctionValue, args: list[Value], kwargs: dict) -> Value:
+def call_grad_function(
+    frame: Frame, gf: GradFunctionValue, args: list[Value], kwargs: dict
+) -> Value:
     ctx = frame.ctx
     for i in gf.argnums:
         if not -len(args) <= i < len(args):
@@ -90,13 +93,13 @@ def call_grad_function(frame, gf: GradFunctionValue, args: list[Value], kwargs: 
     return TupleValue([grad_value, aux]) if gf.has_aux else grad_value
 
 
-def _call(frame, fn: Value, args: list[Value], kwargs: dict) -> Value:
+def _call(frame: Frame, fn: Value, args: list[Value], kwargs: dict) -> Value:
     if isinstance(fn, FunctionValue):
         return inline_call(frame, fn, args, kwargs)
     return call_value(frame, fn, args, kwargs)
 
 
-def _reverse_mode(frame, nodes, result: ArrayValue, leaves: list[ArrayValue]) -> list[Value]:
+def _reverse_mode(frame: Frame, nodes, result: ArrayValue, leaves: list[ArrayValue]) -> list[Value]:
     ctx = frame.ctx
 
     def emit(op, *args, **kwargs):
@@ -126,7 +129,7 @@ def _wrap_nodes(obj):
     return map_values(obj, lambda v: ArrayValue(v) if isinstance(v, Node) else v)
 
 
-def _flatten(frame, value: Value):
+def _flatten(frame: Frame, value: Value):
     """(rebuild(grads) -> tracked value, [array leaves]) of a differentiated argument."""
     if isinstance(value, ArrayValue):
         meta = value.meta

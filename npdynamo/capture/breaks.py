@@ -15,20 +15,30 @@ as its own frame, as a PEP 523 hook would do.
 
 from __future__ import annotations
 
+import dis
+import io
 import types
 
 import bytecode as bc
 
+from npdynamo import logs
 from npdynamo.capture import bytecode_gen as gen
 from npdynamo.capture.break_reasons import GraphBreakReason
 from npdynamo.capture.calls import class_attribute
+from npdynamo.capture.entry import (
+    CompiledEntry,
+    GraphFailed,
+    finish_graph,
+    generated_function,
+    python_runner,
+)
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.frames.dispatch import mark_generated
 from npdynamo.capture.liveness import live_locals
 from npdynamo.capture.native_tail import native_stops
 from npdynamo.capture.rebuild import ValueRebuilder
-from npdynamo.capture.resume import TailCall, drive
-from npdynamo.capture.translator import CaptureContext, ReachedBreak, root_frame
+from npdynamo.capture.resume import CompileContext, TailCall, drive
+from npdynamo.capture.translator import CaptureContext, Frame, ReachedBreak, root_frame
 from npdynamo.capture.values import (
     BoundMethodValue,
     CellValue,
@@ -62,17 +72,9 @@ def build_break_entry(
     frame_args: tuple,
     exc: CaptureUnsupported,
     reason: GraphBreakReason,
-    context,
-):
+    context: CompileContext,
+) -> CompiledEntry:
     """The entry of a frame whose first capture (``first``) stopped at ``exc``."""
-    from npdynamo.capture.entry import (
-        CompiledEntry,
-        GraphFailed,
-        finish_graph,
-        generated_function,
-        python_runner,
-    )
-
     fn, cells_as_argument = first.fn, first.cells_as_argument
     if exc.root_position is None:
         raise CannotBreak("the function's arguments themselves cannot be captured")
@@ -137,11 +139,11 @@ def build_break_entry(
     exprs += [rebuilder.expr(frame.cells[n].contents) for n in cell_names]
     exprs += rebuilder.stack_exprs(stack)
     rebuilder.record_side_effects()  # flushed before the native instruction runs
-    gm, compiled, inputs = finish_graph(ctx, frame_args, rebuilder, context)
+    graph, inputs = finish_graph(ctx, frame_args, rebuilder, context)
     ctx.finish_guards()
     tail = "return (" + "".join(e + ", " for e in exprs) + ")"
     prefix, source = generated_function(
-        ctx, "prefix", compiled, inputs, rebuilder, tail, frame_cells=True
+        ctx, "prefix", graph.compiled, inputs, rebuilder, tail, frame_cells=True
     )
     try:
         stops = _native_tail(code, start, index, kinds, local_names, context, fn.__globals__)
@@ -177,7 +179,8 @@ def build_break_entry(
             mark_generated(cont.callable.code)
     run = _runner(new_code, ctx, python_runner(ctx), GraphFailed)
     entry = CompiledEntry(
-        ctx.guards.check, run, ctx.guards, gm, compiled, graph_break=reason, run_source=source
+        ctx.guards.check, run, ctx.guards, graph.graph_module, graph.compiled,
+        graph_break=reason, run_source=source,
     )
     entry.notes.append(f"graph break at instruction {index} ({ins.name})")
     return entry
@@ -271,7 +274,7 @@ def _is_conditional_jump(instrs: list, index: int) -> bool:
     return isinstance(ins, bc.Instr) and "POP_JUMP" in ins.name and "_IF_" in ins.name
 
 
-def _frame_cell_positions(frame, code) -> dict[int, int]:
+def _frame_cell_positions(frame: Frame, code) -> dict[int, int]:
     """Where each of the frame's cells sits in the tuple the prologue hands the prefix."""
     names = gen.closure_names(code)
     return {id(frame.cells[name]): i for i, name in enumerate(names) if name in frame.cells}
@@ -299,8 +302,6 @@ def _check_breakable(ins) -> None:
 
 def _compile_callee(stack: list[Value], ins, context) -> None:
     """Replace a user function about to be called natively by its compiled wrapper."""
-    from npdynamo.capture.frames import compile as compile_fn
-
     nargs = ins.arg if isinstance(ins.arg, int) else 0
     extra = 1 if ins.name == "CALL_KW" else 0
     if ins.name == "CALL_FUNCTION_EX":
@@ -325,12 +326,7 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
             )
     if fn is None or (fn.__closure__ is not None and value.source is None):
         return
-    if context.recorder is not None:  # explain: record the callee's captures too
-        from npdynamo.capture.explain import call_through_context
-
-        wrapper = call_through_context(fn, context)
-    else:
-        wrapper = compile_fn(fn, backend=context.backend)
+    wrapper = context.compile_callee(fn)
     if isinstance(value, BoundMethodValue):
         stack[pos] = BoundMethodValue(
             FunctionValue(fn.__code__, fn.__globals__, fn.__name__, fn=wrapper),
@@ -377,12 +373,7 @@ def _runner(new_code: types.CodeType, ctx: CaptureContext, fallback, graph_faile
 
 
 def _log_bytecode(old: types.CodeType, new: types.CodeType) -> None:
-    from npdynamo import logs
-
     if logs.enabled("bytecode"):
-        import dis
-        import io
-
         out = io.StringIO()
         dis.dis(old, file=out)
         before = out.getvalue()

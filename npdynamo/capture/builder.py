@@ -12,6 +12,7 @@ is and on its ``__self__``, a ``grad`` wrapper on its settings and function.
 from __future__ import annotations
 
 import types
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,6 +48,9 @@ from npdynamo.capture.values import (
     UserObjectValue,
     Value,
 )
+
+if TYPE_CHECKING:
+    from npdynamo.capture.translator import CaptureContext
 
 #: Iterators a resume function may receive (a loop continued after a graph break).
 ITERATOR_TYPES = (
@@ -95,7 +99,7 @@ def constant_value(value: object) -> Value:
 class ValueBuilder:
     """Wraps frame objects into tracked values; one tracked value per source."""
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: CaptureContext) -> None:
         self.ctx = ctx
         self._by_source: dict[Source, Value] = {}
         self._by_id: dict[int, tuple] = {}

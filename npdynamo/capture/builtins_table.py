@@ -23,6 +23,7 @@ from npdynamo.capture.opcalls import op_call
 from npdynamo.capture.opcodes.operators import binary_op
 from npdynamo.capture.special_methods import user_len
 from npdynamo.capture.tables import BUILTINS, builtin
+from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
@@ -38,7 +39,7 @@ from npdynamo.capture.values import (
 )
 
 
-def _consts(frame, args: list[Value], what: str) -> list:
+def _consts(frame: Frame, args: list[Value], what: str) -> list:
     if not all(isinstance(a, Const) for a in args):
         raise frame.unsupported(
             f"{what}() of a graph value needs the value in Python",
@@ -56,7 +57,7 @@ def _apply(fn, *args, **kwargs):
 
 
 @builtin(len)
-def _len(frame, target, args, kwargs):
+def _len(frame: Frame, target, args, kwargs):
     (obj,) = args
     if isinstance(obj, ArrayValue):
         if obj.meta.ndim == 0:
@@ -74,12 +75,12 @@ def _len(frame, target, args, kwargs):
 
 
 @builtin(range)
-def _range(frame, target, args, kwargs):
+def _range(frame: Frame, target, args, kwargs):
     return _apply(range, *_consts(frame, args, "range"))
 
 
 @builtin(enumerate, keywords=("start",))
-def _enumerate(frame, target, args, kwargs):
+def _enumerate(frame: Frame, target, args, kwargs):
     start = args[1] if len(args) > 1 else kwargs.get("start", Const(0))
     if not (isinstance(start, Const) and type(start.value) is int):
         raise frame.unsupported("enumerate() with a start that is not a Python int")
@@ -92,7 +93,7 @@ def _enumerate(frame, target, args, kwargs):
 
 
 @builtin(zip, keywords=("strict",))
-def _zip(frame, target, args, kwargs):
+def _zip(frame: Frame, target, args, kwargs):
     if any(is_lazy(a) for a in args):
         if kwargs:
             raise frame.unsupported("zip() of a generator with keyword arguments")
@@ -104,7 +105,7 @@ def _zip(frame, target, args, kwargs):
 
 
 @builtin(reversed)
-def _reversed(frame, target, args, kwargs):
+def _reversed(frame: Frame, target, args, kwargs):
     if is_lazy(args[0]):
         raise UserCodeRaises(TypeError(f"'{args[0].kind()}' object is not reversible"))
     (seq,) = args
@@ -126,12 +127,12 @@ def _reversed(frame, target, args, kwargs):
 
 
 @builtin(iter)
-def _iter(frame, target, args, kwargs):
+def _iter(frame: Frame, target, args, kwargs):
     return get_iter(frame, args[0])
 
 
 @builtin(next)
-def _next(frame, target, args, kwargs):
+def _next(frame: Frame, target, args, kwargs):
     it = args[0]
     if not isinstance(it, IteratorValue) and not is_lazy(it):
         raise frame.unsupported("next() of something that is not a tracked iterator")
@@ -147,7 +148,7 @@ SEQUENCE_KINDS = {tuple: TupleValue, list: ListValue, set: SetValue}
 
 
 @builtin(tuple, list, set)
-def _sequence(frame, target, args, kwargs):
+def _sequence(frame: Frame, target, args, kwargs):
     if target is tuple and args and isinstance(args[0], TupleValue):
         return args[0]  # CPython returns an exact tuple itself
     items = items_of(frame, args[0]) if args else []
@@ -157,7 +158,7 @@ def _sequence(frame, target, args, kwargs):
 
 
 @builtin(dict, keywords=None)
-def _dict(frame, target, args, kwargs):
+def _dict(frame: Frame, target, args, kwargs):
     result: dict = {}
     if args:
         src = args[0]
@@ -171,7 +172,7 @@ def _dict(frame, target, args, kwargs):
     return DictValue(result)
 
 
-def _number_fold(frame, name: str, fn, args: list[Value], kwargs):
+def _number_fold(frame: Frame, name: str, fn, args: list[Value], kwargs):
     """``min``/``max``: the winning item itself (its identity is kept), found by the same
     comparisons Python makes."""
     items = items_of(frame, args[0]) if len(args) == 1 else list(args)
@@ -191,7 +192,7 @@ def _number_fold(frame, name: str, fn, args: list[Value], kwargs):
     return items[_apply_raw(fn, range(len(values)), key=values.__getitem__)]
 
 
-def _plain_consts(frame, items: list[Value], what: str) -> list:
+def _plain_consts(frame: Frame, items: list[Value], what: str) -> list:
     """The plain values of ``items``, which must be builtin constants: comparing any other
     object could run a user-defined method."""
     values = _consts(frame, items, what)
@@ -201,17 +202,17 @@ def _plain_consts(frame, items: list[Value], what: str) -> list:
 
 
 @builtin(min, keywords=("default",))
-def _min(frame, target, args, kwargs):
+def _min(frame: Frame, target, args, kwargs):
     return _number_fold(frame, "min", min, args, kwargs)
 
 
 @builtin(max, keywords=("default",))
-def _max(frame, target, args, kwargs):
+def _max(frame: Frame, target, args, kwargs):
     return _number_fold(frame, "max", max, args, kwargs)
 
 
 @builtin(abs)
-def _abs(frame, target, args, kwargs):
+def _abs(frame: Frame, target, args, kwargs):
     (x,) = args
     if isinstance(x, ArrayValue):
         return op_call(frame, ops.UNARY_OPERATORS["abs"], (x,), {})
@@ -219,7 +220,7 @@ def _abs(frame, target, args, kwargs):
 
 
 @builtin(sum, keywords=("start",))
-def _sum(frame, target, args, kwargs):
+def _sum(frame: Frame, target, args, kwargs):
     start = args[1] if len(args) > 1 else kwargs.get("start", Const(0))
     total = start
     for item in items_of(frame, args[0]):
@@ -228,7 +229,7 @@ def _sum(frame, target, args, kwargs):
 
 
 @builtin(int, float, bool, complex, str, keywords=None)
-def _convert(frame, target, args, kwargs):
+def _convert(frame: Frame, target, args, kwargs):
     if any(isinstance(a, ArrayValue) for a in args):
         raise frame.unsupported(
             f"{target.__name__}() of a graph value needs its data in Python",
@@ -241,7 +242,7 @@ def _convert(frame, target, args, kwargs):
 
 
 @builtin(round, divmod, pow, hash, chr, ord, slice, keywords=None)
-def _plain(frame, target, args, kwargs):
+def _plain(frame: Frame, target, args, kwargs):
     names = list(kwargs)
     values = _consts(frame, [*args, *kwargs.values()], target.__name__)
     positional = values[: len(args)]
@@ -249,7 +250,7 @@ def _plain(frame, target, args, kwargs):
 
 
 @builtin(isinstance)
-def _isinstance(frame, target, args, kwargs):
+def _isinstance(frame: Frame, target, args, kwargs):
     obj, classes = args
     if not isinstance(classes, (Const, TupleValue)):
         raise frame.unsupported("isinstance() with a class that is not a constant")
@@ -258,13 +259,13 @@ def _isinstance(frame, target, args, kwargs):
 
 
 @builtin(type)
-def _type(frame, target, args, kwargs):
+def _type(frame: Frame, target, args, kwargs):
     if len(args) != 1:
         raise frame.unsupported("type() with three arguments")
     return Const(type(_example(frame, args[0])))
 
 
-def _example(frame, obj: Value) -> object:
+def _example(frame: Frame, obj: Value) -> object:
     """An object of the same Python type as ``obj`` (for isinstance / type)."""
     if isinstance(obj, ArrayValue):
         meta = obj.meta
@@ -285,7 +286,7 @@ def _example(frame, obj: Value) -> object:
     raise frame.unsupported(f"isinstance()/type() of a {obj.kind()}")
 
 
-def _example_iterator(frame, kind: type):
+def _example_iterator(frame: Frame, kind: type):
     for candidate in (iter([]), iter(()), iter(range(0)), enumerate(()), zip(), reversed([]),
                       reversed(()), iter({}), iter({}.values()), iter({}.items()), iter(set()),
                       iter(""), iter(b"")):
@@ -295,14 +296,14 @@ def _example_iterator(frame, kind: type):
 
 
 @builtin(all, any)
-def _all_any(frame, target, args, kwargs):
+def _all_any(frame: Frame, target, args, kwargs):
     items = each(args[0]) if is_lazy(args[0]) else items_of(frame, args[0])
     # lazily: like CPython, no item after the deciding one is computed
     return Const(target(truthiness(frame, v) for v in items))
 
 
 @builtin(getattr)
-def _getattr(frame, target, args, kwargs):
+def _getattr(frame: Frame, target, args, kwargs):
     name = _consts(frame, [args[1]], "getattr")[0]
     if len(args) > 2:
         try:
@@ -313,7 +314,7 @@ def _getattr(frame, target, args, kwargs):
 
 
 @builtin(hasattr)
-def _hasattr(frame, target, args, kwargs):
+def _hasattr(frame: Frame, target, args, kwargs):
     try:
         get_attr(frame, args[0], _consts(frame, [args[1]], "hasattr")[0])
         return Const(True)
@@ -322,7 +323,7 @@ def _hasattr(frame, target, args, kwargs):
 
 
 @builtin(builtins.print, builtins.input, builtins.open)
-def _io(frame, target, args, kwargs):
+def _io(frame: Frame, target, args, kwargs):
     raise frame.unsupported(
         f"{target.__name__}() does input/output, which a graph cannot hold",
         "move it outside the compiled function, or accept a graph break here",
@@ -330,7 +331,7 @@ def _io(frame, target, args, kwargs):
     )
 
 
-def _graph_break(frame, target, args, kwargs):
+def _graph_break(frame: Frame, target, args, kwargs):
     raise frame.unsupported(
         "npdynamo.graph_break() was called", "remove the call to fuse more", kind="explicit"
     )
@@ -348,7 +349,7 @@ register_graph_break(graph_break)
 
 
 @builtin(sorted, keywords=("reverse",))
-def _sorted(frame, target, args, kwargs):
+def _sorted(frame: Frame, target, args, kwargs):
     """A new list of the same items (identity kept), ordered by Python's own sort."""
     items = items_of(frame, args[0])
     reverse = kwargs.get("reverse", Const(False))

@@ -49,7 +49,7 @@ ARRAY_TO_PYTHON = {"item", "tolist", "tobytes", "__bool__", "__float__", "__int_
 ARRAY_INPLACE_METHODS = {"fill", "sort", "put", "itemset", "resize", "setflags", "partition"}
 
 
-def as_python(frame, value: Value):
+def as_python(frame: Frame, value: Value):
     """The plain Python object behind a tracked value built only from constants."""
     if isinstance(value, Const):
         return value.value
@@ -70,7 +70,7 @@ def wrap_result(value: object) -> Value:
 
 
 # -- calls -----------------------------------------------------------------------------------
-def call_value(frame, fn: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
+def call_value(frame: Frame, fn: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """Call a tracked callable with tracked arguments."""
     if isinstance(fn, FunctionValue):
         return inline_call(frame, fn, args, kwargs)
@@ -125,7 +125,7 @@ def call_value(frame, fn: Value, args: list[Value], kwargs: dict[str, Value]) ->
     raise frame.unsupported(f"calling a {_describe(fn)} is not supported")
 
 
-def _call_with_out(frame, fn: Const, args: list[Value], kwargs: dict[str, Value]) -> Value:
+def _call_with_out(frame: Frame, fn: Const, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """``np.add(a, b, out=c)``: compute functionally, then write into ``c`` as NumPy would."""
     out = kwargs.pop("out")
     if isinstance(out, TupleValue):
@@ -194,7 +194,7 @@ def _describe(value: Value) -> str:
     return value.kind()
 
 
-def bind_arguments(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, Value]):
+def bind_arguments(frame: Frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, Value]):
     """Bind a call's arguments to ``fn``'s parameters as Python would, or raise its TypeError."""
     layout = arg_layout(fn.code)
     pos_names, kw_names = layout.positional, layout.keyword_only
@@ -245,7 +245,9 @@ def bind_arguments(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str
     return bound
 
 
-def inline_call(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
+def inline_call(
+    frame: Frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, Value]
+) -> Value:
     """Evaluate a user function's body inside the current graph."""
     locals_ = bind_arguments(frame, fn, args, kwargs)
     if fn.code.co_flags & CO_GENERATOR:  # the body runs when the generator is iterated
@@ -255,7 +257,9 @@ def inline_call(frame, fn: FunctionValue, args: list[Value], kwargs: dict[str, V
 
 
 # -- methods ---------------------------------------------------------------------------------
-def call_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
+def call_method(
+    frame: Frame, obj: Value, name: str, args: list[Value], kwargs: dict[str, Value]
+) -> Value:
     if isinstance(obj, ArrayValue):
         if name in ARRAY_TO_PYTHON:
             raise frame.unsupported(
@@ -315,7 +319,7 @@ CONTAINER_TYPES = {
 }
 
 
-def load_method(frame, obj: Value, name: str) -> tuple[Value, Value]:
+def load_method(frame: Frame, obj: Value, name: str) -> tuple[Value, Value]:
     """What ``LOAD_METHOD`` / method-form ``LOAD_ATTR`` leaves: (method, self) or (NULL, attr)."""
     if isinstance(obj, (ArrayValue, ListValue, TupleValue, DictValue, SetValue)):
         kind = CONTAINER_TYPES[type(obj)]
@@ -339,7 +343,7 @@ def class_attribute(obj, name):
 ARRAY_CONSTANT_ATTRS = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")
 
 
-def get_attr(frame, obj: Value, name: str) -> Value:
+def get_attr(frame: Frame, obj: Value, name: str) -> Value:
     ctx = frame.ctx
     if isinstance(obj, ArrayValue):
         meta = obj.meta
@@ -405,7 +409,7 @@ def get_attr(frame, obj: Value, name: str) -> Value:
     raise frame.unsupported(f"reading .{name} of a {_describe(obj)} is not supported")
 
 
-def user_attr(frame, obj: UserObjectValue, name: str) -> Value:
+def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
     """``obj.name`` for a user object, as Python's attribute lookup would find it."""
     ctx = frame.ctx
     klass = type(obj.obj)

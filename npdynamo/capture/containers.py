@@ -13,6 +13,7 @@ from npdynamo.capture.builder import constant_value, is_constant
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import drain, is_lazy
 from npdynamo.capture.opcalls import op_call
+from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
@@ -33,7 +34,7 @@ MUTATING = {
 }
 
 
-def outside(frame, obj: Value) -> bool:
+def outside(frame: Frame, obj: Value) -> bool:
     """True if ``obj`` came from outside the frame: mutating it is a side effect to replay."""
     if getattr(obj, "fresh", True):
         return False
@@ -42,13 +43,13 @@ def outside(frame, obj: Value) -> bool:
     return True
 
 
-def record(frame, kind: str, obj: Value, *args) -> None:
+def record(frame: Frame, kind: str, obj: Value, *args) -> None:
     """Record a mutation of ``obj`` for replay, if it came from outside."""
     if outside(frame, obj):
         frame.ctx.side_effects.record(kind, obj, *args)
 
 
-def extend_list(frame, lst: ListValue, items: list[Value]) -> None:
+def extend_list(frame: Frame, lst: ListValue, items: list[Value]) -> None:
     """``lst.extend(items)``; appending to an outside list does not need its contents."""
     if outside(frame, lst) and not lst.loaded:
         lst.appended.extend(items)
@@ -59,7 +60,7 @@ def extend_list(frame, lst: ListValue, items: list[Value]) -> None:
     record(frame, "list_state", lst)
 
 
-def const_key(frame, key: Value):
+def const_key(frame: Frame, key: Value):
     if isinstance(key, Const):
         try:
             hash(key.value)
@@ -78,7 +79,7 @@ BUILTIN_MODULES = ("builtins", "numpy")
 USER_TRUTHINESS: list = []
 
 
-def truthiness(frame, value: Value) -> bool:
+def truthiness(frame: Frame, value: Value) -> bool:
     """``bool(value)`` for a value known at capture time; arrays are data-dependent."""
     if isinstance(value, Const):
         if not is_constant(value.value) and type(value.value).__module__ not in BUILTIN_MODULES:
@@ -101,7 +102,7 @@ def truthiness(frame, value: Value) -> bool:
     return True  # functions, methods, iterators: objects without __bool__ or __len__
 
 
-def items_of(frame, value: Value) -> list[Value]:
+def items_of(frame: Frame, value: Value) -> list[Value]:
     """The values iterating ``value`` yields, computed at capture time."""
     if isinstance(value, (TupleValue, ListValue, SetValue)):
         return list(value.items)
@@ -131,7 +132,7 @@ def _const_tuple(key: tuple) -> TupleValue:
     return TupleValue([Const(k) for k in key])
 
 
-def get_iter(frame, value: Value) -> Value:
+def get_iter(frame: Frame, value: Value) -> Value:
     """``iter(value)``: an iterator of the same Python type, advancing as CPython's would (a
     generator or another lazy iterator is its own iterator)."""
     if isinstance(value, IteratorValue) or is_lazy(value):
@@ -174,7 +175,7 @@ def get_iter(frame, value: Value) -> Value:
     raise frame.unsupported(f"iterating over a {value.kind()} is not supported")
 
 
-def set_insert(frame, s: SetValue, new: list[Value]) -> None:
+def set_insert(frame: Frame, s: SetValue, new: list[Value]) -> None:
     """Add ``new`` to ``s`` as ``set.add`` would: equal items are kept once (the first), and
     the items take the order a real set built by the same insertions iterates them in."""
     if not isinstance(s, SetValue):  # a set from outside (after a graph break)
@@ -185,13 +186,13 @@ def set_insert(frame, s: SetValue, new: list[Value]) -> None:
     s.items = [members[k] for k in set(members)]
 
 
-def new_set(frame, items: list[Value]) -> SetValue:
+def new_set(frame: Frame, items: list[Value]) -> SetValue:
     s = SetValue([])
     set_insert(frame, s, items)
     return s
 
 
-def subscript(frame, container: Value, index: Value) -> Value:
+def subscript(frame: Frame, container: Value, index: Value) -> Value:
     """``container[index]`` for tuples, lists, dicts and constants."""
     if isinstance(container, DictValue):
         key = const_key(frame, index)
@@ -219,7 +220,7 @@ def subscript(frame, container: Value, index: Value) -> Value:
     raise frame.unsupported(f"indexing a {container.kind()} is not supported")
 
 
-def store_subscript(frame, container: Value, index: Value, value: Value) -> None:
+def store_subscript(frame: Frame, container: Value, index: Value, value: Value) -> None:
     if isinstance(container, DictValue):
         key = const_key(frame, index)
         container.items[key] = value
@@ -240,7 +241,7 @@ def store_subscript(frame, container: Value, index: Value, value: Value) -> None
     raise frame.unsupported(f"item assignment into a {container.kind()} is not supported")
 
 
-def container_method(frame, obj: Value, name: str, args: list[Value], kwargs: dict) -> Value:
+def container_method(frame: Frame, obj: Value, name: str, args: list[Value], kwargs: dict) -> Value:
     """Methods of lists, tuples, dicts and sets, applied to the tracked container."""
     if kwargs and name not in ("sort", "pop", "get", "update"):
         raise frame.unsupported(f"keyword arguments to .{name}()")
@@ -266,7 +267,7 @@ def container_method(frame, obj: Value, name: str, args: list[Value], kwargs: di
     )
 
 
-def _dict_method(frame, d: DictValue, name: str, args: list[Value], kwargs: dict) -> Value:
+def _dict_method(frame: Frame, d: DictValue, name: str, args: list[Value], kwargs: dict) -> Value:
     if name in ("keys", "values", "items"):
         if args:
             raise UserCodeRaises(TypeError(f"dict.{name}() takes no arguments ({len(args)} given)"))
@@ -309,7 +310,7 @@ def _dict_method(frame, d: DictValue, name: str, args: list[Value], kwargs: dict
     raise frame.unsupported(f"the dict method .{name}() is not supported")
 
 
-def _sequence_method(frame, seq, name: str, args: list[Value]) -> Value:
+def _sequence_method(frame: Frame, seq, name: str, args: list[Value]) -> Value:
     items = seq.items
     if name == "append":
         items.append(args[0])

@@ -11,10 +11,14 @@ import inspect
 import types
 from dataclasses import dataclass, field
 
+from npdynamo import autograd
+from npdynamo.autograd.api import grad_spec
 from npdynamo.backends import lookup_backend
 from npdynamo.capture import explain_render
 from npdynamo.capture.break_reasons import GraphBreakReason
+from npdynamo.capture.compile_frame import build_entry, wire
 from npdynamo.capture.frames.cache import cache_of
+from npdynamo.capture.frames.dispatch import original_function
 from npdynamo.capture.resume import CompileContext
 from npdynamo.errors import InvalidArgument, user_location
 
@@ -118,10 +122,6 @@ class _Recorder:
 
 def explain(fn, backend="eager"):
     """``explain(fn)(*args, **kwargs)`` runs ``fn`` once under capture and returns the report."""
-    from npdynamo.autograd.api import grad_spec
-    from npdynamo.capture.entry import build_entry
-    from npdynamo.capture.frames.dispatch import original_function
-
     spec = grad_spec(fn)
     if spec is not None:  # explain(grad(compile(f))): the AOT forward/backward of each graph
         return _explain_gradient(spec, lookup_backend(backend))
@@ -144,7 +144,7 @@ def explain(fn, backend="eager"):
 
     def run(*args, **kwargs) -> ExplainOutput:
         output = ExplainOutput(function=target)
-        context = CompileContext(compiler, recorder=_Recorder(output), dynamic=dynamic)
+        context = recording_context(compiler, output, dynamic)
         call_args = (bound_self, *args) if bound_self is not None else args
         frame_args = frame_args_of(target, call_args, kwargs)
         entry = build_entry(target, frame_args, backend=compiler, context=context)
@@ -155,16 +155,13 @@ def explain(fn, backend="eager"):
 
 
 def _explain_gradient(spec, compiler):
-    from npdynamo import autograd
-    from npdynamo.capture.frames.dispatch import original_function
-
     inner = original_function(spec.fn) or spec.fn
     make = autograd.value_and_grad if spec.with_value else autograd.grad
     argnums = spec.argnums[0] if spec.single_argnum else spec.argnums
 
     def run(*args, **kwargs) -> ExplainOutput:
         output = ExplainOutput(function=inner)
-        context = CompileContext(compiler, recorder=_Recorder(output))
+        context = recording_context(compiler, output)
         traced = make(call_through_context(inner, context), argnums=argnums, has_aux=spec.has_aux)
         output.result = traced(*args, **kwargs)
         return output
@@ -172,10 +169,18 @@ def _explain_gradient(spec, compiler):
     return run
 
 
+def recording_context(
+    compiler, output: ExplainOutput, dynamic: bool | None = None
+) -> CompileContext:
+    """A session whose recorder sees every entry built, including those of user functions
+    called natively at a break (they are captured in the same session, not compiled apart)."""
+    context = CompileContext(compiler, recorder=_Recorder(output), dynamic=dynamic)
+    context.compile_callee = lambda fn: call_through_context(fn, context)
+    return wire(context)
+
+
 def call_through_context(fn: types.FunctionType, context: CompileContext):
     """A callable capturing ``fn`` in ``context`` on every call (used by explain's runs)."""
-    from npdynamo.capture.entry import build_entry
-
     def call(*args, **kwargs):
         frame_args = frame_args_of(fn, args, kwargs)
         entry = build_entry(fn, frame_args, backend=context.backend, context=context)

@@ -17,15 +17,21 @@ and other attributes of a generator are not modelled: a graph break.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.values import Const, TupleValue, Value
+
+if TYPE_CHECKING:
+    from npdynamo.capture.translator import Frame
 
 
 class GeneratorValue(Value):
     """A generator object made inside the capture; ``frame`` is its suspended body."""
 
-    def __init__(self, frame, fn: Value, args: list[Value], kwargs: dict[str, Value]) -> None:
+    def __init__(
+        self, frame: Frame, fn: Value, args: list[Value], kwargs: dict[str, Value]
+    ) -> None:
         self.frame = frame
         #: the function called and its arguments: calling it again rebuilds an unstarted one
         self.fn = fn
@@ -115,20 +121,20 @@ def drain(it: Value) -> list[Value]:
     return list(each(it))
 
 
-def lazy_zip(frame, iterators: list[Value], args: list[Value]) -> LazyIterator:
+def lazy_zip(frame: Frame, iterators: list[Value], args: list[Value]) -> LazyIterator:
     """``zip`` over iterators one of which is lazy: items pulled in CPython's order."""
     streams = [each(it) for it in iterators]
     return LazyIterator(zip, args, (TupleValue(list(group)) for group in zip(*streams)))
 
 
-def lazy_enumerate(frame, it: Value, start: Value, args: list[Value]) -> LazyIterator:
+def lazy_enumerate(frame: Frame, it: Value, start: Value, args: list[Value]) -> LazyIterator:
     if not isinstance(start, Const) or type(start.value) is not int:
         raise frame.unsupported("enumerate() of a generator with a start that is not an int")
     items = (TupleValue([Const(i), v]) for i, v in enumerate(each(it), start.value))
     return LazyIterator(enumerate, args, items)
 
 
-def lazy_contains(frame, it: Value, item: Value) -> bool:
+def lazy_contains(frame: Frame, it: Value, item: Value) -> bool:
     """``item in it``: pulls items only up to the first equal one, as CPython does."""
     for member in each(it):
         if not isinstance(item, Const) or not isinstance(member, Const):

@@ -7,12 +7,17 @@ their operand (so that a write through one reaches the other).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.side_effects import view_of
 from npdynamo.capture.values import ArrayValue, Const, ListValue, SizeValue, TupleValue, Value
+
+if TYPE_CHECKING:
+    from npdynamo.capture.translator import Frame
 
 #: Ops whose result may share memory with their first operand (NumPy returns a view).
 VIEW_OPS = frozenset(
@@ -67,7 +72,7 @@ def has_array(obj) -> bool:
 
 
 # -- ops -------------------------------------------------------------------------------------
-def op_call(frame, op, args: tuple, kwargs: dict) -> Value:
+def op_call(frame: Frame, op, args: tuple, kwargs: dict) -> Value:
     """Record an op; fold it when every operand is a Python constant and the result a scalar."""
     ctx = frame.ctx
     if not has_array(args) and not has_array(kwargs) and op.kind != "opaque":
@@ -87,12 +92,12 @@ def op_call(frame, op, args: tuple, kwargs: dict) -> Value:
     return result
 
 
-def normalized_op_call(frame, normalized) -> Value:
+def normalized_op_call(frame: Frame, normalized) -> Value:
     op, args, kwargs = normalized
     return op_call(frame, op, args, kwargs)
 
 
-def normalize(frame, fn, *call):
+def normalize(frame: Frame, fn, *call):
     """``fn(*call)`` (an ``ops.normalize_*`` function): its refusals become graph breaks."""
     try:
         return fn(*call)

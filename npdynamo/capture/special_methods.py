@@ -15,6 +15,7 @@ from npdynamo.capture import containers
 from npdynamo.capture.calls import class_attribute, inline_call
 from npdynamo.capture.containers import truthiness
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import Const, UserObjectValue, Value
 
 BINARY_DUNDERS = {
@@ -54,7 +55,7 @@ def is_user_object(value: Value) -> bool:
     return isinstance(value, UserObjectValue)
 
 
-def _python_class(frame, value: Value) -> type:
+def _python_class(frame: Frame, value: Value) -> type:
     if isinstance(value, UserObjectValue):
         klass = type(value.obj)
         if issubclass(klass, BUILTIN_BASES):
@@ -67,7 +68,7 @@ def _python_class(frame, value: Value) -> type:
     raise frame.unsupported(f"an operator between a user object and a {value.kind()}")
 
 
-def _call_special(frame, value: Value, name: str, args: list[Value]):
+def _call_special(frame: Frame, value: Value, name: str, args: list[Value]):
     """``type(value).name(value, *args)``; ``NOT_IMPLEMENTED`` when it returns NotImplemented
     or is not defined."""
     klass = _python_class(frame, value)
@@ -91,7 +92,7 @@ def _call_special(frame, value: Value, name: str, args: list[Value]):
     return result
 
 
-def _object_default(frame, value: Value, name: str, args: list[Value]):
+def _object_default(frame: Frame, value: Value, name: str, args: list[Value]):
     """``object``'s own comparison methods: identity for ``==``, the negated ``__eq__`` for
     ``!=``, NotImplemented for the orderings."""
     if name == "__eq__":
@@ -104,7 +105,7 @@ def _object_default(frame, value: Value, name: str, args: list[Value]):
     return NOT_IMPLEMENTED
 
 
-def user_binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
+def user_binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
     """``left <symbol> right`` where one side is a user object: CPython's operator protocol."""
     ltype, rtype = _python_class(frame, left), _python_class(frame, right)
     if symbol in COMPARE_DUNDERS:
@@ -140,7 +141,7 @@ def user_binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
     raise UserCodeRaises(TypeError(message))
 
 
-def user_truthiness(frame, value: UserObjectValue) -> bool:
+def user_truthiness(frame: Frame, value: UserObjectValue) -> bool:
     """``bool(obj)``: its ``__bool__``, else its ``__len__``, else True."""
     klass = _python_class(frame, value)
     if class_attribute(value.obj, "__bool__") is not None:
@@ -159,7 +160,7 @@ def user_truthiness(frame, value: UserObjectValue) -> bool:
     return True
 
 
-def user_len(frame, value: UserObjectValue) -> int:
+def user_len(frame: Frame, value: UserObjectValue) -> int:
     """``len(obj)`` through the object's ``__len__``."""
     klass = _python_class(frame, value)
     if class_attribute(value.obj, "__len__") is None:

@@ -21,8 +21,12 @@ the translator back for anything but the ``Frame`` type.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from npdynamo.capture.code import PY
+
+if TYPE_CHECKING:
+    from npdynamo.capture.translator import Frame
 
 HANDLERS: dict[str, Callable] = {}
 BUILTINS: dict[object, Callable] = {}
@@ -47,7 +51,7 @@ def builtin(*targets, keywords: tuple[str, ...] | None = ()):
     argument."""
 
     def register(fn):
-        def checked(frame, target, args, kwargs):
+        def checked(frame: Frame, target, args, kwargs):
             unknown = [k for k in kwargs if keywords is not None and k not in keywords]
             if unknown:
                 raise frame.unsupported(

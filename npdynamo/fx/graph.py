@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from npdynamo.fx.display import format_graph
+from npdynamo.fx.lint import lint_graph
 from npdynamo.fx.node import NODE_OPS, Node, map_arg, target_name, to_identifier
 from npdynamo.fx.subgraphs import copy_subgraph_args
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
@@ -195,8 +197,6 @@ class Graph:
 
     def lint(self) -> None:
         """Check the graph's invariants; raises ``LintError`` naming the first bad node."""
-        from npdynamo.fx.lint import lint_graph
-
         lint_graph(self)
 
     def copy(self) -> tuple[Graph, dict[Node, Node]]:
@@ -217,8 +217,6 @@ class Graph:
         return new, mapping
 
     def __str__(self) -> str:
-        from npdynamo.fx.display import format_graph
-
         return format_graph(self)
 
     def __repr__(self) -> str:

@@ -16,11 +16,20 @@ if TYPE_CHECKING:
     from npdynamo.fx.node import Node
 
 
+#: The class of subgraphs, ``GraphModule``, registered by ``graph_module.py`` when imported
+#: (it sits above ``graph.py``, which copies subgraphs through this module)
+_SUBGRAPH_TYPES: tuple[type, ...] = ()
+
+
+def register_subgraph_type(cls: type) -> type:
+    global _SUBGRAPH_TYPES
+    _SUBGRAPH_TYPES = (*_SUBGRAPH_TYPES, cls)
+    return cls
+
+
 def is_subgraph(value: Any) -> bool:
     """Whether ``value`` is a ``GraphModule`` (a branch or loop body held by a node)."""
-    from npdynamo.fx.graph_module import GraphModule
-
-    return isinstance(value, GraphModule)
+    return isinstance(value, _SUBGRAPH_TYPES)
 
 
 def subgraphs_of(node: Node) -> list[GraphModule]:
@@ -52,6 +61,4 @@ def copy_subgraph_args(args: tuple) -> tuple:
     """``args`` with every subgraph replaced by a deep copy (for ``Graph.copy``)."""
     if not any(is_subgraph(a) for a in args):
         return args
-    from npdynamo.fx.graph_module import GraphModule
-
-    return tuple(GraphModule(a.graph.copy()[0], a.name) if is_subgraph(a) else a for a in args)
+    return tuple(type(a)(a.graph.copy()[0], a.name) if is_subgraph(a) else a for a in args)

@@ -9,10 +9,10 @@ NumPy calls onto them, and later stages (fx passes, autograd, backends) read the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # meta imports symbolic, which imports this module
-    from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.unsupported import UnsupportedArguments  # noqa: F401  (re-exported)
 
 KINDS = ("elementwise", "reduction", "opaque")
 
@@ -24,13 +24,6 @@ class _Required:
 
 #: Marks a static keyword without a default in ``Op.defaults``: canonical kwargs always hold it.
 REQUIRED: Any = _Required()
-
-
-class UnsupportedArguments(Exception):
-    """A valid NumPy call that cannot become a graph op (``out=``, ``where=``, a boolean mask...).
-
-    The translator turns it into a graph break; the message says what was not supported.
-    """
 
 
 class Op:

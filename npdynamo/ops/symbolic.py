@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Union
 
-from npdynamo.ops.registry import UnsupportedArguments
+from npdynamo.ops.unsupported import UnsupportedArguments
 
 Dim = Union[int, "SymInt"]
 

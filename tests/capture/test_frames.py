@@ -74,7 +74,7 @@ class FakeBuilder:
 @pytest.fixture
 def builder(monkeypatch):
     fake = FakeBuilder()
-    monkeypatch.setattr(cache_module, "_build_entry", fake)
+    monkeypatch.setattr(cache_module, "_compile_entry", fake)
     reset()
     yield fake
     reset()

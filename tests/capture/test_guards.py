@@ -5,7 +5,7 @@ import pytest
 
 import npdynamo
 from npdynamo.backends import lookup_backend
-from npdynamo.capture.entry import build_entry
+from npdynamo.capture.compile_frame import build_entry
 from tests.differential import CountingBackend
 
 EAGER = lookup_backend("eager")
@@ -229,7 +229,7 @@ def test_cache_size_limit_runs_only(monkeypatch):
 
 
 def test_failing_backend_falls_back_to_eager_with_one_warning():
-    from npdynamo.capture.entry import BackendFallbackWarning
+    from npdynamo.backends.compile import BackendFallbackWarning
 
     def broken_backend(gm, example_inputs):
         raise RuntimeError("no compiler here")

@@ -124,7 +124,7 @@ def newton_sqrt(a):
 @pytest.mark.filterwarnings("ignore:npdynamo.*cache_size_limit")
 def test_while_on_an_array_runs_thousands_of_iterations():
     context = CompileContext(CountingBackend())
-    from npdynamo.capture.entry import build_entry
+    from npdynamo.capture.compile_frame import build_entry
 
     a = np.linspace(1.0, 4.0, 5)
     check_same(newton_sqrt, a, calls=2)
@@ -410,7 +410,7 @@ def test_explain_of_a_long_while_loop_groups_what_repeats():
     assert report.count("the while loop on an array condition cannot become an in-graph") == 1
     # the counter's entries: one line for identical graphs
     assert re.search(r"graphs \d+-\d+ \(x\d+\)", report), report
-    assert "cache_size_limit reached, later cases run in Python" in report
+    assert "later cases run in Python: cache_size_limit" in report
     assert len(report.splitlines()) < 60
 
 

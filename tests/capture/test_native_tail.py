@@ -12,7 +12,7 @@ import pytest
 
 import npdynamo
 from npdynamo.capture import bytecode_gen as gen
-from npdynamo.capture import resume
+from npdynamo.capture import compile_frame
 from npdynamo.capture.native_tail import native_stops
 from tests.differential import check_same
 
@@ -31,7 +31,7 @@ def test_a_loop_whose_body_breaks_hands_over_once_per_iteration():
     with contextlib.redirect_stdout(io.StringIO()):
         compiled(xs)  # captures every resume point
         calls = []
-        for context in resume._DEFAULT_CONTEXTS.values():
+        for context in compile_frame._DEFAULT_CONTEXTS.values():
             for call in context.resume_calls.values():
                 # hand-overs read ``dispatch`` at run time: count through a wrapper
                 call.dispatch = (lambda inner: lambda *a: calls.append(1) or inner(*a))(

@@ -32,7 +32,7 @@ TRACER_BEFORE_TESTS = sys.gettrace()
 @pytest.fixture
 def builder(monkeypatch):
     fake = FakeBuilder()
-    monkeypatch.setattr(cache_module, "_build_entry", fake)
+    monkeypatch.setattr(cache_module, "_compile_entry", fake)
     reset()
     yield fake
     reset()

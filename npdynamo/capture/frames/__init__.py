@@ -1,7 +1,8 @@
 """Frame hooks: the first stage of a compiled call (decorator entry, region hook, entry cache).
 
 ``compile`` and ``enable`` route calls of user functions through generated dispatchers into the
-per-code cache of compiled entries; a miss calls the translator (``capture.entry.build_entry``).
+per-code cache of compiled entries; a miss calls the capture stage's
+``build_entry``, which ``capture/__init__.py`` installs (this package never imports it).
 """
 
 from npdynamo.capture.frames.cache import (

@@ -1,9 +1,11 @@
 """Per-code-object cache of compiled entries, the recompilation limit and the compile lock.
 
 Part of the frame hooks, between the generated dispatchers (which read ``FrameCache.pairs``) and
-the translator (``npdynamo.capture.entry.build_entry``, called on a miss). A cache belongs to one
-code object and one ``(backend, fullgraph, dynamic)`` setting; functions without a closure share
-it, a closure gets its own (its entries may depend on its cells, which guards do not see).
+the capture stage (its ``build_entry``, installed here by ``capture/__init__.py`` and called on
+a miss). ``EntryCache`` holds the policy below; resume functions' caches share it. A cache
+belongs to one code object and one ``(backend, fullgraph, dynamic)`` setting; functions without
+a closure share it, a closure gets its own (its entries may depend on its cells, which guards do
+not see).
 
 On a miss the first entry's ``miss_reason`` is recorded as the recompile reason (logged on
 ``npdynamo.recompiles``), a new entry is built, appended and run.
@@ -103,36 +105,136 @@ def describe_code(code: CodeType) -> str:
     return f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
 
 
-def _build_entry(
-    fn: FunctionType, frame_args: tuple, *, backend: Callable, fullgraph: bool,
-    dynamic: bool | None,
-):
-    # Imported on first use: the translator imports helpers from this package.
-    from npdynamo.capture.entry import build_entry
-
-    return build_entry(fn, frame_args, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+#: What a miss calls to capture an entry: ``compile_entry(fn, frame_args, *, backend,
+#: fullgraph, dynamic)``. Installed by the composition root (``capture/__init__.py``), so this
+#: hook layer never imports the translator above it.
+_compile_entry: Callable[..., Any] | None = None
 
 
-#: Held while an entry is built (frame entries here; resume entries should take it too).
+def install_compile_entry(compile_entry: Callable[..., Any]) -> None:
+    """Make ``compile_entry`` the function every cache miss captures with."""
+    global _compile_entry
+    _compile_entry = compile_entry
+
+
+#: Held while an entry is built, by every cache (captures are not made for concurrent use).
 COMPILE_LOCK = threading.RLock()
 
 
-class FrameCache:
-    """The compiled entries of one code object for one backend and ``fullgraph`` setting."""
+class EntryCache:
+    """Compiled entries of one code object, tried in order, and the policy every cache shares.
+
+    A miss takes the compile lock and looks again once it has it (another thread may have built
+    the entry), records and logs why the first entry missed, and captures a new entry. At
+    ``config.cache_size_limit`` entries the decision is final: the reason is worked out once,
+    logged, warned once, and the code runs as plain Python until ``reset()``. The frame hook's
+    ``FrameCache`` and a resume point's ``ResumeCall`` are the two kinds."""
+
+    def __init__(self, code: CodeType) -> None:
+        self.code = code
+        self.pairs = EntryList()  # (check, run) per entry, iterated by the dispatchers
+        self.entries: list[Any] = []
+        #: why calls now run as plain Python (the limit or a refusal); final until ``reset()``
+        self.python_only: str | None = None
+        self.limit_warned = False
+
+    def describe(self) -> str:
+        """How messages name the code this cache serves."""
+        return f"function {describe_code(self.code)}"
+
+    def changed(self) -> None:
+        """``pairs`` changed (a subclass regenerates code that inlines them)."""
+
+    def run_or_capture(
+        self, fallback: Callable[..., Any], args: tuple, build: Callable[[tuple], Any]
+    ) -> Any:
+        """Run the entry ``build(args)`` captures for ``args``, or ``fallback`` (plain Python)."""
+        if self.python_only is not None or capture_suspended():
+            return fallback(*args)
+        with COMPILE_LOCK:
+            run = self.lookup(args)
+            if run is None:
+                # Nothing the guards or the translator call may be hooked or compiled meanwhile.
+                with suspend_capture():
+                    entry = self._compile(args, build)
+                run = entry.run if entry is not None else fallback
+        return run(*args)
+
+    def lookup(self, args: tuple) -> Callable | None:
+        """The runner of the first entry whose guards hold for ``args``."""
+        for check, run in self.pairs:
+            if check(*args):
+                return run
+        return None
+
+    def _compile(self, args: tuple, build: Callable[[tuple], Any]) -> Any:
+        if self.python_only is not None:
+            return None
+        limit = config.cache_size_limit
+        reason = self._miss_reason(args)
+        if len(self.entries) >= limit:
+            message = self._limit_message(limit, reason)
+            recompiles_log.info("%s", message)
+            if not self.limit_warned:
+                self.limit_warned = True
+                warn_user(message, RecompileLimitWarning)
+            self.route_to_python(f"cache_size_limit ({limit}) reached; last reason: {reason}")
+            return None
+        if reason is not None:
+            _REASONS.setdefault(id(self.code), (self.code, []))[1].append(reason)
+            recompiles_log.info("Recompiling %s\n    triggered by: %s", self.describe(), reason)
+        entry = build(args)
+        if entry is not None:
+            self.entries.append(entry)
+            self.pairs.append((entry.check, entry.run))
+            self.changed()
+        return entry
+
+    def route_to_python(self, why: str) -> None:
+        """From now until ``reset()`` every call of this code runs as plain Python."""
+        self.python_only = why
+        self.pairs.clear()  # a dispatcher already running goes straight to its miss handler
+        self.changed()
+
+    def clear(self) -> None:
+        """Drop every entry and forget refusals and warnings (``reset()``)."""
+        self.pairs.clear()
+        self.entries.clear()
+        self.python_only = None
+        self.limit_warned = False
+        self.changed()
+
+    def _miss_reason(self, args: tuple) -> str | None:
+        if not self.entries:
+            return None
+        try:
+            return self.entries[0].miss_reason(*args)
+        except Exception as exc:  # a reason is diagnostics: never fail the user's call for it
+            return f"a guard failed (its reason could not be computed: {exc!r})"
+
+    def _limit_message(self, limit: int, reason: str | None) -> str:
+        return (
+            f"npdynamo: {self.describe()} reached npdynamo.config.cache_size_limit ({limit}) "
+            "compiled entries. It keeps being recompiled, so from now on it runs as plain "
+            "Python (its compiled entries are kept for inspection only). "
+            f"Last recompile reason: {reason or 'none recorded'}. "
+            "To allow more entries, raise npdynamo.config.cache_size_limit (then call "
+            "npdynamo.reset() to compile it again); to see every reason, enable the "
+            "'npdynamo.recompiles' logger (NPDYNAMO_LOGS=recompiles)."
+        )
+
+
+class FrameCache(EntryCache):
+    """The entries of one code object for one backend, ``fullgraph`` and ``dynamic`` setting."""
 
     def __init__(
         self, code: CodeType, backend: Callable, fullgraph: bool, dynamic: bool | None = None
     ) -> None:
-        self.code = code
+        super().__init__(code)
         self.backend = backend
         self.fullgraph = fullgraph
         self.dynamic = dynamic  # which input dimensions become symbolic (``dynamic_dims``)
-        self.pairs = EntryList()  # (check, run) per entry, iterated by the dispatchers
-        self.entries: list[Any] = []
         self.refused: str | None = None  # why the translator refused this code, if it did
-        #: why calls now run as plain Python (the limit or a refusal); final until ``reset()``
-        self.python_only: str | None = None
-        self.limit_warned = False
         # front function -> (its dispatching code, the code it runs once routed to Python)
         self._fronts: weakref.WeakKeyDictionary[FunctionType, tuple[CodeType, CodeType]] = (
             weakref.WeakKeyDictionary()
@@ -150,16 +252,12 @@ class FrameCache:
             front.__code__ = python_code
 
     def clear(self) -> None:
-        """Drop every entry and forget refusals and warnings (``reset()``)."""
         if self.python_only is not None:  # the fronts this cache routed dispatch again
             for front, (dispatching, python_code) in list(self._fronts.items()):
                 if front.__code__ is python_code:
                     front.__code__ = dispatching
-        self.pairs.clear()
-        self.entries.clear()
+        super().clear()
         self.refused = None
-        self.python_only = None
-        self.limit_warned = False
 
     def miss_handler(self, fn: FunctionType, fallback: FunctionType) -> Callable[..., Any]:
         """What a dispatcher calls when no entry accepts its frame arguments."""
@@ -167,45 +265,11 @@ class FrameCache:
 
     def miss(self, fn: FunctionType, fallback: FunctionType, *frame_args: Any) -> Any:
         """Compile an entry for ``frame_args`` and run it, or run ``fallback`` in Python."""
-        if self.python_only is not None or capture_suspended():
-            return fallback(*frame_args)
-        with COMPILE_LOCK:
-            # Another thread may have built the entry while this one waited for the lock.
-            run = self._find(frame_args)
-            if run is None:
-                # Nothing the guards or the translator call may be hooked or compiled meanwhile.
-                with suspend_capture():
-                    entry = self._compile(fn, frame_args)
-                run = entry.run if entry is not None else fallback
-        return run(*frame_args)
+        return self.run_or_capture(fallback, frame_args, functools.partial(self._build, fn))
 
-    def _find(self, frame_args: tuple) -> Callable | None:
-        for check, run in self.pairs:
-            if check(*frame_args):
-                return run
-        return None
-
-    def _compile(self, fn: FunctionType, frame_args: tuple) -> Any:
-        if self.python_only is not None:
-            return None
-        limit = config.cache_size_limit
-        if len(self.entries) >= limit:
-            reason = self._miss_reason(frame_args)
-            message = self._limit_message(limit, reason)
-            recompiles_log.info("%s", message)
-            if not self.limit_warned:
-                self.limit_warned = True
-                warn_user(message, RecompileLimitWarning)
-            self.route_to_python(f"cache_size_limit ({limit}) reached; last reason: {reason}")
-            return None
-        reason = self._miss_reason(frame_args)
-        if reason is not None:
-            _REASONS.setdefault(id(self.code), (self.code, []))[1].append(reason)
-            recompiles_log.info(
-                "Recompiling function %s\n    triggered by: %s", describe_code(self.code), reason
-            )
+    def _build(self, fn: FunctionType, frame_args: tuple) -> Any:
         try:
-            entry = _build_entry(
+            return _compile_entry(
                 fn, frame_args, backend=self.backend, fullgraph=self.fullgraph,
                 dynamic=self.dynamic,
             )
@@ -220,37 +284,12 @@ class FrameCache:
             )
             self.route_to_python(f"not capturable: {exc}")
             return None
-        self.entries.append(entry)
-        self.pairs.append((entry.check, entry.run))
-        return entry
 
     def route_to_python(self, why: str) -> None:
-        """From now until ``reset()`` every call of this code object runs as plain Python."""
-        self.python_only = why
-        self.pairs.clear()  # a dispatcher already running goes straight to ``miss``
+        super().route_to_python(why)
         for front, (dispatching, python_code) in list(self._fronts.items()):
             if front.__code__ is dispatching:
                 front.__code__ = python_code
-
-    def _miss_reason(self, frame_args: tuple) -> str | None:
-        if not self.entries:
-            return None
-        try:
-            return self.entries[0].miss_reason(*frame_args)
-        except Exception as exc:  # a reason is diagnostics: never fail the user's call for it
-            return f"a guard failed (its reason could not be computed: {exc!r})"
-
-    def _limit_message(self, limit: int, reason: str | None) -> str:
-        return (
-            f"npdynamo: function {describe_code(self.code)} reached "
-            f"npdynamo.config.cache_size_limit ({limit}) compiled entries. It keeps being "
-            "recompiled, so from now on every call of it runs as plain Python (its compiled "
-            "entries are kept for inspection only). "
-            f"Last recompile reason: {reason or 'none recorded'}. "
-            "To allow more entries, raise npdynamo.config.cache_size_limit (then call "
-            "npdynamo.reset() to compile it again); to see every reason, enable the "
-            "'npdynamo.recompiles' logger (NPDYNAMO_LOGS=recompiles)."
-        )
 
 
 _SHARED: dict[tuple, FrameCache] = {}

@@ -28,7 +28,7 @@ import warnings
 import weakref
 from types import CodeType, FunctionType
 
-from npdynamo.capture.code import CO_VARARGS, CO_VARKEYWORDS, arg_count, arg_names
+from npdynamo.capture.code import CO_VARARGS, CO_VARKEYWORDS, arg_count, arg_layout, arg_names
 
 # Stand-ins compiled into the template and swapped for the real objects afterwards.
 _PAIRS_MARKER = "\x00npdynamo:pairs"
@@ -175,21 +175,18 @@ def _fresh(base: str, taken: set[str]) -> str:
 
 
 def _parameter_list(code: CodeType) -> str:
-    names = arg_names(code)
-    n_pos, n_posonly, n_kwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
-    parts = list(names[:n_posonly])
-    if n_posonly:
+    layout = arg_layout(code)
+    parts = list(layout.positional[: layout.positional_only])
+    if layout.positional_only:
         parts.append("/")
-    parts.extend(names[n_posonly:n_pos])
-    rest = n_pos + n_kwonly
-    if code.co_flags & CO_VARARGS:
-        parts.append("*" + names[rest])
-        rest += 1
-    elif n_kwonly:
+    parts.extend(layout.positional[layout.positional_only :])
+    if layout.varargs is not None:
+        parts.append("*" + layout.varargs)
+    elif layout.keyword_only:
         parts.append("*")
-    parts.extend(names[n_pos : n_pos + n_kwonly])
-    if code.co_flags & CO_VARKEYWORDS:
-        parts.append("**" + names[rest])
+    parts.extend(layout.keyword_only)
+    if layout.varkw is not None:
+        parts.append("**" + layout.varkw)
     return ", ".join(parts)
 
 

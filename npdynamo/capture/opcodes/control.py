@@ -15,6 +15,7 @@ from npdynamo.capture.generators import is_lazy, next_item
 from npdynamo.capture.loop_formation import graph_condition
 from npdynamo.capture.opcodes.layout import do_call, pop_callable
 from npdynamo.capture.tables import handler
+from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     NULL,
     Const,
@@ -27,11 +28,11 @@ from npdynamo.capture.values import (
 
 # -- control flow ----------------------------------------------------------------------------
 @handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT")
-def _jump(frame, ins):
+def _jump(frame: Frame, ins):
     frame.jump(ins.arg)
 
 
-def _jump_if(frame, ins, when: bool):
+def _jump_if(frame: Frame, ins, when: bool):
     value = frame.pop()
     if graph_condition(frame, value, frame.ip - 1):  # a while loop on an array, in the graph
         return
@@ -40,12 +41,12 @@ def _jump_if(frame, ins, when: bool):
 
 
 @handler("POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE")
-def _pop_jump_if_true(frame, ins):
+def _pop_jump_if_true(frame: Frame, ins):
     _jump_if(frame, ins, True)
 
 
 @handler("POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE")
-def _pop_jump_if_false(frame, ins):
+def _pop_jump_if_false(frame: Frame, ins):
     _jump_if(frame, ins, False)
 
 
@@ -54,19 +55,19 @@ def _is_none(value: Value) -> bool:
 
 
 @handler("POP_JUMP_IF_NONE", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE")
-def _pop_jump_if_none(frame, ins):
+def _pop_jump_if_none(frame: Frame, ins):
     if _is_none(frame.pop()):
         frame.jump(ins.arg)
 
 
 @handler("POP_JUMP_IF_NOT_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE")
-def _pop_jump_if_not_none(frame, ins):
+def _pop_jump_if_not_none(frame: Frame, ins):
     if not _is_none(frame.pop()):
         frame.jump(ins.arg)
 
 
 @handler("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP", until=(3, 11))
-def _jump_or_pop(frame, ins):
+def _jump_or_pop(frame: Frame, ins):
     when = ins.name == "JUMP_IF_TRUE_OR_POP"
     if truthiness(frame, frame.stack[-1]) == when:
         frame.jump(ins.arg)
@@ -75,7 +76,7 @@ def _jump_or_pop(frame, ins):
 
 
 @handler("GET_ITER")
-def _get_iter(frame, ins):
+def _get_iter(frame: Frame, ins):
     it = get_iter(frame, frame.pop())
     if isinstance(it, IteratorValue):
         it.loop_owned = True
@@ -83,7 +84,7 @@ def _get_iter(frame, ins):
 
 
 @handler("FOR_ITER")
-def _for_iter(frame, ins):
+def _for_iter(frame: Frame, ins):
     it = frame.stack[-1]
     if not isinstance(it, IteratorValue) and not is_lazy(it):
         raise frame.unsupported(f"a for loop over a {it.kind()}")
@@ -101,53 +102,53 @@ def _for_iter(frame, ins):
 
 
 @handler("END_FOR", since=(3, 12))
-def _end_for(frame, ins):
+def _end_for(frame: Frame, ins):
     frame.pop()
     if PY == (3, 12):
         frame.pop()
 
 
 @handler("RETURN_VALUE")
-def _return_value(frame, ins):
+def _return_value(frame: Frame, ins):
     frame.return_value = frame.pop()
 
 
 @handler("RETURN_CONST", since=(3, 12))
-def _return_const(frame, ins):
+def _return_const(frame: Frame, ins):
     frame.return_value = constant_value(ins.arg)
 
 
 @handler("GET_LEN")
-def _get_len(frame, ins):
+def _get_len(frame: Frame, ins):
     frame.push(call_value(frame, Const(len), [frame.stack[-1]], {}))
 
 
 # -- calls and functions ---------------------------------------------------------------------
 @handler("KW_NAMES", until=(3, 12))
-def _kw_names(frame, ins):
+def _kw_names(frame: Frame, ins):
     names = ins.arg
     frame.kw_names = names if isinstance(names, tuple) else tuple(frame.code.co_consts[names])
 
 
 @handler("CALL", until=(3, 12))
-def _call_312(frame, ins):
+def _call_312(frame: Frame, ins):
     names, frame.kw_names = frame.kw_names, ()
     do_call(frame, ins.arg, names)
 
 
 @handler("CALL", since=(3, 13))
-def _call_313(frame, ins):
+def _call_313(frame: Frame, ins):
     do_call(frame, ins.arg, ())
 
 
 @handler("CALL_KW", since=(3, 13))
-def _call_kw(frame, ins):
+def _call_kw(frame: Frame, ins):
     names = frame.pop()
     do_call(frame, ins.arg, tuple(v.value for v in items_of(frame, names)))
 
 
 @handler("CALL_FUNCTION_EX")
-def _call_function_ex(frame, ins):
+def _call_function_ex(frame: Frame, ins):
     kwargs = frame.pop() if ins.arg & 1 else DictValue({})
     args = frame.pop()
     fn, self_args = pop_callable(frame)
@@ -157,7 +158,7 @@ def _call_function_ex(frame, ins):
 
 
 @handler("MAKE_FUNCTION", until=(3, 12))
-def _make_function_312(frame, ins):
+def _make_function_312(frame: Frame, ins):
     code = frame.pop().value
     flags = ins.arg
     closure = tuple(frame.pop().items) if flags & 0x08 else ()
@@ -169,13 +170,13 @@ def _make_function_312(frame, ins):
 
 
 @handler("MAKE_FUNCTION", since=(3, 13))
-def _make_function_313(frame, ins):
+def _make_function_313(frame: Frame, ins):
     code = frame.pop().value
     frame.push(FunctionValue(code, frame.globals, code.co_name))
 
 
 @handler("SET_FUNCTION_ATTRIBUTE", since=(3, 13))
-def _set_function_attribute(frame, ins):
+def _set_function_attribute(frame: Frame, ins):
     fn = frame.pop()
     value = frame.pop()
     flag = int(ins.arg)
@@ -189,12 +190,12 @@ def _set_function_attribute(frame, ins):
 
 
 @handler("LOAD_ASSERTION_ERROR")
-def _load_assertion_error(frame, ins):
+def _load_assertion_error(frame: Frame, ins):
     frame.push(Const(AssertionError))
 
 
 @handler("RAISE_VARARGS")
-def _raise(frame, ins):
+def _raise(frame: Frame, ins):
     args = frame.popn(ins.arg)
     exc = args[0].value if args and isinstance(args[0], Const) else None
     if isinstance(exc, type) and issubclass(exc, BaseException):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from npdynamo.capture.calls import call_value
 from npdynamo.capture.code import PY
+from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     NULL,
     NullValue,
@@ -16,7 +17,7 @@ from npdynamo.capture.values import (
 
 
 # -- layout helpers (the per-version stack shapes of calls) ----------------------------------
-def push_with_null(frame, value: Value) -> None:
+def push_with_null(frame: Frame, value: Value) -> None:
     """LOAD_GLOBAL/LOAD_ATTR with the NULL bit: NULL below the value until 3.12, above from 3.13."""
     if PY >= (3, 13):
         frame.push(value)
@@ -26,7 +27,7 @@ def push_with_null(frame, value: Value) -> None:
         frame.push(value)
 
 
-def push_method(frame, method: Value, self_value: Value) -> None:
+def push_method(frame: Frame, method: Value, self_value: Value) -> None:
     """A method-form attribute load: (method, self), or the plain attribute with a NULL."""
     if isinstance(method, NullValue):
         push_with_null(frame, self_value)
@@ -35,7 +36,7 @@ def push_method(frame, method: Value, self_value: Value) -> None:
         frame.push(self_value)
 
 
-def pop_callable(frame) -> tuple[Value, list[Value]]:
+def pop_callable(frame: Frame) -> tuple[Value, list[Value]]:
     """The two slots under a call's arguments -> (callable, [self] or [])."""
     top = frame.pop()
     below = frame.pop()
@@ -46,7 +47,7 @@ def pop_callable(frame) -> tuple[Value, list[Value]]:
     return below, [top]  # method pair: method, self
 
 
-def do_call(frame, nargs: int, kw_names: tuple[str, ...]) -> None:
+def do_call(frame: Frame, nargs: int, kw_names: tuple[str, ...]) -> None:
     args = frame.popn(nargs)
     fn, self_args = pop_callable(frame)
     nkw = len(kw_names)

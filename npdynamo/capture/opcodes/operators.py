@@ -26,6 +26,7 @@ from npdynamo.capture.loop_formation import graph_condition, next_instruction
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
 from npdynamo.capture.special_methods import user_binary_op
 from npdynamo.capture.tables import handler
+from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     ArrayValue,
     Const,
@@ -81,7 +82,7 @@ PY_OPERATORS = {
 }
 
 
-def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
+def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
     """``left <symbol> right`` with Python's semantics on tracked values."""
     if isinstance(left, ArrayValue) or isinstance(right, ArrayValue):
         for side in (left, right):
@@ -124,7 +125,7 @@ def binary_op(frame, symbol: str, left: Value, right: Value) -> Value:
     return _sequence_op(frame, symbol, left, right)
 
 
-def array_operand(frame, value: Value):
+def array_operand(frame: Frame, value: Value):
     """An operand of an operator with an array: a dynamic scalar stays a graph input (outside
     differentiated code, whose VJPs take constants), anything else its plain value."""
     if isinstance(value, ScalarInputValue) and not frame.ctx.differentiating:
@@ -134,7 +135,7 @@ def array_operand(frame, value: Value):
     return raw(value)
 
 
-def python_number_op(frame, symbol: str, left: Const, right: Const) -> Value | None:
+def python_number_op(frame: Frame, symbol: str, left: Const, right: Const) -> Value | None:
     """``lr * 0.5`` or ``step + 1`` where one side is a dynamic scalar: a graph op on Python
     numbers (``ops.scalar_ops``), whose result is a dynamic scalar too. None (the caller reads
     the values, specialising them) for other operators, operand types, a result type that
@@ -174,7 +175,7 @@ def python_number_op(frame, symbol: str, left: Const, right: Const) -> Value | N
 SIZE_OPERATORS = frozenset({"+", "-", "*", "//", "%"})
 
 
-def size_op(frame, symbol: str, left: Const, right: Const) -> Const | None:
+def size_op(frame: Frame, symbol: str, left: Const, right: Const) -> Const | None:
     """``n - 1`` or ``n * d`` on symbolic sizes: another symbolic size (or an int when the
     expression folds). None when a side is not a size or a plain int, or the expression needs
     a decision the sizes cannot answer."""
@@ -213,7 +214,7 @@ def fast_scalar_power(base: Value, exponent: Value) -> str | None:
     return None
 
 
-def _set_like_op(frame, symbol: str, left: Value, right: Value) -> Value:
+def _set_like_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
     """Operators on sets and dict views of constants, computed on real Python objects built
     from them (so results, result types and errors are CPython's); the result is a new set."""
     if symbol == "==" and (isinstance(left, DictViewValue) and left.which == "values"):
@@ -231,7 +232,7 @@ def _set_like_op(frame, symbol: str, left: Value, right: Value) -> Value:
     raise frame.unsupported(f"the operator {symbol} on a {left.kind()} and a {right.kind()}")
 
 
-def _plain_set_like(frame, value: Value) -> object:
+def _plain_set_like(frame: Frame, value: Value) -> object:
     """A real object standing for ``value`` whose items are all constants."""
     if isinstance(value, DictViewValue):
         d = value.mapping
@@ -263,7 +264,7 @@ def _as_tuple(value: Value) -> Value:
     return value
 
 
-def _sequence_op(frame, symbol: str, left: Value, right: Value) -> Value:
+def _sequence_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
     sequences = (TupleValue, ListValue)
     if symbol == "+" and type(left) is type(right) and isinstance(left, sequences):
         if isinstance(left, TupleValue) and (not left.items or not right.items):
@@ -285,7 +286,7 @@ def _sequence_op(frame, symbol: str, left: Value, right: Value) -> Value:
     raise frame.unsupported(f"the operator {symbol} on {left.kind()} and {right.kind()}")
 
 
-def _sequences_equal(frame, a: Value, b: Value) -> bool:
+def _sequences_equal(frame: Frame, a: Value, b: Value) -> bool:
     """``a == b`` for lists and tuples as CPython compares them: same type and length, then
     item by item with an identity shortcut, each item's ``==`` run as Python would."""
     if type(a) is not type(b):
@@ -304,7 +305,7 @@ def _sequences_equal(frame, a: Value, b: Value) -> bool:
     return True
 
 
-def inplace_op(frame, symbol: str, target: Value, other: Value) -> Value:
+def inplace_op(frame: Frame, symbol: str, target: Value, other: Value) -> Value:
     """``target <symbol>= other``: arrays and lists change in place, numbers (NumPy scalars
     too: they are immutable) rebind."""
     if isinstance(target, ArrayValue) and not target.meta.scalar:
@@ -318,7 +319,7 @@ def inplace_op(frame, symbol: str, target: Value, other: Value) -> Value:
 
 
 @handler("BINARY_OP")
-def _binary_op(frame, ins):
+def _binary_op(frame: Frame, ins):
     right = frame.pop()
     left = frame.pop()
     name = ins.arg.name
@@ -332,7 +333,7 @@ COMPARE_SYMBOLS = {"LT": "<", "LE": "<=", "EQ": "==", "NE": "!=", "GT": ">", "GE
 
 
 @handler("COMPARE_OP")
-def _compare_op(frame, ins):
+def _compare_op(frame: Frame, ins):
     right = frame.pop()
     left = frame.pop()
     # 3.13 adds *_CAST forms that also convert the result to bool (same comparison)
@@ -346,7 +347,7 @@ def _compare_op(frame, ins):
     frame.push(result)
 
 
-def unary_op(frame, symbol: str, value: Value) -> Value:
+def unary_op(frame: Frame, symbol: str, value: Value) -> Value:
     if isinstance(value, ArrayValue):
         return op_call(frame, ops.UNARY_OPERATORS[symbol], (value,), {})
     if isinstance(value, Const):
@@ -359,22 +360,22 @@ def unary_op(frame, symbol: str, value: Value) -> Value:
 
 
 @handler("UNARY_NEGATIVE")
-def _unary_negative(frame, ins):
+def _unary_negative(frame: Frame, ins):
     frame.push(unary_op(frame, "-", frame.pop()))
 
 
 @handler("UNARY_INVERT")
-def _unary_invert(frame, ins):
+def _unary_invert(frame: Frame, ins):
     frame.push(unary_op(frame, "~", frame.pop()))
 
 
 @handler("UNARY_POSITIVE", until=(3, 11))
-def _unary_positive(frame, ins):
+def _unary_positive(frame: Frame, ins):
     frame.push(unary_op(frame, "+", frame.pop()))
 
 
 @handler("CALL_INTRINSIC_1", since=(3, 12))
-def _call_intrinsic_1(frame, ins):
+def _call_intrinsic_1(frame: Frame, ins):
     name = ins.arg.name
     if name == "INTRINSIC_UNARY_POSITIVE":
         frame.push(unary_op(frame, "+", frame.pop()))
@@ -385,19 +386,19 @@ def _call_intrinsic_1(frame, ins):
 
 
 @handler("UNARY_NOT")
-def _unary_not(frame, ins):
+def _unary_not(frame: Frame, ins):
     frame.push(Const(not truthiness(frame, frame.pop())))
 
 
 @handler("TO_BOOL", since=(3, 13))
-def _to_bool(frame, ins):
+def _to_bool(frame: Frame, ins):
     value = frame.pop()
     if not graph_condition(frame, value, next_instruction(frame)):
         frame.push(Const(truthiness(frame, value)))
 
 
 @handler("IS_OP")
-def _is_op(frame, ins):
+def _is_op(frame: Frame, ins):
     right = frame.pop()
     left = frame.pop()
     frame.push(Const(is_same(frame, left, right) != bool(ins.arg)))
@@ -407,7 +408,7 @@ def _is_op(frame, ins):
 SINGLETON_TYPES = (type(None), bool, type(Ellipsis), type(NotImplemented))
 
 
-def is_same(frame, left: Value, right: Value) -> bool:
+def is_same(frame: Frame, left: Value, right: Value) -> bool:
     """``left is right``. Two constants read from different places (two equal floats) may or
     may not be one object on a later call: the answer is guarded (or refused without sources)."""
     if not (isinstance(left, Const) and isinstance(right, Const)):
@@ -426,7 +427,7 @@ def is_same(frame, left: Value, right: Value) -> bool:
 
 
 @handler("CONTAINS_OP")
-def _contains_op(frame, ins):
+def _contains_op(frame: Frame, ins):
     container = frame.pop()
     item = frame.pop()
     if isinstance(container, DictValue) or (
@@ -458,7 +459,7 @@ def _contains_op(frame, ins):
 
 
 # -- subscripts and slices -------------------------------------------------------------------
-def index_value(frame, index: Value):
+def index_value(frame: Frame, index: Value):
     """A tracked index as the plain index object ``ops.getitem`` takes (arrays stay tracked)."""
     if isinstance(index, (Const, ArrayValue)):
         return raw(index)
@@ -471,39 +472,39 @@ def index_value(frame, index: Value):
     raise frame.unsupported(f"an array index that is a {index.kind()}")
 
 
-def get_item(frame, container: Value, index: Value) -> Value:
+def get_item(frame: Frame, container: Value, index: Value) -> Value:
     if isinstance(container, ArrayValue):
         return op_call(frame, ops.REGISTRY["getitem"], (container, index_value(frame, index)), {})
     return subscript(frame, container, index)
 
 
 @handler("BINARY_SUBSCR")
-def _binary_subscr(frame, ins):
+def _binary_subscr(frame: Frame, ins):
     index = frame.pop()
     container = frame.pop()
     frame.push(get_item(frame, container, index))
 
 
-def make_slice(frame, parts: list[Value]) -> Value:
+def make_slice(frame: Frame, parts: list[Value]) -> Value:
     if not all(isinstance(p, Const) for p in parts):
         raise frame.unsupported("a slice bound that is a graph value")
     return Const(slice(*(p.value for p in parts)))
 
 
 @handler("BUILD_SLICE")
-def _build_slice(frame, ins):
+def _build_slice(frame: Frame, ins):
     frame.push(make_slice(frame, frame.popn(ins.arg)))
 
 
 @handler("BINARY_SLICE", since=(3, 12))
-def _binary_slice(frame, ins):
+def _binary_slice(frame: Frame, ins):
     stop = frame.pop()
     start = frame.pop()
     container = frame.pop()
     frame.push(get_item(frame, container, make_slice(frame, [start, stop])))
 
 
-def set_item(frame, container: Value, index: Value, value: Value) -> None:
+def set_item(frame: Frame, container: Value, index: Value, value: Value) -> None:
     if isinstance(container, ArrayValue):
         new = op_call(
             frame, ops.REGISTRY["setitem"], (container, index_value(frame, index), raw(value)), {}
@@ -514,7 +515,7 @@ def set_item(frame, container: Value, index: Value, value: Value) -> None:
 
 
 @handler("STORE_SUBSCR")
-def _store_subscr(frame, ins):
+def _store_subscr(frame: Frame, ins):
     index = frame.pop()
     container = frame.pop()
     value = frame.pop()
@@ -522,7 +523,7 @@ def _store_subscr(frame, ins):
 
 
 @handler("STORE_SLICE", since=(3, 12))
-def _store_slice(frame, ins):
+def _store_slice(frame: Frame, ins):
     stop = frame.pop()
     start = frame.pop()
     container = frame.pop()
@@ -531,7 +532,7 @@ def _store_slice(frame, ins):
 
 
 @handler("DELETE_SUBSCR")
-def _delete_subscr(frame, ins):
+def _delete_subscr(frame: Frame, ins):
     index = frame.pop()
     container = frame.pop()
     if isinstance(container, DictValue):

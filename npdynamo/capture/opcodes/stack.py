@@ -12,6 +12,7 @@ from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.guards import AttrSource, GlobalSource, ItemSource
 from npdynamo.capture.opcodes.layout import push_method, push_with_null
 from npdynamo.capture.tables import handler
+from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     DELETED,
     NULL,
@@ -27,38 +28,38 @@ from npdynamo.capture.values import (
 
 # -- no-ops and stack shuffling --------------------------------------------------------------
 @handler("NOP", "RESUME", "PRECALL", "COPY_FREE_VARS", "EXTENDED_ARG", "CACHE")
-def _nop(frame, ins):
+def _nop(frame: Frame, ins):
     pass
 
 
 @handler("POP_TOP")
-def _pop_top(frame, ins):
+def _pop_top(frame: Frame, ins):
     frame.pop()
 
 
 @handler("PUSH_NULL")
-def _push_null(frame, ins):
+def _push_null(frame: Frame, ins):
     frame.push(NULL)
 
 
 @handler("COPY")
-def _copy(frame, ins):
+def _copy(frame: Frame, ins):
     frame.push(frame.stack[-ins.arg])
 
 
 @handler("SWAP")
-def _swap(frame, ins):
+def _swap(frame: Frame, ins):
     s = frame.stack
     s[-1], s[-ins.arg] = s[-ins.arg], s[-1]
 
 
 # -- loads and stores ------------------------------------------------------------------------
 @handler("LOAD_CONST")
-def _load_const(frame, ins):
+def _load_const(frame: Frame, ins):
     frame.push(constant_value(ins.arg))
 
 
-def _load_fast(frame, name):
+def _load_fast(frame: Frame, name):
     if isinstance(name, (bc.CellVar, bc.FreeVar)):  # 3.13 spells LOAD_CLOSURE this way
         frame.push(frame.cells[name.name])
         return
@@ -77,24 +78,24 @@ def _load_fast(frame, name):
 
 
 @handler("LOAD_FAST", "LOAD_FAST_CHECK")
-def _load_fast_h(frame, ins):
+def _load_fast_h(frame: Frame, ins):
     _load_fast(frame, ins.arg)
 
 
 @handler("LOAD_FAST_AND_CLEAR", since=(3, 12))
-def _load_fast_and_clear(frame, ins):
+def _load_fast_and_clear(frame: Frame, ins):
     # comprehensions inlined by PEP 709 save the outer binding (or NULL when unbound)
     frame.push(ComprehensionSave(frame.locals.pop(ins.arg, NULL)))
 
 
 @handler("LOAD_FAST_LOAD_FAST", since=(3, 13))
-def _load_fast_load_fast(frame, ins):
+def _load_fast_load_fast(frame: Frame, ins):
     for name in ins.arg:
         _load_fast(frame, name)
 
 
 @handler("STORE_FAST")
-def _store_fast(frame, ins):
+def _store_fast(frame: Frame, ins):
     value = frame.pop()
     if isinstance(value, ComprehensionSave):
         value = value.saved
@@ -105,26 +106,26 @@ def _store_fast(frame, ins):
 
 
 @handler("STORE_FAST_LOAD_FAST", since=(3, 13))
-def _store_fast_load_fast(frame, ins):
+def _store_fast_load_fast(frame: Frame, ins):
     store, load = ins.arg
     frame.locals[store] = frame.pop()
     _load_fast(frame, load)
 
 
 @handler("STORE_FAST_STORE_FAST", since=(3, 13))
-def _store_fast_store_fast(frame, ins):
+def _store_fast_store_fast(frame: Frame, ins):
     first, second = ins.arg
     frame.locals[first] = frame.pop()
     frame.locals[second] = frame.pop()
 
 
 @handler("DELETE_FAST")
-def _delete_fast(frame, ins):
+def _delete_fast(frame: Frame, ins):
     frame.locals.pop(ins.arg, None)
 
 
 @handler("LOAD_GLOBAL")
-def _load_global(frame, ins):
+def _load_global(frame: Frame, ins):
     push_null, name = ins.arg
     frame.push_null_for_global = push_null
     value = _global_value(frame, name)
@@ -134,7 +135,7 @@ def _load_global(frame, ins):
         frame.push(value)
 
 
-def _global_value(frame, name: str) -> Value:
+def _global_value(frame: Frame, name: str) -> Value:
     ctx = frame.ctx
     if frame.globals is ctx.fn.__globals__ and name in ctx.side_effects.global_stores:
         return ctx.side_effects.global_stores[name]
@@ -151,7 +152,7 @@ def _global_value(frame, name: str) -> Value:
 
 
 @handler("STORE_GLOBAL")
-def _store_global(frame, ins):
+def _store_global(frame: Frame, ins):
     if frame.globals is not frame.ctx.fn.__globals__:
         raise frame.unsupported(
             f"assigning the global {ins.arg!r} of another module", kind="side_effect"
@@ -160,22 +161,22 @@ def _store_global(frame, ins):
 
 
 @handler("DELETE_GLOBAL")
-def _delete_global(frame, ins):
+def _delete_global(frame: Frame, ins):
     raise frame.unsupported(f"del of the global {ins.arg!r}", kind="side_effect")
 
 
 @handler("LOAD_DEREF")
-def _load_deref(frame, ins):
+def _load_deref(frame: Frame, ins):
     frame.push(frame.load_cell(ins.arg.name))
 
 
 @handler("LOAD_CLOSURE", until=(3, 12))
-def _load_closure(frame, ins):
+def _load_closure(frame: Frame, ins):
     frame.push(frame.cells[ins.arg.name])
 
 
 @handler("STORE_DEREF")
-def _store_deref(frame, ins):
+def _store_deref(frame: Frame, ins):
     cell = frame.cells.get(ins.arg.name)
     value = frame.pop()
     if isinstance(cell, ExternalCell):
@@ -191,25 +192,25 @@ def _store_deref(frame, ins):
 
 
 @handler("MAKE_CELL")
-def _make_cell(frame, ins):
+def _make_cell(frame: Frame, ins):
     name = ins.arg.name
     frame.cells[name] = CellValue(frame.locals.pop(name, None), name)
 
 
 # -- attributes ------------------------------------------------------------------------------
 @handler("LOAD_ATTR", until=(3, 11))
-def _load_attr_311(frame, ins):
+def _load_attr_311(frame: Frame, ins):
     frame.push(get_attr(frame, frame.pop(), ins.arg))
 
 
 @handler("LOAD_METHOD", until=(3, 11))
-def _load_method_311(frame, ins):
+def _load_method_311(frame: Frame, ins):
     method, self_value = load_method(frame, frame.pop(), ins.arg)
     push_method(frame, method, self_value)
 
 
 @handler("LOAD_ATTR", since=(3, 12))
-def _load_attr_312(frame, ins):
+def _load_attr_312(frame: Frame, ins):
     is_method, name = ins.arg
     obj = frame.pop()
     if is_method:
@@ -220,7 +221,7 @@ def _load_attr_312(frame, ins):
 
 
 @handler("STORE_ATTR")
-def _store_attr(frame, ins):
+def _store_attr(frame: Frame, ins):
     obj = frame.pop()
     value = frame.pop()
     _check_plain_attributes(frame, obj, ins.arg)
@@ -229,7 +230,7 @@ def _store_attr(frame, ins):
 
 
 @handler("DELETE_ATTR")
-def _delete_attr(frame, ins):
+def _delete_attr(frame: Frame, ins):
     obj = frame.pop()
     _check_plain_attributes(frame, obj, ins.arg)
     if ins.arg not in obj.attrs and ins.arg not in getattr(obj.obj, "__dict__", {}):
@@ -238,7 +239,7 @@ def _delete_attr(frame, ins):
     frame.ctx.side_effects.record("attr_del", obj, ins.arg)
 
 
-def _check_plain_attributes(frame, obj: Value, name: str) -> None:
+def _check_plain_attributes(frame: Frame, obj: Value, name: str) -> None:
     """Stores are replayed with setattr: only plain instance attributes of user objects."""
     if not isinstance(obj, UserObjectValue) or obj.source is None:
         raise frame.unsupported(

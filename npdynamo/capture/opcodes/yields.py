@@ -9,14 +9,15 @@ and it does not change the stack)."""
 from __future__ import annotations
 
 from npdynamo.capture.tables import handler
+from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import Const
 
 
 @handler("RETURN_GENERATOR")
-def _return_generator(frame, ins):
+def _return_generator(frame: Frame, ins):
     frame.push(Const(None))
 
 
 @handler("YIELD_VALUE")
-def _yield_value(frame, ins):
+def _yield_value(frame: Frame, ins):
     frame.yielded = frame.pop()

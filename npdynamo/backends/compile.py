@@ -1,0 +1,95 @@
+"""The compile step: one captured graph in, one callable out.
+
+The only place a captured graph meets a backend. Capture hands over the graph it built (its
+output node set, placeholders in input order) and a way to read each input's example value;
+``compile_graph`` runs the passes every graph gets (dead code, common subexpressions, distinct
+outputs, unused inputs), picks the backend for the inputs (autograd's AOT wrap when tracers flow
+in, via ``registry.backend_for_inputs``), calls it, and checks what it returns.
+
+A backend that raises is never worse than Python: the graph runs on the eager backend and one
+``BackendFallbackWarning`` says so, unless ``fullgraph=True`` asked for no silent fallback, in
+which case ``BackendCompilerFailed`` is raised. A backend that returns something that cannot be
+called is a broken backend: ``BackendCompilerFailed`` at compile time, whatever the setting.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from npdynamo.backends.registry import Backend, backend_for_inputs
+from npdynamo.errors import BackendCompilerFailed
+from npdynamo.fx import Graph, GraphModule
+from npdynamo.fx.node import Node
+from npdynamo.fx.passes import common_subexpression_elimination, dead_code_elimination
+from npdynamo.fx.passes.outputs import distinct_outputs, prune_inputs
+
+
+class BackendFallbackWarning(UserWarning):
+    """A backend raised while compiling a graph; the graph runs on the eager backend."""
+
+
+@dataclass
+class CompiledGraph:
+    """What ``compile_graph`` made of one graph."""
+
+    #: the graph after the passes (``None``: it computes nothing the caller needs)
+    graph_module: GraphModule | None
+    #: called with the values of ``inputs``, returns the tuple of outputs
+    compiled: Callable[..., tuple] | None
+    #: the placeholders kept, in call order (the caller reads their values)
+    inputs: list[Node]
+    #: why the graph runs on the eager backend instead of the one asked for (it raised)
+    backend_failure: str | None = None
+
+
+def compile_graph(
+    graph: Graph,
+    read_input: Callable[[Node], object],
+    backend: Backend,
+    *,
+    owner: str,
+    fullgraph: bool = False,
+) -> CompiledGraph:
+    """Run the graph passes and compile ``graph`` with ``backend``.
+
+    ``read_input(placeholder)`` gives the example value of one input (called only for the
+    inputs kept); ``owner`` names the user's function in messages."""
+    dead_code_elimination(graph)
+    common_subexpression_elimination(graph)
+    dead_code_elimination(graph)
+    distinct_outputs(graph)
+    prune_inputs(graph)
+    graph.lint()
+    inputs = list(graph.placeholders)
+    if not graph.output_node.args[0]:
+        return CompiledGraph(None, None, inputs)
+    gm = GraphModule(graph)
+    example_inputs = [read_input(node) for node in inputs]
+    compiler = backend_for_inputs(backend, example_inputs)
+    name = getattr(backend, "__name__", repr(backend))
+    try:
+        compiled = compiler(gm, example_inputs)
+    except Exception as exc:
+        if fullgraph:
+            raise BackendCompilerFailed(
+                f"backend {name} failed to compile a graph of {owner}: "
+                f"{type(exc).__name__}: {exc}. Without fullgraph=True the graph would run on "
+                "the eager backend instead."
+            ) from exc
+        reason = f"backend {name} raised {type(exc).__name__}: {exc}"
+        warnings.warn(
+            f"npdynamo: backend {name} failed to compile a graph of {owner} "
+            f"({type(exc).__name__}: {exc}); that graph runs on the eager backend instead",
+            BackendFallbackWarning,
+            stacklevel=2,
+        )
+        return CompiledGraph(gm, gm.forward, inputs, reason)
+    if not callable(compiled):
+        raise BackendCompilerFailed(
+            f"backend {name} returned {type(compiled).__name__} {compiled!r:.80} for a graph of "
+            f"{owner}; a backend must return a callable that takes the graph's inputs and "
+            "returns its outputs as a tuple (see npdynamo.register_backend)"
+        )
+    return CompiledGraph(gm, compiled, inputs)

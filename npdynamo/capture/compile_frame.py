@@ -1,0 +1,139 @@
+"""Build an entry for one frame: a whole graph, else a graph break, else plain Python.
+
+The top of the capture stage: what the frame hook's cache calls on a miss (``build_entry`` is
+installed into ``frames/cache.py`` by the package's composition root, ``capture/__init__.py``),
+and what a resume function calls through its session (``CompileContext.build_entry``). It runs
+the translator over the whole frame; if that succeeds the entry runs the compiled graph
+(``entry.finish_entry``). If the translator stops at something a graph cannot hold, the frame is
+re-traced up to that instruction and the entry runs the broken frame instead
+(``breaks.build_break_entry``). Where no break is possible the frame runs in Python, with the
+reason recorded.
+
+It also wires a session's callbacks: resume functions capture through ``build_entry``, and a
+user function called natively at a break goes through ``npdynamo.compile`` (its own frame is
+captured, as a PEP 523 hook would do).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+import types
+from collections.abc import Callable
+
+from npdynamo import config, logs
+
+# The handlers of opcodes and builtins and the autodiff calls register into ``capture.tables``
+# when imported; a capture session needs them all.
+from npdynamo.capture import autodiff, builtins_table, control_flow, opcodes  # noqa: F401
+from npdynamo.capture.break_reasons import reason_from
+from npdynamo.capture.breaks import CannotBreak, build_break_entry
+from npdynamo.capture.entry import CompiledEntry, finish_entry, python_entry
+from npdynamo.capture.errors import CaptureUnsupported, UserCodeRaises
+from npdynamo.capture.frames.cache import on_reset
+from npdynamo.capture.frames.decorator import compile as compile_function
+from npdynamo.capture.rebuild import ValueRebuilder
+from npdynamo.capture.resume import CompileContext
+from npdynamo.capture.translator import CaptureContext, root_frame
+from npdynamo.errors import Unsupported
+
+
+def build_entry(
+    fn: types.FunctionType,
+    frame_args: tuple,
+    *,
+    backend: Callable,
+    fullgraph: bool = False,
+    context: CompileContext | None = None,
+    cells_as_argument: bool = False,
+    opaque_iterators: bool = False,
+    dynamic: bool | None = None,
+) -> CompiledEntry:
+    """Capture ``fn`` for ``frame_args``; with ``fullgraph`` a break raises ``Unsupported``.
+
+    With ``opaque_iterators`` (a resume function continuing a loop that breaks in every
+    iteration) the loop iterators among the arguments are stepped natively, not unrolled."""
+    context = wire(context or default_context(backend, fullgraph, dynamic))
+    start = time.perf_counter()
+    ctx = CaptureContext(
+        fn, cells_as_argument=cells_as_argument, opaque_iterators=opaque_iterators,
+        dynamic=context.dynamic,
+    )
+    if config.force_fallback:
+        return python_entry(ctx, "npdynamo.config.force_fallback is set")
+    try:
+        result = root_frame(ctx, frame_args).run()
+        rebuilder = ValueRebuilder(ctx)
+        result_expr = rebuilder.expr(result)
+        rebuilder.record_side_effects()
+        entry = finish_entry(ctx, frame_args, rebuilder, f"return {result_expr}", context)
+    except UserCodeRaises as exc:
+        entry = python_entry(ctx, f"{type(exc.error).__name__}: {exc.error}")
+    except CaptureUnsupported as exc:
+        reason = reason_from(exc)
+        logs.get_logger("graph_breaks").info("Graph break in %s: %s", fn.__qualname__, reason)
+        if fullgraph:
+            raise to_unsupported(exc) from None
+        try:
+            entry = build_break_entry(ctx, frame_args, exc, reason, context)
+        except (CannotBreak, CaptureUnsupported, UserCodeRaises) as why:
+            entry = python_entry(ctx, f"{reason.reason} (the frame runs in Python: {why})")
+            entry.graph_break = reason
+    entry.compile_time_s = time.perf_counter() - start
+    entry.code = fn.__code__
+    _log_entry(entry)
+    if context.recorder is not None:
+        context.recorder(entry, fn)
+    return entry
+
+
+def wire(context: CompileContext) -> CompileContext:
+    """Give ``context`` the callbacks it has not been given: resume functions capture through
+    ``build_entry``; functions called natively at a break are compiled with its backend."""
+    if context.build_entry is None:
+        context.build_entry = build_entry
+    if context.compile_callee is None:
+        context.compile_callee = functools.partial(compile_function, backend=context.backend)
+    return context
+
+
+_DEFAULT_CONTEXTS: dict[tuple, CompileContext] = {}
+
+
+def default_context(
+    backend: Callable, fullgraph: bool, dynamic: bool | None = None
+) -> CompileContext:
+    """The session shared by every function compiled with these settings."""
+    key = (id(backend), fullgraph, dynamic)
+    context = _DEFAULT_CONTEXTS.get(key)
+    if context is None or context.backend is not backend:
+        context = _DEFAULT_CONTEXTS[key] = CompileContext(backend, fullgraph, dynamic=dynamic)
+    return context
+
+
+def to_unsupported(exc: CaptureUnsupported) -> Unsupported:
+    error = Unsupported(str(exc))
+    error.reason = exc.reason
+    error.hint = exc.hint
+    error.location = exc.location
+    error.user_stack = exc.user_stack
+    return error
+
+
+def _log_entry(entry: CompiledEntry) -> None:
+    if logs.enabled("guards"):
+        logs.get_logger("guards").info(
+            "Guards of %s:\n%s", entry.code.co_qualname, entry.guard_set.source
+        )
+    if entry.graph_module is not None and logs.enabled("graph_code"):
+        logs.get_logger("graph_code").info(
+            "Graph of %s:\n%s", entry.code.co_qualname, entry.graph_module.code
+        )
+    if entry.fallback_reason and logs.get_logger("graph_breaks").isEnabledFor(logging.INFO):
+        logs.get_logger("graph_breaks").info(
+            "%s runs in Python: %s", entry.code.co_qualname, entry.fallback_reason
+        )
+
+
+on_reset(_DEFAULT_CONTEXTS.clear)
