@@ -148,6 +148,15 @@ def adam(params, grads, m, v, t, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
     return new_p, new_m, new_v
 
 
+def adam_in_place(params, grads, m, v, t, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+    for k, p in params.items():
+        ty = p.dtype.type
+        _adam(ty)(p.ravel(), grads[k].ravel(), m[k].ravel(), v[k].ravel(), p.ravel(),
+                  m[k].ravel(), v[k].ravel(), ty(lr), ty(b1), ty(b2), ty(eps),
+                  ty(1 - b1**t), ty(1 - b2**t))
+    return params, m, v
+
+
 @cache
 def _mlp(ty):
     exp, zero = _EXP[ty], ty(0)

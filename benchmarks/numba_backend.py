@@ -12,6 +12,7 @@ workload's speed-up over NumPy and its time relative to the hand-written kernel.
 
 from __future__ import annotations
 
+import copy
 import statistics
 import time
 import timeit
@@ -55,6 +56,8 @@ WORKLOADS = [
      lambda dt: (RNG.standard_normal((4096, 1024)).astype(dt),
                  RNG.standard_normal(1024).astype(dt), RNG.standard_normal(1024).astype(dt))),
     ("Adam 1e6 params (dict, functional)", 5.0, workloads.adam, handwritten.adam, _adam_args),
+    ("Adam 1e6 params (dict, in place)", 5.0, workloads.adam_in_place,
+     handwritten.adam_in_place, _adam_args),
     ("MLP forward 64x784-256-10", None, workloads.mlp_forward, handwritten.mlp_forward,
      _mlp_args),
     ("tiny chain: 10 ops on 10 elements", None, workloads.tiny_chain, handwritten.tiny_chain,
@@ -97,17 +100,19 @@ def bench_workload(name, target, user_fn, hand_fn, make_args, dtype) -> dict:
     args = make_args(dtype)
     npdynamo.reset()  # one cache entry per function: guards of other dtypes are not checked
     with np.errstate(all="ignore"):
-        want = user_fn(*args)
+        # each variant on its own copy: a workload may update its arguments in place
+        want = user_fn(*copy.deepcopy(args))
         eager = npdynamo.compile(user_fn, backend="eager")
         numba_fn = npdynamo.compile(user_fn, backend="numba")
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a numba fallback must not go unnoticed here
-            got = numba_fn(*args)
+            got = numba_fn(*copy.deepcopy(args))
         compile_s = time.perf_counter() - start
-        hand_fn(*args)  # compile
+        hand_fn(*copy.deepcopy(args))  # compile
         assert _close(got, want, dtype), f"{name}: numba backend result differs"
-        assert _close(hand_fn(*args), want, dtype), f"{name}: hand-written result differs"
+        assert _close(hand_fn(*copy.deepcopy(args)), want, dtype), \
+            f"{name}: hand-written result differs"
         rows = _interleaved({"NumPy eager": user_fn, "npdynamo eager": eager,
                              "npdynamo numba": numba_fn, "hand-written numba": hand_fn}, args)
     base, ceiling = rows["NumPy eager"]["median"], rows["hand-written numba"]["median"]

@@ -7,10 +7,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import overhead, train_step  # noqa: E402
+from benchmarks import overhead, small_functions, train_step  # noqa: E402
 
 if __name__ == "__main__":
     overhead.main()
+    print()
+    small_functions.main()
     print()
     train_step.main()
     # The numba backend: what kernels compute themselves, when threads pay, the
@@ -26,6 +28,11 @@ if __name__ == "__main__":
     from benchmarks import dynamic_shapes
 
     dynamic_shapes.main()
+    # Loops in the graph: capture time against the trip count, a solver loop.
+    from benchmarks import control_flow
+
+    print()
+    control_flow.main()
     # Never worse than Python: the worst cases, plain against compiled.
     from benchmarks import worst_case
 

@@ -45,6 +45,18 @@ def adam(params, grads, m, v, t, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
     return new_p, new_m, new_v
 
 
+def adam_in_place(params, grads, m, v, t, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+    """The same step as users usually write it: the state arrays updated in place."""
+    for k in params:
+        g = grads[k]
+        m[k] *= b1
+        m[k] += (1 - b1) * g
+        v[k] *= b2
+        v[k] += (1 - b2) * g * g
+        params[k] -= lr * (m[k] / (1 - b1**t)) / (np.sqrt(v[k] / (1 - b2**t)) + eps)
+    return params, m, v
+
+
 def mlp_forward(x, w1, b1, w2, b2):
     """A 2-layer MLP forward with softmax probabilities (the training step needs autograd)."""
     h = np.maximum(x @ w1 + b1, 0)

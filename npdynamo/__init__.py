@@ -11,6 +11,7 @@ from npdynamo.capture.builtins_table import graph_break
 from npdynamo.capture.dynamic_dims import mark_dynamic, mark_static
 from npdynamo.capture.explain import ExplainOutput, explain
 from npdynamo.capture.frames import compile, disable, enable, reset
+from npdynamo.control_flow import cond, fori_loop, while_loop
 from npdynamo.errors import (
     BackendCompilerFailed,
     GradError,
@@ -33,10 +34,12 @@ __all__ = [
     "Unsupported",
     "ExplainOutput",
     "compile",
+    "cond",
     "config",
     "disable",
     "enable",
     "explain",
+    "fori_loop",
     "fx",
     "grad",
     "graph_break",
@@ -49,4 +52,5 @@ __all__ = [
     "set_logs",
     "supported_functions",
     "value_and_grad",
+    "while_loop",
 ]

@@ -12,6 +12,15 @@ cache_size_limit: int = 8
 #: input (a dynamic scalar); ``compile(dynamic=True/False)`` overrides this.
 automatic_dynamic_shapes: bool = True
 
+#: A ``while`` loop whose test is an array value (``while err > tol:``) and whose body can be
+#: captured whole becomes one in-graph ``while_loop`` node; False: a graph break at its test.
+capture_while_loops: bool = True
+
+#: Opt-in: an ``if`` statement whose test is an array value and whose branches can be captured
+#: whole becomes one in-graph ``cond`` node (both branches compiled, no recompile to take the
+#: other one); off: a graph break at its test (the documented default behaviour, for now).
+capture_if_branches: bool = False
+
 #: Debugging / testing: every capture runs the frame in plain Python instead of a graph.
 force_fallback: bool = bool(os.environ.get("NPDYNAMO_FORCE_FALLBACK"))
 

@@ -2,7 +2,7 @@
 
 Every stage logs through the standard ``logging`` module on a logger named ``npdynamo.<topic>``;
 a topic switched on gets a stderr handler at INFO. Topics: graph_breaks, recompiles, guards,
-graph_code, bytecode, output_code, aot_graphs, dynamic.
+graph_code, bytecode, output_code, aot_graphs, dynamic, tuning.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ TOPICS = (
     "output_code",
     "aot_graphs",
     "dynamic",
+    "tuning",
 )
 _handler: logging.Handler | None = None
 

@@ -34,3 +34,13 @@ def test_demo_tour_runs():
     with contextlib.redirect_stdout(out):
         _load("demo").main()
     assert "bitwise equal to plain NumPy: True" in out.getvalue()
+
+
+def test_solver_loop_is_one_graph():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        _load("solver_loop").main()
+    text = out.getvalue()
+    assert "bitwise equal to plain NumPy: True" in text
+    assert "Graph count: 1" in text and "Graph break count: 0" in text
+    assert "while_loop(while_loop_cond_0, while_loop_body_1" in text

@@ -7,7 +7,10 @@ split it with a min-cut (the static graph), and the ``aot_*`` backends run those
 differentiable step of an enclosing tape. All of them use the VJP rules of ``vjp_rules``.
 """
 
-from npdynamo.autograd import vjp_rules  # noqa: F401  (installs op.vjp on the registry)
+from npdynamo.autograd import (
+    vjp_control_flow,  # noqa: F401  (registers the control-flow step)
+    vjp_rules,  # noqa: F401  (installs op.vjp on the registry)
+)
 from npdynamo.autograd.aot import AOTFunction, aot_backend, aot_eager, aot_numba
 from npdynamo.autograd.api import GradSpec, grad, grad_spec, value_and_grad
 from npdynamo.autograd.joint import JointGraph, build_joint

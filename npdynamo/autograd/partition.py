@@ -53,8 +53,9 @@ def nbytes(node: Node) -> int:
 
 def _shape_and_dtype(node: Node) -> tuple:
     val = node.meta["val"]
-    if isinstance(val, tuple):
-        return tuple(v.shape for v in val), ", ".join(str(v.dtype) for v in val)
+    if isinstance(val, tuple):  # several results (np.linalg.svd, a control-flow node)
+        return (tuple(getattr(v, "shape", ()) for v in val),
+                ", ".join(str(getattr(v, "dtype", type(v).__name__)) for v in val))
     return val.shape, str(val.dtype)
 
 

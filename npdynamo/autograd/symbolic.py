@@ -9,19 +9,27 @@ joint forward/backward graph that the partitioner splits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from npdynamo.autograd.emitting import SHAPE_ONLY, Emit, backprop_step, meta
 from npdynamo.errors import GradError
 from npdynamo.fx import Graph, Node, map_arg
 from npdynamo.ops import REGISTRY, ArrayMeta, Op
+from npdynamo.ops.control_flow import CONTROL_FLOW_OPS
+from npdynamo.ops.tuples import TUPLE_ITEM
+
+#: ``step(node, cotangents, keys, emit)`` for control-flow nodes, registered by
+#: ``vjp_control_flow`` (it builds backward subgraphs with ``reverse_mode``, so it sits above
+#: this module and fills the slot when ``npdynamo.autograd`` is imported)
+CONTROL_FLOW_STEP: list[Callable] = []
 
 
 def carries_gradient(node: Node) -> bool:
-    """Whether ``node``'s value is floating point (masks, indices and shapes carry none)."""
+    """Whether ``node``'s value is floating point (masks, indices and shapes carry none); a
+    control-flow node's tuple of results does when one of them does."""
     val = node.meta.get("val")
-    if isinstance(val, tuple):  # an op with several results (np.linalg.svd)
+    if isinstance(val, tuple):  # several results (np.linalg.svd, a control-flow node)
         return any(isinstance(v, ArrayMeta) and v.dtype.kind == "f" for v in val)
     return isinstance(val, ArrayMeta) and val.dtype.kind == "f"
 
@@ -79,22 +87,27 @@ def reverse_mode(
         if not any(_has_key(k) for k in keys):
             continue
         op = node.target
-        if getattr(op, "name", None) == "tuple_item":
+        if op is TUPLE_ITEM:  # one result: its cotangent joins the tuple of its node's
             _project_back(node, g, grads, emit)
             continue
-        if not isinstance(op, Op) or not op.differentiable:
+        if op in CONTROL_FLOW_OPS:
+            steps = CONTROL_FLOW_STEP[0](node, dict(enumerate(g)), keys, emit)
+        elif not isinstance(op, Op) or not op.differentiable:
             raise GradError(_not_differentiable(node))
-        for key, ct in backprop_step(op, g, node, node.args, node.kwargs, keys, emit):
+        else:
+            steps = backprop_step(op, g, node, node.args, node.kwargs, keys, emit)
+        for key, ct in steps:
             seen = grads.get(key)
             grads[key] = ct if seen is None else emit(REGISTRY["add"], seen, ct)
     return [grads.get(w) for w in wrt]
 
 
 def _project_back(node: Node, g: Any, grads: dict, emit: Emit) -> None:
-    """``tuple_item(results, index=i)``: ``g`` joins the cotangent tuple of ``results`` (one
+    """``tuple_item(results, i)``: ``g`` joins the cotangent tuple of ``results`` (one
     entry per result, None where no gradient reached it), which that op's rule receives."""
-    results, index = node.args[0], node.kwargs.get("index", 0)
-    if not getattr(results.target, "differentiable", False):
+    results, index = node.args
+    if not getattr(results.target, "differentiable", False) and \
+            results.target not in CONTROL_FLOW_OPS:
         raise GradError(_not_differentiable(node))
     parts = list(grads.get(results) or [None] * len(results.meta["val"]))
     parts[index] = g if parts[index] is None else emit(REGISTRY["add"], parts[index], g)

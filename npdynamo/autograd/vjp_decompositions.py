@@ -39,7 +39,7 @@ def _real_only(name: str, a: Any) -> None:
 
 
 def _result(M: Math, out: Any, index: int) -> Any:
-    return M("tuple_item", out, index=index)
+    return M("tuple_item", out, index)
 
 
 def _t(M: Math, a: Any) -> Any:

@@ -121,4 +121,7 @@ def keep_states_on_error(graph: Graph, inputs: list[Node], compiled: Callable) -
             raise
 
     run.__wrapped__ = compiled
+    report = getattr(compiled, "npdynamo_report", None)
+    if report is not None:  # what the backend did with the graph, for explain
+        run.npdynamo_report = report
     return run

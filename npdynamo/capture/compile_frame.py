@@ -26,7 +26,13 @@ from npdynamo import config, logs
 
 # The handlers of opcodes and builtins and the autodiff calls register into ``capture.tables``
 # when imported; a capture session needs them all.
-from npdynamo.capture import autodiff, builtins_table, opcodes, random_calls  # noqa: F401
+from npdynamo.capture import (  # noqa: F401
+    autodiff,
+    builtins_table,
+    control_flow,
+    opcodes,
+    random_calls,
+)
 from npdynamo.capture.break_reasons import reason_from
 from npdynamo.capture.breaks import CannotBreak, build_break_entry
 from npdynamo.capture.entry import CompiledEntry, finish_entry, python_entry

@@ -24,6 +24,7 @@ from npdynamo.capture.guards.guard import frame_params
 from npdynamo.capture.pysource import Namespace, make_function
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.resume import CompileContext
+from npdynamo.capture.side_effects import write_back_targets
 from npdynamo.capture.translator import CaptureContext
 from npdynamo.fx import GraphModule
 
@@ -78,7 +79,8 @@ def finish_graph(
 
     Returns what the compile step made of it and its inputs as ``[(placeholder, source)]``."""
     check_written_arrays(ctx)
-    ctx.graph.output(tuple(rebuilder.nodes))
+    output = ctx.graph.output(tuple(rebuilder.nodes))
+    output.meta["write_back"] = write_back_targets(ctx, rebuilder)
     sources = dict(ctx.placeholders)
     graph = compile_graph(
         ctx.graph,
@@ -174,6 +176,7 @@ def generated_function(
             "    except Exception:",
             f"        {on_error}",
         ]
+    lines += [f"    {statement}" for statement in rebuilder.entry_reads]
     lines += [f"    {statement}" for statement in rebuilder.prelude]
     lines += [f"    {statement}" for statement in rebuilder.effects]
     lines.append(f"    {tail}")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from npdynamo.capture.generators import LAZY_KINDS, rebuild_expr
+from npdynamo.capture.guards import LocalSource, Source
 from npdynamo.capture.pysource import Namespace, literal
 from npdynamo.capture.side_effects import array_write_statements, replay_statements
 from npdynamo.capture.values import (
@@ -127,6 +128,15 @@ class ValueRebuilder:
         self._memo: dict[int, str] = {}
         self.nodes: list = []
         self.index: dict = {}
+        #: how many expressions read each graph output (an output read once, by its write-back
+        #: only, may be computed straight into the array it is written back to)
+        self.reads: dict = {}
+        #: ``sN = <source>`` for every object from outside the code refers to, run before any
+        #: side effect is written back: a replayed store may rebind the slot a source names
+        #: (``kept = d["w"]; d["w"] = other; return kept``), so each is read while it still
+        #: holds what the frame read (nothing changes a Python slot before the write-backs)
+        self.entry_reads: list[str] = []
+        self._source_names: dict = {}
         self.namespace = Namespace()
 
     def bind(self, obj: object, hint: str = "RET") -> str:
@@ -147,14 +157,25 @@ class ValueRebuilder:
             return name
         return text
 
+    def source_expr(self, source: Source) -> str:
+        """The object ``source`` named when the frame ran (a frame argument, or read on entry)."""
+        if isinstance(source, LocalSource):
+            return source.expr()  # a parameter of the generated function: nothing rebinds it
+        name = self._source_names.get(source)
+        if name is None:
+            name = self._source_names[source] = f"s{len(self._source_names)}"
+            self.entry_reads.append(f"{name} = {source.expr()}")
+        return name
+
     def graph_value(self, value: ArrayValue) -> str:
         """The expression of an array's current data: a graph output (or its input)."""
         node = value.node
         if node.op == "placeholder" and value.source is not None:
-            return value.source.expr()
+            return self.source_expr(value.source)
         if node not in self.index:
             self.index[node] = len(self.nodes)
             self.nodes.append(node)
+        self.reads[node] = self.reads.get(node, 0) + 1
         return f"out[{self.index[node]}]"
 
     def _expr(self, value: Value) -> str:
@@ -163,7 +184,7 @@ class ValueRebuilder:
         if isinstance(value, ArrayValue):
             # an array from outside stays that object (written back first if it was changed)
             if value.source is not None:
-                return value.source.expr()
+                return self.source_expr(value.source)
             if value.base is not None:
                 # a view stays a view of its (rebuilt) base, as NumPy shares their memory
                 op, args, kwargs = value.recipe
@@ -172,7 +193,7 @@ class ValueRebuilder:
                 return f"{self.bind(op.impl, 'VIEW')}({self.expr(value.base)}{rest})"
             return self.graph_value(value)
         if getattr(value, "source", None) is not None and not getattr(value, "fresh", False):
-            return value.source.expr()
+            return self.source_expr(value.source)
         if isinstance(value, Const):
             return self.bind(value.value)
         if isinstance(value, NamedTupleValue):

@@ -25,6 +25,7 @@ import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.guards import ItemSource
 from npdynamo.capture.values import ArrayValue, Value
 
 if TYPE_CHECKING:
@@ -81,6 +82,11 @@ def view_of(result: ArrayValue, base: ArrayValue, op, args: tuple, kwargs: dict)
 
 def write_array(ctx: CaptureContext, target: ArrayValue, new: ArrayValue) -> None:
     """``target`` now holds ``new``'s data (same shape and dtype): propagate through views."""
+    if id(target) in ctx.loop_aliased:
+        raise ctx.unsupported(
+            "an in-place write into an array passed to or returned by npdynamo.cond/while_loop/"
+            "fori_loop: the loop's results may be its input arrays or views of them",
+            "write into a copy (r = r.copy()), or build a new array", kind="side_effect")
     if target.base is not None:
         op, args, kwargs = target.recipe
         if op.name != "getitem":
@@ -137,14 +143,38 @@ def cast_for_inplace(ctx: CaptureContext, result: ArrayValue, target: ArrayValue
 def array_write_statements(ctx: CaptureContext, rebuilder) -> list[str]:
     """``np.copyto`` of every outside array the graph wrote. They read only graph outputs and
     sources, and must run before any rebuilt value is made: a view of a written array rebuilt
-    as ``a.transpose(...).reshape(...)`` copies the data it sees at that moment."""
-    copyto = rebuilder.namespace.bind(np.copyto, "copyto")
-    return [
-        f"{copyto}({array.source.expr()}, {rebuilder.graph_value(array)})"
-        for array in ctx.side_effects.arrays
-        # an array written and restored to the value it had: nothing changed
-        if array.node.op != "placeholder"
-    ]
+    as ``a.transpose(...).reshape(...)`` copies the data it sees at that moment.
+
+    A backend may compute a written array's new value straight into the array itself (see
+    ``write_back_targets``): then the output IS the array, and there is nothing to copy.
+    The copy is ``target[...] = value``: the target is a plain ndarray (subclasses are never
+    captured) and the value has its dtype and shape, so this is ``np.copyto`` exactly, at half
+    its per-call cost (which counts for the small arrays of a small model's update)."""
+    inputs = {src for _node, src in ctx.placeholders}
+    lines = []
+    for array in ctx.side_effects.arrays:
+        if array.node.op == "placeholder":
+            continue  # an array written and restored to the value it had: nothing changed
+        target, value = rebuilder.source_expr(array.source), rebuilder.graph_value(array)
+        copy = f"{target}[...] = {value}"
+        lines.append(f"if {value} is not {target}: {copy}" if array.source in inputs else copy)
+    return lines
+
+
+def write_back_targets(ctx: CaptureContext, rebuilder) -> dict[int, str]:
+    """Graph output position -> name of the input placeholder that output is copied into, for
+    the outputs nothing else reads (no returned value, no other write-back, no stack slot): a
+    backend may compute them straight into that input's memory. Call once every expression of
+    the rebuilder exists."""
+    placeholder_of = {src: node for node, src in ctx.placeholders}
+    targets = {}
+    for array in ctx.side_effects.arrays:
+        node = array.node
+        holder = placeholder_of.get(array.source)
+        if node.op == "placeholder" or holder is None or rebuilder.reads.get(node) != 1:
+            continue
+        targets[rebuilder.index[node]] = holder.name
+    return targets
 
 
 def replay_statements(ctx: CaptureContext, rebuilder) -> list[str]:
@@ -152,16 +182,35 @@ def replay_statements(ctx: CaptureContext, rebuilder) -> list[str]:
     (the array writes come first, from ``array_write_statements``)."""
     effects = ctx.side_effects
     lines: list[str] = []
+    touched: set = set()  # (dict, key) slots written so far, (dict, None) for a cleared dict
     for m in effects.mutations:
+        if m.kind == "dict_set" and _stores_its_own_item(m, touched):
+            # ``d[k] op= v`` stores back the object it read from that slot, untouched since:
+            # for a plain dict (the only kind tracked) that changes nothing, not even the order
+            continue
+        if m.kind.startswith("dict_"):
+            touched.add((id(m.target), m.args[0] if m.kind != "dict_clear" else None))
         lines += _mutation_lines(m, rebuilder)
     for name, value in effects.global_stores.items():
         lines.append(f"G[{name!r}] = {rebuilder.expr(value)}")
     return lines
 
 
+def _stores_its_own_item(m: Mutation, touched: set) -> bool:
+    key, value = m.args
+    source = m.target.source if m.target is not None else None
+    return (
+        source is not None
+        and getattr(value, "source", None) == ItemSource(source, key)
+        and (id(m.target), key) not in touched
+        and (id(m.target), None) not in touched
+    )
+
+
 def _mutation_lines(m: Mutation, rebuilder) -> list[str]:
     kind = m.kind
-    target = m.target.source.expr() if m.target is not None and m.target.source else None
+    target = (rebuilder.source_expr(m.target.source)
+              if m.target is not None and m.target.source else None)
     if kind == "list_append":
         return [f"{target}.append({rebuilder.expr(m.args[0])})"]
     if kind == "list_state":

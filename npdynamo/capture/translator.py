@@ -95,6 +95,12 @@ class CaptureContext:
         #: loop iterators among the arguments are not unrolled: their FOR_ITER runs natively
         self.opaque_iterators = opaque_iterators
         self.graph = Graph()
+        #: the function's own graph; ``graph`` is a loop body's or branch's while it is captured
+        #: (``control_flow.py``), and ``lift`` then maps outer values into it
+        self.root_graph = self.graph
+        self.lift = None
+        #: id -> ArrayValue of arrays a control-flow node read or returned (they may alias)
+        self.loop_aliased: dict[int, ArrayValue] = {}
         self.arg_names = list(arg_names(fn.__code__))
         self.guards = GuardSet(arg_count=len(self.arg_names))
         if cells_as_argument:
@@ -146,7 +152,7 @@ class CaptureContext:
     def add_placeholder(self, value, source, dynamic: frozenset[int] = frozenset()) -> object:
         """A graph input for ``value``; its dimensions in ``dynamic`` become symbols."""
         name = _identifier(source.short())
-        node = self.graph.placeholder(name)
+        node = self.root_graph.placeholder(name)
         meta = ArrayMeta.of(tracer_value(value))
         if dynamic:
             shape = tuple(
@@ -162,7 +168,7 @@ class CaptureContext:
 
     def add_scalar_placeholder(self, value, source) -> object:
         """A graph input for a dynamic scalar: a weak Python int or float of unknown value."""
-        node = self.graph.placeholder(_identifier(source.short()))
+        node = self.root_graph.placeholder(_identifier(source.short()))
         node.meta["val"] = ScalarMeta(type(value))
         node.meta["source_name"] = source.name()
         self.placeholders.append((node, source))
@@ -202,8 +208,9 @@ class CaptureContext:
 
     def call_op(self, op, args: tuple, kwargs: dict) -> ArrayValue | Const:
         """Record ``op(*args, **kwargs)`` (tracked values inside) as a graph node."""
-        node_args = _to_node_args(args)
-        node_kwargs = _to_node_args(kwargs)
+        to_node = self.lift or _node_of
+        node_args = map_values(args, to_node)
+        node_kwargs = map_values(kwargs, to_node)
         meta_args = _to_meta_args(args)
         meta_kwargs = _to_meta_args(kwargs)
         try:
@@ -226,9 +233,11 @@ class CaptureContext:
         loc = self.location()
         if loc is not None:
             node.meta["source"] = (loc.filename, loc.lineno, loc.source_line.strip())
-        if isinstance(meta, tuple):  # several results: one projection node each
-            return TupleValue([self.call_op(ops.REGISTRY["tuple_item"], (ArrayValue(node),),
-                                            {"index": i}) for i in range(len(meta))])
+        if isinstance(meta, tuple) and getattr(op, "subgraph_inputs", None) is None:
+            # several results (np.linalg.svd): one projection node each; a control-flow node's
+            # results are taken apart by its own capture (``control_flow.record_node``)
+            return TupleValue([self.call_op(ops.REGISTRY["tuple_item"], (ArrayValue(node), i),
+                                            {}) for i in range(len(meta))])
         return ArrayValue(node)
 
 
@@ -237,9 +246,8 @@ def _identifier(text: str) -> str:
     return name if not name[0].isdigit() else "_" + name
 
 
-def _to_node_args(obj):
-    return map_values(
-        obj, lambda v: v.node if isinstance(v, (ArrayValue, ScalarInputValue)) else v)
+def _node_of(v):
+    return v.node if isinstance(v, (ArrayValue, ScalarInputValue)) else v
 
 
 def _to_meta_args(obj):
@@ -293,6 +301,8 @@ class Frame:
         #: what a generator frame's last YIELD_VALUE produced (it is suspended there)
         self.yielded: Value | None = None
         self.visits: dict[int, int] = {}
+        #: run stops before this instruction (a while loop's body captured as a subgraph)
+        self.stop_at: int | None = None
 
     def _has_exception_handlers(self) -> bool:
         """True if the code has a handler that runs user code: a try/with block, not 3.12+'s
@@ -365,7 +375,7 @@ class Frame:
             self.ctx.facts.__enter__()
         try:
             instrs = self.instrs
-            while self.return_value is None and self.yielded is None:
+            while self.return_value is None and self.yielded is None and self.ip != self.stop_at:
                 if root:
                     visit = self.visits[self.ip] = self.visits.get(self.ip, 0) + 1
                     if break_at is not None and (self.ip, visit) == break_at:

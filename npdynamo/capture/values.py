@@ -407,8 +407,10 @@ class GuardedConst(Const):
     @property
     def value(self) -> object:
         if self._install_guard is not None:
-            install, self._install_guard = self._install_guard, None
-            install()
+            # cleared only once installed: an install that refuses (a loop's carried number has
+            # no value at capture time) refuses again on every later read
+            self._install_guard()
+            self._install_guard = None
         return self._value
 
     def kind(self) -> str:

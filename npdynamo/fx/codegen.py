@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from npdynamo.errors import NpdynamoError
 from npdynamo.fx.node import Node, iter_nodes, target_name, to_identifier
 from npdynamo.fx.sizes import symbol_prelude
+from npdynamo.fx.subgraphs import is_subgraph
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.symbolic import SymInt
 from npdynamo.ops.symbolic_code import python_source
@@ -90,6 +91,8 @@ class _Emitter:
             return "{" + ", ".join(pairs) + "}"
         if kind is slice:
             return f"slice({self.expr(a.start)}, {self.expr(a.stop)}, {self.expr(a.step)})"
+        if is_subgraph(a):  # a branch or loop body: called through its own generated function
+            return self.bind(a, a.name)
         if any(True for _ in iter_nodes(a)):
             raise NpdynamoError(
                 f"cannot generate code for a {kind.__name__} holding graph values; "

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from npdynamo.fx.node import Node, target_name
+from npdynamo.fx.subgraphs import is_subgraph, nodes_with_subgraphs, subgraphs_of
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 
 if TYPE_CHECKING:
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 def format_arg(a: Any) -> str:
     """An argument as it would read in code: nodes by name, constants by ``repr``."""
     if isinstance(a, Node):
+        return a.name
+    if is_subgraph(a):
         return a.name
     if type(a) is tuple:
         inner = ", ".join(format_arg(x) for x in a)
@@ -69,6 +72,12 @@ def format_graph(graph: Graph) -> str:
             lines.append(f"    {typed(node)} = {call}")
         elif node.op == "output":
             lines.append(f"    return {format_arg(node.args[0] if node.args else None)}")
+    # the branches and loop bodies, each listed under the graph that holds it
+    for node in nodes_with_subgraphs(graph):
+        for sub in subgraphs_of(node):
+            inner = format_graph(sub.graph).splitlines()
+            lines.append(f"    {sub.name} = {inner[0]}")
+            lines += [f"    {line}" for line in inner[1:]]
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from npdynamo.fx.display import format_graph
 from npdynamo.fx.lint import lint_graph
 from npdynamo.fx.node import NODE_OPS, Node, map_arg, target_name, to_identifier
+from npdynamo.fx.subgraphs import copy_subgraph_args
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 
 # The generated code calls ``slice(...)`` by name; a local of that name would shadow it.
@@ -199,11 +200,12 @@ class Graph:
         lint_graph(self)
 
     def copy(self) -> tuple[Graph, dict[Node, Node]]:
-        """A deep copy of the structure (meta dicts copied shallowly) and the old->new node map."""
+        """A deep copy of the structure (meta dicts copied shallowly; subgraphs held by
+        control-flow nodes copied too) and the old->new node map."""
         new = Graph()
         mapping: dict[Node, Node] = {}
         for node in self.nodes:
-            args = map_arg(node.args, lambda n: mapping.get(n, n))
+            args = copy_subgraph_args(map_arg(node.args, lambda n: mapping.get(n, n)))
             kwargs = map_arg(node.kwargs, lambda n: mapping.get(n, n))
             copy = Node(new, node.name, node.op, node.target, args, kwargs)
             copy.meta = dict(node.meta)

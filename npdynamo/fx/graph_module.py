@@ -16,6 +16,7 @@ from typing import Any
 from npdynamo.fx.codegen import generate_source
 from npdynamo.fx.display import format_table
 from npdynamo.fx.graph import Graph
+from npdynamo.fx.subgraphs import register_subgraph_type
 
 _file_ids = itertools.count()
 
@@ -32,6 +33,7 @@ def _compile(source: str, fn_name: str, namespace: dict[str, Any]) -> Callable[.
     return fn
 
 
+@register_subgraph_type
 class GraphModule:
     """A graph and its generated Python function; calling it returns the tuple of outputs."""
 

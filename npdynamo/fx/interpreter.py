@@ -15,6 +15,7 @@ from npdynamo.fx.graph import Graph
 from npdynamo.fx.graph_module import GraphModule
 from npdynamo.fx.node import Node, map_arg
 from npdynamo.fx.sizes import bind_symbols
+from npdynamo.fx.subgraphs import is_subgraph
 from npdynamo.ops.symbolic_code import concretize, has_symbols
 
 
@@ -66,8 +67,16 @@ class Interpreter:
         return next(self._inputs)
 
     def call_function(self, node: Node, target: Any, args: tuple, kwargs: dict) -> Any:
-        """Call the node's target."""
+        """Call the node's target; branches and loop bodies run in interpreters of this class."""
+        if any(is_subgraph(a) for a in args):
+            args = tuple(self._subinterpreter(a) if is_subgraph(a) else a for a in args)
         return target(*args, **kwargs)
+
+    def _subinterpreter(self, sub: GraphModule) -> Any:
+        def run(*inputs: Any) -> tuple:
+            return type(self)(sub).run(*inputs)
+
+        return run
 
     def output(self, node: Node, target: Any, args: tuple, kwargs: dict) -> tuple:
         """The graph's result as a tuple, like ``GraphModule.__call__`` returns it."""

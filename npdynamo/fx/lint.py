@@ -10,8 +10,9 @@ import keyword
 from typing import TYPE_CHECKING
 
 from npdynamo.errors import NpdynamoError
-from npdynamo.fx.node import NODE_OPS, Node, iter_nodes, target_name
+from npdynamo.fx.node import NODE_OPS, Node, iter_nodes, map_arg, target_name
 from npdynamo.fx.sizes import symbol_origins, symbols_used
+from npdynamo.fx.subgraphs import is_subgraph, subgraphs_of
 
 if TYPE_CHECKING:
     from npdynamo.fx.graph import Graph
@@ -72,6 +73,8 @@ def lint_graph(graph: Graph) -> None:
         if node.op == "call_function" and not callable(node.target):
             raise LintError(f"{where} has a target that is not callable", node)
 
+        if node.op == "call_function" and any(is_subgraph(a) for a in node.args):
+            _check_control_flow(node, where)
         _check_inputs(graph, node, where, defined, members, reads[node])
         _check_users(node, where, members, reads)
         defined.add(node)
@@ -110,3 +113,23 @@ def _check_users(node: Node, where: str, members: set, reads: dict) -> None:
             raise LintError(f"{where} lists {user.name!r} as a user, but it is not in the graph")
         if node not in reads[user]:
             raise LintError(f"{where} lists {user.name!r} as a user, but it does not read it", node)
+
+
+def _check_control_flow(node: Node, where: str) -> None:
+    """Each subgraph is a valid graph, and where the metas are known, the node's rule holds:
+    carried values keep their dtype and shape through a loop body, both branches of a cond
+    return the same kinds of values."""
+    for sub in subgraphs_of(node):
+        try:
+            lint_graph(sub.graph)
+        except LintError as exc:
+            raise LintError(f"{where}: its subgraph {sub.name}: {exc}", node) from exc
+    infer = getattr(node.target, "infer", None)
+    metas = [a.meta.get("val") for a in node.all_input_nodes]
+    if infer is None or any(m is None for m in metas):
+        return
+    lookup = {a: a.meta["val"] for a in node.all_input_nodes}
+    try:
+        infer(*map_arg(node.args, lookup.__getitem__), **map_arg(node.kwargs, lookup.__getitem__))
+    except Exception as exc:
+        raise LintError(f"{where}: {exc}", node) from exc

@@ -10,6 +10,7 @@ canonical ``(op, args, kwargs)`` triples.
 from npdynamo.ops import (
     complex_parts,
     composite,
+    control_flow,
     creation,
     decompositions,
     elementwise,
@@ -25,6 +26,7 @@ from npdynamo.ops import (
     shape_ops,
     solvers,
     statistics,
+    tuples,
     writes,
 )
 from npdynamo.ops.elementwise import infer_inplace
@@ -61,6 +63,6 @@ __all__ = [
     *REGISTRY,
 ]
 
-del (complex_parts, composite, creation, decompositions, elementwise, indexing, linalg, numeric,
-     reductions, random, reorder, scalar_ops, scans, selection, shape_ops, solvers, statistics,
-     writes)
+del (complex_parts, composite, control_flow, creation, decompositions, elementwise, indexing,
+     linalg, numeric, reductions, random, reorder, scalar_ops, scans, selection, shape_ops,
+     solvers, statistics, tuples, writes)

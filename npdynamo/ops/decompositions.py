@@ -49,16 +49,6 @@ def _metas(*pairs: tuple[tuple, np.dtype]) -> tuple[ArrayMeta, ...]:
 
 
 # -- the projection ------------------------------------------------------------------------
-def _tuple_item(results: tuple, *, index: int) -> Any:
-    return results[index]
-
-
-def _tuple_item_rule(results: object, *, index: int) -> ArrayMeta:
-    if not isinstance(results, tuple):
-        raise TypeError(f"tuple_item: {results!r} is not the result of a multi-output op")
-    return results[index]
-
-
 # -- rules ---------------------------------------------------------------------------------
 def _slogdet_rule(a: object) -> tuple[ArrayMeta, ...]:
     meta, dtype = _stacked("slogdet", a, True)
@@ -152,12 +142,11 @@ for _op, _type in (
 ):
     _op.result_type = _type  # type: ignore[attr-defined]
     register(_op)
-register(Op("tuple_item", _tuple_item, _tuple_item_rule, defaults={"index": 0}))
 
 # Differentiable, but their VJP rules are not written yet: npdynamo.grad raises GradError
 # (reverse mode reports a projection ``tuple_item`` as the op it projects). slogdet and eigh
 # have rules (autograd/vjp_decompositions.py), read by reverse mode inside compiled code.
-for _name in ("qr", "lstsq", "tuple_item"):
+for _name in ("qr", "lstsq"):
     REGISTRY[_name].differentiable = False
 
 

@@ -82,14 +82,14 @@ def index_shape(
     index: Any,
     *,
     on_prepared: Callable[[], None] | None = None,
-    on_shape: Callable[[tuple[int, ...], bool], None] | None = None,
+    on_shape: Callable[[tuple[int, ...], bool | None], None] | None = None,
 ) -> tuple[tuple[int, ...], bool]:
     """(shape of ``x[index]``, whether ``x[index]`` is a single element as a NumPy scalar).
 
     NumPy checks an index in stages and ``setitem`` interleaves its value checks with them:
     ``on_prepared`` runs once the plain items are validated (before advanced indices are
-    broadcast), ``on_shape`` once the selection's shape is known (before index arrays are
-    bounds-checked).
+    broadcast), ``on_shape(shape, element)`` once the selection's shape is known (before index
+    arrays are bounds-checked; ``element`` is None under advanced indexing).
     """
     items = [_classify(opname, it) for it in (index if isinstance(index, tuple) else (index,))]
     kinds = [k for k, _ in items]
@@ -164,7 +164,7 @@ def index_shape(
         element = False
         shape = _place_advanced(opname, out, adv_shapes, adv_positions)
     if on_shape is not None:
-        on_shape(shape, element)
+        on_shape(shape, element if not advanced else None)
     if bounds_error is not None:
         raise bounds_error
     return shape, element
@@ -258,7 +258,9 @@ def _setitem_rule(x: object, index: Any, value: object) -> ArrayMeta:
     return result
 
 
-def _check_value(meta: ArrayMeta, value: object, target: tuple[int, ...], element: bool) -> None:
+def _check_value(
+    meta: ArrayMeta, value: object, target: tuple[int, ...], element: bool | None
+) -> None:
     """What NumPy checks when it writes an array (or constant sequence) into ``target``."""
     if isinstance(value, (list, tuple)):
         if element:
@@ -284,6 +286,11 @@ def _check_value(meta: ArrayMeta, value: object, target: tuple[int, ...], elemen
             f"setitem: setting an array element with a sequence (value of shape "
             f"{fmt_shape(vmeta.shape)})."
         )
+    if element is None and 0 in target and len(vmeta.shape) > len(target) and all(
+            v in (1, t) for v, t in zip(reversed(vmeta.shape), reversed(target))):
+        # Advanced indexing into an empty selection takes a value with extra leading
+        # dimensions when its trailing ones fit (found by the rule's property test).
+        return
     assignment_shape_check("setitem", vmeta.shape, target)
 
 

@@ -55,18 +55,19 @@ def _order_rule(name: str):
             raise UnsupportedArguments(f"{name} of booleans")
         if "median" not in name and meta.dtype.kind in "bc":
             raise TypeError(f"{name}: a must be an array of real numbers")
-        shape, _ = _reduced_shape(name, meta, axis, keepdims, legacy_0d=False)
         dtype = _mean_dtype(meta.dtype)
         if "median" in name:
+            shape, _ = _reduced_shape(name, meta, axis, keepdims, legacy_0d=False)
             return ArrayMeta(shape, dtype, scalar=shape == ())
         if np.asarray(q).dtype.kind != "f":
             # integer q: NumPy's result dtype then depends on the method's arithmetic
             raise UnsupportedArguments(f"{name}: q must be given as floats")
         top = 100 if "percentile" in name else 1
         qs = np.asarray(q, dtype=np.float64)
-        if not ((qs >= 0) & (qs <= top)).all():
+        if not ((qs >= 0) & (qs <= top)).all():  # NumPy checks q before the axis
             what = "Percentiles" if top == 100 else "Quantiles"
             raise ValueError(f"{name}: {what} must be in the range [0, {top}]")
+        shape, _ = _reduced_shape(name, meta, axis, keepdims, legacy_0d=False)
         dtype = np.result_type(dtype, q if is_py_scalar(q) else np.asarray(q).dtype)
         shape = qs.shape + shape
         return ArrayMeta(shape, dtype, scalar=shape == ())

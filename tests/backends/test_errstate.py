@@ -20,6 +20,13 @@ def scaled_ratio(x, y):
     return (x / y) * 2.0 + 1.0
 
 
+@pytest.fixture(autouse=True)
+def program_only(monkeypatch):
+    """These tests are about the numba program's error handling: no tuner in front of it (it
+    could pick the eager graph, which warns as NumPy does under the default state)."""
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "0")
+
+
 def _inputs():
     return np.array([1.0, -2.0, 3.0, 0.0]), np.array([2.0, 0.0, 0.5, 0.0])
 

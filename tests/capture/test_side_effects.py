@@ -263,3 +263,82 @@ def test_results_merged_by_cse_stay_distinct_arrays_on_every_backend(backend):
         for e, g in zip(expected, got):
             np.testing.assert_array_equal(g, e)
         assert not np.shares_memory(got[1], got[2])
+
+
+def _update_items(params, lr):
+    for k in params:
+        params[k] -= lr * params[k]
+    return params
+
+
+def _swap_and_restore(d, other):
+    kept = d["w"]
+    d["w"] = other
+    d["w"] -= 1.0  # writes `other` in place
+    d["w"] = kept  # the slot was written since `kept` was read: this store is real
+    kept -= 2.0
+    d["w"] = kept  # stores back what the slot now holds (same object, slot untouched since)
+    return d
+
+
+def _clear_and_restore(d):
+    kept = d["w"]
+    d.clear()
+    d["w"] = kept
+    return d
+
+
+@pytest.mark.parametrize("fn, make", [
+    (_update_items, lambda: ({"w": np.ones(3), "b": np.arange(2.0)}, 0.5)),
+    (_swap_and_restore, lambda: ({"w": np.ones(3), "b": np.zeros(1)}, np.full(3, 7.0))),
+    (_clear_and_restore, lambda: ({"b": np.zeros(1), "w": np.ones(3)},)),
+])
+def test_dict_item_stores_back_match_python(fn, make):
+    plain_args, comp_args = make(), make()
+    want = fn(*plain_args)
+    compiled = npdynamo.compile(fn)
+    got = compiled(*comp_args)
+    assert_same_value(want, got)
+    assert_same_value(plain_args, comp_args, "args after the call")
+    assert list(got) == list(want)  # key order
+    assert got["w"] is comp_args[0]["w"]
+
+
+def test_an_item_updated_in_place_is_not_stored_back():
+    from npdynamo.capture.frames import compiled_entries
+
+    compiled = npdynamo.compile(_update_items)
+    params = {"w": np.ones(3), "b": np.arange(2.0)}
+    ids = {k: id(v) for k, v in params.items()}
+    compiled(params, 0.5)
+    assert {k: id(v) for k, v in params.items()} == ids
+    (entry,) = compiled_entries(compiled)
+    assert "a0['w'] = " not in entry.run_source  # no store back into the dict
+    assert "[...] = out[" in entry.run_source  # the arrays' new data is written into them
+
+
+def _rebind_then_use_old(d, holder, other):
+    inner = d["sub"]
+    d["sub"] = {}
+    inner["k"] = 1  # the dict read before the slot was rebound
+    old = holder.attr
+    holder.attr = other
+    return inner, old
+
+
+class _Holder:
+    def __init__(self, value):
+        self.attr = value
+
+
+def test_values_from_outside_are_the_objects_read_before_any_store():
+    def make():
+        return {"sub": {"a": 0}}, _Holder(np.ones(2)), np.zeros(2)
+
+    plain, comp = make(), make()
+    want = _rebind_then_use_old(*plain)
+    got = npdynamo.compile(_rebind_then_use_old)(*comp)
+    assert_same_value(want, got)
+    assert_same_value(plain[0], comp[0], "d after the call")
+    assert got[0] is not comp[0]["sub"] and got[1] is not comp[1].attr
+    np.testing.assert_array_equal(comp[1].attr, comp[2])

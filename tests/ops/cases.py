@@ -15,6 +15,7 @@ from npdynamo.ops.elementwise import BINARY_UFUNCS, UNARY_UFUNCS
 from npdynamo.ops.scalar_ops import BINARY, UNARY
 from tests.ops.cases_breadth import breadth_cases
 from tests.ops.cases_decompositions import decomposition_cases
+from tests.ops.control_flow_cases import CONTROL_FLOW_CASES
 from tests.ops.strategies import (
     Case,
     array_case,
@@ -315,6 +316,10 @@ CASES: dict[str, st.SearchStrategy[Case]] = {
     **decomposition_cases(),
     **{name: python_scalar_case(2) for name in BINARY},
     **{name: python_scalar_case(1) for name in UNARY},
+    **CONTROL_FLOW_CASES,
+    # projections of decompositions' named tuples and of control-flow results
+    "tuple_item": st.one_of(decomposition_cases()["tuple_item"],
+                            CONTROL_FLOW_CASES["tuple_item"]),
 }
 
 __all__ = ["CASES", "Case"]

@@ -156,3 +156,20 @@ def test_matmul_mismatch_message_names_op_and_shapes() -> None:
         REGISTRY["matmul"].infer(a, b)
     expected = "matmul: shapes (3, 4) and (5, 2) do not align: 4 (dim 1) != 5 (dim 0)"
     assert str(info.value) == expected
+
+
+@pytest.mark.parametrize(
+    "shape, index, value_shape",
+    [
+        # found by the property test: into an empty selection, advanced indexing takes a value
+        # with extra leading dimensions (then an index out of bounds is the error) ...
+        ((1, 1, 1, 0), (0, [1], np.array([0, 0, 0, -1])), (1, 2, 1, 0)),
+        ((1, 2, 2, 0), (0, [1], np.array([0, 0, 0, 1])), (7, 4, 0)),
+        ((2, 0), ([0, 1],), (5, 2, 0)),
+        # ... and basic indexing does not
+        ((2, 0), (slice(None),), (3, 2, 0)),
+        ((2, 0), ([0, 1],), (2, 3, 0)),
+    ],
+)
+def test_setitem_into_empty_selections_matches_numpy(shape, index, value_shape):
+    check_case("setitem", Case((np.zeros(shape), index, np.zeros(value_shape))))

@@ -17,10 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from npdynamo import progress
-from npdynamo.backends.numba import diskcache, threads
+from npdynamo.backends.numba import diskcache, threads, tuning
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
 from npdynamo.backends.numba.program import Program
+from npdynamo.backends.numba.subgraphs import compile_subgraphs
 from npdynamo.fx import passes
 from npdynamo.fx.graph import Graph
 from npdynamo.logs import get_logger
@@ -45,6 +46,11 @@ class NumbaReport:
     reason: str | None = None
     compile_time_s: float = 0.0
     kernel_files: list[str] = field(default_factory=list)
+    subgraphs: list = field(default_factory=list)  # (name, NumbaReport) of branches, loop bodies
+    #: inputs whose new values the trailing kernels compute straight into their own memory
+    direct_writes: list[str] = field(default_factory=list)
+    #: what the first warm calls chose (numba parallel / serial / eager) and their times
+    tuning: str = "not decided yet (chosen on the first warm calls)"
     dispatchers: list = field(default_factory=list, repr=False)  # the distinct numba kernels
 
     def compiled_kernels(self) -> int:
@@ -64,6 +70,14 @@ class NumbaReport:
             lines.append(f"  kernel ({how}): {', '.join(ops)}")
         for name, why in self.not_fused:
             lines.append(f"  NumPy call {name}: {why}")
+        for name, report in self.subgraphs:
+            inner = str(report).splitlines()
+            lines.append(f"  subgraph {name}: {inner[0]}")
+            lines += [f"  {line}" for line in inner[1:]]
+        if self.direct_writes:
+            lines.append(f"  written in place by the kernels: {', '.join(self.direct_writes)}")
+        if self.kernels:
+            lines.append(f"  {self.tuning}")
         return "\n".join(lines)
 
 
@@ -115,13 +129,17 @@ def prepare_graph(graph: Graph) -> Graph:
 
 def _compile(gm, example_inputs: list, report: NumbaReport) -> Callable[..., tuple]:
     graph = prepare_graph(gm.graph)
+    # loop bodies and branches: compiled on their own, called by the loop each iteration
+    report.subgraphs = compile_subgraphs(graph, numba_backend)
     part = partition(graph)
     allowed, report.thread_policy = threads.graph_allows_parallel(graph)
     kernels = {}
     log = get_logger("output_code")
     for group in part.groups:
         choice = threads.parallel_choice(allowed, group.size)
-        variants = [False, True] if choice is None else [choice]
+        # a kernel allowed to run in parallel gets a serial version too: the program picks one
+        # per call, and the tuner may find serial faster on this machine (a busy core)
+        variants = [False] if choice is False else [False, True]
         entry: tuple = ()
         for parallel in variants:
             ks = generate_kernel(group, parallel)
@@ -132,7 +150,8 @@ def _compile(gm, example_inputs: list, report: NumbaReport) -> Callable[..., tup
             report.kernel_files.append(path)
         if len(entry) == 4 and [(a.name, a.kind) for a in entry[0].args] != \
                 [(a.name, a.kind) for a in entry[2].args]:
-            entry, choice = entry[:2], False  # not interchangeable: serial for every size
+            # not interchangeable: the policy's version for every size
+            entry, choice = (entry[2:], True) if choice else (entry[:2], False)
         kernels[group] = entry
         report.groups.append(group.op_names)
         report.group_nodes.append(tuple(n.name for n in group.nodes))
@@ -149,11 +168,51 @@ def _compile(gm, example_inputs: list, report: NumbaReport) -> Callable[..., tup
         _fall_back(report, f"the kernel of ops [{ops}] failed: {reason}")
 
     program = Program(graph, part, kernels, gm.forward, on_fallback)
+    report.direct_writes = sorted(program.direct_writes.values())
     program.fn.npdynamo_report = report
     log.info("numba program for graph %s:\n%s", gm.name, program.source)
     if part.groups and _concrete(example_inputs, graph):
         _warm_up(program, example_inputs, gm, log)
-    return program.fn
+    return _tuned(program, gm.forward, report, graph)
+
+
+def _tuned(
+    program: Program, eager: Callable[..., tuple], report: NumbaReport, graph: Graph
+) -> Callable:
+    """The program, or (``tuning``) whichever of its parallel and serial forms and the eager
+    graph runs this graph fastest on its first warm calls."""
+    if not program.kernel_names:
+        report.tuning = "no kernels: the program runs NumPy calls only"
+        return program.fn
+    if _has_symbolic_sizes(graph):
+        # what is fastest at the first calls' sizes says nothing about other sizes: the
+        # thread policy decides per call from the concrete size instead
+        report.tuning = "not tuned (its sizes vary per call: parallel chosen per call by size)"
+        return program.fn
+    if not tuning.tuning_enabled():
+        report.tuning = "not tuned (NPDYNAMO_NUMBA_TUNE=0)"
+        return program.fn
+    candidates = []
+    if program.has_parallel_kernels:
+        candidates += [
+            tuning.Candidate("numba parallel", program.fn, lambda: program.set_parallel(True)),
+            tuning.Candidate("numba serial", program.fn, lambda: program.set_parallel(False)),
+        ]
+    else:
+        candidates.append(tuning.Candidate("numba", program.fn))
+    candidates.append(tuning.Candidate("eager", eager))
+
+    def record(text: str) -> None:
+        report.tuning = text
+
+    fn = tuning.fastest_of(candidates, record)
+    fn.npdynamo_report = report
+    return fn
+
+
+def _has_symbolic_sizes(graph: Graph) -> bool:
+    return any(type(d) is not int for p in graph.placeholders
+               for d in getattr(p.meta.get("val"), "shape", ()))
 
 
 def _concrete(example_inputs: list, graph: Graph) -> bool:

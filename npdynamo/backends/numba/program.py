@@ -13,7 +13,8 @@ NumPy calls between kernels raise exactly what they raise under the eager backen
 Symbolic sizes: the program reads each symbol it needs from an input's shape at entry
 (``s0 = x.shape[0]``) and computes every size-dependent quantity per call: output shapes,
 extents, whether a large output reuses a buffer, and, for kernels generated in a serial and a
-parallel version, which one runs. So one program and one set of kernels serve every size.
+parallel version, which one runs. So one program and one set of kernels serve every size. The
+same switch runs every kernel serially (``set_parallel(False)``: the tuner's serial candidate).
 """
 
 from __future__ import annotations
@@ -70,9 +71,10 @@ class _Namespace:
         self._ids[id(obj)] = name
         return name
 
-    def render(self, a: Any) -> str:
+    def render(self, a: Any, names: dict[Node, str] | None = None) -> str:
+        """``a`` as source; ``names`` renames some nodes (a group's values recomputed by NumPy)."""
         if isinstance(a, Node):
-            return a.name
+            return names.get(a, a.name) if names else a.name
         kind = type(a)
         if kind in _LITERALS or a is Ellipsis:
             return "..." if a is Ellipsis else repr(a)
@@ -81,15 +83,16 @@ class _Namespace:
         if kind is SymInt:
             return python_source(a, self.symbol)
         if kind is tuple:
-            items = [self.render(x) for x in a]
+            items = [self.render(x, names) for x in a]
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
         if kind is list:
-            return "[" + ", ".join(self.render(x) for x in a) + "]"
+            return "[" + ", ".join(self.render(x, names) for x in a) + "]"
         if kind is dict:
-            return "{" + ", ".join(f"{self.render(k)}: {self.render(v)}"
+            return "{" + ", ".join(f"{self.render(k, names)}: {self.render(v, names)}"
                                    for k, v in a.items()) + "}"
         if kind is slice:
-            return f"slice({self.render(a.start)}, {self.render(a.stop)}, {self.render(a.step)})"
+            start, stop, step = (self.render(x, names) for x in (a.start, a.stop, a.step))
+            return f"slice({start}, {stop}, {step})"
         return self.bind(a, "const")
 
 
@@ -130,6 +133,47 @@ def _shape_expr(meta: ArrayMeta, ks: KernelSource, ns: _Namespace) -> str:
     return ns.render(tuple(meta.shape))
 
 
+def direct_writes(graph: Graph, partition: Partition, out: tuple) -> dict[Node, str]:
+    """Kernel outputs that may be computed straight into an input array: output -> input name.
+
+    Capture marks the outputs that are only copied back into an input (``meta["write_back"]``
+    of the output node: position -> placeholder name). Computing one into the input itself
+    saves an allocation and a copy per call, and is exact when:
+
+    * its kernel is in the program's trailing run of kernels (no NumPy call after it): every
+      NumPy call has run before any input is written (one that raises leaves the inputs
+      untouched, and the frame reruns in Python), and a kernel fails only while compiling,
+      before it writes anything (a later kernel that fails is recomputed by NumPy, below);
+    * the kernel is elementwise (no reduction phases) and the input is read by that kernel
+      alone, at the shape of the output: each element is read at the index it is written, in
+      the same loop iteration, before the iteration stores it (``codegen``);
+    * the output is that one output position, and the input receives only this output.
+    """
+    targets = graph.output_node.meta.get("write_back") or {}
+    trailing: dict[Node, FusionGroup] = {}
+    for step in reversed(partition.steps):
+        if not isinstance(step, FusionGroup):
+            break
+        if not step.reduce_axes:
+            trailing.update({node: step for node in step.outputs})
+    placeholders = {p.name: p for p in graph.placeholders}
+    chosen: dict[Node, str] = {}
+    for position, name in targets.items():
+        holder = placeholders.get(name)
+        node = out[position] if position < len(out) else None
+        group = trailing.get(node) if isinstance(node, Node) else None
+        if holder is None or group is None:
+            continue
+        want, have = node.meta.get("val"), holder.meta.get("val")
+        if (out.count(node) != 1 or name in chosen.values()
+                or not isinstance(want, ArrayMeta) or not isinstance(have, ArrayMeta)
+                or want.dtype != have.dtype or not same_shape(want.shape, have.shape)
+                or not all(user in group.nodes for user in holder.users)):
+            continue
+        chosen[node] = name
+    return chosen
+
+
 def _last_uses(steps: list, graph: Graph) -> dict[int, list[str]]:
     """For each step, the values computed by earlier steps that no later step or output reads."""
     produced: dict[Node, int] = {}
@@ -165,17 +209,26 @@ class Program:
         out = graph.output_node.args[0] if graph.output_node.args else ()
         out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
         dead_after = _last_uses(partition.steps, graph)
+        #: kernel outputs computed straight into the input array they are written back to
+        self.direct_writes = direct_writes(graph, partition, out)
+        self._writes_started = False  # whether a kernel emitted so far may write an input
         for i, step in enumerate(partition.steps):
             if isinstance(step, FusionGroup):
                 self._kernel_call(step, kernels[step], ns, body)
             else:
                 self._numpy_call(step, ns, body)
+                # a draw has advanced its generator: from here a failing kernel must not rerun
+                # the whole call (it would draw again), only its own group
+                self._writes_started |= getattr(step.target, "impure", False)
             if dead_after.get(i):
                 # free temporaries at once: NumPy reuses their memory for the next allocation,
                 # where fresh pages would cost a page fault each
                 body.append(f"del {', '.join(dead_after[i])}")
         sizes = symbol_reads(graph, ns.symbols, ns.symbol)
-        ns.values.update(_fell_back=False, _eager=eager, _fallback=self._fallback,
+        ns.values.update(_fell_back=False, _direct=True,
+                         _parallel_from=threads.PARALLEL_MIN_ELEMENTS,
+                         _eager=eager, _fallback=self._fallback,
+                         _group_failed=self._group_failed,
                          _empty=np.empty, _take=take_buffer, _errstate=errstate.current,
                          _default_errstate=errstate.DEFAULT,
                          _kernels_may_run=errstate.kernels_may_run)
@@ -196,6 +249,16 @@ class Program:
         exec(compile(self.source, "<npdynamo-numba-program>", "exec"), self.globals)
         self.fn: Callable[..., tuple] = self.globals["forward"]
 
+    @property
+    def has_parallel_kernels(self) -> bool:
+        """Whether some kernel has a parallel version (``set_parallel`` then matters)."""
+        return any(name.endswith("_parallel") for name in self.kernel_names)
+
+    def set_parallel(self, enabled: bool) -> None:
+        """Let kernels with a parallel version use it from ``PARALLEL_MIN_ELEMENTS`` elements
+        (the default), or run every kernel serially (``enabled=False``)."""
+        self.globals["_parallel_from"] = threads.PARALLEL_MIN_ELEMENTS if enabled else sys.maxsize
+
     def _kernel_call(self, group: FusionGroup, kernel: tuple[KernelSource, Callable],
                      ns: _Namespace, body: list[str]) -> None:
         ks, dispatcher = kernel[:2]
@@ -205,7 +268,7 @@ class Program:
             # serial and parallel versions: the concrete size picks one per call
             pname = ns.bind(kernel[3], f"kernel{group.index}_parallel")
             size = ns.render(group.size)
-            callee = f"({pname} if {size} >= {threads.PARALLEL_MIN_ELEMENTS} else {kname})"
+            callee = f"({pname} if {size} >= _parallel_from else {kname})"
             if pname not in self.kernel_names:
                 self.kernel_names.append(pname)
         if kname not in self.kernel_names:  # identical groups share one kernel
@@ -224,7 +287,12 @@ class Program:
                 dtype = ns.bind(meta.dtype, str(meta.dtype))
                 shape = _shape_expr(meta, ks, ns)
                 nbytes = meta.nbytes
-                if type(nbytes) is not int:  # decided per call from the concrete size
+                target = self.direct_writes.get(node)
+                if target is not None:  # only into memory the kernel can index as its own
+                    body.append(f"{node.name} = {target} if _direct and "
+                                f"{target}.flags.c_contiguous and {target}.flags.writeable "
+                                f"else _empty({shape}, {dtype})")
+                elif type(nbytes) is not int:  # decided per call from the concrete size
                     slot = ns.bind([], f"slot_{node.name}")
                     body.append(f"{node.name} = _take({slot}, {shape}, {dtype}) if "
                                 f"{ns.render(nbytes)} >= {REUSE_MIN_BYTES} else "
@@ -235,26 +303,57 @@ class Program:
                 else:
                     body.append(f"{node.name} = _empty({shape}, {dtype})")
                 args.append(node.name)
-        # A kernel raises only when numba fails (e.g. compiling for new argument types): the
-        # try costs nothing when nothing is raised, and NumPy calls stay outside it.
-        body += ["try:", f"    {callee}({', '.join(args)})", "except Exception as exc:",
-                 f"    return _fallback(exc, $ARGS, {group.index})"]
+        # A kernel raises only when numba fails (e.g. compiling for new argument types), before
+        # it writes anything: the try costs nothing when nothing is raised, and NumPy calls
+        # stay outside it. Until an input may have been written directly (or a generator
+        # drawn from) the whole call reruns on the eager backend; from then on the group's
+        # values are recomputed by NumPy into its buffers (its inputs are still intact: each
+        # written input is read by its own kernel only).
+        body += ["try:", f"    {callee}({', '.join(args)})", "except Exception as exc:"]
+        if not self._writes_started:
+            body.append(f"    return _fallback(exc, $ARGS, {group.index})")
+        else:
+            body += ["    " + line for line in self._numpy_group(group, ns)]
+        self._writes_started = self._writes_started or any(
+            node in self.direct_writes for node in group.outputs)
         for node in group.outputs:
             if node.meta["val"].scalar:
                 body.append(f"{node.name} = {node.name}[()]")  # a NumPy scalar, as NumPy gives
 
-    def _numpy_call(self, node: Node, ns: _Namespace, body: list[str]) -> None:
+    def _numpy_call(self, node: Node, ns: _Namespace, body: list[str],
+                    names: dict[Node, str] | None = None) -> None:
         impl = getattr(node.target, "impl", node.target)
         fn = ns.bind(impl, getattr(node.target, "name", "op"))
-        parts = [ns.render(a) for a in node.args]
-        parts += [f"{k}={ns.render(v)}" for k, v in node.kwargs.items()]
-        body.append(f"{node.name} = {fn}({', '.join(parts)})")
+        parts = [ns.render(a, names) for a in node.args]
+        parts += [f"{k}={ns.render(v, names)}" for k, v in node.kwargs.items()]
+        target = names[node] if names else node.name
+        body.append(f"{target} = {fn}({', '.join(parts)})")
+
+    def _numpy_group(self, group: FusionGroup, ns: _Namespace) -> list[str]:
+        """Lines computing ``group``'s values with NumPy into its output buffers."""
+        names = {}
+        for node in group.nodes:
+            names[node] = f"_np_{node.name}"
+            ns.taken.add(names[node])
+        lines = [f"_group_failed(exc, {group.index})"]
+        for node in group.nodes:
+            self._numpy_call(node, ns, lines, names)
+        copyto = ns.bind(np.copyto, "copyto")
+        lines += [f"{copyto}({node.name}, {names[node]})" for node in group.outputs]
+        return lines
 
     def _fallback(self, exc: BaseException, args: tuple, group_index: int) -> tuple:
+        """A kernel failed before any input was written: this call reruns on the eager backend,
+        and so do later calls."""
+        self._group_failed(exc, group_index)
+        return self.eager(*args)
+
+    def _group_failed(self, exc: BaseException, group_index: int) -> None:
+        """A kernel failed after an input may have been written: this call goes on with NumPy
+        for that group, later calls run on the eager backend."""
         self.globals["_fell_back"] = True
         lines = str(exc).strip().splitlines()
         self.on_fallback(group_index, f"{type(exc).__name__}: {lines[0] if lines else ''}")
-        return self.eager(*args)
 
     def warm_up(self, example_inputs: list, progress: Callable[[int, float], None]) -> None:
         """Run once on the example inputs so every kernel compiles now (timed one by one)."""
@@ -274,10 +373,16 @@ class Program:
             self.globals[name] = timed(i, saved[name])
         saved["_errstate"] = self.globals["_errstate"]
         self.globals["_errstate"] = lambda: errstate.DEFAULT  # run the kernels, errors ignored
+        # the example inputs are the caller's own arrays: compute into fresh buffers
+        saved["_direct"], self.globals["_direct"] = self.globals["_direct"], False
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 warnings.simplefilter("ignore", NumbaWarning)
                 self.fn(*example_inputs)
+                if self.has_parallel_kernels:  # the serial versions too (the tuner runs them)
+                    self.set_parallel(False)
+                    self.fn(*example_inputs)
         finally:
             self.globals.update(saved)
+            self.set_parallel(True)

@@ -12,6 +12,7 @@ from npdynamo.capture.containers import (
 )
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import is_lazy, next_item
+from npdynamo.capture.loop_formation import graph_condition
 from npdynamo.capture.opcodes.layout import do_call, pop_callable
 from npdynamo.capture.tables import handler
 from npdynamo.capture.translator import Frame
@@ -32,7 +33,10 @@ def _jump(frame: Frame, ins):
 
 
 def _jump_if(frame: Frame, ins, when: bool):
-    if truthiness(frame, frame.pop()) == when:
+    value = frame.pop()
+    if graph_condition(frame, value, frame.ip - 1):  # a while loop on an array, in the graph
+        return
+    if truthiness(frame, value) == when:
         frame.jump(ins.arg)
 
 

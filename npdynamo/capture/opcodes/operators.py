@@ -22,6 +22,7 @@ from npdynamo.capture.containers import (
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import is_lazy, lazy_contains
 from npdynamo.capture.guards import GuardKind
+from npdynamo.capture.loop_formation import graph_condition, next_instruction
 from npdynamo.capture.masked import (
     MASKED_KINDS,
     MaskedRead,
@@ -355,6 +356,8 @@ def _compare_op(frame: Frame, ins):
     result = binary_op(frame, symbol, left, right)
     if ins.arg.name.endswith("_CAST"):
         # 3.13 converts to an exact bool here, for the conditional jump that follows
+        if graph_condition(frame, result, next_instruction(frame)):
+            return  # the test of a while loop captured in the graph
         result = Const(truthiness(frame, result))
     frame.push(result)
 
@@ -404,7 +407,9 @@ def _unary_not(frame: Frame, ins):
 
 @handler("TO_BOOL", since=(3, 13))
 def _to_bool(frame: Frame, ins):
-    frame.push(Const(truthiness(frame, frame.pop())))
+    value = frame.pop()
+    if not graph_condition(frame, value, next_instruction(frame)):
+        frame.push(Const(truthiness(frame, value)))
 
 
 @handler("IS_OP")

@@ -17,6 +17,7 @@ import numpy as np
 
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node, iter_nodes
+from npdynamo.fx.subgraphs import in_subgraphs, is_subgraph
 from npdynamo.ops.symbolic_code import has_symbols
 
 #: Largest array (elements) folded into a constant.
@@ -37,10 +38,12 @@ def _shareable(value: Any, node: Node) -> bool:
 
 def constant_fold(graph: Graph) -> int:
     """Fold every foldable call in place (in program order, so chains fold); returns how many."""
-    folded = 0
+    folded = in_subgraphs(graph, constant_fold)
     for node in list(graph.nodes):
         if node.op != "call_function" or node.is_impure():
             continue
+        if any(is_subgraph(a) for a in node.args):
+            continue  # running a whole loop while compiling: compile time would follow its length
         if any(True for _ in iter_nodes((node.args, node.kwargs))):
             continue
         if has_symbols((node.args, node.kwargs)):

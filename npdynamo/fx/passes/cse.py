@@ -14,6 +14,7 @@ import numpy as np
 
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
+from npdynamo.fx.subgraphs import in_subgraphs, is_subgraph
 from npdynamo.ops.symbolic import SymInt
 
 _BY_VALUE = (bool, int, str, bytes, type(None), type(Ellipsis))
@@ -57,13 +58,17 @@ def common_subexpression_elimination(graph: Graph) -> int:
     """Merge pure ``call_function`` nodes that repeat an earlier one; returns how many merged.
 
     Nodes are visited in program order, so the arguments of a node already point at the
-    surviving copies of earlier merged nodes. Impure nodes are never merged.
+    surviving copies of earlier merged nodes. Impure nodes are never merged, nor control-flow
+    nodes (each branch and loop body is simplified on its own).
     """
     seen: dict[Any, Node] = {}
-    merged = 0
+    merged = in_subgraphs(graph, common_subexpression_elimination)
     for node in graph.nodes:
         if node.op != "call_function" or node.is_impure() or _makes_a_distinct_copy(node):
             continue
+        if any(is_subgraph(a) for a in node.args):
+            continue  # a loop or branch runs its own body: never merged with another
+
         kwargs = sorted(((repr(k), _key(v)) for k, v in node.kwargs.items()), key=lambda p: p[0])
         key = (id(node.target), _key(node.args), tuple(kwargs))
         first = seen.setdefault(key, node)

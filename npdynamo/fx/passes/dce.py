@@ -1,8 +1,12 @@
-"""Dead-code elimination: drop calls whose results nothing reads and that have no effects."""
+"""Dead-code elimination: drop calls whose results nothing reads and that have no effects.
+
+It works inside the branches and loop bodies of control-flow nodes too; a control-flow node
+whose results nobody reads goes like any pure call."""
 
 from __future__ import annotations
 
 from npdynamo.fx.graph import Graph
+from npdynamo.fx.subgraphs import in_subgraphs
 
 
 def dead_code_elimination(graph: Graph) -> int:
@@ -16,4 +20,4 @@ def dead_code_elimination(graph: Graph) -> int:
         if node.op == "call_function" and not node.users and not node.is_impure():
             graph.erase_node(node)
             removed += 1
-    return removed
+    return removed + in_subgraphs(graph, dead_code_elimination)

@@ -102,7 +102,12 @@ def _propagate(graph: Graph, example_inputs: Sequence[Any]) -> None:
 
 def _call_meta(node: Node, metas: dict[Node, Any], values: dict[Node, Any], needed: bool) -> Any:
     infer = getattr(node.target, "infer", None)
+    inputs = getattr(node.target, "subgraph_inputs", None)
     try:
+        if inputs is not None:  # branches and loop bodies first: the node's rule reads them
+            args = map_arg(node.args, metas.__getitem__)
+            for sub, sub_inputs in inputs(*args):
+                _propagate(sub.graph, sub_inputs)
         if needed:
             value = _run_concrete(node, values)
             if value is not _MISSING:

@@ -28,6 +28,7 @@ import numpy as np
 
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
+from npdynamo.fx.subgraphs import in_subgraphs
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.registry import REGISTRY
 
@@ -148,7 +149,7 @@ def _identity_operand(node: Node) -> Any:
 
 def simplify(graph: Graph) -> int:
     """Apply the rewrites of the module docstring in place; returns how many were made."""
-    changed = 0
+    changed = in_subgraphs(graph, simplify)
     for node in list(graph.nodes):
         if node.op != "call_function":
             continue

@@ -1,0 +1,57 @@
+"""Loops in the graph: capture + compile time against the trip count, and a solver loop's speed.
+
+* ``stencil T=20`` vs ``T=2000``: a 1-D heat stencil written with ``npdynamo.fori_loop``;
+  first call (capture + compile + run) and warm call, eager and numba. The graph is the same
+  for both trip counts, so the first-call difference is the run time of the extra steps only.
+* ``jacobi``: the solver of ``examples/solver_loop.py`` (``npdynamo.while_loop``), plain NumPy
+  against the compiled function on both backends, per solve.
+
+Run ``python -m benchmarks.control_flow``. Timings on a shared machine are noisy.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import npdynamo  # noqa: E402
+from benchmarks.common import fmt_time, measure  # noqa: E402
+from examples.solver_loop import heat_stencil as stencil  # noqa: E402
+from examples.solver_loop import jacobi, make_system  # noqa: E402
+
+
+def _jacobi():
+    return jacobi, make_system(400)
+
+
+def first_and_warm(fn, *args, backend: str) -> tuple[float, float]:
+    npdynamo.reset()
+    compiled = npdynamo.compile(fn, backend=backend)
+    start = time.perf_counter()
+    compiled(*args)
+    first = time.perf_counter() - start
+    return first, measure(compiled, *args, samples=5)["median"]
+
+
+def main() -> None:
+    u = np.sin(np.linspace(0.0, 3.0, 4096))
+    print("stencil (fori_loop)        first call     warm call")
+    for backend in ("eager", "numba"):
+        for T in (20, 2000):
+            first, warm = first_and_warm(stencil, u, T, backend=backend)
+            print(f"  {backend:6s} T={T:<5d}        {fmt_time(first)}   {fmt_time(warm)}")
+    jacobi, (A, b) = _jacobi()
+    print("jacobi n=400 (while_loop)  per solve")
+    print(f"  numpy                    {fmt_time(measure(jacobi, A, b, 1e-10)['median'])}")
+    for backend in ("eager", "numba"):
+        _first, warm = first_and_warm(jacobi, A, b, 1e-10, backend=backend)
+        print(f"  {backend:24s} {fmt_time(warm)}")
+
+
+if __name__ == "__main__":
+    main()

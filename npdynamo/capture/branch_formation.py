@@ -1,0 +1,205 @@
+"""``if <array test>:`` in ordinary Python, captured as one ``cond`` node (opt-in).
+
+With ``config.capture_if_branches`` on, an ``if`` statement whose test is a graph value and
+whose branches stay inside the statement (no ``return``/``break``/``continue``/``raise``/``yield``,
+no ``try``/``with``) is captured whole: each branch runs once, into its own subgraph (a
+sub-capture, as for ``npdynamo.cond``), and the locals either branch assigns that are read after
+the statement become the node's results. Both branches must give them the same kinds (dtype,
+shape, structure), and neither may change anything outside. Otherwise the test is a graph
+break as before, with the reason. CPython compiles the statement as a test jumping to the
+``else`` block (or past the ``if`` block), the ``if`` block ending with a jump past the
+``else`` block: the same in 3.11-3.13.
+"""
+
+from __future__ import annotations
+
+import bytecode as bc
+
+from npdynamo import config
+from npdynamo.capture import control_flow as cf
+from npdynamo.capture.code import CO_GENERATOR_LIKE
+from npdynamo.capture.errors import CaptureUnsupported
+from npdynamo.capture.liveness import _reads_writes, live_locals
+from npdynamo.capture.values import DELETED, Value
+from npdynamo.ops.control_flow import COND
+
+ENTRY_TESTS = frozenset({"POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE"})
+RETURNS = frozenset({"RETURN_VALUE", "RETURN_CONST"})
+#: Instructions that leave a loop body or a branch, or touch state a subgraph cannot hold.
+LEAVING = frozenset({
+    "RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "STORE_DEREF", "DELETE_DEREF", "DELETE_FAST",
+    "BEFORE_WITH", "SETUP_WITH", "RAISE_VARARGS", "RERAISE", "STORE_GLOBAL", "DELETE_GLOBAL",
+})
+
+
+def form_if(frame, pred: Value, jump_index: int) -> bool:
+    """Capture the ``if`` statement tested by the jump at ``jump_index`` as a ``cond`` node
+    (``frame`` then continues after it). False when it is not such a statement or the option
+    is off; raises the reason when it is one that cannot be captured."""
+    if not config.capture_if_branches or frame.ctx.differentiating or (
+            frame.code.co_flags & CO_GENERATOR_LIKE):
+        return False
+    shape = _if_shape(frame, jump_index)
+    if shape is None:
+        return False
+    try:
+        _form(frame, pred, *shape)
+    except CaptureUnsupported as exc:
+        raise frame.unsupported(
+            f"the if statement on an array condition cannot become an in-graph cond: "
+            f"{exc.reason}", exc.hint or "compute both sides with np.where",
+            kind="data_dependent_branch") from exc
+    return True
+
+
+def _last_instr(frame, index: int) -> int:
+    while not isinstance(frame.instrs[index], bc.Instr):
+        index -= 1
+    return index
+
+
+def _stays_inside(frame, start: int, end: int) -> bool:
+    for i in range(start, end):
+        ins = frame.instrs[i]
+        if isinstance(ins, (bc.TryBegin, bc.TryEnd)):
+            return False
+        if not isinstance(ins, bc.Instr):
+            continue
+        if ins.name in LEAVING:
+            return False
+        if isinstance(ins.arg, bc.Label) and not start <= frame.labels[ins.arg] <= end:
+            return False
+    return True
+
+
+def _if_shape(frame, jump_index: int) -> tuple | None:
+    """((then start, then end), (else start, else end) or None, merge) of the ``if``
+    statement tested at ``jump_index``, or None."""
+    jump = frame.instrs[jump_index]
+    if not isinstance(jump, bc.Instr) or jump.name not in ENTRY_TESTS:
+        return None
+    target = frame.labels[jump.arg]
+    if target <= jump_index:
+        return None
+    last = _last_instr(frame, target - 1)
+    then_start = jump_index + 1
+    if frame.instrs[last].name in RETURNS:
+        # the statement's branches each end the function (3.12+ copies a short tail such as
+        # ``return y + 1`` into both): each branch runs to its return, the cond gives the value
+        if not _stays_inside(frame, then_start, last) or any(
+                isinstance(ins, (bc.TryBegin, bc.TryEnd)) for ins in frame.instrs[target:]):
+            return None
+        return (then_start, None), (target, None), None
+    if frame.instrs[last].name == "JUMP_FORWARD":
+        merge = frame.labels[frame.instrs[last].arg]
+        branches = ((then_start, last), (target, merge))
+    else:
+        merge = target
+        branches = ((then_start, target), None)
+    for branch in branches:
+        if branch is not None and not _stays_inside(frame, *branch):
+            return None
+    return (*branches, merge)
+
+
+def _stored(frame, start: int, end: int) -> list[str]:
+    names: dict[str, None] = {}
+    for i in range(start, end):
+        ins = frame.instrs[i]
+        if isinstance(ins, bc.Instr):
+            for name in _reads_writes(ins)[1]:
+                names.setdefault(name, None)
+    return list(names)
+
+
+def _form(frame, pred: Value, then: tuple, other: tuple | None, merge: int | None) -> None:
+    if frame.stack:
+        raise frame.unsupported("the if statement sits inside an expression")
+    if merge is None:
+        _form_returning(frame, pred, then[0], other[0])
+        return
+    live = live_locals(frame.code, merge)
+    if live is None:
+        raise frame.unsupported("the function reads its locals implicitly (locals(), eval...)")
+    then_names = _stored(frame, *then)
+    other_names = _stored(frame, *other) if other is not None else []
+    names = [n for n in dict.fromkeys([*then_names, *other_names]) if n in live]
+    for name in names:
+        bound_before = frame.locals.get(name, DELETED) is not DELETED
+        if not bound_before and not (name in then_names and name in other_names):
+            raise frame.unsupported(f"{name} is assigned in one branch only and unbound before")
+    roots = [*frame.locals.values(), *frame.cells.values()]
+    subs, outs = [], []
+    for role, branch in (("true", then), ("false", other)):
+        sub, values = cf.sub_capture(frame, "cond", role, _runner(frame, branch, names), roots,
+                                  f"the {role} branch")
+        subs.append(sub)
+        outs.append(values)
+    results = _emit(frame, pred, names, subs, outs)
+    for name, value in zip(names, results):
+        frame.locals[name] = value
+    frame.ip = merge
+
+
+def _form_returning(frame, pred: Value, then_start: int, else_start: int) -> None:
+    roots = [*frame.locals.values(), *frame.cells.values()]
+    subs, outs = [], []
+    for role, start in (("true", then_start), ("false", else_start)):
+        sub, value = cf.sub_capture(frame, "cond", role, _returner(frame, start), roots,
+                                 f"the {role} branch")
+        subs.append(sub)
+        outs.append([value])
+    (frame.return_value,) = _emit(frame, pred, ["the returned value"], subs, outs)
+
+
+def _emit(frame, pred: Value, names: list[str], subs: list, outs: list) -> list[Value]:
+    """The cond node over both branches' values of ``names``: the values after it."""
+    true_leaves, structures = [], []
+    for name, value in zip(names, outs[0]):
+        found, structure = cf.flatten(frame, value, f"{name} after the true branch")
+        true_leaves += found
+        structures.append((structure, len(found)))
+    false_leaves = []
+    position = 0
+    for name, value, (structure, count) in zip(names, outs[1], structures):
+        false_leaves += cf.same_kinds(
+            frame, structure, true_leaves[position:position + count], value,
+            f"{name} after the false branch",
+            f"the branches give {name} different kinds: {{want}} and {{got}}")
+        position += count
+    node_args = (pred, subs[0].finish(true_leaves), subs[1].finish(false_leaves), (),
+                 cf.extras_of(subs[0]), cf.extras_of(subs[1]))
+    metas = cf.infer_results(frame, COND, node_args)
+    results = cf.record_node(frame, COND, node_args, metas, [cf.leaf_hint(v) for v in true_leaves],
+                      "a number an if statement computes", tuple(subs))
+    values, position = [], 0
+    for structure, count in structures:
+        values.append(cf.unflatten(structure, results[position:position + count]))
+        position += count
+    return values
+
+
+def _returner(frame, start: int):
+    def run(sub: cf.SubCapture) -> Value:
+        value = cf.sub_frame(frame, start, None).run()
+        if value is None:
+            raise frame.unsupported("a branch does not return")
+        return value
+
+    return run
+
+
+def _runner(frame, branch: tuple | None, names: list[str]):
+    def run(sub: cf.SubCapture) -> list[Value]:
+        if branch is None:  # no else block: the locals as they are
+            return [frame.locals[name] for name in names]
+        body = cf.sub_frame(frame, *branch)
+        body.run()
+        if body.stack or body.return_value is not None:
+            raise frame.unsupported("a branch does not end where the statement does")
+        values = [body.locals.get(name, DELETED) for name in names]
+        if any(v is DELETED for v in values):
+            raise frame.unsupported("a branch leaves a variable unbound")
+        return values
+
+    return run

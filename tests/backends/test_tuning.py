@@ -1,0 +1,104 @@
+"""The tuner: each compiled graph runs as the fastest of its candidates, chosen on warm calls."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import npdynamo
+from npdynamo.backends.numba import tuning
+from tests.backends.compare import assert_close
+
+
+class FakeClock:
+    """Each candidate's run advances the clock by that candidate's cost."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def costing(clock: FakeClock, label: str, cost: float, runs: list):
+    def run(x):
+        runs.append(label)
+        clock.now += cost
+        return (x + 1,)
+
+    return tuning.Candidate(label, run)
+
+
+def test_every_candidate_runs_once_untimed_then_timed_and_the_fastest_stays():
+    clock, runs, decided = FakeClock(), [], []
+    candidates = [costing(clock, "a", 3.0, runs), costing(clock, "b", 1.0, runs),
+                  costing(clock, "c", 2.0, runs)]
+    fn = tuning.fastest_of(candidates, decided.append, clock)
+    rounds = 1 + tuning.TIMED_ROUNDS
+    for i in range(3 * rounds + 5):
+        assert fn(i) == (i + 1,)  # every call returns its own candidate's result
+    assert runs[: 3 * rounds] == ["a", "b", "c"] * rounds
+    assert runs[3 * rounds:] == ["b"] * 5
+    assert len(decided) == 1 and decided[0].startswith("runs as b")
+
+
+def test_the_first_untimed_round_does_not_count():
+    clock, runs, decided = FakeClock(), [], []
+    slow_start = {"n": 0}
+
+    def warming(x):  # expensive the first time only (a kernel loading, a pool starting)
+        slow_start["n"] += 1
+        clock.now += 100.0 if slow_start["n"] == 1 else 0.5
+        return (x,)
+
+    fn = tuning.fastest_of(
+        [tuning.Candidate("warming", warming), costing(clock, "steady", 1.0, runs)],
+        decided.append, clock)
+    for i in range(2 * (1 + tuning.TIMED_ROUNDS)):
+        fn(i)
+    assert decided[0].startswith("runs as warming")
+
+
+def test_activate_switches_the_program_before_each_run():
+    state, seen = {"mode": None}, []
+
+    def run(x):
+        seen.append(state["mode"])
+        return (x,)
+
+    def activate(mode):
+        return lambda: state.update(mode=mode)
+
+    fn = tuning.fastest_of([tuning.Candidate("p", run, activate("parallel")),
+                            tuning.Candidate("s", run, activate("serial"))], lambda text: None)
+    for i in range(2 * (1 + tuning.TIMED_ROUNDS)):
+        fn(i)
+    assert seen == ["parallel", "serial"] * (1 + tuning.TIMED_ROUNDS)
+    fn(0)
+    assert seen[-1] == state["mode"]  # the winner stays activated
+
+
+def softplus_sum(x, y):
+    return np.log1p(np.exp(x * y)).sum() + (x - y).max()
+
+
+def test_tuned_graph_matches_python_on_every_call_and_explain_shows_the_choice():
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(300_000), rng.standard_normal(300_000)  # parallel-sized
+    compiled = npdynamo.compile(softplus_sum, backend="numba")
+    want = softplus_sum(x, y)
+    for _ in range(3 * (1 + tuning.TIMED_ROUNDS) + 2):  # through the tuning and past it
+        assert_close(compiled(x, y), want)
+    report = npdynamo.explain(softplus_sum, backend="numba")(x, y).backend_reports[0]
+    assert "not decided yet" in report.tuning  # explain's own capture: no warm call yet
+    (entry,) = npdynamo.capture.frames.compiled_entries(compiled)
+    text = str(entry.compiled.npdynamo_report)
+    assert "runs as " in text and "numba parallel" in text and "numba serial" in text
+
+
+def test_tuning_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "0")
+    compiled = npdynamo.compile(softplus_sum, backend="numba")
+    x = np.linspace(0.0, 1.0, 50)
+    assert_close(compiled(x, x), softplus_sum(x, x))
+    (entry,) = npdynamo.capture.frames.compiled_entries(compiled)
+    assert "NPDYNAMO_NUMBA_TUNE=0" in entry.compiled.npdynamo_report.tuning

@@ -1,0 +1,115 @@
+"""``if <array test>:`` captured as one cond node when ``config.capture_if_branches`` is on:
+both branches in one graph (no recompile to take the other), exact results, and the statements
+that keep breaking, with the reason."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import npdynamo as nd
+from tests.capture.test_control_flow import same_as_plain_in_one_graph
+from tests.differential import CountingBackend, check_same
+
+
+@pytest.fixture(autouse=True)
+def _branches_on(monkeypatch):
+    monkeypatch.setattr(nd.config, "capture_if_branches", True)
+
+
+def if_else(x):
+    y = x
+    if x.sum() > 0:
+        y = x * 2
+        unused = 1  # noqa: F841 - assigned in one branch, not read after: not a result
+    else:
+        y = x - 1
+    return y + 1
+
+
+def if_only(x, scale):
+    if np.abs(x).max() > 1.0:
+        x = x / np.abs(x).max()
+        scale = scale * 2.0
+    return x, scale
+
+
+def inside_a_loop(x, n):
+    while x.sum() < n:
+        if x.max() > 3:
+            x = x + 1.0
+        else:
+            x = x * 2.0
+    return x
+
+
+def returns_in_a_branch(x):
+    if x.sum() > 0:
+        return x * 2.0
+    return -x
+
+
+CASES = {
+    "returns_true": (returns_in_a_branch, (np.ones(3),)),
+    "returns_false": (returns_in_a_branch, (-np.ones(3),)),
+    "if_else_true": (if_else, (np.ones(3),)),
+    "if_else_false": (if_else, (-np.ones(3),)),
+    "if_only_taken": (if_only, (np.arange(4.0), np.float64(1.0))),
+    "if_only_not_taken": (if_only, (np.ones(4) * 0.5, np.float64(1.0))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_one_graph_same_as_plain(name):
+    fn, args = CASES[name]
+    same_as_plain_in_one_graph(fn, args, "cond")
+
+
+def test_inside_a_formed_while_loop():
+    same_as_plain_in_one_graph(inside_a_loop, (np.ones(3) * 0.5, 50.0), "while_loop")
+
+
+def test_both_branches_without_recompiling():
+    backend = CountingBackend()
+    compiled = nd.compile(if_else, backend=backend)
+    for sign in (1.0, -1.0, 2.0, -3.0):
+        np.testing.assert_array_equal(compiled(np.ones(2) * sign), if_else(np.ones(2) * sign))
+    assert backend.count == 1
+
+
+def breaks_in_a_branch(x):
+    if x.sum() > 0:
+        print("positive")
+    return x
+
+
+def changes_dtype(x):
+    if x.sum() > 0:
+        x = x.astype(np.float32)
+    return x
+
+
+def appends(x, log):
+    if x.sum() > 0:
+        log.append(1)
+    return x
+
+
+@pytest.mark.parametrize("fn, args, words", [
+    (breaks_in_a_branch, (np.ones(2),), "print() does input/output"),
+    (changes_dtype, (np.ones(2),), "the branches give x different kinds: float32[2] and "
+                                   "float64[2]"),
+    (appends, (np.ones(2), []), "changes objects outside it"),
+])
+def test_statements_that_keep_breaking(fn, args, words):
+    check_same(fn, *args)
+    report = nd.explain(fn)(*args)
+    assert report.graph_break_count >= 1
+    assert report.break_reasons[0].reason.startswith("the if statement on an array condition")
+    assert words in report.break_reasons[0].reason
+
+
+def test_off_by_default(monkeypatch):
+    monkeypatch.setattr(nd.config, "capture_if_branches", False)
+    check_same(if_else, np.ones(2))
+    assert nd.explain(if_else)(np.ones(2)).graph_break_count == 1
