@@ -18,6 +18,7 @@ frame reruns in Python, so the user sees NumPy's error after NumPy's draws.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 from typing import Any
@@ -251,9 +252,19 @@ def _draw(state, *operands, method: str, names: tuple = (), static: tuple = ()):
     kwargs.update(static)
     if method in ("rand", "randn"):
         return getattr(state, method)(*kwargs.get("dims", ()))
-    # positionally where the user could have (some NumPy methods take no keyword for them)
-    bound = _SIGNATURES[isinstance(state, np.random.RandomState)][method].bind_partial(**kwargs)
-    return getattr(state, method)(*bound.args, **bound.kwargs)
+    positional, keyword = _call_layout(isinstance(state, np.random.RandomState), method,
+                                       tuple(kwargs))
+    return getattr(state, method)(*[kwargs[n] for n in positional],
+                                  **{n: kwargs[n] for n in keyword})
+
+
+@functools.cache
+def _call_layout(legacy: bool, method: str, given: tuple) -> tuple[tuple, tuple]:
+    """Which of the ``given`` parameters go positionally (where the user could have passed
+    them so: some NumPy methods take no keyword for them) and which by keyword. Worked out
+    once per call shape, not per draw: binding a signature costs more than a small draw."""
+    bound = _SIGNATURES[legacy][method].bind_partial(**{name: name for name in given})
+    return tuple(bound.args), tuple(bound.kwargs)
 
 
 def _shuffled(state, x, *, axis: int = 0):
