@@ -157,8 +157,23 @@ _UFUNC_REDUCE = {
 }
 
 
+def _by_method(name: str):
+    """``np.<name>(a, **kw)`` as the method call it forwards to for NumPy values: the same
+    result, without the function's Python wrapper frames (about a microsecond, which counts in
+    small graphs). Anything else goes through the NumPy function."""
+    function = getattr(np, name)
+
+    def impl(a, **kwargs):
+        if isinstance(a, (np.ndarray, np.generic)):
+            return getattr(a, name)(**kwargs)
+        return function(a, **kwargs)
+
+    impl.__name__ = name
+    return impl
+
+
 def _reg(name: str, rule, defaults: dict, *, differentiable: bool = True) -> Op:
-    impl = _UFUNC_REDUCE.get(name, getattr(np, name))
+    impl = _UFUNC_REDUCE.get(name) or _by_method(name)
     return register(
         Op(name, impl, rule, kind="reduction", differentiable=differentiable,
            defaults=defaults)
