@@ -19,6 +19,7 @@ import numpy as np
 from npdynamo.autograd.tracer import Tracer
 from npdynamo.capture.dynamic_dims import dynamic_dims, dynamic_scalar
 from npdynamo.capture.errors import CaptureUnsupported
+from npdynamo.capture.frames.compiled_function import CompiledFunction
 from npdynamo.capture.frames.disable import is_disabled
 from npdynamo.capture.frames.dispatch import original_function
 from npdynamo.capture.guards import (
@@ -151,6 +152,8 @@ class ValueBuilder:
     def _wrap_unguarded(self, value: object) -> Value:
         if isinstance(value, types.FunctionType) and not is_trusted_name(value):
             return self.function(value, None)
+        if isinstance(value, CompiledFunction):
+            return self.function(original_function(value), None)
         if isinstance(value, np.ndarray):
             raise self.ctx.unsupported("an array that is neither an argument nor a global")
         return constant_value(value)
@@ -228,6 +231,12 @@ class ValueBuilder:
             return Const(value, source)
         if kind in BOUND_BUILTIN_TYPES and _binds_an_object(value):
             return self.bound_builtin(value, source)
+        if isinstance(value, CompiledFunction):  # called from a compiled function: inlined
+            ctx.guard(source, GuardKind.ID, value)
+            return self.function(original_function(value), None)
+        if kind is types.MethodType and isinstance(value.__func__, CompiledFunction):
+            func = self.wrap(value.__func__, AttrSource(source, "__func__"))
+            return BoundMethodValue(func, self.wrap(value.__self__, AttrSource(source, "__self__")))
         if kind is types.MethodType and not isinstance(value.__func__, types.FunctionType):
             # a Cython method (np.random.Generator's) bound to its object: new on every read
             ctx.guard(source, GuardKind.TYPE, kind)

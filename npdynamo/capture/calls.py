@@ -18,6 +18,8 @@ from npdynamo.capture.builder import constant_value, is_constant, is_trusted_mod
 from npdynamo.capture.code import CO_GENERATOR, arg_layout
 from npdynamo.capture.containers import container_method, items_of
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.frames.compiled_function import CompiledFunction
+from npdynamo.capture.frames.dispatch import original_function
 from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
 from npdynamo.capture.opcalls import normalize, normalized_op_call, op_call, raw, raw_sizes
@@ -343,7 +345,9 @@ def load_method(frame: Frame, obj: Value, name: str) -> tuple[Value, Value]:
 def class_attribute(obj, name):
     for klass in type(obj).__mro__:
         if name in klass.__dict__:
-            return klass.__dict__[name]
+            attr = klass.__dict__[name]
+            # a compiled function in a class body binds, and is inlined, as the one it compiles
+            return (original_function(attr) or attr) if isinstance(attr, CompiledFunction) else attr
     return None
 
 

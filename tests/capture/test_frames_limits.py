@@ -13,6 +13,7 @@ import npdynamo
 from npdynamo import config
 from npdynamo.capture.frames import RecompileLimitWarning, compiled_entries, enable, reset
 from npdynamo.capture.frames.cache import cache_of
+from npdynamo.capture.frames.compiled_function import dispatcher_of
 from tests.differential import CountingBackend, assert_same_value
 
 
@@ -66,7 +67,7 @@ def test_closure_past_the_limit_runs_its_own_code_with_its_cells(monkeypatch):
         for n in range(4):
             assert_same_value(fn(x, n), compiled(x, n))
     assert compiled.__code__ is fn.__code__
-    assert compiled.__closure__ is fn.__closure__
+    assert dispatcher_of(compiled).__closure__ is fn.__closure__
 
 
 def test_reset_after_the_limit_compiles_again(monkeypatch):

@@ -125,6 +125,22 @@ def load_kernel_module(source_template: str) -> tuple[types.ModuleType, str, str
     return module, path, source
 
 
+def kernel_loads() -> dict[str, int]:
+    """How this process got its numba kernels so far: ``{"from_disk": n, "compiled": m}``.
+
+    Counted per kernel signature from numba's own statistics: a load from the kernel cache is a
+    numba cache hit, anything else was compiled here."""
+    counts = {"from_disk": 0, "compiled": 0}
+    for module in _loaded.values():
+        kernel = getattr(module, "kernel", None)
+        if not isinstance(kernel, Dispatcher):
+            continue
+        hits = sum(kernel.stats.cache_hits.values())
+        counts["from_disk"] += hits
+        counts["compiled"] += max(len(kernel.overloads) - hits, 0)
+    return counts
+
+
 def _ensure_file(path: str, text: str) -> None:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:

@@ -297,7 +297,7 @@ _PER_FUNCTION: weakref.WeakKeyDictionary[FunctionType, dict[tuple, FrameCache]] 
     weakref.WeakKeyDictionary()
 )
 _ALL: weakref.WeakSet[FrameCache] = weakref.WeakSet()
-_OWNERS: weakref.WeakKeyDictionary[FunctionType, FrameCache] = weakref.WeakKeyDictionary()
+_OWNERS: weakref.WeakKeyDictionary[object, FrameCache] = weakref.WeakKeyDictionary()
 # Keyed by id (code objects compare by value); the code is kept so the id stays its own.
 _REASONS: dict[int, tuple[CodeType, list[str]]] = {}
 _RESET_CALLBACKS: list[Callable[[], None]] = []
@@ -330,6 +330,12 @@ def register_owner(front: FunctionType, cache: FrameCache, python_code: CodeType
     ``python_code`` is what ``front`` runs once the cache routes its code object to Python."""
     _OWNERS[front] = cache
     cache.add_front(front, python_code)
+
+
+def register_alias(alias: object, cache: FrameCache) -> None:
+    """Record that ``alias`` (a compiled function object, whose dispatcher is its front) is served
+    by ``cache``, for ``cache_of`` and ``compiled_entries``."""
+    _OWNERS[alias] = cache
 
 
 def forget_owner(front: FunctionType) -> None:

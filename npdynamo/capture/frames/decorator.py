@@ -17,8 +17,14 @@ from npdynamo.backends import lookup_backend
 from npdynamo.capture.frames.cache import (
     cache_for,
     capture_supported,
+    register_alias,
     register_owner,
     warn_unsupported_python,
+)
+from npdynamo.capture.frames.compiled_function import (
+    CompiledFunction,
+    install_compile,
+    make_compiled_function,
 )
 from npdynamo.capture.frames.disable import is_disabled
 from npdynamo.capture.frames.dispatch import (
@@ -30,8 +36,10 @@ from npdynamo.capture.frames.dispatch import (
 )
 from npdynamo.errors import InvalidArgument, NpdynamoError, user_location
 
-# Each dispatcher's user function (its ``__wrapped__``, which callers may overwrite).
-_USER_FUNCTIONS: weakref.WeakKeyDictionary[FunctionType, FunctionType] = weakref.WeakKeyDictionary()
+# Each compiled function's user function (its ``__wrapped__``, which callers may overwrite).
+_USER_FUNCTIONS: weakref.WeakKeyDictionary[CompiledFunction, FunctionType] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class NotCompilable(NpdynamoError, TypeError):
@@ -67,19 +75,30 @@ def compile(
             f"{user_location()}: npdynamo.compile(dynamic=...) takes None (automatic), True or "
             f"False, not {dynamic!r}"
         )
-    if fn is None:
-        return functools.partial(_compile, backend=backend_fn, fullgraph=fullgraph, dynamic=dynamic)
-    return _compile(fn, backend=backend_fn, fullgraph=fullgraph, dynamic=dynamic)
-
-
-def _compile(obj: Any, *, backend: Callable, fullgraph: bool, dynamic: bool | None) -> Any:
     options = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
+    if fn is None:
+        return functools.partial(_compile, backend_fn=backend_fn, **options)
+    return _compile(fn, backend_fn=backend_fn, **options)
+
+
+def _compile(
+    obj: Any,
+    *,
+    backend: str | Callable,
+    backend_fn: Callable,
+    fullgraph: bool,
+    dynamic: bool | None,
+) -> Any:
+    options = {"backend": backend, "backend_fn": backend_fn, "fullgraph": fullgraph,
+               "dynamic": dynamic}
     if isinstance(obj, staticmethod):
         return staticmethod(_compile(obj.__func__, **options))
     if isinstance(obj, classmethod):
         return classmethod(_compile(obj.__func__, **options))
-    if isinstance(obj, MethodType) and isinstance(obj.__func__, FunctionType):
+    if isinstance(obj, MethodType) and isinstance(obj.__func__, (FunctionType, CompiledFunction)):
         return MethodType(_compile(obj.__func__, **options), obj.__self__)
+    # compiling a compiled function: start from the user's function
+    obj = _USER_FUNCTIONS.get(obj, obj) if isinstance(obj, CompiledFunction) else obj
     if not isinstance(obj, FunctionType):
         raise NotCompilable(_not_compilable_message(obj))
     if is_disabled(obj):
@@ -87,11 +106,11 @@ def _compile(obj: Any, *, backend: Callable, fullgraph: bool, dynamic: bool | No
     if not capture_supported():
         warn_unsupported_python()
         return obj
-    fn = _USER_FUNCTIONS.get(obj, obj)  # compiling a compiled function: start from the user's
+    fn = obj
     # A region-hooked function runs a trampoline; its original code is kept by its view.
     code = (original_function(fn) or fn).__code__
     view = make_original_view(fn, code)
-    cache = cache_for(fn, code, backend, fullgraph, dynamic)
+    cache = cache_for(fn, code, backend_fn, fullgraph, dynamic)
     miss = cache.miss_handler(view, make_fallback(fn, code))
     # The dispatcher carries fn's closure (its code lists the free variables, unused), so that
     # once the cache routes this code to Python the dispatcher can run the user's code itself.
@@ -106,8 +125,12 @@ def _compile(obj: Any, *, backend: Callable, fullgraph: bool, dynamic: bool | No
     functools.update_wrapper(dispatcher, fn)
     register_owner(dispatcher, cache, code)
     register_original(dispatcher, view)
-    _USER_FUNCTIONS[dispatcher] = fn
-    return dispatcher
+    compiled = make_compiled_function(dispatcher, fn, backend, fullgraph, dynamic)
+    functools.update_wrapper(compiled, fn)
+    register_alias(compiled, cache)
+    register_original(compiled, view)
+    _USER_FUNCTIONS[compiled] = fn
+    return compiled
 
 
 def _not_compilable_message(obj: Any) -> str:
@@ -130,3 +153,6 @@ def _not_compilable_message(obj: Any) -> str:
     if any(isinstance(k.__dict__.get("__call__"), FunctionType) for k in type(obj).__mro__):
         return message + " For a callable object, compile its method: compile(obj.__call__)."
     return message + f" Call {name} from a Python function and compile that function."
+
+
+install_compile(compile)
