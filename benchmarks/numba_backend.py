@@ -1,19 +1,27 @@
-"""The numba backend against NumPy on the same user code, and against hand-written numba.
+"""The numba backend against NumPy on the same user code, hand-written numba and torch.compile.
 
 For each workload (``benchmarks/workloads.py``, written the way a user writes them) and dtype,
-one table: NumPy eager, npdynamo ``eager``, npdynamo ``numba`` and the hand-written numba
-kernel (``benchmarks/handwritten.py``, the ceiling: it writes into buffers allocated once), with
-median/min/max per call, the speed relative to NumPy ("vs NumPy", > 1 is faster) and to the
-hand-written kernel ("vs hand"), plus the numba compile time of the graph in this process.
-The four variants are sampled in turns (15 samples of >= 20 ms each) after waiting for the
-machine to be quiet; "others" is the CPU other processes used meanwhile. A summary gives each
-workload's speed-up over NumPy and its time relative to the hand-written kernel.
+one table: NumPy eager, npdynamo ``eager``, npdynamo ``numba``, the hand-written numba kernel
+(``benchmarks/handwritten.py``, the ceiling: it writes into buffers allocated once) and, when
+``torch`` is importable (the ``bench`` extra), ``torch.compile`` on the very same NumPy function,
+with median/min/max per call, the speed relative to NumPy ("vs NumPy", > 1 is faster) and to the
+hand-written kernel ("vs hand"), plus the first-call times of npdynamo numba and torch.compile in
+this process. The variants are sampled in turns (15 samples of >= 20 ms each) after waiting for
+the machine to be quiet; "others" is the CPU other processes used meanwhile. A summary gives each
+workload's speed-up over NumPy for npdynamo numba and torch.compile.
+
+``python -m benchmarks.numba_backend --one-thread`` runs the same tables in a child process with
+one thread everywhere (OpenBLAS/OpenMP, numba, torch; numba kernels serial), as ``make bench``
+does after the default-threads run.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import statistics
+import subprocess
+import sys
 import time
 import timeit
 import warnings
@@ -25,7 +33,14 @@ from benchmarks import handwritten, workloads
 from benchmarks.common import fmt_time
 from benchmarks.quiet import foreign_load, wait_until_quiet
 
+try:
+    import torch
+except ImportError:  # the ``bench`` extra is not installed: no torch.compile column
+    torch = None
+
 RNG = np.random.default_rng(0)
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+              "NUMBA_NUM_THREADS": "1", "NPDYNAMO_NUMBA_PARALLEL": "never"}
 
 
 def _adam_args(dtype):
@@ -96,47 +111,78 @@ def _interleaved(fns: dict, args, samples: int = 15, min_sample_s: float = 0.02)
                     "others": load.cores} for label, t in times.items()}
 
 
+def _first_call(fn, args) -> tuple[object, float]:
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numba fallback must not go unnoticed here
+        result = fn(*copy.deepcopy(args))
+    return result, time.perf_counter() - start
+
+
 def bench_workload(name, target, user_fn, hand_fn, make_args, dtype) -> dict:
     args = make_args(dtype)
     npdynamo.reset()  # one cache entry per function: guards of other dtypes are not checked
     with np.errstate(all="ignore"):
         # each variant on its own copy: a workload may update its arguments in place
         want = user_fn(*copy.deepcopy(args))
-        eager = npdynamo.compile(user_fn, backend="eager")
-        numba_fn = npdynamo.compile(user_fn, backend="numba")
-        start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # a numba fallback must not go unnoticed here
-            got = numba_fn(*copy.deepcopy(args))
-        compile_s = time.perf_counter() - start
+        variants = {"NumPy eager": user_fn,
+                    "npdynamo eager": npdynamo.compile(user_fn, backend="eager"),
+                    "npdynamo numba": npdynamo.compile(user_fn, backend="numba"),
+                    "hand-written numba": hand_fn}
+        got, first = _first_call(variants["npdynamo numba"], args)
+        firsts = {"npdynamo numba": first}
         hand_fn(*copy.deepcopy(args))  # compile
         assert _close(got, want, dtype), f"{name}: numba backend result differs"
         assert _close(hand_fn(*copy.deepcopy(args)), want, dtype), \
             f"{name}: hand-written result differs"
-        rows = _interleaved({"NumPy eager": user_fn, "npdynamo eager": eager,
-                             "npdynamo numba": numba_fn, "hand-written numba": hand_fn}, args)
+        if torch is not None:
+            compiled = torch.compile(user_fn)
+            got, firsts["torch.compile"] = _first_call(compiled, args)
+            assert _close(got, want, dtype), f"{name}: torch.compile result differs"
+            variants["torch.compile"] = compiled
+        rows = _interleaved(variants, args)
     base, ceiling = rows["NumPy eager"]["median"], rows["hand-written numba"]["median"]
-    print(f"\n{name}, {np.dtype(dtype).name} (numba compile in this process: {compile_s:.2f} s)")
+    first_text = ", ".join(f"{k} {v:.2f} s" for k, v in firsts.items())
+    print(f"\n{name}, {np.dtype(dtype).name} (first calls in this process: {first_text})")
     print(f"{'':22} {'median':>11} {'min':>11} {'max':>11} {'vs NumPy':>9} "
           f"{'vs hand':>8} {'others':>7}")
     for label, r in rows.items():
         print(f"{label:22} {fmt_time(r['median'])} {fmt_time(r['min'])} {fmt_time(r['max'])} "
               f"{base / r['median']:8.2f}x {ceiling / r['median']:7.2f}x {r['others']:6.2f}c")
+    torch_row = rows.get("torch.compile")
     return {"name": name, "dtype": np.dtype(dtype).name, "target": target,
             "vs_numpy": base / rows["npdynamo numba"]["median"],
+            "eager_vs_numpy": base / rows["npdynamo eager"]["median"],
+            "torch_vs_numpy": base / torch_row["median"] if torch_row else None,
             "vs_hand": rows["npdynamo numba"]["median"] / ceiling,
             "numba_s": rows["npdynamo numba"]["median"]}
 
 
 def summary(results: list[dict]) -> None:
-    print("\nsummary (numba backend vs NumPy eager on the same code; time relative to "
-          "hand-written numba, 1.00 = as fast):")
+    print("\nsummary (speed-up over NumPy eager on the same code, > 1 is faster; npdynamo numba "
+          "time relative to hand-written numba, 1.00 = as fast):")
+    print(f"  {'workload':36} {'dtype':8} {'eager':>7} {'numba':>7} {'torch.compile':>14} "
+          f"{'numba/hand':>11}")
     for r in results:
-        print(f"  {r['name']:36} {r['dtype']:8} {r['vs_numpy']:7.2f}x NumPy, "
-              f"{r['vs_hand']:5.2f}x hand-written time")
+        torch_text = f"{r['torch_vs_numpy']:13.2f}x" if r["torch_vs_numpy"] else \
+            f"{'(no torch)':>14}"
+        print(f"  {r['name']:36} {r['dtype']:8} {r['eager_vs_numpy']:6.2f}x "
+              f"{r['vs_numpy']:6.2f}x {torch_text} {r['vs_hand']:10.2f}x")
 
 
-def main() -> None:
+def main(one_thread: bool = False) -> None:
+    """The tables with this process's threads; with ``one_thread``, in a child process whose
+    every thread pool has one thread (set before NumPy, numba and torch start)."""
+    if one_thread:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        subprocess.run([sys.executable, "-m", "benchmarks.numba_backend"], cwd=root,
+                       env={**os.environ, **ONE_THREAD}, check=True)
+        return
+    threads = "one thread" if os.environ.get("NUMBA_NUM_THREADS") == "1" else "default threads"
+    print(f"\nnumba backend workloads, {threads}"
+          f"{'' if torch is not None else ' (torch not installed: no torch.compile column)'}")
+    if torch is not None and threads == "one thread":
+        torch.set_num_threads(1)
     results = []
     for spec in WORKLOADS:
         for dtype in (np.float32, np.float64):
@@ -145,4 +191,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(one_thread="--one-thread" in sys.argv)

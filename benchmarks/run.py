@@ -22,6 +22,7 @@ if __name__ == "__main__":
     transcendentals.main()
     threads.main()
     numba_backend.main()
+    numba_backend.main(one_thread=True)
     kmeans.main()  # np.linalg.norm as a fused reduction
     startup.main()
     # Dynamic shapes: a training step fed 20 batch sizes, graphs and kernels compiled.
