@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from npdynamo.errors import NpdynamoError
@@ -180,35 +181,65 @@ def _last_uses(graph: Graph) -> dict[Node, list[Node]]:
     return freed
 
 
-def generate_source(graph: Graph, fn_name: str = "forward") -> tuple[str, dict[str, Any]]:
+def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, list[Node]],
+                in_place: dict[Node, str], indent: str) -> list[str]:
+    lines, last_comment = [], None
+    for node in nodes:
+        comment = _source_comment(node)
+        if comment is not None and comment != last_comment:
+            lines.append(f"{indent}{comment}")
+        last_comment = comment
+        if node in in_place:  # a plain ufunc call (the backend checked): operands, then out=
+            operands = [emitter.expr(a) for a in node.args] + [f"out={in_place[node]}"]
+            call = f"{emitter.target(node.target)}({', '.join(operands)})"
+        else:
+            call = emitter.call(node)
+        lines.append(f"{indent}{node.name} = {call}")
+        # drop each temporary after its last use, so a large intermediate's memory is
+        # reused by the next op instead of every call touching fresh pages
+        if freed_after.get(node):
+            lines.append(f"{indent}del {', '.join(n.name for n in freed_after[node])}")
+    return lines
+
+
+def generate_source(
+    graph: Graph,
+    fn_name: str = "forward",
+    in_place: dict[Node, str] | None = None,
+    in_place_check: Callable[[], bool] | None = None,
+) -> tuple[str, dict[str, Any]]:
     """The source of ``def fn_name(<placeholders>): ... return (<outputs>,)`` and its globals.
 
     A comment with the user's file, line and source text heads each run of nodes that came
     from the same line (``meta["source"]``, set by capture).
+
+    ``in_place`` (a backend's choice: call node -> input placeholder name) generates the nodes
+    from the first of them to the end twice: when ``in_place_check()`` holds on the call, each
+    chosen node computes into its input (``out=``), else as usual. The backend vouches that
+    those nodes are ufunc calls whose results may live in those inputs.
     """
     if not fn_name.isidentifier():
         raise ValueError(f"the generated function needs an identifier name, not {fn_name!r}")
+    in_place = in_place or {}
     emitter = _Emitter({n.name for n in graph.nodes} | {fn_name})
     params = ", ".join(p.name for p in graph.placeholders)
     lines = [f"def {fn_name}({params}):"]
     # symbolic sizes are read from the inputs' shapes once, at entry
     lines += [f"    {line}" for line in symbol_prelude(graph, emitter.symbol)]
-    last_comment = None
+    order = [n for n in graph.nodes if n.op == "call_function"]
+    split = min((order.index(n) for n in in_place), default=len(order))
     freed_after = _last_uses(graph)
-    for node in graph.nodes:
-        comment = _source_comment(node)
-        if comment is not None and comment != last_comment:
-            lines.append(f"    {comment}")
-        last_comment = comment
-        if node.op == "call_function":
-            lines.append(f"    {node.name} = {emitter.call(node)}")
-            # drop each temporary after its last use, so a large intermediate's memory is
-            # reused by the next op instead of every call touching fresh pages
-            if freed_after.get(node):
-                lines.append(f"    del {', '.join(n.name for n in freed_after[node])}")
-        elif node.op == "output":
-            value = node.args[0] if node.args else ()
-            if not isinstance(value, (tuple, list)):
-                value = (value,)
-            lines.append(f"    return {emitter.expr(tuple(value))}")
+    lines += _node_lines(order[:split], emitter, freed_after, {}, "    ")
+    if in_place:
+        check = emitter.bind(in_place_check, "in_place_check")
+        lines.append(f"    if {check}():")
+        lines += _node_lines(order[split:], emitter, freed_after, in_place, "        ")
+        lines.append("    else:")
+        lines += _node_lines(order[split:], emitter, freed_after, {}, "        ")
+    output = graph.output_node
+    if output is not None:
+        value = output.args[0] if output.args else ()
+        if not isinstance(value, (tuple, list)):
+            value = (value,)
+        lines.append(f"    return {emitter.expr(tuple(value))}")
     return "\n".join(lines) + "\n", emitter.globals

@@ -51,6 +51,12 @@ class GraphModule:
         self.forward = _compile(source, self.name, namespace)
         self.code = source
 
+    def generate_forward(self, **options: Any) -> Callable[..., tuple]:
+        """A variant of ``forward`` generated with ``generate_source``'s ``options`` (a backend's
+        own choices, such as ``in_place``); ``code`` keeps showing the plain one."""
+        source, namespace = generate_source(self.graph, self.name, **options)
+        return _compile(source, self.name, namespace)
+
     def __call__(self, *args: Any) -> tuple:
         return self.forward(*args)
 

@@ -1,0 +1,59 @@
+"""NumPy's floating-point error state and the warnings filters, read cheaply on every call.
+
+Shared by the backends (below ``eager`` and ``numba``): a backend that skips or reorders NumPy's
+error reporting must know, per call, whether NumPy would only warn as usual. NumPy 2 keeps the
+error state in a context variable whose value object changes whenever the state does, so one
+``ContextVar.get`` and an identity test (~50 ns) tell the default state apart.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+try:  # NumPy 2: the state is one object in a context variable
+    from numpy._core._ufunc_config import _extobj_contextvar
+
+    current: Callable[[], object] = _extobj_contextvar.get
+    #: The state a fresh context starts with (not the one at import: a user may have changed it).
+    DEFAULT: object = contextvars.Context().run(current)
+except (ImportError, AttributeError):  # pragma: no cover - another NumPy layout: a slower check
+    _DEFAULT_DICT = {"divide": "warn", "over": "warn", "under": "ignore", "invalid": "warn"}
+    DEFAULT = object()
+
+    def current() -> object:
+        return DEFAULT if np.geterr() == _DEFAULT_DICT else None
+
+
+# The warnings filters last seen (the list object itself, kept so its id is never reused) and
+# whether a RuntimeWarning could become an exception under them.
+_seen_filters: list | None = None
+_seen_length = -1
+_seen_first: object = None
+_seen_may_raise = True
+
+
+def ufuncs_cannot_raise() -> bool:
+    """True when no ufunc call can raise a floating-point error now: NumPy's error state is
+    the default one (errors warn, or are ignored) and no warnings filter turns a
+    ``RuntimeWarning`` into an exception (``-W error``, ``simplefilter("error")``), or every
+    error is ignored."""
+    if current() is not DEFAULT:
+        return all(v == "ignore" for v in np.geterr().values())
+    return not _runtime_warnings_raise()
+
+
+def _runtime_warnings_raise() -> bool:
+    global _seen_filters, _seen_length, _seen_first, _seen_may_raise
+    filters = warnings.filters
+    first = filters[0] if filters else None
+    if filters is _seen_filters and len(filters) == _seen_length and first is _seen_first:
+        return _seen_may_raise
+    may_raise = any(action == "error" and issubclass(RuntimeWarning, category)
+                    for action, _message, category, _module, _line in filters)
+    _seen_filters, _seen_length, _seen_first, _seen_may_raise = (
+        filters, len(filters), first, may_raise)
+    return may_raise

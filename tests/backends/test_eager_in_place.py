@@ -1,0 +1,154 @@
+"""The eager backend computes in-place updates of arguments straight into them (``out=``):
+same values, same objects, same memory as plain NumPy, and the copy-back path whenever a ufunc
+could raise (a user's ``np.errstate``, warnings turned into errors) or the write would not be
+exact (a later read of the old value, a returned view)."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import npdynamo
+from npdynamo.capture.frames import compiled_entries
+from tests.differential import assert_same_value, check_same, run_both
+
+
+def adam(p, g, m, v, t):
+    m *= 0.9
+    m += 0.1 * g
+    v *= 0.999
+    v += 0.001 * g * g
+    p -= 1e-3 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+
+
+def sgd(params, grads, lr=0.1):
+    for k in params:
+        params[k] -= lr * grads[k]
+    return sum(float(0) for _ in params)
+
+
+def _arrays(n=64, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(n) for _ in range(3)] + [rng.random(n)]
+
+
+def _generated(compiled) -> str:
+    (entry,) = compiled_entries(compiled)
+    return inspect.getsource(entry.compiled)
+
+
+def _addresses(args):
+    return [a.__array_interface__["data"][0] for a in args if isinstance(a, np.ndarray)]
+
+
+def test_adam_writes_the_callers_arrays_in_place():
+    p, g, m, v = _arrays()
+    compiled = check_same(adam, p, g, m, v, 3)
+    assert "out=m" in _generated(compiled) and "out=p" in _generated(compiled)
+    args = [p.copy(), g.copy(), m.copy(), v.copy()]
+    before = _addresses(args)
+    objects = [id(a) for a in args]
+    compiled(*args, 3)
+    assert _addresses(args) == before and [id(a) for a in args] == objects
+
+
+def test_dict_of_parameters():
+    rng = np.random.default_rng(1)
+    params = {k: rng.standard_normal((4, 3)) for k in "abc"}
+    grads = {k: rng.standard_normal((4, 3)) for k in "abc"}
+    compiled = check_same(sgd, params, grads)
+    assert _generated(compiled).count("out=params_") == 3
+
+
+def reads_old_value_later(p, g):
+    old = p.T  # a view: it sees the update, in NumPy and compiled
+    p -= g
+    return old.sum(), p.sum()
+
+
+def returns_a_view(p, g):
+    view = p[::2]
+    p += g
+    return view
+
+
+def overlapping_operand(p):
+    p -= p[::-1]
+    p *= p
+
+
+def two_updates_reading_each_other(a, b):
+    a += 1.0
+    b -= a
+    a *= b
+
+
+@pytest.mark.parametrize("fn", [reads_old_value_later, returns_a_view, overlapping_operand,
+                                two_updates_reading_each_other])
+def test_aliasing_cases_match_plain_numpy(fn):
+    arrays = _arrays(16)[: len(inspect.signature(fn).parameters)]
+    check_same(fn, *arrays, calls=3)
+
+
+def overflowing(p, big):
+    p *= big
+    p += 1.0
+
+
+@pytest.mark.parametrize("mode", ["raise", "call", "warnings-as-errors"])
+def test_a_ufunc_that_raises_leaves_the_arguments_as_numpy_does(mode):
+    compiled = npdynamo.compile(overflowing)
+    p = np.array([1.0, 1e300, 2.0])
+    compiled(p.copy(), 1.0)  # captured under the default state
+    if mode == "raise":
+        context = np.errstate(over="raise")
+    elif mode == "call":
+        def fail(kind, flag):
+            raise ArithmeticError(kind)
+        context = np.errstate(over="call", call=fail)
+    else:
+        context = warnings.catch_warnings()
+    with context:
+        if mode == "warnings-as-errors":
+            warnings.simplefilter("error")
+        run = run_both(overflowing, compiled, (p, 1e10), {})
+    assert run.exc is not None
+    assert_same_value(run.plain_args, run.comp_args, "args after the raise")
+
+
+def test_default_state_warns_as_numpy_does():
+    compiled = npdynamo.compile(overflowing)
+    p = np.array([1.0, 1e300])
+    compiled(p.copy(), 1.0)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        compiled(p, 1e10)
+    assert np.isinf(p[1])
+
+
+OPS = ["+=", "-=", "*=", "/="]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from(OPS),
+                          st.sampled_from(["a", "b", "1.5", "a[::-1]", "b.T"])),
+                min_size=1, max_size=5),
+       st.booleans())
+def test_generated_update_sequences_match_plain_numpy(steps, read_a_at_end):
+    lines = [f"    {target} {op} {operand}" for target, op, operand in steps]
+    lines.append("    return a.sum()" if read_a_at_end else "    return None")
+    namespace: dict = {}
+    exec("def updates(a, b):\n" + "\n".join(lines), namespace)
+    fn = namespace["updates"]
+    a, b = (np.random.default_rng(2).random(6) + 0.5 for _ in range(2))
+    compiled = npdynamo.compile(fn)
+    with np.errstate(all="ignore"):
+        for _ in range(2):
+            run = run_both(fn, compiled, copy.deepcopy((a, b)), {})
+            assert_same_value(run.expected, run.got)
+            assert_same_value(run.plain_args, run.comp_args, "args after the call")
