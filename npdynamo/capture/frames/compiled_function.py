@@ -29,6 +29,8 @@ from collections.abc import Callable
 from types import CodeType, FunctionType, MethodType
 from typing import Any
 
+from npdynamo.capture.frames.cache import COMPILE_LOCK
+
 
 class CompiledFunction:
     """A compiled function: call it as the user's function, bind it as a method, pickle it.
@@ -178,11 +180,12 @@ def _compile_again(
 
     Importing this module imports the ``npdynamo`` package first, which installs ``compile``.
     """
-    made = _AGAIN.setdefault(user_fn, {})
     key = (backend, fullgraph, dynamic)
-    if key not in made:
-        made[key] = _compile(user_fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
-    return made[key]
+    with COMPILE_LOCK:  # tasks of one worker may unpickle on several threads at once
+        made = _AGAIN.setdefault(user_fn, {})
+        if key not in made:
+            made[key] = _compile(user_fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+        return made[key]
 
 
 def _compile_pickled(
@@ -190,9 +193,11 @@ def _compile_pickled(
 ) -> Any:
     """Unpickling a compiled function whose user function travelled by value, as ``payload``."""
     key = (payload, backend, fullgraph, dynamic)
-    if key not in _PICKLED:
-        if len(_PICKLED) >= _PICKLED_KEPT:
-            del _PICKLED[next(iter(_PICKLED))]
-        user_fn = pickle.loads(payload)
-        _PICKLED[key] = _compile(user_fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
-    return _PICKLED[key]
+    with COMPILE_LOCK:
+        if key not in _PICKLED:
+            if len(_PICKLED) >= _PICKLED_KEPT:
+                del _PICKLED[next(iter(_PICKLED))]
+            user_fn = pickle.loads(payload)
+            _PICKLED[key] = _compile(user_fn, backend=backend, fullgraph=fullgraph,
+                                     dynamic=dynamic)
+        return _PICKLED[key]
