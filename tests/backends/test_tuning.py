@@ -102,3 +102,23 @@ def test_tuning_can_be_switched_off(monkeypatch):
     assert_close(compiled(x, x), softplus_sum(x, x))
     (entry,) = npdynamo.capture.frames.compiled_entries(compiled)
     assert "NPDYNAMO_NUMBA_TUNE=0" in entry.compiled.npdynamo_report.tuning
+
+
+def test_microsecond_calls_get_more_rounds_before_the_choice():
+    clock, decided = FakeClock(), []
+    calls = {"n": 0}
+
+    def preempted_early(x):  # the fastest, but its first timed calls lost the core
+        calls["n"] += 1
+        clock.now += 5e-6 if calls["n"] <= 1 + tuning.TIMED_ROUNDS else 1e-6
+        return (x,)
+
+    runs: list = []
+    fn = tuning.fastest_of(
+        [tuning.Candidate("fast", preempted_early), costing(clock, "steady", 2e-6, runs)],
+        decided.append, clock)
+    rounds = 1 + tuning.TIMED_ROUNDS + tuning.EXTRA_ROUNDS
+    for i in range(2 * rounds):
+        fn(i)
+    assert len(runs) == rounds and len(decided) == 1
+    assert decided[0].startswith("runs as fast")
