@@ -126,6 +126,8 @@ def explain(fn, backend="eager"):
     if spec is not None:  # explain(grad(compile(f))): the AOT forward/backward of each graph
         return _explain_gradient(spec, lookup_backend(backend))
     target = original_function(fn) or fn
+    if isinstance(fn, types.MethodType) and original_function(fn.__func__) is not None:
+        target = types.MethodType(original_function(fn.__func__), fn.__self__)  # obj.compiled
     if not isinstance(target, (types.FunctionType, types.MethodType)) or (
         isinstance(target, types.MethodType) and not isinstance(target.__func__, types.FunctionType)
     ):

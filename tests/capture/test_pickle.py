@@ -200,3 +200,16 @@ def test_compiled_methods_and_functions_inline_into_compiled_callers():
         report = npdynamo.explain(caller)(callee, x.copy())
         assert (report.graph_count, report.graph_break_count) == (1, 0)
         assert_same_value(expected, npdynamo.compile(caller)(callee, x.copy()))
+
+
+def test_a_bound_compiled_method_is_explained_and_a_compiled_call_binds():
+    model = targets.Model(2.0)
+    x = _x()
+    report = npdynamo.explain(model.forward)(x.copy())
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+    assert_same_value(np.tanh(x * 2.0), report.result)
+
+    class Shift:
+        __call__ = npdynamo.compile(lambda self, v: v + 1.0)
+
+    assert_same_value(x + 1.0, Shift()(x.copy()))
