@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from npdynamo import progress
-from npdynamo.backends.fp_state import ufuncs_cannot_raise
+from npdynamo.backends.fp_state import is_plain_ufunc_call, ufuncs_cannot_raise
 from npdynamo.backends.registry import register_backend
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
@@ -80,16 +80,10 @@ def _trailing_ufunc_run(graph: Graph) -> list[Node]:
     for node in reversed(graph.nodes):
         if node.op == "output":
             continue
-        if not _plain_ufunc_call(node):
+        if not is_plain_ufunc_call(node):
             break
         run.append(node)
     return run[::-1]
-
-
-def _plain_ufunc_call(node: Node) -> bool:
-    impl = getattr(node.target, "impl", node.target)
-    return (node.op == "call_function" and isinstance(impl, np.ufunc) and impl.nout == 1
-            and not node.kwargs and len(node.args) == impl.nin)
 
 
 def _same_array_meta(node: Node, holder: Node) -> bool:

@@ -1,7 +1,8 @@
 """NumPy's floating-point error state and the warnings filters, read cheaply on every call.
 
-Shared by the backends (below ``eager`` and ``numba``): a backend that skips or reorders NumPy's
-error reporting must know, per call, whether NumPy would only warn as usual. NumPy 2 keeps the
+Shared by the backends (below ``eager``, ``numba`` and ``compile``): a backend that skips or
+reorders NumPy's error reporting, or writes before it knows nothing will raise, must know per
+call whether NumPy would only warn as usual. NumPy 2 keeps the
 error state in a context variable whose value object changes whenever the state does, so one
 ``ContextVar.get`` and an identity test (~50 ns) tell the default state apart.
 """
@@ -13,6 +14,8 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
+
+from npdynamo.fx.node import Node
 
 try:  # NumPy 2: the state is one object in a context variable
     from numpy._core._ufunc_config import _extobj_contextvar
@@ -57,3 +60,11 @@ def _runtime_warnings_raise() -> bool:
     _seen_filters, _seen_length, _seen_first, _seen_may_raise = (
         filters, len(filters), first, may_raise)
     return may_raise
+
+
+def is_plain_ufunc_call(node: Node) -> bool:
+    """A call of a NumPy ufunc with one output and positional operands only: under
+    ``ufuncs_cannot_raise()`` it cannot raise, and ``out=`` may be added to it."""
+    impl = getattr(node.target, "impl", node.target)
+    return (node.op == "call_function" and isinstance(impl, np.ufunc) and impl.nout == 1
+            and not node.kwargs and len(node.args) == impl.nin)

@@ -6,11 +6,13 @@ draws nothing twice; draws Python code needs as numbers are exact graph breaks."
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 import pytest
 
 import npdynamo
+from npdynamo.backends import compile as compile_module
 from npdynamo.ops import REGISTRY
 from npdynamo.ops.random import GeneratorMeta, bind_draw
 from tests.differential import CountingBackend, assert_same_value
@@ -249,3 +251,43 @@ def test_draw_rule_matches_numpy(legacy, method, args, kwargs):
     op, op_args, op_kwargs = bind_draw(GeneratorMeta(type(state)), method, args, kwargs)
     assert op is REGISTRY["draw"]
     assert op.infer(*to_metas(op_args), **op_kwargs) == expected
+
+
+def draw_then_ufuncs(x, rng, scale):
+    return (x * scale + rng.standard_normal(x.shape)) * scale
+
+
+@pytest.mark.parametrize("mode", ["raise", "warnings-as-errors"])
+def test_a_ufunc_raising_after_the_draw_leaves_the_state_as_plain(mode):
+    r1, r2 = np.random.default_rng(8), np.random.default_rng(8)
+    x = np.array([1.0, 1e300])
+    compiled = npdynamo.compile(draw_then_ufuncs)
+    assert_same_value(draw_then_ufuncs(x, r1, 1.0), compiled(x, r2, 1.0))
+    with warnings.catch_warnings():
+        if mode == "raise":
+            context = np.errstate(over="raise")
+        else:
+            warnings.simplefilter("error")
+            context = np.errstate()
+        with context:
+            with pytest.raises((FloatingPointError, RuntimeWarning)) as plain:
+                draw_then_ufuncs(x, r1, 1e10)
+            with pytest.raises(type(plain.value)):
+                compiled(x, r2, 1e10)
+    assert r1.bit_generator.state == r2.bit_generator.state
+
+
+def test_no_state_is_saved_when_nothing_can_raise_after_the_draw(monkeypatch):
+    saves = []
+    original = compile_module.saved_states
+    monkeypatch.setattr(compile_module, "saved_states",
+                        lambda states: saves.append(1) or original(states))
+    r1, r2 = np.random.default_rng(9), np.random.default_rng(9)
+    x = np.arange(4.0)
+    compiled = npdynamo.compile(draw_then_ufuncs)
+    for _ in range(3):
+        assert_same_value(draw_then_ufuncs(x, r1, 2.0), compiled(x, r2, 2.0))
+    assert saves == [] and r1.bit_generator.state == r2.bit_generator.state
+    with np.errstate(over="raise"):  # now a ufunc could raise: the state is saved first
+        compiled(x, r2, 2.0)
+    assert saves == [1]
