@@ -16,6 +16,12 @@ automatic_dynamic_shapes: bool = True
 #: captured whole becomes one in-graph ``while_loop`` node; False: a graph break at its test.
 capture_while_loops: bool = True
 
+#: A ``for <name> in range(a, b):`` loop of at least ``for_loop_min_trips`` iterations whose body
+#: can be captured whole becomes one in-graph ``fori_loop`` node (its trip count a value of the
+#: loop, not a specialisation); False, or fewer iterations: the loop is unrolled.
+capture_for_loops: bool = True
+for_loop_min_trips: int = 16
+
 #: Opt-in: an ``if`` statement whose test is an array value and whose branches can be captured
 #: whole becomes one in-graph ``cond`` node (both branches compiled, no recompile to take the
 #: other one); off: a graph break at its test (the documented default behaviour, for now).

@@ -152,6 +152,17 @@ def _leaf_payload(leaf: Value) -> Any:
     return leaf.value  # a Python number constant
 
 
+def loop_place(frame) -> str:
+    """The line and text of the statement ``frame`` is at, for a loop's note."""
+    loc = frame.location()
+    return f"line {loc.lineno} `{loc.source_line.strip()}`"
+
+
+def note_loop(frame, text: str) -> None:
+    """Say what became of the loop whose statement ``frame`` is at (``explain``'s Loops)."""
+    frame.ctx.loop_notes.setdefault(f"{loop_place(frame)}: {text}")
+
+
 # -- carried structures --------------------------------------------------------------------------
 def flatten(frame, value: Value, what: str) -> tuple[list[Value], Any]:
     """(leaves, structure) of a carried value: arrays and numbers inside tuples and lists."""

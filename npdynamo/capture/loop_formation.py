@@ -31,6 +31,7 @@ from npdynamo.capture.control_flow import (
     infer_results,
     leaf_hint,
     leaf_values,
+    note_loop,
     record_node,
     same_kinds,
     sub_capture,
@@ -70,6 +71,7 @@ def graph_condition(frame, value: Value, jump_index: int) -> bool:
         return form_if(frame, value, jump_index)  # an if statement, when that is switched on
     try:
         _form(frame, value, *shape)
+        note_loop(frame, "in the graph as one while_loop")
     except CaptureUnsupported as exc:
         raise frame.unsupported(
             f"the while loop on an array condition cannot become an in-graph loop: {exc.reason}",

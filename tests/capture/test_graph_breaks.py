@@ -178,9 +178,11 @@ def _long_loop(x):
     return x
 
 
-def test_a_very_long_unrolled_loop_is_split_into_graphs():
+def test_a_very_long_unrolled_loop_is_split_into_graphs(monkeypatch):
     from npdynamo.capture.translator import GRAPH_NODE_LIMIT
 
+    # the split is what this test measures: an in-graph fori_loop would hold the whole loop
+    monkeypatch.setattr(npdynamo.config, "capture_for_loops", False)
     out = quiet_explain(_long_loop, np.ones(3))
     assert out.graph_count == 2 and max(out.ops_per_graph) == GRAPH_NODE_LIMIT
     check_same(_long_loop, np.ones(3), calls=2)
