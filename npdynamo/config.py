@@ -22,10 +22,10 @@ capture_while_loops: bool = True
 capture_for_loops: bool = True
 for_loop_min_trips: int = 16
 
-#: Opt-in: an ``if`` statement whose test is an array value and whose branches can be captured
-#: whole becomes one in-graph ``cond`` node (both branches compiled, no recompile to take the
-#: other one); off: a graph break at its test (the documented default behaviour, for now).
-capture_if_branches: bool = False
+#: An ``if`` statement whose test is an array value and whose branches can be captured whole
+#: becomes one in-graph ``cond`` node (both branches compiled, no recompile to take the other
+#: one); False: a graph break at its test, each side continuing in its own resume function.
+capture_if_branches: bool = True
 
 #: Debugging / testing: every capture runs the frame in plain Python instead of a graph.
 force_fallback: bool = bool(os.environ.get("NPDYNAMO_FORCE_FALLBACK"))

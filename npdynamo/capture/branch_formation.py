@@ -44,6 +44,7 @@ def form_if(frame, pred: Value, jump_index: int) -> bool:
         return False
     try:
         _form(frame, pred, *shape)
+        cf.note_loop(frame, "in the graph as one cond")
     except CaptureUnsupported as exc:
         raise frame.unsupported(
             f"the if statement on an array condition cannot become an in-graph cond: "

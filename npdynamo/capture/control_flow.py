@@ -159,7 +159,7 @@ def loop_place(frame) -> str:
 
 
 def note_loop(frame, text: str) -> None:
-    """Say what became of the loop whose statement ``frame`` is at (``explain``'s Loops)."""
+    """Say what became of the loop or ``if`` whose statement ``frame`` is at (``explain``)."""
     frame.ctx.loop_notes.setdefault(f"{loop_place(frame)}: {text}")
 
 

@@ -40,7 +40,7 @@ class ExplainOutput:
     backend_reports: list = field(default_factory=list)
     #: the function explained (its source heads the HTML page)
     function: object = None
-    #: per loop met (once per text): in the graph as one node, or unrolled and why
+    #: per loop or array branch met (once per text): in the graph as one node, or unrolled and why
     loops: list[str] = field(default_factory=list)
 
     @property

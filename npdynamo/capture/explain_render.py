@@ -66,7 +66,7 @@ def _loop_lines(out, capped: bool) -> list[str]:
     loops = [f"  - {text}" for text in getattr(out, "loops", ())]
     if not loops:
         return []
-    return ["Loops:", *(_capped(loops, "loops") if capped else loops)]
+    return ["Loops and branches:", *(_capped(loops, "loops") if capped else loops)]
 
 
 def verbose_text(out) -> str:
