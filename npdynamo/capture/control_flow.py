@@ -42,6 +42,7 @@ from npdynamo.capture.values import (
     GuardedConst,
     IteratorValue,
     ListValue,
+    LoopIteratorValue,
     ScalarInputValue,
     SetValue,
     TupleValue,
@@ -150,6 +151,13 @@ def _leaf_payload(leaf: Value) -> Any:
     if isinstance(leaf, (ArrayValue, ScalarInputValue)):
         return leaf
     return leaf.value  # a Python number constant
+
+
+def inside_expression(frame) -> bool:
+    """Whether the stack holds values of an expression being evaluated (a statement there is
+    part of it); the iterators of the ``for`` loops around a statement do not count."""
+    return any(not (isinstance(v, IteratorValue) and v.loop_owned) and not isinstance(
+        v, LoopIteratorValue) for v in frame.stack)
 
 
 def loop_place(frame) -> str:

@@ -32,7 +32,7 @@ import bytecode as bc
 
 from npdynamo import config
 from npdynamo.capture import control_flow as cf
-from npdynamo.capture.branch_formation import LEAVING
+from npdynamo.capture.branch_formation import JUMPS_BACK, LEAVING
 from npdynamo.capture.code import CO_GENERATOR_LIKE, PY
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
 from npdynamo.capture.guards import GuardKind, NonEmptyRange, SourceTuple
@@ -49,8 +49,6 @@ from npdynamo.capture.values import (
 )
 from npdynamo.ops.control_flow import FORI_LOOP
 from npdynamo.ops.meta import ScalarMeta
-
-_JUMPS_BACK = frozenset({"JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
 
 
 class LazyRange(GuardedConst):
@@ -106,7 +104,7 @@ def _for_shape(frame, start: int | None) -> tuple[int, int, int, str] | None:
     last = exit_index - 1
     while not isinstance(instrs[last], bc.Instr):
         last -= 1
-    if instrs[last].name not in _JUMPS_BACK:
+    if instrs[last].name not in JUMPS_BACK:
         return None
     head = labels[instrs[last].arg]
     if not start <= head < body:

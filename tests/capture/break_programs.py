@@ -277,7 +277,8 @@ def nested_loops(x):
     return x
 
 
-@breaks((5, 5), lambda: (a(3), 4))
+# the if ends the body (continue is the jump back to the head): one cond node per iteration
+@breaks((1, 0), lambda: (a(3), 4))
 def loop_with_data_dependent_continue(x, n):
     total = x * 0
     for i in range(n):

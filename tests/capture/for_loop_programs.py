@@ -112,6 +112,40 @@ def between(x, lo, hi):
     return x
 
 
+def if_else_ends_body(u, T):
+    """An if/else on an array as the body's last statement: both blocks jump back to the head."""
+    for t in range(T):
+        if u.sum() > 10:
+            u = u * 0.5
+        else:
+            u = u + 1.0
+    return u
+
+
+def if_ends_body(u, T):
+    for t in range(T):
+        u = u + 1.0
+        if u.sum() > 10:   # 3.12+: POP_JUMP_IF_TRUE into the block, the jump back otherwise
+            u = u * 0.5
+    return u
+
+
+def if_in_short_loop(u):
+    for t in range(3):     # unrolled: the iterator is on the stack under the if statement
+        u = u + 1.0
+        if u.sum() > 10:
+            u = u * 0.5
+    return u
+
+
+def while_in_short_loop(u):
+    for k in range(3):
+        while u.max() > 1.0:
+            u = u * 0.5
+        u = u + 2.0
+    return u
+
+
 # -- loops that keep today's behaviour -----------------------------------------------------------
 def dtype_changes(x, T):
     for t in range(T):

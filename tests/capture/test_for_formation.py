@@ -156,6 +156,19 @@ def test_other_bodies_in_one_graph(fn, args):
     in_one_graph(fn, *args)
 
 
+@pytest.mark.parametrize("fn, args, loops, conds", [
+    (P.if_else_ends_body, (np.ones(3), 40), 1, 1),
+    (P.if_ends_body, (np.ones(3), 40), 1, 1),
+    (P.if_in_short_loop, (np.ones(3),), 0, 1),
+    (P.while_in_short_loop, (np.ones(3) * 5,), 0, 0),
+])
+def test_branches_and_while_loops_inside_for_loops(fn, args, loops, conds):
+    report = in_one_graph(fn, *args, loops=loops)
+    assert sum("in the graph as one cond" in line for line in report.loops) == conds
+    if fn is P.while_in_short_loop:
+        assert any("one while_loop" in line for line in report.loops), report.loops
+
+
 def test_the_threshold_is_a_config_value(monkeypatch):
     check_same(P.heat_1d, np.ones(5), 15)
     assert not any("fori_loop" in line for line in quiet_explain(P.heat_1d, np.ones(5), 15).loops)
