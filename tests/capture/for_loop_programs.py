@@ -146,6 +146,40 @@ def while_in_short_loop(u):
     return u
 
 
+def index_mod(x, T):
+    """The index as a scalar index: x[i % 3] is read and written at run time."""
+    for i in range(T):
+        x[i % 3] += 1.0
+    return x
+
+
+def row_recurrence(u0, T):
+    """Row t of a history array from row t - 1."""
+    H = np.zeros((T + 1, u0.shape[0]))
+    H[0] = u0
+    for t in range(1, T + 1):
+        H[t] = H[t - 1] * 0.9 + 0.1
+    return H
+
+
+def rows_in_place(H):
+    for t in range(1, H.shape[0]):
+        H[t, 1:-1] = 0.5 * (H[t - 1, :-2] + H[t - 1, 2:])
+    return H.sum()
+
+
+def mirrored(x, out):
+    for i in range(out.shape[0]):
+        out[-i - 1] = x[i] * 2.0 + x[-1 - i]
+    return out
+
+
+def past_the_end(x, T):
+    for i in range(T):
+        x[i] += 1.0            # IndexError when T > len(x): raised as Python raises it
+    return x
+
+
 # -- loops that keep today's behaviour -----------------------------------------------------------
 def dtype_changes(x, T):
     for t in range(T):
@@ -160,9 +194,10 @@ def body_breaks(x, T):
     return x
 
 
-def indexes_with_it(x, T):
+def triangular(x, T):
     for i in range(T):
-        x[i % 3] += 1.0        # the index's value is needed
+        for j in range(i % 5):  # the inner range needs i's value (dynamic shapes would not)
+            x = x + 1.0
     return x
 
 

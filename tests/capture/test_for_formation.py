@@ -5,6 +5,7 @@ bitwise on eager, within tolerance on numba; arguments' state; exceptions)."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import warnings
 
@@ -169,6 +170,25 @@ def test_branches_and_while_loops_inside_for_loops(fn, args, loops, conds):
         assert any("one while_loop" in line for line in report.loops), report.loops
 
 
+@pytest.mark.parametrize("fn, args", [
+    (P.index_mod, (np.ones(3), 20)),
+    (P.row_recurrence, (RNG.random(4), 30)),
+    (P.rows_in_place, (RNG.random((40, 6)),)),
+    (P.mirrored, (RNG.random(20), np.zeros(20))),
+    (P.past_the_end, (np.ones(20), 20)),
+])
+def test_the_index_as_a_scalar_index(fn, args):
+    in_one_graph(fn, *args)
+    compiled = nd.compile(fn, backend="numba")
+    plain_args, comp_args = copy.deepcopy(args), copy.deepcopy(args)
+    assert_close(compiled(*comp_args), fn(*plain_args))
+    assert_close(comp_args, plain_args, "arguments after the call")
+
+
+def test_an_index_past_the_end_raises_as_python_does():
+    check_same(P.past_the_end, np.ones(20), 25)   # the graph raises: the frame reruns plainly
+
+
 def test_the_threshold_is_a_config_value(monkeypatch):
     check_same(P.heat_1d, np.ones(5), 15)
     assert not any("fori_loop" in line for line in quiet_explain(P.heat_1d, np.ones(5), 15).loops)
@@ -197,11 +217,11 @@ def test_the_loop_variable_read_after_the_loop_specialises_the_bounds():
 @pytest.mark.parametrize("fn, args, why", [
     (P.dtype_changes, (np.arange(4), 20), "changes x from int64[4] to float64[4]"),
     (P.body_breaks, (np.ones(2), 20), "float() of a graph value"),
-    (P.indexes_with_it, (np.ones(3), 20), "the loop variable i is used where Python needs"),
+    (P.triangular, (np.ones(3), 20), "the loop variable i is used where Python needs"),
     (P.swaps, (np.ones(3), np.zeros(3), 20), "binds a to an array it did not compute"),
     (P.aliased, (np.ones(3), 20), "shares its memory"),
     (P.appends, (np.ones(3), 20), "changes objects outside it"),
-], ids=["dtype", "break", "index", "swap", "alias", "side_effect"])
+], ids=["dtype", "break", "triangular", "swap", "alias", "side_effect"])
 def test_loops_that_cannot_be_formed_are_unrolled_as_before(monkeypatch, fn, args, why):
     unrolled_as_before(monkeypatch, fn, *args, why=why)
 
