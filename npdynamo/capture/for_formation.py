@@ -187,20 +187,26 @@ def _bound(ctx, value: Value, dynamic: bool) -> int | ScalarInputValue:
     elif (dynamic and type(value) is GuardedConst and value._install_guard is not None
           and value.source is not None and ctx.dynamic is not False):
         # an int from outside nobody read yet: a graph input, so a new value is no new capture
-        ctx.guard(value.source, GuardKind.TYPE, int)
-        node = ctx.add_scalar_placeholder(value._value, value.source)
-        return ScalarInputValue(value._value, value.source, value._install_guard, node)
+        inputs = ctx.__dict__.setdefault("loop_bound_inputs", {})  # one per source
+        if value.source not in inputs:
+            ctx.guard(value.source, GuardKind.TYPE, int)
+            node = ctx.add_scalar_placeholder(value._value, value.source)
+            inputs[value.source] = ScalarInputValue(
+                value._value, value.source, value._install_guard, node)
+        return inputs[value.source]
     return value.value
 
 
-def _guard_nonempty(ctx, lower, upper, text: str) -> None:
+def _guard_nonempty(ctx, lower, upper, var: str) -> None:
     """Bounds that are graph inputs: the entry serves only non-empty ranges, so the loop's
     results are always computed by an iteration (never its initial arrays, which a later
     write would have to see). An empty range is another entry, where the loop unrolls."""
     given = [b for b in (lower, upper) if isinstance(b, ScalarInputValue)]
     if given:
+        text = ", ".join(b.source.short() if isinstance(b, ScalarInputValue) else str(b)
+                         for b in (lower, upper))
         spec = NonEmptyRange(*(None if isinstance(b, ScalarInputValue) else b
-                               for b in (lower, upper)), text)
+                               for b in (lower, upper)), f"range({text}) of the loop over {var}")
         ctx.guard(SourceTuple(tuple(b.source for b in given)), GuardKind.NONEMPTY_RANGE, spec)
 
 
@@ -220,7 +226,7 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     lower, upper = (_bound(ctx, a, not var_read_after) for a in args[:2])
     if len(args) == 3:
         args[2].value  # noqa: B018 - the step was 1: guard it
-    _guard_nonempty(ctx, lower, upper, f"the range of the loop over {var}")
+    _guard_nonempty(ctx, lower, upper, var)
     init = [frame.locals[name] for name in names]
     parts = [cf.flatten(frame, v, f"the loop variable {n}") for n, v in zip(names, init)]
     leaves = [leaf for found, _s in parts for leaf in found]

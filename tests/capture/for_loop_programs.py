@@ -76,6 +76,15 @@ def with_continue(u, T):
     return u
 
 
+def two_loops(u, T):
+    """Two loops over ranges of one argument: each range's emptiness is its own guard."""
+    for t in range(T):
+        u = u * 0.9
+    for t in range(1, T):
+        u = u + 0.1
+    return u
+
+
 def global_steps(u):
     for _ in range(STEPS):
         u = np.tanh(u)

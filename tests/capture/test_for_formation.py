@@ -102,6 +102,16 @@ def test_a_new_trip_count_reuses_the_entry():
     assert "fori_loop" in backend.op_names(0)
 
 
+def test_each_range_of_an_argument_is_guarded_non_empty():
+    backend = CountingBackend()
+    compiled = nd.compile(P.two_loops, backend=backend)
+    for T in (20, 40, 2):
+        check_same(P.two_loops, np.ones(3), T, compiled=compiled)
+    assert backend.count == 1   # range(1, 2) has one item: the same entry
+    check_same(P.two_loops, np.ones(3), 1, compiled=compiled)
+    assert backend.count == 2   # range(1, 1) is empty: another entry
+
+
 def test_empty_and_negative_ranges_are_other_entries_and_exact():
     backend = CountingBackend()
     compiled = nd.compile(P.heat_1d, backend=backend)
