@@ -3,6 +3,11 @@
 * ``stencil T=20`` vs ``T=2000``: a 1-D heat stencil written with ``npdynamo.fori_loop``;
   first call (capture + compile + run) and warm call, eager and numba. The graph is the same
   for both trip counts, so the first-call difference is the run time of the extra steps only.
+* ``stencil, plain for``: the same steps written as an ordinary ``for t in range(T):`` loop with
+  a slice update, formed into a ``fori_loop`` automatically, and with
+  ``config.capture_for_loops = False`` (unrolled: capture grows with ``T``, the graph is split
+  every 4000 ops). Formed, the first call at ``T=2000`` costs about what ``T=20`` costs plus
+  the extra steps' run time; unrolled it grows with ``T``.
 * ``jacobi``: the solver of ``examples/solver_loop.py`` (``npdynamo.while_loop``), plain NumPy
   against the compiled function on both backends, per solve.
 
@@ -25,6 +30,14 @@ from examples.solver_loop import heat_stencil as stencil  # noqa: E402
 from examples.solver_loop import jacobi, make_system  # noqa: E402
 
 
+def plain_stencil(u, T):
+    """The stencil as users write it: a ``for`` loop over ``range(T)`` updating a slice."""
+    u = u.copy()
+    for _t in range(T):
+        u[1:-1] = u[1:-1] + 0.1 * (u[:-2] - 2 * u[1:-1] + u[2:])
+    return u
+
+
 def _jacobi():
     return jacobi, make_system(400)
 
@@ -45,6 +58,16 @@ def main() -> None:
         for T in (20, 2000):
             first, warm = first_and_warm(stencil, u, T, backend=backend)
             print(f"  {backend:6s} T={T:<5d}        {fmt_time(first)}   {fmt_time(warm)}")
+    print("stencil (plain for)        first call     warm call")
+    for formed in (True, False):
+        npdynamo.config.capture_for_loops = formed
+        try:
+            for T in (20, 2000):
+                first, warm = first_and_warm(plain_stencil, u, T, backend="eager")
+                label = "formed" if formed else "unrolled"
+                print(f"  {label:8s} T={T:<5d}      {fmt_time(first)}   {fmt_time(warm)}")
+        finally:
+            npdynamo.config.capture_for_loops = True
     jacobi, (A, b) = _jacobi()
     print("jacobi n=400 (while_loop)  per solve")
     print(f"  numpy                    {fmt_time(measure(jacobi, A, b, 1e-10)['median'])}")

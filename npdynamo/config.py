@@ -16,10 +16,16 @@ automatic_dynamic_shapes: bool = True
 #: captured whole becomes one in-graph ``while_loop`` node; False: a graph break at its test.
 capture_while_loops: bool = True
 
-#: Opt-in: an ``if`` statement whose test is an array value and whose branches can be captured
-#: whole becomes one in-graph ``cond`` node (both branches compiled, no recompile to take the
-#: other one); off: a graph break at its test (the documented default behaviour, for now).
-capture_if_branches: bool = False
+#: A ``for <name> in range(a, b):`` loop of at least ``for_loop_min_trips`` iterations whose body
+#: can be captured whole becomes one in-graph ``fori_loop`` node (its trip count a value of the
+#: loop, not a specialisation); False, or fewer iterations: the loop is unrolled.
+capture_for_loops: bool = True
+for_loop_min_trips: int = 16
+
+#: An ``if`` statement whose test is an array value and whose branches can be captured whole
+#: becomes one in-graph ``cond`` node (both branches compiled, no recompile to take the other
+#: one); False: a graph break at its test, each side continuing in its own resume function.
+capture_if_branches: bool = True
 
 #: Debugging / testing: every capture runs the frame in plain Python instead of a graph.
 force_fallback: bool = bool(os.environ.get("NPDYNAMO_FORCE_FALLBACK"))

@@ -24,6 +24,9 @@ from npdynamo.capture.values import DELETED, Value
 from npdynamo.ops.control_flow import COND
 
 ENTRY_TESTS = frozenset({"POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE"})
+#: 3.12+ tests an ``if`` without ``else`` that ends a loop body by jumping into its block
+TRUE_TESTS = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE"})
+JUMPS_BACK = frozenset({"JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
 RETURNS = frozenset({"RETURN_VALUE", "RETURN_CONST"})
 #: Instructions that leave a loop body or a branch, or touch state a subgraph cannot hold.
 LEAVING = frozenset({
@@ -44,6 +47,7 @@ def form_if(frame, pred: Value, jump_index: int) -> bool:
         return False
     try:
         _form(frame, pred, *shape)
+        cf.note_loop(frame, "in the graph as one cond")
     except CaptureUnsupported as exc:
         raise frame.unsupported(
             f"the if statement on an array condition cannot become an in-graph cond: "
@@ -76,7 +80,11 @@ def _if_shape(frame, jump_index: int) -> tuple | None:
     """((then start, then end), (else start, else end) or None, merge) of the ``if``
     statement tested at ``jump_index``, or None."""
     jump = frame.instrs[jump_index]
-    if not isinstance(jump, bc.Instr) or jump.name not in ENTRY_TESTS:
+    if not isinstance(jump, bc.Instr):
+        return None
+    if jump.name in TRUE_TESTS:
+        return _jumping_into_block(frame, jump_index, jump)
+    if jump.name not in ENTRY_TESTS:
         return None
     target = frame.labels[jump.arg]
     if target <= jump_index:
@@ -93,6 +101,13 @@ def _if_shape(frame, jump_index: int) -> tuple | None:
     if frame.instrs[last].name == "JUMP_FORWARD":
         merge = frame.labels[frame.instrs[last].arg]
         branches = ((then_start, last), (target, merge))
+    elif frame.instrs[last].name in JUMPS_BACK:
+        # the statement ends a loop body: both blocks end with the jump back to the loop's
+        # head, which the frame runs after the cond (the else block's own jump back)
+        merge = _jump_back_from(frame, target, frame.instrs[last].arg)
+        if merge is None:
+            return None
+        branches = ((then_start, last), (target, merge))
     else:
         merge = target
         branches = ((then_start, target), None)
@@ -100,6 +115,35 @@ def _if_shape(frame, jump_index: int) -> tuple | None:
         if branch is not None and not _stays_inside(frame, *branch):
             return None
     return (*branches, merge)
+
+
+def _jumping_into_block(frame, jump_index: int, jump: bc.Instr) -> tuple | None:
+    """3.12+'s ``if`` without ``else`` at the end of a loop body: ``POP_JUMP_IF_TRUE block;
+    JUMP_BACKWARD head; block: ...; JUMP_BACKWARD head``. The block is the true branch."""
+    target = frame.labels[jump.arg]
+    skip = _last_instr(frame, target - 1)
+    if target <= jump_index or skip != _next_instr(frame, jump_index + 1) or (
+            frame.instrs[skip].name not in JUMPS_BACK):
+        return None
+    merge = _jump_back_from(frame, target, frame.instrs[skip].arg)
+    if merge is None or not _stays_inside(frame, target, merge):
+        return None
+    return (target, merge), None, merge
+
+
+def _next_instr(frame, index: int) -> int:
+    while index < len(frame.instrs) and not isinstance(frame.instrs[index], bc.Instr):
+        index += 1
+    return index
+
+
+def _jump_back_from(frame, start: int, head: bc.Label) -> int | None:
+    """The first jump back to ``head`` from ``start`` on (the end of a block), or None."""
+    for i in range(start, len(frame.instrs)):
+        ins = frame.instrs[i]
+        if isinstance(ins, bc.Instr) and ins.name in JUMPS_BACK and ins.arg is head:
+            return i
+    return None
 
 
 def _stored(frame, start: int, end: int) -> list[str]:
@@ -113,7 +157,7 @@ def _stored(frame, start: int, end: int) -> list[str]:
 
 
 def _form(frame, pred: Value, then: tuple, other: tuple | None, merge: int | None) -> None:
-    if frame.stack:
+    if cf.inside_expression(frame):
         raise frame.unsupported("the if statement sits inside an expression")
     if merge is None:
         _form_returning(frame, pred, then[0], other[0])

@@ -102,6 +102,7 @@ def build_break_entry(
         cells_as_argument=cells_as_argument,
         opaque_iterators=first.opaque_iterators,
         dynamic=first.dynamic,
+        unrolled_loops=first.unrolled_loops,
     )
     try:
         root_frame(ctx, frame_args).run()

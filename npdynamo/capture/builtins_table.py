@@ -18,6 +18,7 @@ from npdynamo.capture.builder import constant_value, is_constant
 from npdynamo.capture.calls import get_attr
 from npdynamo.capture.containers import const_key, get_iter, items_of, new_set, truthiness
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.for_formation import lazy_range
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.opcalls import op_call
 from npdynamo.capture.opcodes.operators import binary_op
@@ -76,6 +77,10 @@ def _len(frame: Frame, target, args, kwargs):
 
 @builtin(range)
 def _range(frame: Frame, target, args, kwargs):
+    if not kwargs:
+        lazy = lazy_range(frame, args)  # iterated by a for statement next: maybe one loop node
+        if lazy is not None:
+            return lazy
     return _apply(range, *_consts(frame, args, "range"))
 
 

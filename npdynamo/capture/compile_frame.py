@@ -36,7 +36,7 @@ from npdynamo.capture import (  # noqa: F401
 from npdynamo.capture.break_reasons import reason_from
 from npdynamo.capture.breaks import CannotBreak, build_break_entry
 from npdynamo.capture.entry import CompiledEntry, finish_entry, python_entry
-from npdynamo.capture.errors import CaptureUnsupported, UserCodeRaises
+from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
 from npdynamo.capture.frames.cache import on_reset
 from npdynamo.capture.frames.decorator import compile as compile_function
 from npdynamo.capture.rebuild import ValueRebuilder
@@ -62,36 +62,51 @@ def build_entry(
     iteration) the loop iterators among the arguments are stepped natively, not unrolled."""
     context = wire(context or default_context(backend, fullgraph, dynamic))
     start = time.perf_counter()
-    ctx = CaptureContext(
-        fn, cells_as_argument=cells_as_argument, opaque_iterators=opaque_iterators,
-        dynamic=context.dynamic,
-    )
-    if config.force_fallback:
-        return python_entry(ctx, "npdynamo.config.force_fallback is set")
-    try:
-        result = root_frame(ctx, frame_args).run()
-        rebuilder = ValueRebuilder(ctx)
-        result_expr = rebuilder.expr(result)
-        rebuilder.record_side_effects()
-        entry = finish_entry(ctx, frame_args, rebuilder, f"return {result_expr}", context)
-    except UserCodeRaises as exc:
-        entry = python_entry(ctx, f"{type(exc.error).__name__}: {exc.error}")
-    except CaptureUnsupported as exc:
-        reason = reason_from(exc)
-        logs.get_logger("graph_breaks").info("Graph break in %s: %s", fn.__qualname__, reason)
-        if fullgraph:
-            raise to_unsupported(exc) from None
+    unrolled: dict[tuple, str] = {}
+    while True:  # again from the top for each for loop that could not be formed
+        ctx = CaptureContext(
+            fn, cells_as_argument=cells_as_argument, opaque_iterators=opaque_iterators,
+            dynamic=context.dynamic, unrolled_loops=unrolled,
+        )
+        if config.force_fallback:
+            return python_entry(ctx, "npdynamo.config.force_fallback is set")
         try:
-            entry = build_break_entry(ctx, frame_args, exc, reason, context)
-        except (CannotBreak, CaptureUnsupported, UserCodeRaises) as why:
-            entry = python_entry(ctx, f"{reason.reason} (the frame runs in Python: {why})")
-            entry.graph_break = reason
+            entry = _capture(ctx, fn, frame_args, fullgraph, context)
+        except RollRefused as refused:
+            unrolled[refused.key] = refused.note
+            continue
+        break
+    entry.loops = [*unrolled.values(), *ctx.loop_notes]
     entry.compile_time_s = time.perf_counter() - start
     entry.code = fn.__code__
     _log_entry(entry)
     if context.recorder is not None:
         context.recorder(entry, fn)
     return entry
+
+
+def _capture(ctx: CaptureContext, fn: types.FunctionType, frame_args: tuple, fullgraph: bool,
+             context: CompileContext) -> CompiledEntry:
+    """One capture of the frame: its graph, else a graph break, else plain Python."""
+    try:
+        result = root_frame(ctx, frame_args).run()
+        rebuilder = ValueRebuilder(ctx)
+        result_expr = rebuilder.expr(result)
+        rebuilder.record_side_effects()
+        return finish_entry(ctx, frame_args, rebuilder, f"return {result_expr}", context)
+    except UserCodeRaises as exc:
+        return python_entry(ctx, f"{type(exc.error).__name__}: {exc.error}")
+    except CaptureUnsupported as exc:
+        reason = reason_from(exc)
+        logs.get_logger("graph_breaks").info("Graph break in %s: %s", fn.__qualname__, reason)
+        if fullgraph:
+            raise to_unsupported(exc) from None
+        try:
+            return build_break_entry(ctx, frame_args, exc, reason, context)
+        except (CannotBreak, CaptureUnsupported, UserCodeRaises, RollRefused) as why:
+            entry = python_entry(ctx, f"{reason.reason} (the frame runs in Python: {why})")
+            entry.graph_break = reason
+            return entry
 
 
 def wire(context: CompileContext) -> CompileContext:

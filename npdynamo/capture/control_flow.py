@@ -42,6 +42,7 @@ from npdynamo.capture.values import (
     GuardedConst,
     IteratorValue,
     ListValue,
+    LoopIteratorValue,
     ScalarInputValue,
     SetValue,
     TupleValue,
@@ -150,6 +151,24 @@ def _leaf_payload(leaf: Value) -> Any:
     if isinstance(leaf, (ArrayValue, ScalarInputValue)):
         return leaf
     return leaf.value  # a Python number constant
+
+
+def inside_expression(frame) -> bool:
+    """Whether the stack holds values of an expression being evaluated (a statement there is
+    part of it); the iterators of the ``for`` loops around a statement do not count."""
+    return any(not (isinstance(v, IteratorValue) and v.loop_owned) and not isinstance(
+        v, LoopIteratorValue) for v in frame.stack)
+
+
+def loop_place(frame) -> str:
+    """The line and text of the statement ``frame`` is at, for a loop's note."""
+    loc = frame.location()
+    return f"line {loc.lineno} `{loc.source_line.strip()}`"
+
+
+def note_loop(frame, text: str) -> None:
+    """Say what became of the loop or ``if`` whose statement ``frame`` is at (``explain``)."""
+    frame.ctx.loop_notes.setdefault(f"{loop_place(frame)}: {text}")
 
 
 # -- carried structures --------------------------------------------------------------------------

@@ -44,6 +44,8 @@ class CompiledEntry:
     run_source: str = ""
     code: types.CodeType | None = None
     notes: list[str] = field(default_factory=list)
+    #: what became of each loop of the frame: in the graph, or unrolled and why (``explain``)
+    loops: list[str] = field(default_factory=list)
 
     def miss_reason(self, *frame_args) -> str:
         return self.guard_set.miss_reason(frame_args)

@@ -40,6 +40,17 @@ class CaptureUnsupported(Exception):
         return format_reason(self.reason, self.hint, self.location)
 
 
+class RollRefused(Exception):
+    """A ``for`` loop could not be captured as one in-graph loop after its capture began: the
+    frame is captured again from the top with the loop at ``key`` (code, index) unrolled;
+    ``note`` says why (``explain``)."""
+
+    def __init__(self, key: tuple, note: str) -> None:
+        super().__init__(note)
+        self.key = key
+        self.note = note
+
+
 class UserCodeRaises(Exception):
     """Running the captured code in Python would raise ``error``."""
 

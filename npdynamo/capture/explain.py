@@ -40,6 +40,8 @@ class ExplainOutput:
     backend_reports: list = field(default_factory=list)
     #: the function explained (its source heads the HTML page)
     function: object = None
+    #: per loop or array branch met (once per text): in the graph as one node, or unrolled and why
+    loops: list[str] = field(default_factory=list)
 
     @property
     def graph_count(self) -> int:
@@ -113,6 +115,8 @@ class _Recorder:
         if entry.fallback_reason is not None:
             out.python_frames.append(f"{name}: {entry.fallback_reason}")
         out.guards += [f"{name}: {text}" for text in entry.guard_set.describe()]
+        out.loops += [line for line in (f"{name}: {text}" for text in entry.loops)
+                      if line not in out.loops]
         out.compile_time_s += entry.compile_time_s
 
     def python_from_now_on(self, name: str, reason: str) -> None:

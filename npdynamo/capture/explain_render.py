@@ -39,6 +39,7 @@ def short_text(out) -> str:
     if out.python_frames:
         lines.append("Frames that ran in Python:")
         lines += _capped([f"  - {text}" for text in out.python_frames], "frames")
+    lines += _loop_lines(out, capped=True)
     if out.graphs:
         lines.append("Ops per graph:")
         lines += _capped(grouped_op_lines(out.graphs, out.ops_per_graph), "graphs")
@@ -61,6 +62,13 @@ def short_text(out) -> str:
     return "\n".join(lines)
 
 
+def _loop_lines(out, capped: bool) -> list[str]:
+    loops = [f"  - {text}" for text in getattr(out, "loops", ())]
+    if not loops:
+        return []
+    return ["Loops and branches:", *(_capped(loops, "loops") if capped else loops)]
+
+
 def verbose_text(out) -> str:
     """Everything the report holds: every break, graph, backend decision and guard."""
     lines = _head(out)
@@ -71,6 +79,7 @@ def verbose_text(out) -> str:
     if out.python_frames:
         lines.append("Frames that ran in Python:")
         lines += [f"  - {text}" for text in out.python_frames]
+    lines += _loop_lines(out, capped=False)
     if out.graphs:
         lines.append("Ops per graph:")
         lines += grouped_op_lines(out.graphs, out.ops_per_graph)

@@ -29,8 +29,10 @@ from npdynamo.capture.control_flow import (
     extras_of,
     flatten,
     infer_results,
+    inside_expression,
     leaf_hint,
     leaf_values,
+    note_loop,
     record_node,
     same_kinds,
     sub_capture,
@@ -70,6 +72,7 @@ def graph_condition(frame, value: Value, jump_index: int) -> bool:
         return form_if(frame, value, jump_index)  # an if statement, when that is switched on
     try:
         _form(frame, value, *shape)
+        note_loop(frame, "in the graph as one while_loop")
     except CaptureUnsupported as exc:
         raise frame.unsupported(
             f"the while loop on an array condition cannot become an in-graph loop: {exc.reason}",
@@ -170,8 +173,8 @@ def _carried_names(frame, start: int, test: int, exit_index: int) -> list[str]:
 
 
 def _form(frame, pred: Value, start: int, test: int, exit_index: int) -> None:
-    if frame.stack or frame.code.co_flags & CO_GENERATOR_LIKE:  # inside an expression, or a
-        #                                                             generator's body
+    # a while loop inside an expression (3.12+ inlined comprehension), or a generator's body
+    if inside_expression(frame) or frame.code.co_flags & CO_GENERATOR_LIKE:
         raise frame.unsupported("the loop sits inside an expression or a generator")
     names = _carried_names(frame, start, test, exit_index)
     init = [frame.locals[name] for name in names]

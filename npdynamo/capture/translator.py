@@ -82,8 +82,13 @@ class CaptureContext:
         cells_as_argument: bool = False,
         opaque_iterators: bool = False,
         dynamic: bool | None = None,
+        unrolled_loops: dict | None = None,
     ) -> None:
         self.fn = fn
+        #: (code, index) -> why: ``for`` loops an earlier attempt failed to form (unrolled now)
+        self.unrolled_loops = {} if unrolled_loops is None else unrolled_loops
+        #: what became of each loop met, once per text (``explain``)
+        self.loop_notes: dict[str, None] = {}
         #: ``compile(dynamic=...)``; the symbols of this capture's dynamic input dimensions and
         #: the facts about them the op rules relied on (they become the entry's size guards)
         self.dynamic = dynamic

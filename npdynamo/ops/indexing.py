@@ -46,6 +46,10 @@ def _classify(opname: str, item: Any) -> tuple[str, Any]:
         return "int", int(item)
     if isinstance(item, SymInt):
         return "int", item
+    if isinstance(item, ScalarMeta) and item.type is int:
+        # a Python int known at run time only (a loop's index): an int index whose bounds
+        # NumPy checks when the graph runs, as for a 0-d integer array
+        return "int0d", None
     if isinstance(item, slice):
         for field in (item.start, item.stop, item.step):
             if isinstance(field, ArrayMeta):

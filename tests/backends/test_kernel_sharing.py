@@ -4,11 +4,19 @@ long unrolled loops are cut into groups of bounded size that share kernels too."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import npdynamo
 from npdynamo.backends.numba import fusion, numba_backend
 from npdynamo.backends.numba.fusion import MAX_GROUP_NODES
 from tests.backends.compare import assert_close
+
+
+@pytest.fixture(autouse=True)
+def _unrolled(monkeypatch):
+    # these loops are here to be unrolled: the kernels shared between the copies of one body
+    # are what is measured (formed into a fori_loop, the body would be one kernel anyway)
+    monkeypatch.setattr(npdynamo.config, "capture_for_loops", False)
 
 
 def _compile(fn, *args):

@@ -10,6 +10,12 @@ import npdynamo
 from npdynamo import progress
 
 
+@pytest.fixture(autouse=True)
+def _unrolled(monkeypatch):
+    # a long unrolled loop is the long compile shown here (formed, it would be one small graph)
+    monkeypatch.setattr(npdynamo.config, "capture_for_loops", False)
+
+
 def unrolled(x, y):
     for _ in range(100):
         x = x * 0.5 + y

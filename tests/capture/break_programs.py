@@ -156,7 +156,8 @@ def sorted_of_array(x):
 
 
 # -- data-dependent control flow ------------------------------------------------------------------
-@breaks((2, 1), lambda: (a(3) + 5,), lambda: (a(3) - 5,))
+# an if on an array whose branches can be captured is one cond node (config.capture_if_branches)
+@breaks((1, 0), lambda: (a(3) + 5,), lambda: (a(3) - 5,))
 def branch_on_sum(x):
     y = x * 2
     if y.sum() > 0:
@@ -164,14 +165,14 @@ def branch_on_sum(x):
     return y - 1
 
 
-@breaks((2, 1), lambda: (a(3),), lambda: (-np.abs(a(3)),))
+@breaks((1, 0), lambda: (a(3),), lambda: (-np.abs(a(3)),))
 def branch_any(x):
     if (x > 0).any():
         x = x * 10
     return x + 1
 
 
-@breaks((2, 1), lambda: (a(3) + 9,), lambda: (a(3),), lambda: (a(3) - 9,))
+@breaks((1, 0), lambda: (a(3) + 9,), lambda: (a(3),), lambda: (a(3) - 9,))
 def elif_chain(x):
     m = x.mean()
     if m > 1:
@@ -181,6 +182,15 @@ def elif_chain(x):
     else:
         r = x * 4
     return r
+
+
+@breaks((2, 2), lambda: (a(3) + 5,), lambda: (a(3) - 5,))
+def branch_with_print(x):
+    y = x * 2
+    if y.sum() > 0:        # a branch that prints cannot be a cond: a break at the test
+        print("positive")
+        y = y + 1
+    return y - 1
 
 
 @breaks((1, 0), lambda: (np.array([8.0, 4.0]),))  # captured whole: a while_loop node
@@ -267,7 +277,8 @@ def nested_loops(x):
     return x
 
 
-@breaks((5, 5), lambda: (a(3), 4))
+# the if ends the body (continue is the jump back to the head): one cond node per iteration
+@breaks((1, 0), lambda: (a(3), 4))
 def loop_with_data_dependent_continue(x, n):
     total = x * 0
     for i in range(n):

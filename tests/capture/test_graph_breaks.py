@@ -64,9 +64,18 @@ def test_loop_body_stays_compiled_around_the_break():
     assert names == {("multiply",), ("add",), ("add", "multiply")}
 
 
-def test_branch_taken_both_ways_over_two_calls():
+def test_branch_taken_both_ways_over_two_calls(monkeypatch):
     from tests.capture.break_programs import branch_on_sum
 
+    backend = CountingBackend()
+    compiled = npdynamo.compile(branch_on_sum, backend=backend)
+    pos, neg = np.ones(3), -np.ones(3)
+    for x in (pos, neg, pos):
+        np.testing.assert_array_equal(compiled(x), branch_on_sum(x))
+    assert backend.count == 1  # by default the if is one cond node: both sides, one graph
+    # the break machinery for a branch on an array, as with the if formation switched off
+    monkeypatch.setattr(npdynamo.config, "capture_if_branches", False)
+    npdynamo.reset()
     backend = CountingBackend()
     compiled = npdynamo.compile(branch_on_sum, backend=backend)
     pos, neg = np.ones(3), -np.ones(3)
@@ -99,7 +108,7 @@ def test_explain_report_names_lines_reasons_and_hints():
     "fn,kind",
     [
         ("item_call", "graph_value_to_python"),
-        ("branch_on_sum", "data_dependent_branch"),
+        ("branch_with_print", "data_dependent_branch"),
         ("linalg_inverse", "unknown_function"),
         ("explicit_breaks", "explicit"),
         ("print_middle", "io"),
@@ -178,9 +187,11 @@ def _long_loop(x):
     return x
 
 
-def test_a_very_long_unrolled_loop_is_split_into_graphs():
+def test_a_very_long_unrolled_loop_is_split_into_graphs(monkeypatch):
     from npdynamo.capture.translator import GRAPH_NODE_LIMIT
 
+    # the split is what this test measures: an in-graph fori_loop would hold the whole loop
+    monkeypatch.setattr(npdynamo.config, "capture_for_loops", False)
     out = quiet_explain(_long_loop, np.ones(3))
     assert out.graph_count == 2 and max(out.ops_per_graph) == GRAPH_NODE_LIMIT
     check_same(_long_loop, np.ones(3), calls=2)

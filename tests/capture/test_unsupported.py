@@ -20,6 +20,7 @@ def f_print(x):
 
 def f_branch(x):
     if x.sum() > 0:
+        print("positive")  # a branch that prints cannot be an in-graph cond
         return x
     return -x
 
@@ -77,7 +78,8 @@ class Box:
 
 CASES = [
     (f_print, lambda: (np.ones(3),), "print() does input/output", 'print("y is", y)'),
-    (f_branch, lambda: (np.ones(3),), "depends on the values in an array", "if x.sum() > 0:"),
+    (f_branch, lambda: (np.ones(3),), "on an array condition cannot become an in-graph cond",
+     "if x.sum() > 0:"),
     (f_item, lambda: (np.ones(3),), "turns a graph value into a Python value", ".item()"),
     (f_float, lambda: (np.ones(3),), "float() of a graph value", "float(x.max())"),
     (f_linalg, lambda: (np.eye(3),), "numpy.linalg", "np.linalg.tensorinv(x, ind=1)"),
@@ -100,6 +102,17 @@ def test_fullgraph_names_reason_and_location(fn, factory, reason, line):
         if isinstance(a, np.ndarray):
             np.testing.assert_array_equal(a, b)  # nothing half-applied
     assert isinstance(info.value, npdynamo.NpdynamoError)
+
+
+def test_fullgraph_holds_an_if_on_an_array_as_one_cond():
+    def sign_flip(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    compiled = npdynamo.compile(sign_flip, fullgraph=True)
+    for x in (np.ones(3), -np.ones(3)):
+        np.testing.assert_array_equal(compiled(x), sign_flip(x))
 
 
 DETERMINISTIC = [c for c in CASES if c[0] is not f_random]

@@ -1,7 +1,7 @@
 """Guards: what a compiled entry assumes about its inputs, checked on every call."""
 
 from npdynamo.capture.guards.guard import Guard, GuardSet
-from npdynamo.capture.guards.kinds import GuardKind
+from npdynamo.capture.guards.kinds import GuardKind, NonEmptyRange
 from npdynamo.capture.guards.sources import (
     AttrSource,
     ClosureSource,
@@ -20,6 +20,7 @@ __all__ = [
     "GlobalSource",
     "Guard",
     "GuardKind",
+    "NonEmptyRange",
     "GuardSet",
     "ItemSource",
     "LocalSource",

@@ -20,7 +20,8 @@ from npdynamo.capture.pysource import Namespace, make_function
 
 #: Kinds whose expected value is part of what a guard is (one per related source or key).
 _RELATIONS = frozenset(
-    {GuardKind.ALIAS, GuardKind.DISTINCT, GuardKind.NO_OVERLAP, GuardKind.HAS_KEY}
+    {GuardKind.ALIAS, GuardKind.DISTINCT, GuardKind.NO_OVERLAP, GuardKind.HAS_KEY,
+     GuardKind.NONEMPTY_RANGE}
 )
 
 

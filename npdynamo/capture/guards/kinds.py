@@ -34,6 +34,24 @@ class GuardKind(enum.IntEnum):
     NO_OVERLAP = 11  # a written array shares no memory with another input array
     SIZES = 12  # symbolic sizes: the inputs' dims satisfy a graph's ``ShapeGuards``
     OWNERS = 13  # arrays that each own their memory and are distinct objects (cannot overlap)
+    NONEMPTY_RANGE = 14  # expected ``NonEmptyRange``: the range of these bounds has an item
+
+
+@dataclass(frozen=True)
+class NonEmptyRange:
+    """``range(lower, upper)`` is not empty; a bound given as None is the next guarded value
+    (the bounds of an in-graph loop that are graph inputs: its results are then always computed
+    in an iteration, never its initial values, as the loop that the guard saw)."""
+
+    lower: int | None
+    upper: int | None
+    text: str
+
+    def holds(self, *values) -> bool:
+        given = iter(values)
+        lower = next(given) if self.lower is None else self.lower
+        upper = next(given) if self.upper is None else self.upper
+        return lower < upper
 
 
 def own_distinct(*arrays) -> bool:
@@ -208,6 +226,11 @@ KINDS: dict[GuardKind, KindRules] = {
         lambda name, exp, actual: "sizes: " + (
             "; ".join(f"expected {text}" for text in exp.failing(*actual)) or "a guard failed"
         ),
+    ),
+    GuardKind.NONEMPTY_RANGE: KindRules(
+        lambda e, exp, ns: f"{ns.bind(exp.holds, 'NE')}(*{e})",
+        lambda name, exp: f"{exp.text} has at least one item",
+        lambda name, exp, actual: f"{exp.text} is now empty (its values: {actual})",
     ),
     GuardKind.OWNERS: KindRules(
         lambda e, exp, ns: f"{ns.bind(own_distinct, 'OWN')}(*{e})",

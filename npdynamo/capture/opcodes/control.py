@@ -11,6 +11,7 @@ from npdynamo.capture.containers import (
     truthiness,
 )
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.for_formation import LazyRange, form_for
 from npdynamo.capture.generators import is_lazy, next_item
 from npdynamo.capture.loop_formation import graph_condition
 from npdynamo.capture.opcodes.layout import do_call, pop_callable
@@ -77,7 +78,10 @@ def _jump_or_pop(frame: Frame, ins):
 
 @handler("GET_ITER")
 def _get_iter(frame: Frame, ins):
-    it = get_iter(frame, frame.pop())
+    value = frame.pop()
+    if isinstance(value, LazyRange) and form_for(frame, value):
+        return  # the whole loop is one node; the frame goes on after it
+    it = get_iter(frame, value)
     if isinstance(it, IteratorValue):
         it.loop_owned = True
     frame.push(it)

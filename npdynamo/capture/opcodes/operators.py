@@ -51,6 +51,7 @@ from npdynamo.capture.values import (
     UserObjectValue,
     Value,
 )
+from npdynamo.ops.meta import ScalarMeta
 from npdynamo.ops.scalar_ops import BY_OPERATOR
 
 # -- operators -------------------------------------------------------------------------------
@@ -365,10 +366,16 @@ def _compare_op(frame: Frame, ins):
 def unary_op(frame: Frame, symbol: str, value: Value) -> Value:
     if isinstance(value, ArrayValue):
         return op_call(frame, ops.UNARY_OPERATORS[symbol], (value,), {})
+    if isinstance(value, ScalarInputValue) and symbol == "-" and (
+            value.node.meta.get("val") == ScalarMeta(int)):
+        negated = python_number_op(frame, "-", Const(0), value)  # -n is 0 - n for an int
+        if negated is not None:
+            return negated
     if isinstance(value, Const):
         fn = {"-": operator.neg, "+": operator.pos, "~": operator.invert}[symbol]
+        plain = value.value  # outside the try: a value only the run time knows refuses here
         try:
-            return Const(fn(value.value))
+            return Const(fn(plain))
         except Exception as exc:
             raise UserCodeRaises(exc) from exc
     raise frame.unsupported(f"unary {symbol} on a {value.kind()}")
@@ -475,7 +482,11 @@ def _contains_op(frame: Frame, ins):
 
 # -- subscripts and slices -------------------------------------------------------------------
 def index_value(frame: Frame, index: Value):
-    """A tracked index as the plain index object ``ops.getitem`` takes (arrays stay tracked)."""
+    """A tracked index as the plain index object ``ops.getitem`` takes (arrays stay tracked,
+    and so does an int that only the run time knows inside a loop body: the loop's index)."""
+    if isinstance(index, ScalarInputValue) and frame.ctx.lift is not None and (
+            index.node.meta.get("val") == ScalarMeta(int)) and not frame.ctx.differentiating:
+        return index
     if isinstance(index, (Const, ArrayValue)):
         return raw(index)
     if isinstance(index, TupleValue):

@@ -1,0 +1,339 @@
+"""``for <name> in range(a, b)`` in ordinary Python, captured as one ``fori_loop`` node.
+
+Unrolled, a time loop (``for t in range(T): u[1:-1] = ...``) makes capture time and the graph
+grow with ``T``, and a new ``T`` is a new capture. Here ``range(...)`` followed by a ``for``
+statement is held back (``LazyRange``: its bounds are not read, so not guarded, yet); at its
+``GET_ITER`` the loop is captured once into a body subgraph when:
+
+* the statement is a plain ``for``: its target a local, nothing in the body leaves the loop
+  (``break``, ``return``, ``raise``, ``yield``, ``try``/``with``, stores to cells or globals);
+* the range has step 1 and at least ``config.for_loop_min_trips`` iterations now;
+* the body can be captured whole with the index unknown: any use that needs the index's value
+  (``if i == 0``, ``x[i]``, ``range(i)``) refuses;
+* the locals it carries (stored in the body and read later, and every local array it reads,
+  which it may write in place) keep dtype, shape and structure; an array written in place
+  stays the same object (the result is written into it, as the loop would have), an array
+  rebound is one computed in the iteration, never an alias of another one;
+* nothing outside changes (the checks of ``control_flow.sub_capture``).
+
+The bounds become values of the node: a Python int argument not read elsewhere is a graph input
+(guarded on its type only), so ``T = 20`` and ``T = 2000`` run the same entry. When the loop
+variable is read after the loop, the bounds are specialised instead and it gets its last value.
+
+A loop that fails a check after its capture started raises ``RollRefused``: the whole frame is
+captured again with that loop unrolled (``compile_frame``), so every state the failed attempt
+touched is thrown away and the result is exactly today's unrolled loop (or its graph break).
+``ctx.loop_notes`` says which loops went in-graph and why the others did not (``explain``).
+"""
+
+from __future__ import annotations
+
+import bytecode as bc
+
+from npdynamo import config
+from npdynamo.capture import control_flow as cf
+from npdynamo.capture.branch_formation import JUMPS_BACK, LEAVING
+from npdynamo.capture.code import CO_GENERATOR_LIKE, PY
+from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
+from npdynamo.capture.guards import GuardKind, NonEmptyRange, SourceTuple
+from npdynamo.capture.liveness import _reads_writes, live_locals
+from npdynamo.capture.side_effects import write_array
+from npdynamo.capture.values import (
+    DELETED,
+    NULL,
+    ArrayValue,
+    Const,
+    GuardedConst,
+    ScalarInputValue,
+    Value,
+)
+from npdynamo.ops.control_flow import FORI_LOOP
+from npdynamo.ops.meta import ScalarMeta
+
+
+class LazyRange(GuardedConst):
+    """``range(...)`` about to be iterated by a ``for`` statement. Any read of ``value`` reads
+    (and guards) its arguments, as ``range`` itself does; the loop formation reads them only as
+    far as the loop needs."""
+
+    def __init__(self, args: list[Value], hints: list[int]) -> None:
+        super().__init__(range(*hints), None, lambda: [a.value for a in args])
+        self.args = args
+        self.hints = hints
+
+
+def lazy_range(frame, args: list[Value]) -> LazyRange | None:
+    """A ``LazyRange`` for ``range(*args)`` when a ``for`` statement iterates it at once and
+    the loop might be formed; None: ``range`` as always."""
+    if not config.capture_for_loops or not 1 <= len(args) <= 3:
+        return None
+    if not all(isinstance(a, Const) for a in args):
+        return None
+    hints = [a._value if isinstance(a, GuardedConst) else a.value for a in args]
+    if any(type(h) is not int for h in hints) or (len(hints) == 3 and hints[2] != 1):
+        return None
+    if _for_shape(frame, _after(frame, frame.ip, "GET_ITER")) is None:
+        return None
+    return LazyRange(args, hints)
+
+
+def _after(frame, index: int, name: str) -> int | None:
+    """The index after the instruction ``name`` found first from ``index`` (labels skipped)."""
+    instrs = frame.instrs
+    while index < len(instrs) and not isinstance(instrs[index], bc.Instr):
+        index += 1
+    if index < len(instrs) and instrs[index].name == name:
+        return index + 1
+    return None
+
+
+def _for_shape(frame, start: int | None) -> tuple[int, int, int, str] | None:
+    """(loop head, body start, exit, loop variable) of a plain ``for`` statement whose
+    ``FOR_ITER`` comes next from ``start``; None when it is something else (a comprehension, a
+    target that is not a local, a body that can leave the loop)."""
+    if start is None or frame.code.co_flags & CO_GENERATOR_LIKE:
+        return None
+    instrs, labels = frame.instrs, frame.labels
+    body = _after(frame, start, "FOR_ITER")
+    if body is None:
+        return None
+    store = instrs[body] if body < len(instrs) else None
+    if not isinstance(store, bc.Instr) or store.name != "STORE_FAST":
+        return None
+    exit_index = labels[instrs[body - 1].arg]
+    last = exit_index - 1
+    while not isinstance(instrs[last], bc.Instr):
+        last -= 1
+    if instrs[last].name not in JUMPS_BACK:
+        return None
+    head = labels[instrs[last].arg]
+    if not start <= head < body:
+        return None
+    for i in range(body, exit_index):
+        ins = instrs[i]
+        if isinstance(ins, (bc.TryBegin, bc.TryEnd)):
+            return None
+        if not isinstance(ins, bc.Instr):
+            continue
+        if ins.name in LEAVING or ins.name in ("LIST_APPEND", "SET_ADD", "MAP_ADD"):
+            return None
+        if isinstance(ins.arg, bc.Label) and not (
+                labels[ins.arg] == head or body <= labels[ins.arg] < exit_index):
+            return None  # break, or a jump out of the loop
+    return head, body, exit_index, store.arg
+
+
+def form_for(frame, lazy: LazyRange) -> bool:
+    """At the ``GET_ITER`` of ``for ... in <lazy>``: capture the loop as a ``fori_loop`` node
+    (``frame`` then continues after it) and return True; False when the loop stays unrolled
+    for a reason known before trying; ``RollRefused`` when the attempt failed."""
+    ctx = frame.ctx
+    shape = _for_shape(frame, frame.ip)
+    if shape is None or ctx.differentiating:  # a differentiated loop stays the tape's
+        return False
+    key = (frame.code, shape[1])
+    if key in ctx.unrolled_loops:
+        return False
+    trips = len(lazy._value)
+    if trips < max(config.for_loop_min_trips, 1):
+        cf.note_loop(frame, f"unrolled: {trips} iterations, fewer than "
+                     f"config.for_loop_min_trips ({config.for_loop_min_trips})")
+        return False
+    try:
+        bounds = _form(frame, lazy, *shape)
+    except (CaptureUnsupported, UserCodeRaises) as exc:
+        why = exc.reason if isinstance(exc, CaptureUnsupported) else (
+            f"the body raises {type(exc.error).__name__}: {exc.error}")
+        raise RollRefused(key, f"{cf.loop_place(frame)}: unrolled: {why}") from exc
+    cf.note_loop(frame, f"in the graph as one fori_loop ({trips} iterations now; {bounds})")
+    return True
+
+
+def _carried_names(frame, head: int, body: int, exit_index: int, var: str) -> list[str]:
+    """Locals the body stores that a later iteration or the code after the loop reads, then
+    the local arrays it reads (it may write into them in place)."""
+    stored: dict[str, None] = {}
+    read: dict[str, None] = {}
+    for i in range(body, exit_index):
+        ins = frame.instrs[i]
+        if isinstance(ins, bc.Instr):
+            reads, writes = _reads_writes(ins)
+            read.update(dict.fromkeys(reads))
+            stored.update(dict.fromkeys(writes))
+    live = live_locals(frame.code, head)
+    if live is None:
+        raise frame.unsupported("the function reads its locals implicitly (locals(), eval...)")
+    carried = []
+    for name in stored:
+        if name == var or name not in live:
+            continue  # the index, or a temporary of one iteration
+        if frame.locals.get(name, DELETED) is DELETED:
+            raise frame.unsupported(
+                f"{name} is first assigned inside the loop but read after it or in a later "
+                "iteration")
+        carried.append(name)
+    carried += [name for name in read if name not in stored and name != var
+                and isinstance(frame.locals.get(name), ArrayValue)]
+    return carried
+
+
+def _bound(ctx, value: Value, dynamic: bool) -> int | ScalarInputValue:
+    """A range bound as the node takes it: a graph scalar read from outside when it may stay
+    one, else its value (read, so guarded, as ``range`` would)."""
+    if isinstance(value, ScalarInputValue) and not isinstance(value, cf.LoopScalarValue):
+        if dynamic and value.source is not None and value.node.meta.get(
+                "val") == ScalarMeta(int):
+            return value
+    elif (dynamic and type(value) is GuardedConst and value._install_guard is not None
+          and value.source is not None and ctx.dynamic is not False):
+        # an int from outside nobody read yet: a graph input, so a new value is no new capture
+        inputs = ctx.__dict__.setdefault("loop_bound_inputs", {})  # one per source
+        if value.source not in inputs:
+            ctx.guard(value.source, GuardKind.TYPE, int)
+            node = ctx.add_scalar_placeholder(value._value, value.source)
+            inputs[value.source] = ScalarInputValue(
+                value._value, value.source, value._install_guard, node)
+        return inputs[value.source]
+    return value.value
+
+
+def _guard_nonempty(ctx, lower, upper, var: str) -> None:
+    """Bounds that are graph inputs: the entry serves only non-empty ranges, so the loop's
+    results are always computed by an iteration (never its initial arrays, which a later
+    write would have to see). An empty range is another entry, where the loop unrolls."""
+    given = [b for b in (lower, upper) if isinstance(b, ScalarInputValue)]
+    if given:
+        text = ", ".join(b.source.short() if isinstance(b, ScalarInputValue) else str(b)
+                         for b in (lower, upper))
+        spec = NonEmptyRange(*(None if isinstance(b, ScalarInputValue) else b
+                               for b in (lower, upper)), f"range({text}) of the loop over {var}")
+        ctx.guard(SourceTuple(tuple(b.source for b in given)), GuardKind.NONEMPTY_RANGE, spec)
+
+
+def _root(array: ArrayValue) -> ArrayValue:
+    while array.base is not None:
+        array = array.base
+    return array
+
+
+def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: str) -> str:
+    """Capture the loop into one node; returns what its bounds are, in words."""
+    ctx = frame.ctx
+    names = _carried_names(frame, head, body, exit_index, var)
+    after = live_locals(frame.code, exit_index)
+    var_read_after = after is None or var in after
+    args = lazy.args if len(lazy.args) > 1 else [Const(0), *lazy.args]
+    lower, upper = (_bound(ctx, a, not var_read_after) for a in args[:2])
+    if len(args) == 3:
+        args[2].value  # noqa: B018 - the step was 1: guard it
+    _guard_nonempty(ctx, lower, upper, var)
+    init = [frame.locals[name] for name in names]
+    parts = [cf.flatten(frame, v, f"the loop variable {n}") for n, v in zip(names, init)]
+    leaves = [leaf for found, _s in parts for leaf in found]
+    start_hint = lazy.hints[0] if len(lazy.hints) > 1 else 0
+
+    def run(sub):
+        index = cf.LoopScalarValue(start_hint, sub.placeholder("i", ScalarMeta(int)), ctx,
+                                f"the loop variable {var}")
+        inside = cf.sub_inputs(sub, leaves)
+        placed = {id(v): v.node for v in inside if isinstance(v, ArrayValue)}
+        frame_body = cf.sub_frame(frame, body, head)
+        position = 0
+        for name, (found, structure) in zip(names, parts):
+            mine = inside[position:position + len(found)]
+            frame_body.locals[name] = cf.unflatten(structure, mine)
+            position += len(found)
+        frame_body.push(index)
+        frame_body.run()
+        if frame_body.stack or frame_body.return_value is not None:
+            raise frame.unsupported("the loop body does not end at the loop's head")
+        return frame_body.locals, inside, placed
+
+    roots = [*frame.locals.values(), *frame.cells.values()]
+    sub, (end, inside, placed) = cf.sub_capture(frame, "fori_loop", "body", run, roots,
+                                                "the loop body")
+    out_leaves, same = _outputs(frame, sub, names, init, parts, inside, placed, end)
+    node_args = (lower, upper, sub.finish(out_leaves), cf.leaf_values(leaves),
+                 cf.extras_of(sub))
+    metas = cf.infer_results(frame, FORI_LOOP, node_args)
+    before = set(ctx.loop_aliased)
+    hints = [cf.leaf_hint(v) for v in leaves]
+    results = cf.record_node(frame, FORI_LOOP, node_args, metas, hints,
+                             f"a number the loop over {var} computes", (sub,))
+    # The range is not empty (known, or guarded), and a rebound array is one an iteration
+    # computed: no result is an input array or a view of one, as in the loop itself, so later
+    # in-place writes into them or into the inputs need not break.
+    for key in set(ctx.loop_aliased) - before:
+        del ctx.loop_aliased[key]
+    position = 0
+    for name, value, (found, structure) in zip(names, init, parts):
+        mine = results[position:position + len(found)]
+        position += len(found)
+        if name not in same:
+            frame.locals[name] = cf.unflatten(structure, mine)
+        elif same[name]:
+            write_array(ctx, value, mine[0])  # the loop wrote into it: so does the graph
+    if var_read_after:
+        frame.locals[var] = Const(upper - 1)  # the range is not empty
+    if PY >= (3, 12):  # the exit's END_FOR (3.13: and POP_TOP) pops the iterator and one more
+        frame.push(NULL)
+        frame.push(NULL)
+    frame.ip = exit_index
+    if any(isinstance(b, ScalarInputValue) for b in (lower, upper)):
+        return "the bounds are graph inputs: a new trip count reuses the graph"
+    return ("the bounds are constants: " + (
+        f"{var} is read after the loop" if var_read_after else "not from an int argument"))
+
+
+def _outputs(frame, sub, names, init, parts, inside, placed, end) -> tuple[list, dict]:
+    """What the body returns per carried leaf, and ``same``: name -> written, for the arrays
+    the body kept under their name (unchanged, or written in place: ``written`` True)."""
+    out_leaves, same, kept = [], {}, set()
+    position = 0
+    for name, value, (found, structure) in zip(names, init, parts):
+        mine = inside[position:position + len(found)]
+        position += len(found)
+        now = end.get(name, DELETED)
+        if structure is None and isinstance(value, ArrayValue) and now is mine[0]:
+            same[name] = now.node is not placed[id(now)]
+            kept.add(id(now))
+            out_leaves.append(now)
+            continue
+        got = cf.same_kinds(
+            frame, structure, found, now, f"the value of {name} after an iteration",
+            f"the loop changes {name} from {{want}} to {{got}}; a loop's variables must keep "
+            "their structure, dtype and shape")
+        for leaf in got:
+            if isinstance(leaf, ArrayValue) and (
+                    leaf.node.graph is not sub.graph or leaf.node.op == "placeholder"
+                    or leaf.base is not None):
+                raise frame.unsupported(
+                    f"the loop binds {name} to an array it did not compute in the iteration (an "
+                    "alias of another variable or a view), whose identity a graph loses")
+        out_leaves += got
+    for value in inside:
+        if isinstance(value, ArrayValue) and value.node is not placed[id(value)] and (
+                id(value) not in kept):
+            raise frame.unsupported("the loop writes into an array in place and rebinds its name")
+    _check_no_alias(frame, names, init, parts, same, sub)
+    return out_leaves, same
+
+
+def _check_no_alias(frame, names: list[str], init: list[Value], parts: list, same: dict,
+                    sub) -> None:
+    """An array written in place must be the only way the body sees its memory: another
+    variable or an outer value sharing it would not see the writes inside the subgraph."""
+    for name, value in zip(names, init):
+        if not same.get(name):
+            continue
+        root = _root(value)
+        others = [leaf for n, (found, _s) in zip(names, parts) if n != name for leaf in found]
+        others += [v for v, _node in sub.watched]
+        for other in others:
+            if isinstance(other, ArrayValue) and _root(other) is root:
+                raise frame.unsupported(
+                    f"the loop writes into {name} in place while another variable or value "
+                    "shares its memory")
+
+
+__all__ = ["LazyRange", "form_for", "lazy_range"]
