@@ -45,3 +45,44 @@ def test_inplace_update_that_numpy_refuses_raises_the_same():
     check_same(f, np.arange(3), np.ones(3))
     with pytest.raises(TypeError, match="same_kind"):
         npdynamo.compile(f)(np.arange(3), np.ones(3))
+
+
+def cma_step(E, wxy, mu, R):
+    # cma_pt's loop body: np.conj, and ** between NumPy scalars (Python's scalar math)
+    Xest = np.sum(E * np.conj(wxy[0]))
+    err = (R - abs(Xest) ** 2) * Xest
+    wxy[0] += mu * np.conjugate(err) * E
+    return err, wxy, np.float32(1.5) ** np.float32(0.3), np.sum(E.real) ** -1.5
+
+
+def test_conjugate_and_scalar_power_are_one_graph():
+    E = rng.standard_normal((2, 5)) + 1j * rng.standard_normal((2, 5))
+    wxy = rng.standard_normal((2, 2, 5)) + 0j
+    check_kernel(cma_step, (E, wxy, 1e-3, 1.0))
+
+
+@pytest.mark.parametrize("base", [np.float64(0.7), np.float32(-1.3), np.complex128(1 + 2j),
+                                  np.float64(0.0)])
+@pytest.mark.parametrize("exponent", [2, 0.5, -3, np.float64(1 / 3), np.float16(2)])
+def test_scalar_power_is_pythons_scalar_math(base, exponent):
+    def f(x, y):
+        return (x * 1) ** y  # a graph scalar ** a Python or NumPy scalar
+
+    with np.errstate(all="ignore"):
+        check_same(f, base, exponent, compiled=npdynamo.compile(f, fullgraph=True))
+
+
+def test_scalar_power_of_integers_is_left_to_python():
+    def f(x):
+        return np.sum(x) ** 3
+
+    report = npdynamo.explain(f)(np.arange(4))
+    assert report.graph_break_count == 1 and "integer NumPy scalars" in str(report)
+    check_same(f, np.arange(4))
+
+
+def test_conjugate_of_booleans_and_integers_matches_numpy():
+    def f(b, i):
+        return np.conj(b), np.conjugate(i * 2)
+
+    check_kernel(f, (np.array([True, False]), np.arange(3, dtype=np.int16)))

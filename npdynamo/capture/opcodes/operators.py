@@ -107,11 +107,10 @@ def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
             side.meta.scalar if isinstance(side, ArrayValue) else True for side in (left, right)
         ):
             # Python's ** on NumPy scalars uses scalar math, which differs from np.power in the
-            # last digit for about 1% of inputs: let Python compute it (under grad, the tape's
-            # tracers use np.power, and so does the captured loss)
-            raise frame.unsupported(
-                "** between NumPy scalars is computed with Python's scalar math, not np.power",
-                "use np.power(a, b) (or np.sqrt) to keep it in the graph")
+            # last digit for about 1% of inputs: an op that calls that same ** (under grad, the
+            # tape's tracers use np.power, and so does the captured loss)
+            return op_call(frame, ops.REGISTRY["scalar_power"],
+                           (array_operand(frame, left), array_operand(frame, right)), {})
         fast = fast_scalar_power(left, right) if symbol == "**" else None
         if fast is not None:
             return op_call(frame, ops.REGISTRY[fast], (raw(left),), {})
