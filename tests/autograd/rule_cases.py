@@ -413,6 +413,7 @@ CASES = {
     "expand_dims": expand_dims_case(),
     "squeeze": squeeze_case(),
     **{name: plain_case() for name in ("ravel", "flatten", "copy", "array", "asarray")},
+    "chosen": plain_case().map(lambda case: ((np.True_, *case[0]), case[1])),
     "swapaxes": swapaxes_case(),
     "moveaxis": moveaxis_case(),
     "broadcast_to": broadcast_to_case(),

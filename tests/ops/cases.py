@@ -286,11 +286,21 @@ def scalar_power_case(draw):
     return Case((a, b), unsupported_ok=integral)
 
 
+@st.composite
+def chosen_case(draw):
+    # a test that holds (a failing one raises at run time: no rule can know), or a malformed one
+    test = draw(st.sampled_from([np.True_, np.array(True), np.array([True]), np.float64(1.0),
+                                 True]))
+    value = draw(st.one_of(arrays(draw(shapes)), arrays(()).map(lambda a: a[()])))
+    return Case((test, value))
+
+
 CASES: dict[str, st.SearchStrategy[Case]] = {
     **{name: ufunc_case(name, 1) for name in UNARY_UFUNCS},
     **{name: ufunc_case(name, 2) for name in BINARY_UFUNCS},
     "where": where_case(),
     "scalar_power": scalar_power_case(),
+    "chosen": chosen_case(),
     "clip": clip_case(),
     "astype": astype_case(),
     **{

@@ -9,7 +9,7 @@ import pytest
 
 import npdynamo
 from tests.backends.compare import check_one_graph
-from tests.differential import check_same
+from tests.differential import assert_same_value, check_same
 
 rng = np.random.default_rng(14)
 
@@ -86,3 +86,65 @@ def test_conjugate_of_booleans_and_integers_matches_numpy():
         return np.conj(b), np.conjugate(i * 2)
 
     check_kernel(f, (np.array([True, False]), np.arange(3, dtype=np.int16)))
+
+
+def laplacien(image):
+    # laplacien: max() of a Python float and a NumPy scalar of the graph (its type depends on
+    # which wins, so the graph assumes the scalar does and checks it at run time)
+    out = np.abs(4 * image[1:-1, 1:-1] - image[0:-2, 1:-1] - image[1:-1, 2:])
+    valmax = np.max(out)
+    valmax = max(1., valmax) + 1.E-9
+    out /= valmax
+    return out, valmax
+
+
+@pytest.mark.parametrize("scale", [10.0, 0.01])  # the scalar wins / the constant wins
+def test_builtin_max_of_a_constant_and_a_graph_scalar_is_one_graph(scale):
+    check_kernel(laplacien, (rng.standard_normal((6, 5, 3)) * scale,))
+
+
+def choices(x, y):
+    m = np.max(x)
+    return (max(m, 0.5), min(-1, m, 2.0), max(0, 1.5, m, -2.0), min(m, 0.25, 3),
+            max(np.sum(y), 1.0, 0.5))
+
+
+@pytest.mark.parametrize("values", [[0.1, 0.2], [0.7, 3.0], [-3.0, -2.0], [np.nan, 1.0],
+                                    [1.5, 1.0], [2.0, 0.0], [0.5, 0.25]])
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_assumed_choices_give_pythons_objects_whatever_the_data(values, backend):
+    x = np.array(values)
+    compiled = npdynamo.compile(choices, backend=backend, fullgraph=True)
+    check_same(choices, x, x.astype(np.float32), compiled=compiled, calls=3)
+    assert npdynamo.explain(choices)(x, x.astype(np.float32)).graph_break_count == 0
+
+
+def test_choices_that_are_not_assumed_still_break():
+    def f(x, n):
+        m = np.max(x)
+        inexact = max(np.sum(x.astype(np.float32)), 0.1)  # 0.1 is no float32
+        return inexact, max(np.sum(x.astype(np.int64)), 3), max(m, n, 0.5)
+
+    x = np.array([0.25, 2.0])
+    report = npdynamo.explain(f)(x, np.max(x))
+    assert report.graph_break_count >= 1 and "compares arrays" in str(report)
+    check_same(f, x, np.max(x))
+
+
+def test_a_failed_assumption_reruns_without_drawing_twice():
+    def f(rng, x):
+        noisy = x + rng.standard_normal(x.shape)
+        return max(0.0, np.max(noisy)), rng.standard_normal(2)
+
+    x = np.full(2, -0.5)
+    outcomes = set()
+    for backend in ("eager", "numba"):
+        compiled = npdynamo.compile(f, backend=backend, fullgraph=True)
+        for seed in range(6):  # some seeds make the maximum negative: the constant wins
+            plain_rng, rng = np.random.default_rng(seed), np.random.default_rng(seed)
+            for _ in range(2):
+                want, got = f(plain_rng, x), compiled(rng, x)
+                assert_same_value(want, got)
+                assert rng.bit_generator.state == plain_rng.bit_generator.state
+                outcomes.add(type(want[0]))
+    assert outcomes == {float, np.float64}
