@@ -185,7 +185,7 @@ def test_grad_spec_describes_the_wrapper():
      "argument 0['n'] has integer dtype"),
     (lambda x: np.sum(x // 2.0), (X,), "np.floor_divide is not differentiable"),
     (lambda x: np.sum(np.linalg.eig(np.outer(x, x))[0]), (X,),
-     "np.linalg.eig is not supported by npdynamo.grad"),
+     "np.linalg.eig is not differentiable"),
     (lambda x: np.sum(np.linalg.eigh(np.outer(x, x))[0]), (X,),
      "np.linalg.eigh is differentiated only inside compiled code"),
     (lambda x: np.sum(np.unwrap(x)), (X,), "np.unwrap is not supported"),

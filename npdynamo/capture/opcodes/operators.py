@@ -276,20 +276,29 @@ def _as_tuple(value: Value) -> Value:
     return value
 
 
+def _plain_kind(seq: Value) -> type:
+    return TupleValue if isinstance(seq, TupleValue) else ListValue
+
+
 def _sequence_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
     sequences = (TupleValue, ListValue)
-    if symbol == "+" and type(left) is type(right) and isinstance(left, sequences):
-        if isinstance(left, TupleValue) and (not left.items or not right.items):
-            return right if not left.items else left  # CPython returns the other tuple itself
-        return type(left)(left.items + right.items)
+    # a named tuple's + and * give plain tuples; CPython returns an exact tuple operand itself
+    # when the other is empty, or when it is repeated once
+    if symbol == "+" and isinstance(left, sequences) and isinstance(right, sequences) and (
+            _plain_kind(left) is _plain_kind(right)):
+        if type(left) is TupleValue and not right.items:
+            return left
+        if type(right) is TupleValue and not left.items:
+            return right
+        return _plain_kind(left)(left.items + right.items)
     if symbol == "*" and isinstance(right, sequences) and isinstance(left, Const):
         left, right = right, left
     if symbol == "*" and isinstance(left, sequences) and isinstance(right, Const):
         if type(right.value) is not int and not isinstance(right.value, (bool, np.integer)):
             raise frame.unsupported(f"a sequence times a {type(right.value).__name__}")
-        if isinstance(left, TupleValue) and right.value == 1:
-            return left  # CPython returns the tuple itself
-        return type(left)(left.items * int(right.value))
+        if type(left) is TupleValue and right.value == 1:
+            return left
+        return _plain_kind(left)(left.items * int(right.value))
     if symbol in ("==", "!="):
         left, right = _as_tuple(left), _as_tuple(right)
         if isinstance(left, sequences) or isinstance(right, sequences):
