@@ -213,8 +213,10 @@ def _assumed_winner(frame: Frame, name: str, fn, items: list[Value]) -> Value | 
     if not all(isinstance(c, Const) and type(c.value) in (int, float) for c in others):
         return None
     consts = _plain_consts(frame, others, name)
-    exact = value.meta.dtype.type
-    if not all(exact(c) == c for c in consts):  # compared in the scalar's dtype: exactly
+    try:  # compared in the scalar's dtype: only constants it holds exactly
+        if not all(value.meta.dtype.type(c) == c for c in consts):
+            return None
+    except OverflowError:  # an int beyond every float
         return None
     beats = ops.REGISTRY["greater" if name == "max" else "less"]
     tests = [op_call(frame, beats, (value, fn(consts[:k])), {})] if k else []

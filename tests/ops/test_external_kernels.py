@@ -123,12 +123,13 @@ def test_choices_that_are_not_assumed_still_break():
     def f(x, n):
         m = np.max(x)
         inexact = max(np.sum(x.astype(np.float32)), 0.1)  # 0.1 is no float32
-        return inexact, max(np.sum(x.astype(np.int64)), 3), max(m, n, 0.5)
+        return inexact, max(np.sum(x.astype(np.int64)), 3), max(m, n, 0.5), max(m, True)
 
     x = np.array([0.25, 2.0])
     report = npdynamo.explain(f)(x, np.max(x))
     assert report.graph_break_count >= 1 and "compares arrays" in str(report)
     check_same(f, x, np.max(x))
+    check_same(lambda x: max(np.max(x), 10**400), x)  # NumPy's OverflowError, from Python
 
 
 def test_a_failed_assumption_reruns_without_drawing_twice():
