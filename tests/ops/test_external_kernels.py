@@ -149,3 +149,24 @@ def test_a_failed_assumption_reruns_without_drawing_twice():
                 assert rng.bit_generator.state == plain_rng.bit_generator.state
                 outcomes.add(type(want[0]))
     assert outcomes == {float, np.float64}
+
+
+def sequences_with_arrays(db, mask=(1, 0, 1)):
+    # check_mask: a tuple of numbers compared with an array (NumPy converts it)
+    v = db[0, 1:]
+    return (mask == np.bitwise_and(mask, v), [1.5, 2] + db[0, :2], (2, 3) * db[1, :2],
+            [1, 2] @ db[:2, :2], db[0, :2] < [True, False], [] + db[0, :0], (1, 2j) != db[2, :2])
+
+
+@pytest.mark.parametrize("dtype", [bool, np.int8, np.uint16])
+def test_a_sequence_of_numbers_next_to_an_array_is_one_graph(dtype):
+    db = np.random.default_rng(1).integers(0, 2, (3, 4)).astype(dtype)
+    check_kernel(sequences_with_arrays, (db,))
+
+
+def test_a_sequence_next_to_a_numpy_scalar_stays_pythons():
+    def f(x):
+        return [1, 2] * np.sum(x), (1, 2) + np.sum(x), (1, 2) == np.sum(x), (1, 2) == x[:1]
+
+    check_same(f, np.arange(2))
+    check_same(f, np.arange(3))  # (1, 2) == x[:1] has shapes (2,) and (1,): broadcasts

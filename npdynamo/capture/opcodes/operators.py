@@ -97,6 +97,7 @@ def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
     if isinstance(left, MASKED_KINDS) or isinstance(right, MASKED_KINDS):
         return masked_binary(frame, symbol, left, right)
     if isinstance(left, ArrayValue) or isinstance(right, ArrayValue):
+        left, right = _numbers_as_array(left, right), _numbers_as_array(right, left)
         for side in (left, right):
             if not isinstance(side, (ArrayValue, Const)):
                 raise frame.unsupported(
@@ -134,6 +135,20 @@ def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
         except Exception as exc:
             raise UserCodeRaises(exc) from exc
     return _sequence_op(frame, symbol, left, right)
+
+
+def _numbers_as_array(side: Value, other: Value) -> Value:
+    """A tuple or list of Python numbers next to an array: the ndarray's operator (Python
+    tries it first, or after the sequence declines) converts it with np.asarray. Next to a
+    NumPy scalar it stays a sequence (np.int64(2) * [1, 2] repeats the list)."""
+    if not isinstance(other, ArrayValue) or other.meta.scalar:
+        return side
+    if not isinstance(side, (TupleValue, ListValue)) or not all(
+            isinstance(item, Const) and type(item.value) in (bool, int, float, complex)
+            for item in side.items):
+        return side
+    array = np.asarray([item.value for item in side.items])
+    return side if array.dtype == object else Const(array)
 
 
 def array_operand(frame: Frame, value: Value):
