@@ -178,7 +178,7 @@ def _number_fold(frame: Frame, name: str, fn, args: list[Value], kwargs):
     items = items_of(frame, args[0]) if len(args) == 1 else list(args)
     if any(isinstance(a, ArrayValue) for a in items):
         if not kwargs:
-            chosen = _assumed_winner(frame, name, fn, items)
+            chosen = _scalar_fold(frame, name, items) or _assumed_winner(frame, name, fn, items)
             if chosen is not None:
                 return chosen
         raise frame.unsupported(
@@ -194,6 +194,26 @@ def _number_fold(frame: Frame, name: str, fn, args: list[Value], kwargs):
         _apply_raw(fn, *([values] if len(args) == 1 else values), **plain_kwargs)
         raise frame.unsupported(f"{name}() with these arguments")
     return items[_apply_raw(fn, range(len(values)), key=values.__getitem__)]
+
+
+def _scalar_fold(frame: Frame, name: str, items: list[Value]) -> Value | None:
+    """``max(a, b, ...)`` of real NumPy scalars of the graph, all of one dtype: the winner has
+    that type whatever the data, so the graph keeps Python's running choice (an item replaces
+    the winner only when it compares greater, which nan never does) as ``where``s. None where
+    this does not apply."""
+    if not all(isinstance(item, ArrayValue) for item in items):
+        return None
+    metas = [item.meta for item in items]
+    if not (metas and all(m.scalar and m.dtype == metas[0].dtype for m in metas)
+            and metas[0].dtype.kind in "biuf"):
+        return None
+    beats = ops.REGISTRY["greater" if name == "max" else "less"]
+    winner = items[0]
+    for item in items[1:]:
+        test = op_call(frame, beats, (item, winner), {})
+        picked = op_call(frame, ops.REGISTRY["where"], (test, item, winner), {})
+        winner = op_call(frame, ops.REGISTRY["getitem"], (picked, ()), {})  # a NumPy scalar
+    return winner
 
 
 def _assumed_winner(frame: Frame, name: str, fn, items: list[Value]) -> Value | None:

@@ -170,3 +170,25 @@ def test_a_sequence_next_to_a_numpy_scalar_stays_pythons():
 
     check_same(f, np.arange(2))
     check_same(f, np.arange(3))  # (1, 2) == x[:1] has shapes (2,) and (1,): broadcasts
+
+
+def scalar_folds(x, y):
+    a, b = np.max(np.abs(x)), np.max(np.abs(y))
+    i, j = np.argmax(x), np.argmin(y)
+    return max(a, b), min(a, b, np.min(x)), max(i, j), max([a]), min((b, a)), max(a, b) / 2
+
+
+@pytest.mark.parametrize("x, y", [
+    ([1.0, -3.0], [2.0, 0.5]), ([np.nan, 1.0], [2.0, 0.5]), ([1.0, 2.0], [np.nan, 0.5]),
+    ([0.0, -0.0], [-0.0, 0.0]), ([2.0, 2.0], [-2.0, 1.0]),
+])
+def test_builtin_max_of_numpy_scalars_of_one_dtype_is_one_graph(x, y):
+    check_kernel(scalar_folds, (np.array(x), np.array(y)))
+
+
+def test_builtin_max_of_numpy_scalars_of_two_dtypes_still_breaks():
+    def f(x):
+        return max(np.max(x), np.max(x.astype(np.float32)))
+
+    assert npdynamo.explain(f)(np.ones(2)).graph_break_count == 1
+    check_same(f, np.array([1.0, 2.0]))
