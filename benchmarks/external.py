@@ -95,6 +95,7 @@ try:
     report = npdynamo.explain(explained)(*explain_args)
     row["graphs"], row["breaks"] = report.graph_count, report.graph_break_count
     row["reasons"] = sorted({f"line {r.lineno}: {r.reason}" for r in report.break_reasons})
+    row["python"] = [f"ran in Python: {frame}" for frame in report.python_frames]
     for backend in backends:
         plain, got_args = fresh()
         compiled = npdynamo.compile(plain, backend=backend)
@@ -157,9 +158,11 @@ def table(rows: list[dict], backends: list[str]) -> str:
                 line += f" {s:9.2f}" if s is not None else f" {'-':>9s}"
         lines.append(line)
     n = len(rows)
-    # no break and at most one graph (none: the whole function was captured and its work is
-    # dead, e.g. a kernel that returns nothing)
-    one_graph = sum(1 for r in rows if "graphs" in r and r["graphs"] <= 1 and r["breaks"] == 0)
+    # no break, no frame left to Python (a capture that failed inside runs the whole frame
+    # plainly: 0 graphs, 0 breaks) and at most one graph (none: the whole function was captured
+    # and its work is dead, e.g. a kernel that returns nothing)
+    one_graph = sum(1 for r in rows if "graphs" in r and r["graphs"] <= 1 and r["breaks"] == 0
+                    and not r.get("python"))
     lines.append("-" * len(head))
     for b in backends:
         correct = sum(1 for r in rows if r.get(b))
@@ -171,11 +174,11 @@ def table(rows: list[dict], backends: list[str]) -> str:
         lines.append(f"{b}: {correct}/{n} kernels correct; {timed}")
     lines.append(f"captured as one graph with no break: {one_graph}/{n} "
                  f"({100.0 * one_graph / max(n, 1):.0f}%)")
-    broken = [r for r in rows if r.get("reasons")]
+    broken = [r for r in rows if r.get("reasons") or r.get("python")]
     if broken:
         lines.append("remaining breaks:")
         for r in broken:
-            for reason in r["reasons"]:
+            for reason in r.get("reasons", []) + r.get("python", []):
                 lines.append(f"  {r['kernel']}: {reason}")
     return "\n".join(lines)
 

@@ -117,16 +117,36 @@ def _project_back(node: Node, g: Any, grads: dict, emit: Emit) -> None:
 def _on_path(nodes: Sequence[Node], outputs: list[Node], wrt: set[Node]) -> set[Node]:
     """Nodes that depend on some ``wrt`` through floating-point values and feed an output."""
     reached = set(wrt)
+    complex_results = []  # reverse mode has no complex cotangents: such a value would drop out
     for node in nodes:
-        if node not in reached and carries_gradient(node) and not _constant_result(node) and any(
+        if node not in reached and not _constant_result(node) and any(
             n in reached for n in node.all_input_nodes
         ):
-            reached.add(node)
+            if carries_gradient(node):
+                reached.add(node)
+            elif _is_complex(node):
+                complex_results.append(node)
     feeding = set(outputs)
     for node in reversed(nodes):
         if node in feeding:
             feeding.update(node.all_input_nodes)
+    for node in complex_results:
+        if node in feeding:  # silently a zero gradient otherwise
+            op = node.target
+            raise GradError(_not_differentiable(node) if isinstance(op, Op) and
+                            not op.differentiable else _complex_on_path(node))
     return reached & feeding
+
+
+def _is_complex(node: Node) -> bool:
+    val = node.meta.get("val")
+    vals = val if isinstance(val, tuple) else (val,)
+    return any(isinstance(v, ArrayMeta) and v.dtype.kind == "c" for v in vals)
+
+
+def _complex_on_path(node: Node) -> str:
+    return (f"{node.name} is a complex value computed from the differentiated inputs"
+            f"{source_where(node)}, and gradients through complex values are not supported")
 
 
 def _reads_path(node: Node, on_path: set[Node]) -> bool:
@@ -151,15 +171,21 @@ def _not_differentiable(node: Node) -> str:
     if getattr(node.target, "name", None) == "tuple_item":  # name the op whose result it is
         node = node.args[0]
     target = getattr(node.target, "name", None) or getattr(node.target, "__name__", "?")
-    where = ""
-    source = node.meta.get("source")
-    if source:
-        filename, lineno, line = source
-        where = f" (at {filename}:{lineno}: {str(line).strip()})"
+    # the ops with several results are np.linalg's decompositions (control flow differentiates)
+    prefix = "np.linalg." if isinstance(node.meta.get("val"), tuple) else "np."
     return (
-        f"np.{target} is not differentiable, but its result {node.name}{where} lies on the "
-        "path from the differentiated inputs to the output"
+        f"{prefix}{target} is not differentiable, but its result {node.name}{source_where(node)} "
+        "lies on the path from the differentiated inputs to the output"
     )
+
+
+def source_where(node: Node) -> str:
+    """' (at file:line: source)' of the user code that made ``node``, or ''."""
+    source = node.meta.get("source")
+    if not source:
+        return ""
+    filename, lineno, line = source
+    return f" (at {filename}:{lineno}: {str(line).strip()})"
 
 
 def graph_emitter(graph: Graph, tag: str = "backward") -> Emit:

@@ -53,14 +53,19 @@ class OpEntry:
 class BlockedEntry:
     """A non-differentiable op whose floating-point result depends on tracked values."""
 
-    __slots__ = ("op", "where", "outputs")
+    __slots__ = ("op", "where", "outputs", "complex_result")
 
-    def __init__(self, op: Op, var: int) -> None:
+    def __init__(self, op: Op, var: int, complex_result: bool = False) -> None:
         self.op = op
         self.where = user_location()
         self.outputs = (var,)
+        self.complex_result = complex_result  # a differentiable op, but no complex cotangents
 
     def backward(self, cotangents: list[Any]) -> Iterable[tuple[int, Any]]:
+        if self.complex_result:
+            raise GradError(
+                f"np.{self.op.name} gives a complex value{self.where} from the differentiated "
+                "inputs, and gradients through complex values are not supported")
         raise GradError(
             f"np.{self.op.name} is not differentiable, but its result{self.where} lies on the "
             "path from the differentiated inputs to the output. Compute it from values that "

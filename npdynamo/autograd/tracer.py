@@ -285,6 +285,11 @@ def _any_key(keys: Any) -> bool:
     return keys is not None
 
 
+def _is_complex(x: Any) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return isinstance(dtype, np.dtype) and dtype.kind == "c"
+
+
 def _is_float(x: Any) -> bool:
     dtype = getattr(x, "dtype", None)
     return isinstance(dtype, np.dtype) and dtype.kind == "f"
@@ -296,8 +301,17 @@ def apply(op: Op, args: tuple | list, kwargs: dict) -> Any:
     if tape is None:
         return op.impl(*args, **kwargs)
     raw, keys = _split(tuple(args), tape)
-    out = op.impl(*raw, **kwargs)
     tracked = _any_key(keys)
+    if tracked and op.name == "eig":
+        # before running it: its graph op raises where NumPy does not (the real-results check)
+        raise GradError(f"np.linalg.{op.name} is not differentiable (in a function being "
+                        "differentiated)")
+    out = op.impl(*raw, **kwargs)
+    if tracked and _is_complex(out) and op.name not in SHAPE_ONLY:
+        # kept tracked, so that a gradient reaching it is an error rather than a silent zero
+        var = tape.new_var()
+        tape.record(BlockedEntry(op, var, complex_result=True))
+        return Tracer(out, tape, var)
     if not _is_float(out):
         if tracked and isinstance(out, tuple) and any(_is_float(o) for o in out):
             if op.differentiable:  # several results: only reverse mode over a graph has them

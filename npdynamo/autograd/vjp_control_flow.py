@@ -20,20 +20,17 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from npdynamo.autograd.emitting import Emit, meta
-from npdynamo.autograd.symbolic import CONTROL_FLOW_STEP, graph_emitter, reverse_mode
+from npdynamo.autograd.symbolic import (
+    CONTROL_FLOW_STEP,
+    graph_emitter,
+    reverse_mode,
+    source_where,
+)
 from npdynamo.errors import GradError
 from npdynamo.fx import Graph, GraphModule, Node, map_arg
 from npdynamo.ops import REGISTRY, ArrayMeta, ScalarMeta
 from npdynamo.ops.control_flow import COND, FORI_LOOP_VJP, result_meta
 from npdynamo.ops.tuples import TUPLE_ITEM
-
-
-def _where(node: Node) -> str:
-    source = node.meta.get("source")
-    if not source:
-        return ""
-    filename, lineno, line = source
-    return f" (at {filename}:{lineno}: {str(line).strip()})"
 
 
 def _is_float_array(meta: Any) -> bool:
@@ -109,11 +106,11 @@ def control_flow_step(node: Node, cotangents: dict[int, Any], keys: tuple,
         yield from _fori_step(node, cotangents, keys, emit)
     elif name == "while_loop":
         raise GradError(
-            f"npdynamo.while_loop{_where(node)} is not differentiable: its trip count is known "
-            "only at run time, so there is no saved state to run it backwards (as in jax); use "
-            "npdynamo.fori_loop with a fixed trip count, or a plain Python loop")
+            f"npdynamo.while_loop{source_where(node)} is not differentiable: its trip count is "
+            "known only at run time, so there is no saved state to run it backwards (as in jax); "
+            "use npdynamo.fori_loop with a fixed trip count, or a plain Python loop")
     else:
-        raise GradError(f"npdynamo.{name}{_where(node)} has no gradient rule")
+        raise GradError(f"npdynamo.{name}{source_where(node)} has no gradient rule")
 
 
 def _ct_outputs(node: Node, cotangents: dict[int, Any]) -> list[int]:

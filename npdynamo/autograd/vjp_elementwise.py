@@ -77,6 +77,8 @@ _UNARY: dict[str, Callable[[Math, Any, Any, Any], Any] | None] = {
     "arctanh": lambda M, g, out, x: M.div(g, M.sub(1.0, M.square(x))),
     "deg2rad": lambda M, g, out, x: M.mul(g, math.pi / 180.0),
     "rad2deg": lambda M, g, out, x: M.mul(g, 180.0 / math.pi),
+    # the identity on real arrays; on complex ones the conjugate of the cotangent
+    "conjugate": lambda M, g, out, x: M("conjugate", g),
 }
 for _name, _derivative in _UNARY.items():
     _unary(_name, _derivative)
@@ -138,6 +140,7 @@ def _power_partials(op: str):
 
 _binary("power")(_power_partials("power"))
 _binary("float_power")(_power_partials("float_power"))
+_binary("scalar_power")(_power_partials("power"))  # the same derivative as np.power's
 
 
 def _extremum_partials(wins: str, nan_picks_other: bool):

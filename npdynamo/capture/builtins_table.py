@@ -182,6 +182,10 @@ def _number_fold(frame: Frame, name: str, fn, args: list[Value], kwargs):
     comparisons Python makes."""
     items = items_of(frame, args[0]) if len(args) == 1 else list(args)
     if any(isinstance(a, ArrayValue) for a in items):
+        if not kwargs:
+            chosen = _scalar_fold(frame, name, items) or _assumed_winner(frame, name, fn, items)
+            if chosen is not None:
+                return chosen
         raise frame.unsupported(
             f"{name}() compares arrays element by element in Python",
             f"use np.{'maximum' if name == 'max' else 'minimum'} or np.{name}",
@@ -195,6 +199,59 @@ def _number_fold(frame: Frame, name: str, fn, args: list[Value], kwargs):
         _apply_raw(fn, *([values] if len(args) == 1 else values), **plain_kwargs)
         raise frame.unsupported(f"{name}() with these arguments")
     return items[_apply_raw(fn, range(len(values)), key=values.__getitem__)]
+
+
+def _scalar_fold(frame: Frame, name: str, items: list[Value]) -> Value | None:
+    """``max(a, b, ...)`` of real NumPy scalars of the graph, all of one dtype: the winner has
+    that type whatever the data, so the graph keeps Python's running choice (an item replaces
+    the winner only when it compares greater, which nan never does) as ``where``s. None where
+    this does not apply."""
+    if not all(isinstance(item, ArrayValue) for item in items):
+        return None
+    metas = [item.meta for item in items]
+    if not (metas and all(m.scalar and m.dtype == metas[0].dtype for m in metas)
+            and metas[0].dtype.kind in "biuf"):
+        return None
+    beats = ops.REGISTRY["greater" if name == "max" else "less"]
+    winner = items[0]
+    for item in items[1:]:
+        test = op_call(frame, beats, (item, winner), {})
+        picked = op_call(frame, ops.REGISTRY["where"], (test, item, winner), {})
+        winner = op_call(frame, ops.REGISTRY["getitem"], (picked, ()), {})  # a NumPy scalar
+    return winner
+
+
+def _assumed_winner(frame: Frame, name: str, fn, items: list[Value]) -> Value | None:
+    """``max(1.0, m)`` of one float NumPy scalar ``m`` of the graph and Python numbers: ``m``,
+    checked at run time (``ops.speculation``). Which item wins decides the result's type (the
+    float ``1.0`` or ``m``), so the graph assumes ``m`` does, through the comparisons Python
+    makes: ``m > <the winner before it>`` and ``not (c > m)`` for each later ``c``. None where
+    this does not apply (the caller breaks)."""
+    graph = [i for i, item in enumerate(items) if isinstance(item, ArrayValue)]
+    if len(graph) != 1:
+        return None
+    k = graph[0]
+    value = items[k]
+    if not (value.meta.scalar and value.meta.dtype.kind == "f"):
+        return None
+    others = [item for item in items if item is not value]
+    if not all(isinstance(c, Const) and type(c.value) in (int, float) for c in others):
+        return None
+    consts = _plain_consts(frame, others, name)
+    try:  # compared in the scalar's dtype: only constants it holds exactly
+        if not all(value.meta.dtype.type(c) == c for c in consts):
+            return None
+    except OverflowError:  # an int beyond every float
+        return None
+    beats = ops.REGISTRY["greater" if name == "max" else "less"]
+    tests = [op_call(frame, beats, (value, fn(consts[:k])), {})] if k else []
+    for c in consts[k:]:
+        tests.append(op_call(frame, ops.REGISTRY["logical_not"],
+                             (op_call(frame, beats, (c, value), {}),), {}))
+    holds = tests[0]
+    for test in tests[1:]:
+        holds = op_call(frame, ops.REGISTRY["logical_and"], (holds, test), {})
+    return op_call(frame, ops.REGISTRY["chosen"], (holds, value), {})
 
 
 def _plain_consts(frame: Frame, items: list[Value], what: str) -> list:

@@ -126,7 +126,7 @@ def cast_for_inplace(ctx: CaptureContext, result: ArrayValue, target: ArrayValue
                     "with casting rule 'same_kind'"
                 )
             )
-        result = ctx.call_op(ops.REGISTRY["astype"], (result, tgt.dtype), {})
+        result = ctx.call_op(ops.REGISTRY["astype"], (result,), {"dtype": tgt.dtype})
     if result.meta.shape != tgt.shape:
         try:
             shape = np.broadcast_shapes(

@@ -25,6 +25,7 @@ from npdynamo.ops import (
     selection,
     shape_ops,
     solvers,
+    speculation,
     statistics,
     tuples,
     writes,
@@ -65,4 +66,4 @@ __all__ = [
 
 del (complex_parts, composite, control_flow, creation, decompositions, elementwise, indexing,
      linalg, numeric, reductions, random, reorder, scalar_ops, scans, selection, shape_ops,
-     solvers, statistics, tuples, writes)
+     solvers, speculation, statistics, tuples, writes)

@@ -1,5 +1,5 @@
-"""Matrix decompositions with several results: ``np.linalg.slogdet``, ``qr``, ``eigh``, ``svd``,
-``lstsq``; and ``tuple_item``, the projection that picks one result.
+"""Matrix decompositions with several results: ``np.linalg.slogdet``, ``qr``, ``eigh``, ``eig``,
+``svd``, ``lstsq``; and ``tuple_item``, the projection that picks one result.
 
 Each is one opaque op whose rule returns a tuple of metas (one per result), as NumPy's LAPACK
 call computes them together; the graph holds it as one node and reads its results through
@@ -12,6 +12,11 @@ float16 refused, real eigenvalues and singular values for complex input.
 matrix is tall and of full rank. The rule assumes full rank for a tall matrix; when NumPy finds
 a lower rank at run time the op raises ``RankDeficient``, and a graph that raises is rerun in
 plain Python, so the user still sees exactly NumPy's results.
+
+``eig`` of a real matrix returns real arrays when every eigenvalue is real and complex ones
+otherwise: a dtype that depends on the data. The rule gives complex results (what a general
+matrix has); when NumPy returns real ones the op raises ``RealEigenvalues`` and the graph reruns
+in plain Python the same way. It has no gradient rule (``differentiable=False``: a GradError).
 """
 
 from __future__ import annotations
@@ -84,6 +89,12 @@ def _qr_rule(a: object, *, mode: str = "reduced") -> ArrayMeta | tuple[ArrayMeta
     return _metas((b + (m, k), dtype), (b + (k, n), dtype))
 
 
+def _eig_rule(a: object) -> tuple[ArrayMeta, ...]:
+    meta, dtype = _stacked("eig", a, True)
+    complex_dtype = np.result_type(dtype, np.complex64)
+    return _metas((meta.shape[:-1], complex_dtype), (meta.shape, complex_dtype))
+
+
 def _lstsq_rule(a: object, b: object, *, rcond: float | None = None) -> tuple[ArrayMeta, ...]:
     am, bm = to_meta("lstsq", a), to_meta("lstsq", b)
     rhs = bm.shape + (1,) if bm.ndim == 1 else bm.shape
@@ -119,6 +130,18 @@ def _lstsq(a, b, *, rcond=None):
     return x, residuals, rank, s
 
 
+class RealEigenvalues(ArithmeticError):
+    """``eig`` of a real matrix found only real eigenvalues: NumPy returns real arrays where the
+    graph assumed complex ones, so the graph reruns in plain Python."""
+
+
+def _eig(a):
+    result = np.linalg.eig(a)
+    if result.eigenvalues.dtype.kind != "c":
+        raise RealEigenvalues("eig: every eigenvalue is real; NumPy returns real arrays")
+    return result
+
+
 def _svd(a, *, full_matrices=True, hermitian=False):
     return np.linalg.svd(a, full_matrices=full_matrices, hermitian=hermitian)
 
@@ -134,6 +157,7 @@ def _eigh(a, *, UPLO="L"):
 for _op, _type in (
     (Op("slogdet", np.linalg.slogdet, _slogdet_rule), _result_type(np.linalg.slogdet, _EYE)),
     (Op("eigh", _eigh, _eigh_rule, defaults={"UPLO": "L"}), _result_type(np.linalg.eigh, _EYE)),
+    (Op("eig", _eig, _eig_rule, differentiable=False), _result_type(np.linalg.eig, _EYE)),
     (Op("svd", _svd, _svd_rule, defaults={"full_matrices": True, "hermitian": False}),
      _result_type(np.linalg.svd, _EYE)),
     (Op("qr", _qr, _qr_rule, defaults={"mode": "reduced"}),
@@ -142,13 +166,6 @@ for _op, _type in (
 ):
     _op.result_type = _type  # type: ignore[attr-defined]
     register(_op)
-
-# Differentiable, but their VJP rules are not written yet: npdynamo.grad raises GradError
-# (reverse mode reports a projection ``tuple_item`` as the op it projects). slogdet and eigh
-# have rules (autograd/vjp_decompositions.py), read by reverse mode inside compiled code.
-for _name in ("qr", "lstsq"):
-    REGISTRY[_name].differentiable = False
-
 
 # -- binders -------------------------------------------------------------------------------
 @linalg("slogdet")
@@ -162,6 +179,11 @@ def _eigh_binder(a, UPLO="L"):
     if UPLO not in ("L", "U"):
         raise ValueError("UPLO argument must be 'L' or 'U'")
     return C.canon(REGISTRY["eigh"], [C.operand("eigh", a)], UPLO=UPLO)
+
+
+@linalg("eig")
+def _eig_binder(a):
+    return C.canon(REGISTRY["eig"], [C.operand("eig", a)])
 
 
 @linalg("svd")

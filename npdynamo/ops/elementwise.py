@@ -30,7 +30,7 @@ UNARY_UFUNCS = {
     **dict.fromkeys(
         "negative positive absolute fabs sign square sqrt cbrt reciprocal exp exp2 expm1 log "
         "log2 log10 log1p sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh "
-        "arctanh deg2rad rad2deg floor ceil trunc rint".split(),
+        "arctanh deg2rad rad2deg floor ceil trunc rint conjugate".split(),
         True,
     ),
     **dict.fromkeys("isnan isinf isfinite signbit logical_not invert".split(), False),
@@ -137,6 +137,31 @@ def _make_ufunc_ops() -> dict[str, Op]:
 
 
 UFUNC_OPS = _make_ufunc_ops()
+
+
+# -- ** between NumPy scalars --------------------------------------------------------------
+
+
+def _scalar_power(x, y):
+    # NumPy scalars' own ``**`` (scalar math: pow() per value), which differs from np.power's
+    # loops in the last digit for some inputs; a backend may pass 0-d arrays: make them scalars
+    return (x[()] if isinstance(x, np.ndarray) else x) ** (y[()] if isinstance(y, np.ndarray)
+                                                          else y)
+
+
+def _scalar_power_rule(x: object, y: object) -> ArrayMeta:
+    a, b = operand("power", x), operand("power", y)
+    if any(isinstance(v, ArrayMeta) and v.shape != () for v in (a, b)) or not any(
+            isinstance(v, ArrayMeta) for v in (a, b)):
+        raise UnsupportedArguments("scalar_power: a NumPy scalar and a NumPy or Python scalar")
+    meta = ufunc_meta(np.power, "power", (a, b))
+    if meta.dtype.kind not in "fc":  # type: ignore[union-attr]
+        # integer scalar math overflows and converts Python ints unlike np.power's loops
+        raise UnsupportedArguments("** between integer NumPy scalars is left to Python")
+    return meta  # type: ignore[return-value]
+
+
+scalar_power = register(Op("scalar_power", _scalar_power, _scalar_power_rule, kind="opaque"))
 
 
 # -- where ----------------------------------------------------------------------------------

@@ -238,9 +238,9 @@ def tensordot_loss(a, b):
     return np.sum(np.tensordot(a, b, axes=([1, 2], [0, 1])) ** 2)
 
 
-# ``**`` between NumPy scalars breaks the graph outside grad (Python's scalar power differs from
-# np.power in the last digit); under grad the tape's np.power semantics keep it in one graph
-@loss(lambda: (rand(6, seed=1, lo=0.5, hi=1.5),), one_graph=False)
+# ``**`` between NumPy scalars is the scalar_power op outside grad (Python's scalar power
+# differs from np.power in the last digit); under grad the tape's np.power semantics
+@loss(lambda: (rand(6, seed=1, lo=0.5, hi=1.5),))
 def geometric_mean(x):
     return np.prod(x) ** (1.0 / 6) + np.prod(x.reshape(2, 3), axis=0).sum()
 

@@ -39,7 +39,7 @@ UNARY_DOMAINS = {
 UNARY = (
     "negative positive absolute fabs sign square sqrt cbrt reciprocal exp exp2 expm1 log log2 "
     "log10 log1p sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh "
-    "deg2rad rad2deg floor ceil trunc rint"
+    "deg2rad rad2deg floor ceil trunc rint conjugate"
 ).split()
 BINARY = (
     "add subtract multiply divide power float_power maximum minimum fmax fmin arctan2 hypot "
@@ -58,7 +58,7 @@ def unary(name):
 
 
 def _binary_operand(draw, name, which, shape):
-    if name in ("power", "float_power") and which == 0:
+    if name in ("power", "float_power", "scalar_power") and which == 0:
         return values(draw, shape, 0.5, 2.0)
     if which == 1 and name in ("divide", "fmod", "remainder"):
         return away_from_zero(draw, shape)
@@ -70,7 +70,10 @@ def _binary_operand(draw, name, which, shape):
 def binary(name):
     @st.composite
     def case(draw):
-        s = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3))
+        if name == "scalar_power":  # ** between NumPy scalars: 0-d operands only
+            s = hnp.BroadcastableShapes(((), ()), ())
+        else:
+            s = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3))
         a = _binary_operand(draw, name, 0, s.input_shapes[0])
         b = _binary_operand(draw, name, 1, s.input_shapes[1])
         scalar = draw(st.sampled_from([None, 0, 1]))
@@ -395,7 +398,7 @@ def setitem_case(draw):
 
 CASES = {
     **{name: unary(name) for name in UNARY},
-    **{name: binary(name) for name in BINARY},
+    **{name: binary(name) for name in (*BINARY, "scalar_power")},
     "where": where_case(),
     "clip": clip_case(),
     "astype": astype_case(),
@@ -410,6 +413,7 @@ CASES = {
     "expand_dims": expand_dims_case(),
     "squeeze": squeeze_case(),
     **{name: plain_case() for name in ("ravel", "flatten", "copy", "array", "asarray")},
+    "chosen": plain_case().map(lambda case: ((np.True_, *case[0]), case[1])),
     "swapaxes": swapaxes_case(),
     "moveaxis": moveaxis_case(),
     "broadcast_to": broadcast_to_case(),

@@ -106,6 +106,29 @@ def svd_case(draw):
     return (a,), {"full_matrices": m == n and draw(st.booleans())}
 
 
+@st.composite
+def qr_case(draw):
+    """A matrix whose leading square block is well conditioned (R's diagonal away from 0);
+    complete mode only where it equals the reduced one (m <= n)."""
+    m, n = draw(st.sampled_from([(3, 2), (2, 3), (3, 3), (4, 2), (2, 4), (1, 1)]))
+    batch = tuple(draw(st.lists(st.integers(1, 2), max_size=1)))
+    k = min(m, n)
+    a = values(draw, batch + (m, n))
+    a[..., :k, :k] += 3 * np.eye(k)
+    modes = ["reduced", "r"] + (["complete"] if m <= n else [])
+    return (a,), {"mode": draw(st.sampled_from(modes))}
+
+
+@st.composite
+def lstsq_case(draw):
+    """A tall or square matrix of full column rank, one right-hand side or several."""
+    m, n = draw(st.sampled_from([(3, 2), (4, 2), (3, 3), (2, 2), (4, 3)]))
+    a = values(draw, (m, n))
+    a[:n, :n] += 3 * np.eye(n)
+    b = values(draw, (m,) if draw(st.booleans()) else (m, 2))
+    return (a, b), {}
+
+
 def _separated(a):
     """A symmetric matrix with well separated eigenvalues (eigh's gradient is finite)."""
     n = a.shape[-1]
@@ -300,6 +323,8 @@ def breadth_cases():
         "inv": matrix().map(lambda a: ((a,), {})),
         "slogdet": matrix().map(lambda a: ((a,), {})),
         "svd": svd_case(),
+        "qr": qr_case(),
+        "lstsq": lstsq_case(),
         "eigh": st.tuples(matrix(), st.sampled_from(["L", "U"])).map(
             lambda c: ((_separated(c[0]),), {"UPLO": c[1]})),
         "solve": solve_case(),

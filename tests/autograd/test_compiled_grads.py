@@ -113,3 +113,16 @@ def test_explain_of_a_compiled_gradient_reports_what_is_saved():
     partitions = [p for f in out.aot_functions for p in f.partitions]
     assert len(partitions) == 2
     assert all(p.bytes_saved <= p.bytes_all_intermediates for p in partitions)
+
+
+def _complex_on_the_path(x):
+    return np.sum(np.abs(x * 1j) * x)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_complex_value_on_the_path_is_an_error_not_a_lost_gradient(backend):
+    x = np.array([0.5, -1.0, 2.0])
+    for grad in (npdynamo.grad(npdynamo.compile(_complex_on_the_path, backend=backend)),
+                 npdynamo.compile(npdynamo.grad(_complex_on_the_path), backend=backend)):
+        with pytest.raises(npdynamo.GradError, match="gradients through complex values"):
+            grad(x)

@@ -31,7 +31,12 @@ def assert_close(got, want, path: str = "result", rtol: float | None = None) -> 
     assert got.dtype == want.dtype, f"{path}: dtype {got.dtype} != {want.dtype}"
     assert np.shape(got) == np.shape(want), f"{path}: shape {np.shape(got)} != {np.shape(want)}"
     g, w = np.asarray(got), np.asarray(want)
-    if w.dtype.kind not in "fc":
+    if w.dtype.kind == "c":  # each part as a float array, at the tolerance of its float dtype
+        tol = rtol if rtol is not None else RTOL.get(w.real.dtype, 1e-5)
+        assert_close(g.real, w.real, f"{path}.real", tol)
+        assert_close(g.imag, w.imag, f"{path}.imag", tol)
+        return
+    if w.dtype.kind != "f":
         assert np.array_equal(g, w), f"{path}: values differ\n{g}\n{w}"
         return
     assert np.array_equal(np.isnan(g), np.isnan(w)), f"{path}: nan differ\n{g}\n{w}"

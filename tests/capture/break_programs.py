@@ -522,7 +522,8 @@ def generator_with_finally_is_a_break(x):
     return list(gen(x))[0] + 1
 
 
-@breaks((2, 4), lambda: (a(50),))
+# ** between NumPy scalars: the scalar_power op (the scalars' own **), no longer a break
+@breaks((1, 0), lambda: (a(50),))
 def scalar_powers_match_python(x):
     s = x.sum()
     m = np.abs(x).max()

@@ -272,10 +272,35 @@ def python_scalar_case(nargs: int) -> st.SearchStrategy[Case]:
     return st.tuples(*[_PY_NUMBERS] * nargs).map(lambda a: Case(a, unsupported_ok=True))
 
 
+@st.composite
+def scalar_power_case(draw):
+    # ``a ** b`` between NumPy scalars and Python numbers; integer results are left to Python
+    # (at least one NumPy scalar: the op is only made for one, and huge Python ints would make
+    # Python compute a huge power)
+    numpy_scalar = st.builds(lambda d, v: np.asarray(v).astype(d)[()], dtypes,
+                             st.floats(-4, 4, allow_nan=False))
+    a, b = draw(numpy_scalar), draw(st.one_of(numpy_scalar, small_py_scalars))
+    if draw(st.booleans()):
+        a, b = b, a
+    integral = all(np.asarray(x).dtype.kind in "biu" for x in (a, b))
+    return Case((a, b), unsupported_ok=integral)
+
+
+@st.composite
+def chosen_case(draw):
+    # a test that holds (a failing one raises at run time: no rule can know), or a malformed one
+    test = draw(st.sampled_from([np.True_, np.array(True), np.array([True]), np.float64(1.0),
+                                 True]))
+    value = draw(st.one_of(arrays(draw(shapes)), arrays(()).map(lambda a: a[()])))
+    return Case((test, value))
+
+
 CASES: dict[str, st.SearchStrategy[Case]] = {
     **{name: ufunc_case(name, 1) for name in UNARY_UFUNCS},
     **{name: ufunc_case(name, 2) for name in BINARY_UFUNCS},
     "where": where_case(),
+    "scalar_power": scalar_power_case(),
+    "chosen": chosen_case(),
     "clip": clip_case(),
     "astype": astype_case(),
     **{

@@ -1,6 +1,6 @@
-"""Case strategies for the multi-result ops (``slogdet``, ``eigh``, ``svd``, ``qr``, ``lstsq``,
-their projection ``tuple_item``: stacks of matrices of every shape kind, square, wide, tall,
-1-d and 0-d errors, empty, in the dtypes ``np.linalg`` sees), ``broadcast_view``, and the
+"""Case strategies for the multi-result ops (``slogdet``, ``eigh``, ``eig``, ``svd``, ``qr``,
+``lstsq``, their projection ``tuple_item``: stacks of matrices of every shape kind, square, wide,
+tall, 1-d and 0-d errors, empty, in the dtypes ``np.linalg`` sees), ``broadcast_view``, and the
 functional forms of the writing functions (``copyto``, ``putmask``, ``fill_diagonal``,
 ``put_along_axis``)."""
 
@@ -40,6 +40,22 @@ def lstsq_case(draw):
     if a.dtype.kind == "b" or (a.size and rank < min(a.shape)):
         a = a.astype(np.float64) + np.eye(*a.shape)  # full rank: the rule's assumption
     return Case((a, b), {"rcond": draw(st.sampled_from([None, 1e-10]))})
+
+
+@st.composite
+def eig_case(draw):
+    """Square stacks (and the 1-d/0-d errors). A real matrix gets a large rotation part, so its
+    eigenvalues are complex as the rule assumes (real ones make the op raise at run time:
+    tests/ops/test_external_kernels.py checks that rerun); below 2x2 it is made complex."""
+    a = draw(matrices(square=True))
+    if a.ndim >= 2 and a.dtype.kind in "biuf" and a.dtype != np.float16:
+        n = a.shape[-1]
+        if n < 2:
+            return Case((a.astype(np.complex128),))
+        rot = np.zeros((n, n), dtype=np.int64 if a.dtype.kind in "biu" else a.dtype)
+        rot[0, 1], rot[1, 0] = 100, -100
+        a = a + rot
+    return Case((a,))
 
 
 @st.composite
@@ -171,6 +187,7 @@ def decomposition_cases() -> dict:
         "qr": _unary(st.fixed_dictionaries(
             {"mode": st.sampled_from(["reduced", "complete", "r", "raw"])})),
         "lstsq": lstsq_case(),
+        "eig": eig_case(),
         "tuple_item": tuple_item_case(),
         "broadcast_view": broadcast_view_case(),
         "copyto": copyto_case(),

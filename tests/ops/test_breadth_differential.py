@@ -29,6 +29,7 @@ SPD = S @ S.T
 B = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
 INTS = np.arange(12).reshape(3, 4) % 5
 K = np.array([2, 0, 1, 1])
+ROT = B + np.array([[0.0, 5, 0], [-5, 0, 0], [0, 0, 0]])  # complex eigenvalues
 
 # public name -> (function calling it, arguments)
 CASES = {
@@ -105,6 +106,7 @@ CASES = {
     "np.linalg.cholesky": (lambda x: np.linalg.cholesky(x), (SPD,)),
     "np.linalg.pinv": (lambda x: np.linalg.pinv(x), (M,)),
     "np.linalg.eigvalsh": (lambda x: np.linalg.eigvalsh(x), (SPD,)),
+    "np.linalg.eig": (lambda x: np.linalg.eig(x) + np.linalg.eig(x[0]), (ROT,)),
     "np.linalg.svdvals": (lambda x: np.linalg.svdvals(x), (M,)),
     "np.linalg.matrix_power": (lambda x: np.linalg.matrix_power(x, 3), (S,)),
     "np.linalg.trace": (lambda x: np.linalg.trace(x), (B,)),
@@ -266,6 +268,69 @@ def test_causal_mask_loss_differentiates_through_compile():
     assert abs(np.sum(want[0] * d) - fd) < 1e-5 * max(1.0, abs(fd))
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_eig_whose_eigenvalues_are_all_real_reruns_in_python(backend):
+    # NumPy returns real arrays then, where the graph assumed complex ones
+    def f(x):
+        w, v = np.linalg.eig(x)
+        return w * 2, v, np.linalg.eig(x.astype(np.float32))
+
+    compiled = npdynamo.compile(f, backend=backend, fullgraph=True)
+    for x in (SPD, ROT[0], SPD):  # real, complex, real again
+        check_same(f, x, compiled=compiled)
+    report = npdynamo.explain(f)(SPD)
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+
+
+def test_named_tuples_concatenate_into_plain_tuples():
+    def f(x):
+        r = np.linalg.qr(x)
+        return r + (), () + r, r * 1, r + r, 2 * r, (r + ())[0]
+
+    check_same(f, M, compiled=npdynamo.compile(f, fullgraph=True))
+
+
+def eig_loss(a):
+    return np.sum(np.linalg.eig(a).eigenvalues.real)
+
+
+@pytest.mark.parametrize("matrix", [SPD, ROT[0]])
+def test_eig_has_no_gradient(matrix):
+    for grad in (npdynamo.grad(eig_loss), npdynamo.compile(npdynamo.grad(eig_loss)),
+                 npdynamo.grad(npdynamo.compile(eig_loss))):
+        with pytest.raises(npdynamo.GradError, match="np.linalg.eig is not differentiable"):
+            grad(matrix)
+
+
+def qr_loss(tall, wide):
+    q, r = np.linalg.qr(tall)
+    q2, r2 = np.linalg.qr(wide)
+    return np.sum(q[:, 0] * np.arange(4.0)) + np.sum(r**2) + np.sum(q2 @ r2[:, 1:] * r2[:, :-1])
+
+
+def lstsq_loss(a, b):
+    x, residuals, _rank, s = np.linalg.lstsq(a, b)
+    return np.sum(x * np.array([1.0, -2.0])) + np.sum(residuals) + s[0]
+
+
+@pytest.mark.parametrize("loss, args", [
+    (qr_loss, (M.T + np.eye(4, 3) * 3, M[:2] + np.eye(2, 4) * 3)),
+    (lstsq_loss, (np.vstack([M[:, :2], M[:2, 2:]]) + np.eye(5, 2) * 2, rng.standard_normal(5))),
+])
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_qr_and_lstsq_differentiate_through_compile(loss, args, backend):
+    # (the AOT path: a multi-result op is differentiated over the captured graph)
+    grads = npdynamo.grad(npdynamo.compile(loss, backend=backend), argnums=(0, 1))(*args)
+    eps = 1e-6
+    for i, g in enumerate(grads):
+        for _ in range(3):
+            d = rng.standard_normal(args[i].shape)
+            plus = [a + eps * d if j == i else a for j, a in enumerate(args)]
+            minus = [a - eps * d if j == i else a for j, a in enumerate(args)]
+            fd = (loss(*plus) - loss(*minus)) / (2 * eps)
+            assert abs(np.sum(g * d) - fd) < 1e-6 * max(1.0, abs(fd)), (i, fd, np.sum(g * d))
 
 
 def arrays_of_arrays(a, b):

@@ -309,6 +309,8 @@ UFUNC_EMITTERS: dict[str, Emitter] = {
     "ceil": _rounding("np.ceil"),
     "trunc": _rounding("np.trunc"),
     "rint": _rounding("np.rint"),
+    # the identity on real dtypes (complex values are not fused)
+    "conjugate": lambda ins, out, e: e[0] if ins[0] == out and out.kind in "iuf" else None,
     "maximum": _maximum,
     "minimum": _minimum,
     "fmax": _fmax,

@@ -98,6 +98,7 @@ def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
     if isinstance(left, MASKED_KINDS) or isinstance(right, MASKED_KINDS):
         return masked_binary(frame, symbol, left, right)
     if isinstance(left, ArrayValue) or isinstance(right, ArrayValue):
+        left, right = _numbers_as_array(left, right), _numbers_as_array(right, left)
         for side in (left, right):
             if not isinstance(side, (ArrayValue, Const)):
                 raise frame.unsupported(
@@ -108,11 +109,10 @@ def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
             side.meta.scalar if isinstance(side, ArrayValue) else True for side in (left, right)
         ):
             # Python's ** on NumPy scalars uses scalar math, which differs from np.power in the
-            # last digit for about 1% of inputs: let Python compute it (under grad, the tape's
-            # tracers use np.power, and so does the captured loss)
-            raise frame.unsupported(
-                "** between NumPy scalars is computed with Python's scalar math, not np.power",
-                "use np.power(a, b) (or np.sqrt) to keep it in the graph")
+            # last digit for about 1% of inputs: an op that calls that same ** (under grad, the
+            # tape's tracers use np.power, and so does the captured loss)
+            return op_call(frame, ops.REGISTRY["scalar_power"],
+                           (array_operand(frame, left), array_operand(frame, right)), {})
         fast = fast_scalar_power(left, right) if symbol == "**" else None
         if fast is not None:
             return op_call(frame, ops.REGISTRY[fast], (raw(left),), {})
@@ -136,6 +136,20 @@ def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
         except Exception as exc:
             raise UserCodeRaises(exc) from exc
     return _sequence_op(frame, symbol, left, right)
+
+
+def _numbers_as_array(side: Value, other: Value) -> Value:
+    """A tuple or list of Python numbers next to an array: the ndarray's operator (Python
+    tries it first, or after the sequence declines) converts it with np.asarray. Next to a
+    NumPy scalar it stays a sequence (np.int64(2) * [1, 2] repeats the list)."""
+    if not isinstance(other, ArrayValue) or other.meta.scalar:
+        return side
+    if not isinstance(side, (TupleValue, ListValue)) or not all(
+            isinstance(item, Const) and type(item.value) in (bool, int, float, complex)
+            for item in side.items):
+        return side
+    array = np.asarray([item.value for item in side.items])
+    return side if array.dtype == object else Const(array)
 
 
 def array_operand(frame: Frame, value: Value):
@@ -278,20 +292,29 @@ def _as_tuple(value: Value) -> Value:
     return value
 
 
+def _plain_kind(seq: Value) -> type:
+    return TupleValue if isinstance(seq, TupleValue) else ListValue
+
+
 def _sequence_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
     sequences = (TupleValue, ListValue)
-    if symbol == "+" and type(left) is type(right) and isinstance(left, sequences):
-        if isinstance(left, TupleValue) and (not left.items or not right.items):
-            return right if not left.items else left  # CPython returns the other tuple itself
-        return type(left)(left.items + right.items)
+    # a named tuple's + and * give plain tuples; CPython returns an exact tuple operand itself
+    # when the other is empty, or when it is repeated once
+    if symbol == "+" and isinstance(left, sequences) and isinstance(right, sequences) and (
+            _plain_kind(left) is _plain_kind(right)):
+        if type(left) is TupleValue and not right.items:
+            return left
+        if type(right) is TupleValue and not left.items:
+            return right
+        return _plain_kind(left)(left.items + right.items)
     if symbol == "*" and isinstance(right, sequences) and isinstance(left, Const):
         left, right = right, left
     if symbol == "*" and isinstance(left, sequences) and isinstance(right, Const):
         if type(right.value) is not int and not isinstance(right.value, (bool, np.integer)):
             raise frame.unsupported(f"a sequence times a {type(right.value).__name__}")
-        if isinstance(left, TupleValue) and right.value == 1:
-            return left  # CPython returns the tuple itself
-        return type(left)(left.items * int(right.value))
+        if type(left) is TupleValue and right.value == 1:
+            return left
+        return _plain_kind(left)(left.items * int(right.value))
     if symbol in ("==", "!="):
         left, right = _as_tuple(left), _as_tuple(right)
         if isinstance(left, sequences) or isinstance(right, sequences):
