@@ -27,7 +27,7 @@ from npdynamo.errors import BackendCompilerFailed
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.fx.node import Node
 from npdynamo.fx.passes import common_subexpression_elimination, dead_code_elimination
-from npdynamo.fx.passes.outputs import distinct_outputs, prune_inputs
+from npdynamo.fx.passes.outputs import distinct_outputs, elide_self_stores, prune_inputs
 from npdynamo.ops.random import GENERATOR_TYPES, GeneratorMeta, restore_states, saved_states
 
 
@@ -63,6 +63,7 @@ def compile_graph(
     inputs kept); ``owner`` names the user's function in messages."""
     dead_code_elimination(graph)
     common_subexpression_elimination(graph)
+    elide_self_stores(graph)
     dead_code_elimination(graph)
     distinct_outputs(graph)
     prune_inputs(graph)

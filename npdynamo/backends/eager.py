@@ -17,6 +17,7 @@ import numpy as np
 from npdynamo import progress
 from npdynamo.backends.fp_state import is_plain_ufunc_call, ufuncs_cannot_raise
 from npdynamo.backends.registry import register_backend
+from npdynamo.fx.codegen import Writes
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta
@@ -27,10 +28,105 @@ from npdynamo.ops.symbolic_code import same_shape
 def eager(gm, example_inputs: list) -> Callable[..., tuple]:
     """Return the graph module's generated ``forward``: results are bitwise NumPy's."""
     progress.end_capture()
-    plan = in_place_plan(gm.graph)
-    if not plan:
-        return gm.forward
-    return gm.generate_forward(in_place=plan, in_place_check=ufuncs_cannot_raise)
+    return eager_forward(gm)
+
+
+def eager_forward(gm) -> Callable[..., tuple]:
+    """``gm``'s generated code with the eager backend's in-place choices (``in_place_plan``,
+    ``setitem_plan``, ``view_update_plan``): what the eager backend runs, and what other
+    backends fall back to."""
+    assign = setitem_plan(gm.graph)
+    writes = Writes(into_inputs=in_place_plan(gm.graph), check=ufuncs_cannot_raise,
+                    assign=dict.fromkeys(assign),
+                    into_views=view_update_plan(gm.graph, assign))
+    return gm.generate_forward(writes=writes) if writes else gm.forward
+
+
+def setitem_plan(graph: Graph) -> list[Node]:
+    """The ``setitem`` nodes that may assign into their array instead of a copy of it.
+
+    The functional ``setitem(x, index, value)`` copies ``x`` (``x[i, j:] -= ...`` in a loop of n
+    rows copies the whole matrix n times, where NumPy writes one row). Assigning into ``x``
+    itself computes the same values, and nobody can tell when ``x`` is an array the graph made
+    (a ufunc's result, a copying ``setitem``'s, or a chain of in-place ones on such an array, so
+    never an input) and nothing that may share its memory (``x``, a view of it, anything an
+    op that is neither a ufunc nor a ``setitem`` made from it) is read after the node or
+    returned. The value may overlap ``x``: NumPy's assignment resolves that as if it did not.
+    A raise inside leaves only the graph's own array changed: the inputs are as they were.
+    """
+    order = [n for n in graph.nodes if n.op == "call_function"]
+    last_use: dict[Node, int] = {}
+    for i, node in enumerate(order):
+        for used in node.all_input_nodes:
+            last_use[used] = i
+    if graph.output_node is not None:
+        for used in graph.output_node.all_input_nodes:
+            last_use[used] = len(order)
+    # which arrays made by the graph each value may share memory with, and for each such array
+    # the last position at which a value sharing its memory is read
+    owners: dict[Node, frozenset[Node]] = {p: frozenset() for p in graph.placeholders}
+    read_until: dict[Node, int] = {}
+    chosen: dict[Node, None] = {}
+    for i, node in enumerate(order):
+        shared: frozenset[Node] = frozenset()
+        if _name(node) == "setitem" and isinstance(node.args[0], Node):
+            x = node.args[0]
+            mine = owners.get(x, frozenset())
+            owner = next(iter(mine)) if len(mine) == 1 else None
+            if owner is not None and (x is owner or x in chosen) and read_until[owner] <= i:
+                chosen[node] = None
+                shared = mine
+            else:
+                shared = frozenset({node})  # a copy: an array of its own
+        elif is_plain_ufunc_call(node):
+            shared = frozenset({node})
+        else:
+            shared = frozenset().union(*(owners.get(a, frozenset())
+                                         for a in node.all_input_nodes))
+        owners[node] = shared
+        for owner in shared:
+            read_until[owner] = max(read_until.get(owner, -1), last_use.get(node, -1))
+    return list(chosen)
+
+
+def view_update_plan(graph: Graph, assigned: list[Node]) -> dict[Node, Node]:
+    """Ufunc calls to compute straight into the view of the array they are stored back into:
+    ``x[i, j:] -= v`` as NumPy runs it (``subtract(x[i, j:], v, out=x[i, j:])``), with no new
+    array and no copy back.
+
+    For ``s = setitem(x, i, u)`` assigning into ``x`` (``setitem_plan``) where ``u = ufunc(g,
+    ...)`` comes right before ``s`` and ``g = x[i]`` is a view (basic indexing) read by ``u``
+    only: ``u`` has ``g``'s shape and ``x``'s dtype, so computing it into ``g`` writes exactly
+    what the store would, and nothing reads ``g``'s old contents afterwards. Returns u -> g.
+    """
+    order = [n for n in graph.nodes if n.op == "call_function"]
+    position = {n: i for i, n in enumerate(order)}
+    plan: dict[Node, Node] = {}
+    for store in assigned:
+        array, index, value = store.args
+        if (not isinstance(value, Node) or position.get(value) != position[store] - 1
+                or list(value.users) != [store] or not is_plain_ufunc_call(value)):
+            continue
+        view = value.args[0] if value.args else None
+        if (not isinstance(view, Node) or _name(view) != "getitem" or view.args[0] is not array
+                or view.args[1] != index or not _basic(index) or list(view.users) != [value]
+                or not _same_array_meta(value, view)):
+            continue
+        plan[value] = view
+    return plan
+
+
+def _basic(index: object) -> bool:
+    """Indexing that makes a view: ints, slices of ints, None and Ellipsis only."""
+    items = index if isinstance(index, tuple) else (index,)
+    return all(type(i) is int or i is None or i is Ellipsis
+               or (type(i) is slice and all(b is None or type(b) is int
+                                            for b in (i.start, i.stop, i.step)))
+               for i in items)
+
+
+def _name(node: Node) -> str | None:
+    return getattr(node.target, "name", None)
 
 
 def in_place_plan(graph: Graph) -> dict[Node, str]:

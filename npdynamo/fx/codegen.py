@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from npdynamo.errors import NpdynamoError
@@ -17,6 +18,7 @@ from npdynamo.fx.node import Node, iter_nodes, target_name, to_identifier
 from npdynamo.fx.sizes import symbol_prelude
 from npdynamo.fx.subgraphs import is_subgraph
 from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.registry import REGISTRY
 from npdynamo.ops.symbolic import SymInt
 from npdynamo.ops.symbolic_code import python_source
 
@@ -101,6 +103,20 @@ class _Emitter:
             )
         return self.constant(a)
 
+    def subscript(self, index: Any) -> str:
+        """What goes between the brackets of ``x[...]`` to index with ``index``."""
+        if type(index) is tuple:
+            items = [self._index_item(i) for i in index]
+            return f"{items[0]}," if len(items) == 1 else ", ".join(items) or "()"
+        return self._index_item(index)
+
+    def _index_item(self, item: Any) -> str:
+        if type(item) is slice:  # slice syntax builds the same slice object
+            bounds = [("" if b is None else self.expr(b)) for b in (item.start, item.stop)]
+            text = ":".join(bounds)
+            return text if item.step is None else f"{text}:{self.expr(item.step)}"
+        return self.expr(item)
+
     def _literal(self, a: Any) -> str:
         if a is Ellipsis:
             return "..."
@@ -114,6 +130,9 @@ class _Emitter:
         if symbol is not None:
             left, right = node.args
             return f"{self.expr(left)} {symbol} {self.expr(right)}"
+        if node.target is REGISTRY.get("getitem") and len(node.args) == 2 and not node.kwargs:
+            # ``x[i, j:]`` itself: the op's impl is this subscript, without a call around it
+            return f"{self.expr(node.args[0])}[{self.subscript(node.args[1])}]"
         parts = [self.expr(a) for a in node.args]
         odd_keys = {}
         for key, value in node.kwargs.items():
@@ -181,20 +200,55 @@ def _last_uses(graph: Graph) -> dict[Node, list[Node]]:
     return freed
 
 
+@dataclass
+class Writes:
+    """Where a backend lets the generated code write into existing arrays instead of new ones.
+
+    The backend vouches for each choice (what may be written, and that nothing reads the old
+    contents afterwards); the values computed are the graph's.
+
+    * ``into_inputs``: ufunc call node -> input placeholder name. The nodes from the first of
+      them to the end are generated twice: computing into the inputs (``out=``) when
+      ``check()`` holds on the call, else as usual.
+    * ``assign``: ``setitem`` nodes that assign into their array (``x[i] = v``) and stand for
+      it, instead of a copy of it.
+    * ``into_views``: ufunc call node -> the ``getitem`` view it computes into (``out=``); the
+      ``setitem`` in ``assign`` storing that result back is then nothing to do.
+    """
+
+    into_inputs: dict[Node, str] = field(default_factory=dict)
+    check: Callable[[], bool] | None = None
+    assign: dict[Node, None] = field(default_factory=dict)
+    into_views: dict[Node, Node] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.into_inputs or self.assign)
+
+
 def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, list[Node]],
-                in_place: dict[Node, str], indent: str) -> list[str]:
+                writes: Writes, into_inputs: bool, indent: str) -> list[str]:
     lines, last_comment = [], None
+    stored = {n for n, view in writes.into_views.items()}  # values already in their place
     for node in nodes:
         comment = _source_comment(node)
         if comment is not None and comment != last_comment:
             lines.append(f"{indent}{comment}")
         last_comment = comment
-        if node in in_place:  # a plain ufunc call (the backend checked): operands, then out=
-            operands = [emitter.expr(a) for a in node.args] + [f"out={in_place[node]}"]
-            call = f"{emitter.target(node.target)}({', '.join(operands)})"
+        target = writes.into_inputs.get(node) if into_inputs else None
+        if target is None and node in writes.into_views:
+            target = writes.into_views[node].name
+        if node in writes.assign:
+            array, index, value = node.args
+            if value not in stored:
+                lines.append(f"{indent}{emitter.expr(array)}[{emitter.subscript(index)}] = "
+                             f"{emitter.expr(value)}")
+            lines.append(f"{indent}{node.name} = {emitter.expr(array)}")
+        elif target is not None:  # a plain ufunc call (the backend checked): operands, out=
+            operands = [emitter.expr(a) for a in node.args] + [f"out={target}"]
+            lines.append(f"{indent}{node.name} = "
+                         f"{emitter.target(node.target)}({', '.join(operands)})")
         else:
-            call = emitter.call(node)
-        lines.append(f"{indent}{node.name} = {call}")
+            lines.append(f"{indent}{node.name} = {emitter.call(node)}")
         # drop each temporary after its last use, so a large intermediate's memory is
         # reused by the next op instead of every call touching fresh pages
         if freed_after.get(node):
@@ -203,39 +257,32 @@ def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, li
 
 
 def generate_source(
-    graph: Graph,
-    fn_name: str = "forward",
-    in_place: dict[Node, str] | None = None,
-    in_place_check: Callable[[], bool] | None = None,
+    graph: Graph, fn_name: str = "forward", writes: Writes | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The source of ``def fn_name(<placeholders>): ... return (<outputs>,)`` and its globals.
 
     A comment with the user's file, line and source text heads each run of nodes that came
-    from the same line (``meta["source"]``, set by capture).
-
-    ``in_place`` (a backend's choice: call node -> input placeholder name) generates the nodes
-    from the first of them to the end twice: when ``in_place_check()`` holds on the call, each
-    chosen node computes into its input (``out=``), else as usual. The backend vouches that
-    those nodes are ufunc calls whose results may live in those inputs.
+    from the same line (``meta["source"]``, set by capture). ``writes``: a backend's choices of
+    arrays to write into (see ``Writes``).
     """
     if not fn_name.isidentifier():
         raise ValueError(f"the generated function needs an identifier name, not {fn_name!r}")
-    in_place = in_place or {}
+    writes = writes or Writes()
     emitter = _Emitter({n.name for n in graph.nodes} | {fn_name})
     params = ", ".join(p.name for p in graph.placeholders)
     lines = [f"def {fn_name}({params}):"]
     # symbolic sizes are read from the inputs' shapes once, at entry
     lines += [f"    {line}" for line in symbol_prelude(graph, emitter.symbol)]
     order = [n for n in graph.nodes if n.op == "call_function"]
-    split = min((order.index(n) for n in in_place), default=len(order))
+    split = min((order.index(n) for n in writes.into_inputs), default=len(order))
     freed_after = _last_uses(graph)
-    lines += _node_lines(order[:split], emitter, freed_after, {}, "    ")
-    if in_place:
-        check = emitter.bind(in_place_check, "in_place_check")
+    lines += _node_lines(order[:split], emitter, freed_after, writes, False, "    ")
+    if writes.into_inputs:
+        check = emitter.bind(writes.check, "in_place_check")
         lines.append(f"    if {check}():")
-        lines += _node_lines(order[split:], emitter, freed_after, in_place, "        ")
+        lines += _node_lines(order[split:], emitter, freed_after, writes, True, "        ")
         lines.append("    else:")
-        lines += _node_lines(order[split:], emitter, freed_after, {}, "        ")
+        lines += _node_lines(order[split:], emitter, freed_after, writes, False, "        ")
     output = graph.output_node
     if output is not None:
         value = output.args[0] if output.args else ()

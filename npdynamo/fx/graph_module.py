@@ -53,7 +53,7 @@ class GraphModule:
 
     def generate_forward(self, **options: Any) -> Callable[..., tuple]:
         """A variant of ``forward`` generated with ``generate_source``'s ``options`` (a backend's
-        own choices, such as ``in_place``); ``code`` keeps showing the plain one."""
+        own choices, such as ``writes``); ``code`` keeps showing the plain one."""
         source, namespace = generate_source(self.graph, self.name, **options)
         return _compile(source, self.name, namespace)
 

@@ -1,7 +1,8 @@
-"""The eager backend computes in-place updates of arguments straight into them (``out=``):
-same values, same objects, same memory as plain NumPy, and the copy-back path whenever a ufunc
-could raise (a user's ``np.errstate``, warnings turned into errors) or the write would not be
-exact (a later read of the old value, a returned view)."""
+"""The eager backend writes in place where NumPy does: updates of arguments (``out=``) and
+assignments into arrays the graph made (``x[i, j:] -= v`` in a loop). Same values, same objects,
+same memory as plain NumPy, and the copying path whenever a ufunc could raise (a user's
+``np.errstate``, warnings turned into errors) or the write would not be exact (a later read of
+the old value, a returned view)."""
 
 from __future__ import annotations
 
@@ -152,3 +153,82 @@ def test_generated_update_sequences_match_plain_numpy(steps, read_a_at_end):
             run = run_both(fn, compiled, copy.deepcopy((a, b)), {})
             assert_same_value(run.expected, run.got)
             assert_same_value(run.plain_args, run.comp_args, "args after the call")
+
+
+# -- assignments into arrays the graph made (setitem_plan, view_update_plan) -----------------
+
+def triangular(A):
+    n = A.shape[0]
+    for i in range(n):
+        A[i, i:] -= A[i, :i] @ A[:i, i:]
+    return A
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_triangular_update_assigns_rows_in_place(backend):
+    A = np.random.default_rng(3).standard_normal((12, 12)) * 0.1
+    compiled = npdynamo.compile(triangular, backend=backend)
+    run = run_both(triangular, compiled, (A,), {})
+    if backend == "eager":
+        assert_same_value(run.expected, run.got)
+        assert_same_value(run.plain_args, run.comp_args, "args after the call")
+    else:
+        np.testing.assert_allclose(run.got, run.expected, rtol=1e-12)
+    if backend == "eager":
+        source = _generated(compiled)
+        assert source.count("_setitem(") == 1  # one copy of A, then rows assigned in place
+        assert "out=getitem" in source
+
+
+def reads_a_view_after_the_assignment(A):
+    B = A * 1.0
+    old = B[0, :]
+    first = old.sum()
+    B[0, :] = 5.0
+    return first, old.sum(), B
+
+
+def value_overlaps_the_target(A):
+    B = A + 0.0
+    B[1:, :] = B[:-1, :]
+    B[:, 1:] += B[:, :-1]
+    return B
+
+
+def returns_an_intermediate_too(A):
+    B = A * 2.0
+    C = B[1:]
+    B[0] = -1.0
+    return C, B
+
+
+@pytest.mark.parametrize("fn", [reads_a_view_after_the_assignment, value_overlaps_the_target,
+                                returns_an_intermediate_too])
+def test_assignments_into_graph_arrays_match_plain_numpy(fn):
+    check_same(fn, np.random.default_rng(4).standard_normal((5, 4)), calls=3)
+
+
+STORES = ["B[{a}:{b}] = {e}", "B[{a}:{b}] += {e}", "B[{a}:{b}] *= {e}", "V = B[{a}:{b}]"]
+VALUES = ["1.5", "B[{c}:{c} + ({b} - {a})]", "V[:1]", "A[{a}:{b}]"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(STORES), st.sampled_from(VALUES),
+                          st.integers(0, 3), st.integers(1, 3), st.integers(0, 2)),
+                min_size=1, max_size=6))
+def test_generated_slice_assignments_match_plain_numpy(steps):
+    lines = ["    B = A * 1.0", "    V = B[0:1]"]
+    for store, value, a, width, c in steps:
+        b = a + width
+        lines.append("    " + store.format(a=a, b=b, e=value.format(a=a, b=b, c=c)))
+    lines.append("    return B, V")
+    namespace: dict = {}
+    exec("def slices(A):\n" + "\n".join(lines), namespace)
+    fn = namespace["slices"]
+    A = np.random.default_rng(5).standard_normal((6, 3))
+    compiled = npdynamo.compile(fn)
+    for _ in range(2):
+        run = run_both(fn, compiled, (A,), {})
+        if run.exc is None:
+            assert_same_value(run.expected, run.got)
+        assert_same_value(run.plain_args, run.comp_args, "args after the call")

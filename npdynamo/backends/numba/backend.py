@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from npdynamo import progress
+from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.numba import diskcache, threads, tuning
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
@@ -86,11 +87,12 @@ def numba_backend(gm, example_inputs: list) -> Callable[..., tuple]:
     progress.end_capture()
     report = NumbaReport()
     start = time.perf_counter()
+    eager = eager_forward(gm)  # the eager backend's code: a candidate, and the fallback
     try:
-        fn = _compile(gm, example_inputs, report)
+        fn = _compile(gm, example_inputs, report, eager)
     except Exception as exc:  # never fail the user: any error means the eager backend
         _fall_back(report, f"{type(exc).__name__}: {_first_line(exc)}")
-        fn = _eager_with_report(gm.forward, report)
+        fn = _eager_with_report(eager, report)
     report.compile_time_s = time.perf_counter() - start
     return fn
 
@@ -127,7 +129,8 @@ def prepare_graph(graph: Graph) -> Graph:
     return graph
 
 
-def _compile(gm, example_inputs: list, report: NumbaReport) -> Callable[..., tuple]:
+def _compile(gm, example_inputs: list, report: NumbaReport,
+             eager: Callable[..., tuple]) -> Callable[..., tuple]:
     graph = prepare_graph(gm.graph)
     # loop bodies and branches: compiled on their own, called by the loop each iteration
     report.subgraphs = compile_subgraphs(graph, numba_backend)
@@ -167,13 +170,13 @@ def _compile(gm, example_inputs: list, report: NumbaReport) -> Callable[..., tup
         ops = ", ".join(part.groups[group_index].op_names)
         _fall_back(report, f"the kernel of ops [{ops}] failed: {reason}")
 
-    program = Program(graph, part, kernels, gm.forward, on_fallback)
+    program = Program(graph, part, kernels, eager, on_fallback)
     report.direct_writes = sorted(program.direct_writes.values())
     program.fn.npdynamo_report = report
     log.info("numba program for graph %s:\n%s", gm.name, program.source)
     if part.groups and _concrete(example_inputs, graph):
         _warm_up(program, example_inputs, gm, log)
-    return _tuned(program, gm.forward, report, graph)
+    return _tuned(program, eager, report, graph)
 
 
 def _tuned(
