@@ -35,24 +35,32 @@ def eager_forward(gm) -> Callable[..., tuple]:
     """``gm``'s generated code with the eager backend's in-place choices (``in_place_plan``,
     ``setitem_plan``, ``view_update_plan``): what the eager backend runs, and what other
     backends fall back to."""
-    assign = setitem_plan(gm.graph)
+    assign, roots = setitem_plan(gm.graph)
     writes = Writes(into_inputs=in_place_plan(gm.graph), check=ufuncs_cannot_raise,
-                    assign=dict.fromkeys(assign),
+                    assign=dict.fromkeys(assign), assign_inputs=dict.fromkeys(roots),
                     into_views=view_update_plan(gm.graph, assign))
     return gm.generate_forward(writes=writes) if writes else gm.forward
 
 
-def setitem_plan(graph: Graph) -> list[Node]:
-    """The ``setitem`` nodes that may assign into their array instead of a copy of it.
+def setitem_plan(graph: Graph) -> tuple[list[Node], list[Node]]:
+    """The ``setitem`` nodes that may assign into their array instead of a copy of it: those
+    into arrays the graph made, and those into an input (``assign_inputs`` of ``Writes``).
 
     The functional ``setitem(x, index, value)`` copies ``x`` (``x[i, j:] -= ...`` in a loop of n
     rows copies the whole matrix n times, where NumPy writes one row). Assigning into ``x``
     itself computes the same values, and nobody can tell when ``x`` is an array the graph made
-    (a ufunc's result, a copying ``setitem``'s, or a chain of in-place ones on such an array, so
-    never an input) and nothing that may share its memory (``x``, a view of it, anything an
-    op that is neither a ufunc nor a ``setitem`` made from it) is read after the node or
-    returned. The value may overlap ``x``: NumPy's assignment resolves that as if it did not.
-    A raise inside leaves only the graph's own array changed: the inputs are as they were.
+    (a ufunc's result, a copying ``setitem``'s, or a chain of in-place ones on such an array)
+    and nothing that may share its memory (``x``, a view of it, anything an op that is neither
+    a ufunc nor a ``setitem`` made from it) is read after the node or returned. The value may
+    overlap ``x``: NumPy's assignment resolves that as if it did not. A raise inside leaves
+    only the graph's own array changed.
+
+    The first ``setitem`` into an input ``P`` itself qualifies too when the chain of
+    assignments it starts is what the entry copies back into ``P`` (``meta["write_back"]``),
+    nothing reads ``P``'s old contents after it, and nothing after it can raise (ufunc calls,
+    views, and assignments of values of the array's dtype only, on calls where no ufunc can
+    raise): then the input is written as NumPy writes it, with no copy in or out.
+    Returns (assignments into graph-made arrays, assignments into inputs).
     """
     order = [n for n in graph.nodes if n.op == "call_function"]
     last_use: dict[Node, int] = {}
@@ -62,19 +70,20 @@ def setitem_plan(graph: Graph) -> list[Node]:
     if graph.output_node is not None:
         for used in graph.output_node.all_input_nodes:
             last_use[used] = len(order)
-    # which arrays made by the graph each value may share memory with, and for each such array
-    # the last position at which a value sharing its memory is read
-    owners: dict[Node, frozenset[Node]] = {p: frozenset() for p in graph.placeholders}
-    read_until: dict[Node, int] = {}
+    # which arrays (made by the graph, or inputs) each value may share memory with, and for
+    # each such array the last position at which a value sharing its memory is read
+    owners: dict[Node, frozenset[Node]] = {p: frozenset({p}) for p in graph.placeholders}
+    read_until: dict[Node, int] = {p: last_use.get(p, -1) for p in graph.placeholders}
     chosen: dict[Node, None] = {}
+    roots: dict[Node, int] = {}
     for i, node in enumerate(order):
-        shared: frozenset[Node] = frozenset()
         if _name(node) == "setitem" and isinstance(node.args[0], Node):
             x = node.args[0]
             mine = owners.get(x, frozenset())
             owner = next(iter(mine)) if len(mine) == 1 else None
-            if owner is not None and (x is owner or x in chosen) and read_until[owner] <= i:
-                chosen[node] = None
+            if (owner is not None and (x is owner or x in chosen or x in roots)
+                    and read_until[owner] <= i):
+                (roots if x is owner and owner.op == "placeholder" else chosen)[node] = i
                 shared = mine
             else:
                 shared = frozenset({node})  # a copy: an array of its own
@@ -86,7 +95,50 @@ def setitem_plan(graph: Graph) -> list[Node]:
         owners[node] = shared
         for owner in shared:
             read_until[owner] = max(read_until.get(owner, -1), last_use.get(node, -1))
-    return list(chosen)
+    safe_from = _safe_suffix_start(order)
+    written_back = _written_back(graph)
+    kept_roots = [root for root, i in roots.items() if i >= safe_from
+                  and owners.get(written_back.get(root.args[0])) == frozenset({root.args[0]})]
+    return list(chosen), kept_roots
+
+
+def _written_back(graph: Graph) -> dict[Node, Node]:
+    """Input placeholder -> the output node the entry copies into it."""
+    output = graph.output_node
+    targets = (output.meta.get("write_back") or {}) if output is not None else {}
+    outs = output.args[0] if output is not None and output.args else ()
+    outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
+    holders = {p.name: p for p in graph.placeholders}
+    return {holders[name]: outs[k] for k, name in targets.items()
+            if name in holders and k < len(outs) and isinstance(outs[k], Node)}
+
+
+def _safe_suffix_start(order: list[Node]) -> int:
+    """The first position from which no op can raise on a call where no ufunc can."""
+    start = len(order)
+    for node in reversed(order):
+        if not (is_plain_ufunc_call(node) or _basic_getitem(node) or _plain_setitem(node)):
+            break
+        start -= 1
+    return start
+
+
+def _basic_getitem(node: Node) -> bool:
+    return _name(node) == "getitem" and not node.kwargs and _basic(node.args[1])
+
+
+def _plain_setitem(node: Node) -> bool:
+    """An assignment that cannot raise or warn: a view's worth of values of the array's own
+    dtype, or a Python number into a floating-point array."""
+    if _name(node) != "setitem" or node.kwargs or not _basic(node.args[1]):
+        return False
+    array, value = node.args[0].meta.get("val"), node.args[2]
+    if not isinstance(array, ArrayMeta):
+        return False
+    if isinstance(value, Node):
+        meta = value.meta.get("val")
+        return isinstance(meta, ArrayMeta) and meta.dtype == array.dtype
+    return type(value) in (int, float, bool) and array.dtype.kind == "f"
 
 
 def view_update_plan(graph: Graph, assigned: list[Node]) -> dict[Node, Node]:
@@ -102,7 +154,7 @@ def view_update_plan(graph: Graph, assigned: list[Node]) -> dict[Node, Node]:
     order = [n for n in graph.nodes if n.op == "call_function"]
     position = {n: i for i, n in enumerate(order)}
     plan: dict[Node, Node] = {}
-    for store in assigned:
+    for store in assigned:  # graph-made arrays only: an input's view must never be written
         array, index, value = store.args
         if (not isinstance(value, Node) or position.get(value) != position[store] - 1
                 or list(value.users) != [store] or not is_plain_ufunc_call(value)):

@@ -214,15 +214,18 @@ class Writes:
       it, instead of a copy of it.
     * ``into_views``: ufunc call node -> the ``getitem`` view it computes into (``out=``); the
       ``setitem`` in ``assign`` storing that result back is then nothing to do.
+    * ``assign_inputs``: ``setitem`` nodes that assign into their input array, like
+      ``into_inputs`` only when ``check()`` holds (else they copy it, as usual).
     """
 
     into_inputs: dict[Node, str] = field(default_factory=dict)
     check: Callable[[], bool] | None = None
     assign: dict[Node, None] = field(default_factory=dict)
     into_views: dict[Node, Node] = field(default_factory=dict)
+    assign_inputs: dict[Node, None] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.into_inputs or self.assign)
+        return bool(self.into_inputs or self.assign or self.assign_inputs)
 
 
 def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, list[Node]],
@@ -237,7 +240,7 @@ def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, li
         target = writes.into_inputs.get(node) if into_inputs else None
         if target is None and node in writes.into_views:
             target = writes.into_views[node].name
-        if node in writes.assign:
+        if node in writes.assign or (into_inputs and node in writes.assign_inputs):
             array, index, value = node.args
             if value not in stored:
                 lines.append(f"{indent}{emitter.expr(array)}[{emitter.subscript(index)}] = "
@@ -274,10 +277,11 @@ def generate_source(
     # symbolic sizes are read from the inputs' shapes once, at entry
     lines += [f"    {line}" for line in symbol_prelude(graph, emitter.symbol)]
     order = [n for n in graph.nodes if n.op == "call_function"]
-    split = min((order.index(n) for n in writes.into_inputs), default=len(order))
+    split = min((order.index(n) for n in (*writes.into_inputs, *writes.assign_inputs)),
+                default=len(order))
     freed_after = _last_uses(graph)
     lines += _node_lines(order[:split], emitter, freed_after, writes, False, "    ")
-    if writes.into_inputs:
+    if writes.into_inputs or writes.assign_inputs:
         check = emitter.bind(writes.check, "in_place_check")
         lines.append(f"    if {check}():")
         lines += _node_lines(order[split:], emitter, freed_after, writes, True, "        ")

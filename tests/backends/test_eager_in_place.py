@@ -176,8 +176,29 @@ def test_triangular_update_assigns_rows_in_place(backend):
         np.testing.assert_allclose(run.got, run.expected, rtol=1e-12)
     if backend == "eager":
         source = _generated(compiled)
-        assert source.count("_setitem(") == 1  # one copy of A, then rows assigned in place
+        # rows assigned into A itself; A copied only on the path for calls where a ufunc could
+        # raise (before that path's first row)
+        assert source.count("_setitem(") == 1 and "A[0, 0:] = " in source
         assert "out=getitem" in source
+
+
+@pytest.mark.parametrize("mode", ["raise", "warnings-as-errors"])
+def test_triangular_update_raising_midway_leaves_the_input_as_numpy_does(mode):
+    A = np.random.default_rng(3).standard_normal((6, 6))
+    A[3, 4] = 1e300  # row 4's update overflows
+    A[4, 3] = 1e300
+    compiled = npdynamo.compile(triangular)
+    compiled(np.eye(6))  # captured under the default state
+    with warnings.catch_warnings():
+        if mode == "raise":
+            context = np.errstate(over="raise", invalid="raise")
+        else:
+            warnings.simplefilter("error")
+            context = np.errstate()
+        with context:
+            run = run_both(triangular, compiled, (A,), {})
+    assert run.exc is not None
+    assert_same_value(run.plain_args, run.comp_args, "args after the raise")
 
 
 def reads_a_view_after_the_assignment(A):
