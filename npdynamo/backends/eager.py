@@ -193,9 +193,10 @@ def in_place_plan(graph: Graph) -> dict[Node, str]:
       dtype and shape: ``ufunc(a, b, out=x)`` then computes exactly ``ufunc(a, b)``, with any
       overlap of operands and ``x`` resolved by NumPy as if there were none; later ops read
       the result, which is now the input itself, as NumPy's ``x += ...`` leaves it;
-    * it is that output once, copied into only that input, which is not returned;
+    * it is that output once, copied into only that input, which is not returned; the ufunc
+      calls it is computed from that could live in the input too (``_update_chain``) do;
     * nothing that may hold the input's old contents (the input, and whatever a non-ufunc op
-      made from it, possibly a view) is read by a later op or returned. Other inputs never
+      made from it, possibly a view) is read after the first of them or returned. Other inputs never
       share memory with a written one: capture guards that (``NO_OVERLAP``/``OWNERS``).
     """
     output = graph.output_node
@@ -207,20 +208,39 @@ def in_place_plan(graph: Graph) -> dict[Node, str]:
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     placeholders = {p.name: p for p in graph.placeholders}
     aliases = _may_alias(graph)
+    at = {n: i for i, n in enumerate(run)}
     plan: dict[Node, str] = {}
     for position, name in sorted(targets.items()):
         holder = placeholders.get(name)
         node = outs[position] if position < len(outs) else None
-        if (holder is None or node not in run or holder in outs or outs.count(node) != 1
+        if (holder is None or node not in at or holder in outs or outs.count(node) != 1
                 or name in plan.values() or not _same_array_meta(node, holder)):
-            continue
-        later = run[run.index(node) + 1:]
-        if any(holder in aliases[v] for n in later for v in n.all_input_nodes):
             continue
         if any(holder in aliases[v] for v in outs if isinstance(v, Node) and v is not node):
             continue
-        plan[node] = name
+        chain = _update_chain(node, holder, at, outs)
+        # from the longest chain down to the output alone: the first whose input's old contents
+        # nobody reads after its first node
+        while chain and (any(c in plan for c in chain) or any(
+                holder in aliases[v] for n in run[at[chain[0]] + 1:] for v in n.all_input_nodes)):
+            chain = chain[1:]
+        plan.update(dict.fromkeys(chain, name))
     return plan
+
+
+def _update_chain(last: Node, holder: Node, at: dict[Node, int], outs: tuple) -> list[Node]:
+    """The ufunc calls, ending with ``last``, that may all compute into ``holder``: each one's
+    predecessor is an operand of it with the input's dtype and shape that nothing reads after
+    it (``m *= b1; m += (1 - b1) * g`` makes two: both go into ``m``, as in NumPy)."""
+    chain = [last]
+    while True:
+        current = chain[-1]
+        before = next((a for a in current.args if isinstance(a, Node) and a in at
+                       and a not in outs and a not in chain and _same_array_meta(a, holder)
+                       and all(at.get(u, len(at)) <= at[current] for u in a.users)), None)
+        if before is None:
+            return chain[::-1]
+        chain.append(before)
 
 
 def _trailing_ufunc_run(graph: Graph) -> list[Node]:

@@ -132,17 +132,26 @@ def test_default_state_warns_as_numpy_does():
     assert np.isinf(p[1])
 
 
-OPS = ["+=", "-=", "*=", "/="]
+OPS = ["+=", "-=", "*=", "/=", "snapshot"]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from(OPS),
                           st.sampled_from(["a", "b", "1.5", "a[::-1]", "b.T"])),
-                min_size=1, max_size=5),
+                min_size=1, max_size=6),
        st.booleans())
 def test_generated_update_sequences_match_plain_numpy(steps, read_a_at_end):
-    lines = [f"    {target} {op} {operand}" for target, op, operand in steps]
-    lines.append("    return a.sum()" if read_a_at_end else "    return None")
+    """Chains of in-place updates of two arguments, with snapshots of their values between the
+    updates (``s = a * 1.0``: a ufunc reading the value of that moment) returned at the end."""
+    lines, snaps = [], []
+    for target, op, operand in steps:
+        if op == "snapshot":
+            snaps.append(f"s{len(snaps)}")
+            lines.append(f"    {snaps[-1]} = {target} * 1.0")
+        else:
+            lines.append(f"    {target} {op} {operand}")
+    lines.append(f"    return ({', '.join(snaps)}{',' if snaps else ''}"
+                 f" {'a.sum()' if read_a_at_end else 'None'})")
     namespace: dict = {}
     exec("def updates(a, b):\n" + "\n".join(lines), namespace)
     fn = namespace["updates"]
