@@ -1,18 +1,17 @@
 """The ``eager`` backend: runs a graph's generated Python, one NumPy call per op.
 
-Results are bitwise NumPy's. One liberty with the order: an in-place update of an argument
-(``m *= b1``, ``p -= lr * g``) is a new array in the functional graph, which the entry copies
-into the argument afterwards (capture marks these outputs, ``meta["write_back"]``). Where it is
-exact, the eager backend computes such a ufunc straight into the argument instead (``out=``), as
-NumPy's own in-place operator does, saving an allocation and a copy per update: see
-``in_place_plan`` for when.
+Results are bitwise NumPy's. The functional graph computes every in-place update as a new array
+(an assignment copies the array it assigns into; an update of an argument is copied into it by
+the entry, ``meta["write_back"]``). Where nobody can tell the difference, the generated code
+writes in place as NumPy does (``fx.codegen.Writes``): ``setitem_plan`` (assign into the array
+itself), ``view_update_plan`` (a ufunc into the view it is stored back into) and
+``in_place_plan`` (ufuncs into the argument they update). Writes into arguments are taken only
+on calls where nothing after them can raise (``fp_state``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import numpy as np
 
 from npdynamo import progress
 from npdynamo.backends.fp_state import is_plain_ufunc_call, ufuncs_cannot_raise
@@ -87,15 +86,12 @@ def setitem_plan(graph: Graph) -> tuple[list[Node], list[Node]]:
                 shared = mine
             else:
                 shared = frozenset({node})  # a copy: an array of its own
-        elif is_plain_ufunc_call(node):
-            shared = frozenset({node})
         else:
-            shared = frozenset().union(*(owners.get(a, frozenset())
-                                         for a in node.all_input_nodes))
+            shared = _shared_memory(node, owners)
         owners[node] = shared
         for owner in shared:
             read_until[owner] = max(read_until.get(owner, -1), last_use.get(node, -1))
-    safe_from = _safe_suffix_start(order)
+    safe_from = _trailing_start(order, _cannot_raise)
     written_back = _written_back(graph)
     kept_roots = [root for root, i in roots.items() if i >= safe_from
                   and owners.get(written_back.get(root.args[0])) == frozenset({root.args[0]})]
@@ -113,14 +109,17 @@ def _written_back(graph: Graph) -> dict[Node, Node]:
             if name in holders and k < len(outs) and isinstance(outs[k], Node)}
 
 
-def _safe_suffix_start(order: list[Node]) -> int:
-    """The first position from which no op can raise on a call where no ufunc can."""
+def _trailing_start(order: list[Node], keep: Callable[[Node], bool]) -> int:
+    """The first position from which every op of ``order`` satisfies ``keep``."""
     start = len(order)
-    for node in reversed(order):
-        if not (is_plain_ufunc_call(node) or _basic_getitem(node) or _plain_setitem(node)):
-            break
+    while start and keep(order[start - 1]):
         start -= 1
     return start
+
+
+def _cannot_raise(node: Node) -> bool:
+    """No raise on a call where no ufunc can: a ufunc, a view, a plain assignment."""
+    return is_plain_ufunc_call(node) or _basic_getitem(node) or _plain_setitem(node)
 
 
 def _basic_getitem(node: Node) -> bool:
@@ -203,7 +202,8 @@ def in_place_plan(graph: Graph) -> dict[Node, str]:
     targets = (output.meta.get("write_back") or {}) if output is not None else {}
     if not targets:
         return {}
-    run = _trailing_ufunc_run(graph)
+    order = [n for n in graph.nodes if n.op == "call_function"]
+    run = order[_trailing_start(order, is_plain_ufunc_call):]
     outs = output.args[0] if output.args else ()
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     placeholders = {p.name: p for p in graph.placeholders}
@@ -243,17 +243,6 @@ def _update_chain(last: Node, holder: Node, at: dict[Node, int], outs: tuple) ->
         chain.append(before)
 
 
-def _trailing_ufunc_run(graph: Graph) -> list[Node]:
-    run: list[Node] = []
-    for node in reversed(graph.nodes):
-        if node.op == "output":
-            continue
-        if not is_plain_ufunc_call(node):
-            break
-        run.append(node)
-    return run[::-1]
-
-
 def _same_array_meta(node: Node, holder: Node) -> bool:
     want, have = node.meta.get("val"), holder.meta.get("val")
     return (isinstance(want, ArrayMeta) and isinstance(have, ArrayMeta) and not want.scalar
@@ -261,19 +250,19 @@ def _same_array_meta(node: Node, holder: Node) -> bool:
             and same_shape(want.shape, have.shape))
 
 
-def _may_alias(graph: Graph) -> dict[Node, set[Node]]:
-    """For each value, the placeholders whose memory it may share: a ufunc's result is a new
-    array; anything else (a view, a reshape, an op returning one of its operands) may be any of
-    its operands."""
-    aliases: dict[Node, set[Node]] = {}
+def _may_alias(graph: Graph) -> dict[Node, frozenset[Node]]:
+    """For each value, the arrays (inputs, or ufunc results) whose memory it may share."""
+    owners: dict[Node, frozenset[Node]] = {p: frozenset({p}) for p in graph.placeholders}
     for node in graph.nodes:
-        if node.op == "placeholder":
-            aliases[node] = {node}
-        elif node.op == "call_function":
-            impl = getattr(node.target, "impl", node.target)
-            if isinstance(impl, np.ufunc) and not node.kwargs:
-                aliases[node] = set()
-            else:
-                aliases[node] = set().union(*(aliases.get(a, set())
-                                              for a in node.all_input_nodes))
-    return aliases
+        if node.op == "call_function":
+            owners[node] = _shared_memory(node, owners)
+    return owners
+
+
+def _shared_memory(node: Node, owners: dict[Node, frozenset[Node]]) -> frozenset[Node]:
+    """The arrays whose memory ``node``'s value may share: a ufunc's result is a new array;
+    anything else (a view, a reshape, an op returning one of its operands) may be any of its
+    operands'."""
+    if is_plain_ufunc_call(node):
+        return frozenset({node})
+    return frozenset().union(*(owners.get(a, frozenset()) for a in node.all_input_nodes))

@@ -231,7 +231,6 @@ class Writes:
 def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, list[Node]],
                 writes: Writes, into_inputs: bool, indent: str) -> list[str]:
     lines, last_comment = [], None
-    stored = {n for n, view in writes.into_views.items()}  # values already in their place
     for node in nodes:
         comment = _source_comment(node)
         if comment is not None and comment != last_comment:
@@ -242,7 +241,7 @@ def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, li
             target = writes.into_views[node].name
         if node in writes.assign or (into_inputs and node in writes.assign_inputs):
             array, index, value = node.args
-            if value not in stored:
+            if value not in writes.into_views:  # else the value is already in its place
                 lines.append(f"{indent}{emitter.expr(array)}[{emitter.subscript(index)}] = "
                              f"{emitter.expr(value)}")
             lines.append(f"{indent}{node.name} = {emitter.expr(array)}")

@@ -55,7 +55,8 @@ def compile(
 ) -> Any:
     """Compile ``fn``: usable as ``@compile`` and ``@compile(backend=..., fullgraph=...)``.
 
-    Returns a function with ``fn``'s signature and metadata. Each call runs the first compiled
+    Returns a compiled function (``CompiledFunction``: it calls as ``fn``, with its signature
+    and metadata, binds as a method and pickles). Each call runs the first compiled
     entry whose guards accept the arguments; otherwise a new entry is captured and compiled.
     ``backend`` is a registered name or a callable ``backend(gm, example_inputs)``; an unknown
     name raises ``InvalidBackend`` here. ``fullgraph=True`` turns graph breaks into errors.

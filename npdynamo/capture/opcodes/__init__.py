@@ -6,6 +6,7 @@ from npdynamo.capture.opcodes import (  # noqa: F401
     layout,
     operators,
     stack,
+    subscripts,
     yields,
 )
 from npdynamo.capture.opcodes.operators import binary_op

@@ -1,0 +1,134 @@
+"""Handlers for subscripts and slices: ``x[i]``, ``x[a:b]``, their stores and ``del``.
+
+Array subscripts become ``getitem``/``setitem`` ops (a boolean-mask update goes through
+``masked``); any other container's through its value kind (``containers``)."""
+
+from __future__ import annotations
+
+from npdynamo import ops
+from npdynamo.capture.calls import op_call, raw
+from npdynamo.capture.containers import const_key, record, store_subscript, subscript
+from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.masked import (
+    MASKED_KINDS,
+    MaskedUpdate,
+    masked_assign,
+    masked_read,
+    masked_store,
+)
+from npdynamo.capture.side_effects import write_array
+from npdynamo.capture.tables import handler
+from npdynamo.capture.translator import Frame
+from npdynamo.capture.values import (
+    ArrayValue,
+    Const,
+    DictValue,
+    ListValue,
+    ScalarInputValue,
+    TupleValue,
+    Value,
+)
+from npdynamo.ops.meta import ScalarMeta
+
+
+def index_value(frame: Frame, index: Value):
+    """A tracked index as the plain index object ``ops.getitem`` takes (arrays stay tracked,
+    and so does an int that only the run time knows inside a loop body: the loop's index)."""
+    if isinstance(index, ScalarInputValue) and frame.ctx.lift is not None and (
+            index.node.meta.get("val") == ScalarMeta(int)) and not frame.ctx.differentiating:
+        return index
+    if isinstance(index, (Const, ArrayValue)):
+        return raw(index)
+    if isinstance(index, TupleValue):
+        return tuple(index_value(frame, v) for v in index.items)
+    if isinstance(index, ListValue):
+        raise frame.unsupported(
+            "indexing an array with a Python list", "index with a tuple or an integer array"
+        )
+    raise frame.unsupported(f"an array index that is a {index.kind()}")
+
+
+def get_item(frame: Frame, container: Value, index: Value) -> Value:
+    if isinstance(container, ArrayValue):
+        read = masked_read(frame, container, index)  # x[mask] op= v
+        if read is not None:
+            return read
+        return op_call(frame, ops.REGISTRY["getitem"], (container, index_value(frame, index)), {})
+    return subscript(frame, container, index)
+
+
+@handler("BINARY_SUBSCR")
+def _binary_subscr(frame: Frame, ins):
+    index = frame.pop()
+    container = frame.pop()
+    frame.push(get_item(frame, container, index))
+
+
+def make_slice(frame: Frame, parts: list[Value]) -> Value:
+    if not all(isinstance(p, Const) for p in parts):
+        raise frame.unsupported("a slice bound that is a graph value")
+    return Const(slice(*(p.value for p in parts)))
+
+
+@handler("BUILD_SLICE")
+def _build_slice(frame: Frame, ins):
+    frame.push(make_slice(frame, frame.popn(ins.arg)))
+
+
+@handler("BINARY_SLICE", since=(3, 12))
+def _binary_slice(frame: Frame, ins):
+    stop = frame.pop()
+    start = frame.pop()
+    container = frame.pop()
+    frame.push(get_item(frame, container, make_slice(frame, [start, stop])))
+
+
+def set_item(frame: Frame, container: Value, index: Value, value: Value) -> None:
+    if isinstance(value, MaskedUpdate) and masked_store(frame, container, index, value):
+        return
+    if isinstance(value, MASKED_KINDS) and masked_assign(frame, container, index, value):
+        return
+    if isinstance(container, ArrayValue):
+        new = op_call(
+            frame, ops.REGISTRY["setitem"], (container, index_value(frame, index), raw(value)), {}
+        )
+        write_array(frame.ctx, container, new)
+        return
+    store_subscript(frame, container, index, value)
+
+
+@handler("STORE_SUBSCR")
+def _store_subscr(frame: Frame, ins):
+    index = frame.pop()
+    container = frame.pop()
+    value = frame.pop()
+    set_item(frame, container, index, value)
+
+
+@handler("STORE_SLICE", since=(3, 12))
+def _store_slice(frame: Frame, ins):
+    stop = frame.pop()
+    start = frame.pop()
+    container = frame.pop()
+    value = frame.pop()
+    set_item(frame, container, make_slice(frame, [start, stop]), value)
+
+
+@handler("DELETE_SUBSCR")
+def _delete_subscr(frame: Frame, ins):
+    index = frame.pop()
+    container = frame.pop()
+    if isinstance(container, DictValue):
+        key = const_key(frame, index)
+        if key not in container.items:
+            raise UserCodeRaises(KeyError(key))
+        del container.items[key]
+        record(frame, "dict_del", container, key)
+    elif isinstance(container, ListValue) and isinstance(index, Const):
+        try:
+            del container.items[index.value]
+        except IndexError as exc:
+            raise UserCodeRaises(exc) from exc
+        record(frame, "list_state", container)
+    else:
+        raise frame.unsupported(f"del on a {container.kind()}")
