@@ -111,10 +111,19 @@ def check_written_arrays(ctx: CaptureContext) -> None:
     views = [(src, obj) for src, obj in inputs if obj.base is not None]
     group = False
     done = set()
+    writeable = []
     for array in written:
         mine = objects.get(array.source)
         if mine is None:  # not an input ndarray: nothing outside can alias it
             continue
+        if not mine.flags.writeable:
+            # Python raises at the write, after what ran before it: the frame runs in Python
+            # while the array stays read-only, and is captured again once it is writeable
+            ctx.guard(array.source, GuardKind.READ_ONLY, None)
+            raise ctx.unsupported(
+                f"{array.source.short()} is written in place but is read-only",
+                "pass a writeable array (or a copy: a.copy())", kind="side_effect")
+        writeable.append(array.source)
         group = group or (mine.base is None and len(owners) > 1)
         for src, other in views if mine.base is None else inputs:
             pair = frozenset((src, array.source))
@@ -131,6 +140,9 @@ def check_written_arrays(ctx: CaptureContext) -> None:
             ctx.guard(array.source, GuardKind.NO_OVERLAP, src)
     if group:
         ctx.guard(SourceTuple(tuple(owners)), GuardKind.OWNERS, tuple(s.short() for s in owners))
+    if writeable:
+        ctx.guard(SourceTuple(tuple(writeable)), GuardKind.WRITEABLE,
+                  tuple(s.short() for s in writeable))
 
 
 def generated_function(

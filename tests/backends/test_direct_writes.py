@@ -62,6 +62,50 @@ def test_in_place_adam_writes_the_callers_arrays_directly():
     assert "written in place by the kernels: m, p, v" in str(report)
 
 
+def test_the_kernel_stores_through_the_inputs_own_parameter():
+    """A second parameter holding the same memory would defeat LLVM's overlap check (the loop
+    would run scalar): the kernel has one parameter per written array and stores into it."""
+    p, g, m, v = _arrays()
+    compiled, _ = _run_both(adam, [p, g, m, v, 1e-3, 1])
+    dispatchers = _report(compiled).dispatchers
+    assert dispatchers
+    for dispatcher in dispatchers:  # the serial and the parallel version
+        code = dispatcher.py_func.__code__
+        assert code.co_argcount == 4  # p, g, m, v: no output parameters
+        assert not [name for name in code.co_varnames[:4] if name.startswith("out")]
+
+
+def test_partly_overlapping_arguments_match_python():
+    base = np.abs(_arrays(1001)[3]) + 0.5
+    for shift in (1, 7):
+        plain_base, comp_base = base.copy(), base.copy()
+        g = np.linspace(-1, 1, 1000 - shift + 1).astype(np.float32)[: 1000 - shift]
+        plain = [plain_base[: 1000 - shift].copy(), g, plain_base[:1000 - shift],
+                 plain_base[shift:1000]]
+        comp = [comp_base[: 1000 - shift].copy(), g, comp_base[:1000 - shift],
+                comp_base[shift:1000]]
+        compiled = npdynamo.compile(adam, backend="numba")
+        for t in (1, 2):
+            adam(*plain, 1e-3, t)
+            compiled(*comp, 1e-3, t)
+            assert_close(comp_base, plain_base)
+            assert_close(comp[0], plain[0])
+
+
+def test_a_read_only_argument_raises_as_python_after_the_writes_before_it():
+    p, g, m, v = _arrays()
+    v.flags.writeable = False
+    plain, comp = [p.copy(), g, m.copy(), v], [p.copy(), g, m.copy(), v]
+    with pytest.raises(ValueError) as want:
+        adam(*plain, 1e-3, 1)
+    compiled = npdynamo.compile(adam, backend="numba")
+    with pytest.raises(ValueError) as got:
+        compiled(*comp, 1e-3, 1)
+    assert str(got.value) == str(want.value)
+    for a, b in zip(comp, plain):  # m was scaled once before the failing v update, as in Python
+        np.testing.assert_array_equal(a, b)
+
+
 def test_a_strided_view_gets_the_copy_back_path():
     p, g, m, v = _arrays(2000)
     wide = np.zeros((2, 1000), np.float32)  # row views are contiguous, column views are not

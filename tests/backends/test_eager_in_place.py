@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import npdynamo
 from npdynamo.capture.frames import compiled_entries
+from npdynamo.capture.guards import GuardKind
 from tests.differential import assert_same_value, check_same, run_both
 
 
@@ -262,3 +263,36 @@ def test_generated_slice_assignments_match_plain_numpy(steps):
         if run.exc is None:
             assert_same_value(run.expected, run.got)
         assert_same_value(run.plain_args, run.comp_args, "args after the call")
+
+
+def _read_only_copy(a):
+    a = a.copy()
+    a.flags.writeable = False
+    return a
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_read_only_argument_raises_where_python_does_and_a_writeable_one_then_compiles(
+        backend):
+    """Python updates m, then raises at ``v *= ...``: the same raise, m updated exactly once;
+    the same function called with writeable arrays afterwards is compiled and exact."""
+    compiled = npdynamo.compile(adam, backend=backend)
+    for read_only in (True, False, True, False):
+        p, g, m, v = _arrays()
+        plain = [p.copy(), g, m.copy(), _read_only_copy(v) if read_only else v.copy()]
+        comp = [p.copy(), g, m.copy(), _read_only_copy(v) if read_only else v.copy()]
+        want = got = None
+        try:
+            adam(*plain, 3)
+        except ValueError as exc:
+            want = str(exc)
+        try:
+            compiled(*comp, 3)
+        except ValueError as exc:
+            got = str(exc)
+        assert got == want and (want is not None) == read_only
+        for a, b in zip(comp, plain):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+    entries = compiled_entries(compiled)
+    assert [g.expected for e in entries for g in e.guard_set.guards
+            if g.kind == GuardKind.WRITEABLE] == [("m", "v", "p")]

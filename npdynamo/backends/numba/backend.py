@@ -21,7 +21,7 @@ from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.numba import diskcache, threads, tuning
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
-from npdynamo.backends.numba.program import Program
+from npdynamo.backends.numba.program import Program, direct_writes
 from npdynamo.backends.numba.subgraphs import compile_subgraphs
 from npdynamo.fx import passes
 from npdynamo.fx.graph import Graph
@@ -138,6 +138,7 @@ def _compile(gm, example_inputs: list, report: NumbaReport,
     allowed, report.thread_policy = threads.graph_allows_parallel(graph)
     kernels = {}
     log = get_logger("output_code")
+    writes = direct_writes(graph, part)
     for group in part.groups:
         choice = threads.parallel_choice(allowed, group.size)
         # a kernel allowed to run in parallel gets a serial version too: the program picks one
@@ -145,7 +146,8 @@ def _compile(gm, example_inputs: list, report: NumbaReport,
         variants = [False] if choice is False else [False, True]
         entry: tuple = ()
         for parallel in variants:
-            ks = generate_kernel(group, parallel)
+            into = {node: writes[node] for node in group.outputs if node in writes}
+            ks = generate_kernel(group, parallel, into)
             module, path, source = diskcache.load_kernel_module(ks.source)
             entry += (ks, module.kernel)
             if path not in report.kernel_files or path == "<memory>":

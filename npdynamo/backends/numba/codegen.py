@@ -77,6 +77,8 @@ class KernelSource:
     args: list[KernelArg]
     parallel: bool
     fn_name: str = "kernel"
+    #: outputs the kernel stores into the input array it reads (output -> that input's node)
+    into: dict[Node, Node] = field(default_factory=dict)
 
 
 @dataclass
@@ -150,9 +152,10 @@ def _fold(kind: str, dtype: np.dtype, acc: str, value: str, vector: bool) -> str
 
 
 class _KernelWriter:
-    def __init__(self, group: FusionGroup, parallel: bool) -> None:
+    def __init__(self, group: FusionGroup, parallel: bool, into: dict[Node, Node]) -> None:
         self.g = group
         self.parallel = parallel
+        self.into = into
         d = group.domain
         self.ndim = len(d)
         self.loop_axes = group.reduce_axes or ((self.ndim - 1,) if self.ndim else ())
@@ -254,6 +257,11 @@ class _KernelWriter:
     # -- parameters and element reads --------------------------------------------------------
 
     def _param(self, value: object, kind: str) -> str:
+        if kind == "output" and value in self.into:
+            # stored through the input's own parameter: LLVM then sees each element loaded
+            # and stored at one address and vectorises; through a second parameter holding the
+            # same memory its runtime overlap check fails and the loop runs scalar
+            return self._param(self.into[value], "input")
         key = id(value)
         if key not in self.param:
             if kind == "const":
@@ -473,9 +481,16 @@ class _KernelWriter:
         lines = [f"@njit({flags})", f"def kernel({params}):", *extents, *self.lines]
         summary = ", ".join(self.g.op_names)
         source = _HEADER.format(summary=summary) + "\n".join(lines) + "\n"
-        return KernelSource(self.g, source, self.args, self.parallel)
+        return KernelSource(self.g, source, self.args, self.parallel, into=dict(self.into))
 
 
-def generate_kernel(group: FusionGroup, parallel: bool) -> KernelSource:
-    """The module source of ``group``'s kernel; ``{cache}`` in it is filled in by the caller."""
-    return _KernelWriter(group, parallel).write()
+def generate_kernel(group: FusionGroup, parallel: bool,
+                    into: dict[Node, Node] | None = None) -> KernelSource:
+    """The module source of ``group``'s kernel; ``{cache}`` in it is filled in by the caller.
+
+    ``into`` maps outputs to the input each is stored into (``program.direct_writes``: an
+    elementwise group whose every read of that input is at the index it writes). The caller
+    passes that input's array, or a C-contiguous copy of it when it must not be written."""
+    if into and group.reduce_axes:
+        raise ValueError("a kernel with reductions cannot store into an input it reads")
+    return _KernelWriter(group, parallel, into or {}).write()

@@ -133,8 +133,14 @@ def _shape_expr(meta: ArrayMeta, ks: KernelSource, ns: _Namespace) -> str:
     return ns.render(tuple(meta.shape))
 
 
-def direct_writes(graph: Graph, partition: Partition, out: tuple) -> dict[Node, str]:
-    """Kernel outputs that may be computed straight into an input array: output -> input name.
+def graph_outputs(graph: Graph) -> tuple:
+    """The graph's output values as a tuple (a single output is a 1-tuple)."""
+    out = graph.output_node.args[0] if graph.output_node.args else ()
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def direct_writes(graph: Graph, partition: Partition) -> dict[Node, Node]:
+    """Kernel outputs that may be computed straight into an input array: output -> input.
 
     Capture marks the outputs that are only copied back into an input (``meta["write_back"]``
     of the output node: position -> placeholder name). Computing one into the input itself
@@ -148,7 +154,11 @@ def direct_writes(graph: Graph, partition: Partition, out: tuple) -> dict[Node, 
       alone, at the shape of the output: each element is read at the index it is written, in
       the same loop iteration, before the iteration stores it (``codegen``);
     * the output is that one output position, and the input receives only this output.
+
+    The kernel stores such an output through the input's own parameter (``generate_kernel``'s
+    ``into``); the program passes the input, or a copy when it may not be written.
     """
+    out = graph_outputs(graph)
     targets = graph.output_node.meta.get("write_back") or {}
     trailing: dict[Node, FusionGroup] = {}
     for step in reversed(partition.steps):
@@ -157,7 +167,7 @@ def direct_writes(graph: Graph, partition: Partition, out: tuple) -> dict[Node, 
         if not step.reduce_axes:
             trailing.update({node: step for node in step.outputs})
     placeholders = {p.name: p for p in graph.placeholders}
-    chosen: dict[Node, str] = {}
+    chosen: dict[Node, Node] = {}
     for position, name in targets.items():
         holder = placeholders.get(name)
         node = out[position] if position < len(out) else None
@@ -165,13 +175,18 @@ def direct_writes(graph: Graph, partition: Partition, out: tuple) -> dict[Node, 
         if holder is None or group is None:
             continue
         want, have = node.meta.get("val"), holder.meta.get("val")
-        if (out.count(node) != 1 or name in chosen.values()
+        if (out.count(node) != 1 or holder in chosen.values()
                 or not isinstance(want, ArrayMeta) or not isinstance(have, ArrayMeta)
                 or want.dtype != have.dtype or not same_shape(want.shape, have.shape)
                 or not all(user in group.nodes for user in holder.users)):
             continue
-        chosen[node] = name
+        chosen[node] = holder
     return chosen
+
+
+def _own_copy(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous, writeable copy of ``a``."""
+    return np.array(a, order="C")
 
 
 def _last_uses(steps: list, graph: Graph) -> dict[int, list[str]]:
@@ -206,11 +221,11 @@ class Program:
         ns = _Namespace(taken)
         params = [p.name for p in graph.placeholders]
         body: list[str] = []
-        out = graph.output_node.args[0] if graph.output_node.args else ()
-        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        out = graph_outputs(graph)
         dead_after = _last_uses(partition.steps, graph)
         #: kernel outputs computed straight into the input array they are written back to
-        self.direct_writes = direct_writes(graph, partition, out)
+        self.direct_writes = {node: holder.name for entry in kernels.values()
+                              for node, holder in entry[0].into.items()}
         self._writes_started = False  # whether a kernel emitted so far may write an input
         for i, step in enumerate(partition.steps):
             if isinstance(step, FusionGroup):
@@ -225,7 +240,7 @@ class Program:
                 # where fresh pages would cost a page fault each
                 body.append(f"del {', '.join(dead_after[i])}")
         sizes = symbol_reads(graph, ns.symbols, ns.symbol)
-        ns.values.update(_fell_back=False, _direct=True,
+        ns.values.update(_fell_back=False, _direct=True, _own=_own_copy,
                          _parallel_from=threads.PARALLEL_MIN_ELEMENTS,
                          _eager=eager, _fallback=self._fallback,
                          _group_failed=self._group_failed,
@@ -274,9 +289,17 @@ class Program:
         if kname not in self.kernel_names:  # identical groups share one kernel
             self.kernel_names.append(kname)
         args = []
+        buffer_of = {}  # an input the kernel stores into -> the array passed for it
+        for node, holder in ks.into.items():
+            # only into memory the kernel can index as its own; else into a copy, which the
+            # kernel reads and writes as it would the input
+            body.append(f"{node.name} = {holder.name} if _direct and "
+                        f"{holder.name}.flags.c_contiguous and {holder.name}.flags.writeable "
+                        f"else _own({holder.name})")
+            buffer_of[holder] = node.name
         for arg in ks.args:
             if arg.kind == "input":
-                args.append(arg.value.name)
+                args.append(buffer_of.get(arg.value, arg.value.name))
             elif arg.kind == "const":
                 args.append(ns.bind(arg.value, "const"))
             elif arg.kind in ("extent", "size"):
@@ -287,12 +310,7 @@ class Program:
                 dtype = ns.bind(meta.dtype, str(meta.dtype))
                 shape = _shape_expr(meta, ks, ns)
                 nbytes = meta.nbytes
-                target = self.direct_writes.get(node)
-                if target is not None:  # only into memory the kernel can index as its own
-                    body.append(f"{node.name} = {target} if _direct and "
-                                f"{target}.flags.c_contiguous and {target}.flags.writeable "
-                                f"else _empty({shape}, {dtype})")
-                elif type(nbytes) is not int:  # decided per call from the concrete size
+                if type(nbytes) is not int:  # decided per call from the concrete size
                     slot = ns.bind([], f"slot_{node.name}")
                     body.append(f"{node.name} = _take({slot}, {shape}, {dtype}) if "
                                 f"{ns.render(nbytes)} >= {REUSE_MIN_BYTES} else "

@@ -35,6 +35,8 @@ class GuardKind(enum.IntEnum):
     SIZES = 12  # symbolic sizes: the inputs' dims satisfy a graph's ``ShapeGuards``
     OWNERS = 13  # arrays that each own their memory and are distinct objects (cannot overlap)
     NONEMPTY_RANGE = 14  # expected ``NonEmptyRange``: the range of these bounds has an item
+    WRITEABLE = 15  # arrays written in place are still writeable (their names expected)
+    READ_ONLY = 16  # an array is read-only (a frame that writes it runs in Python)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,21 @@ def own_distinct(*arrays) -> bool:
         if a.base is not None:
             return False
     return len({id(a) for a in arrays}) == len(arrays)
+
+
+def all_writeable(*arrays) -> bool:
+    """Every array may be written (a read-only one makes the in-place write raise)."""
+    for a in arrays:
+        if not a.flags.writeable:
+            return False
+    return True
+
+
+def _writeable_miss(names: tuple[str, ...], arrays: tuple) -> str:
+    for name, a in zip(names, arrays):
+        if not getattr(getattr(a, "flags", None), "writeable", False):
+            return f"{name}: is now read-only; it was writeable"
+    return "an array written in place is now read-only"
 
 
 def _owners_miss(names: tuple[str, ...], arrays: tuple) -> str:
@@ -236,6 +253,16 @@ KINDS: dict[GuardKind, KindRules] = {
         lambda e, exp, ns: f"{ns.bind(own_distinct, 'OWN')}(*{e})",
         lambda name, exp: f"{name}: {len(exp)} distinct arrays, each owning its memory",
         lambda name, exp, actual: _owners_miss(exp, actual),
+    ),
+    GuardKind.WRITEABLE: KindRules(
+        lambda e, exp, ns: f"{ns.bind(all_writeable, 'WRITEABLE')}(*{e})",
+        lambda name, exp: f"{name}: {len(exp)} arrays written in place, each writeable",
+        lambda name, exp, actual: _writeable_miss(exp, actual),
+    ),
+    GuardKind.READ_ONLY: KindRules(
+        lambda e, exp, ns: f"not {e}.flags.writeable",
+        lambda name, exp: f"{name} is read-only",
+        lambda name, exp, actual: f"{name}: is now writeable; it was read-only",
     ),
     GuardKind.NO_OVERLAP: KindRules(
         lambda e, exp, ns: (
