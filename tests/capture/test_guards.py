@@ -239,3 +239,33 @@ def test_failing_backend_falls_back_to_eager_with_one_warning():
         np.testing.assert_array_equal(compiled(np.ones(3)), np.ones(3) * 2)
         np.testing.assert_array_equal(compiled(np.ones(3)), np.ones(3) * 2)
     assert len(record) == 1
+
+
+class _Layer:
+    def __init__(self, n):
+        self.w = np.full((n, n), 0.5)
+        self.b = np.zeros(n)
+
+
+class _Net:
+    def __init__(self, n, depth):
+        self.layers = [_Layer(n) for _ in range(depth)]
+
+
+def f_net(net, x):
+    for layer in net.layers:
+        x = np.tanh(x @ layer.w + layer.b)
+    return x
+
+
+def test_a_chain_read_by_several_guards_is_walked_once_and_every_change_still_misses():
+    entry = entry_for(f_net, _Net(3, 2), np.ones(3))
+    source = entry.guard_set.source
+    assert source.count(".layers") == 1 and source.count(".w") == 2  # each chain read once
+    assert entry.guard_set.check(_Net(3, 2), np.ones(3))
+    changed = [_Net(3, 3), _Net(4, 2), _Net(3, 2), _Net(3, 2), _Net(3, 2)]
+    changed[2].layers[1].w = changed[2].layers[1].w.astype(np.float32)
+    changed[3].layers[0].b = [0.0, 0.0, 0.0]
+    del changed[4].layers[1].w  # a missing attribute is a miss, not an error
+    for net in changed:
+        assert not entry.guard_set.check(net, np.ones(3))

@@ -53,7 +53,7 @@ class _ItemVar(Source):
     def short(self) -> str:
         return f"{self.container.short()}[*]"
 
-    def expr(self) -> str:
+    def render(self, names) -> str:
         return "v"
 
 

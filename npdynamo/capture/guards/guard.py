@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from npdynamo.capture.guards.compact import ItemGroup, compact_layout
 from npdynamo.capture.guards.kinds import KINDS, GuardKind
-from npdynamo.capture.guards.sources import Source
+from npdynamo.capture.guards.sources import AttrSource, GlobalSource, ItemSource, Source
 from npdynamo.capture.pysource import Namespace, make_function
 
 #: Kinds whose expected value is part of what a guard is (one per related source or key).
@@ -47,6 +47,25 @@ class Guard:
     def check_expr(self, ns: Namespace) -> str:
         """The Python expression that is true when this guard holds."""
         return KINDS[self.kind].check(self.source.expr(), self.expected, ns)
+
+
+#: Kinds whose check reads its source exactly once, unconditionally, first among its checks.
+_BINDING = frozenset({GuardKind.TYPE, GuardKind.ID})
+
+
+def _read_again(layout: list) -> set[Source]:
+    """Attribute and item sources that several plain guards read (themselves or under them):
+    worth one local each, so a chain like ``a0.layers[0].w`` is walked once per call."""
+    seen: set[Source] = set()
+    again: set[Source] = set()
+    for item in layout:
+        if not isinstance(item, Guard):
+            continue
+        source = item.source
+        while isinstance(source, (AttrSource, ItemSource, GlobalSource)):
+            (again if source in seen else seen).add(source)
+            source = getattr(source, "base", None)
+    return again
 
 
 def frame_params(arg_count: int, cell_count: int | None) -> tuple[str, str]:
@@ -97,11 +116,23 @@ class GuardSet:
                 lines.append("            return False")
             pending.clear()
 
-        for item in self.layout():
+        layout = self.layout()
+        shared = _read_again(layout)
+        names: dict[Source, str] = {}  # sources held in locals by an earlier check
+        for item in layout:
             if isinstance(item, ItemGroup):  # a loop over the items, between plain checks
                 if pending:
                     flush(final=False)
                 lines += [f"        {line}" for line in item.check_lines(ns)]
+            elif isinstance(item, Guard):
+                e = item.source.expr(names)
+                if item.kind in _BINDING and item.source in shared and item.source not in names:
+                    # the type or identity check reads the value first and unconditionally
+                    # (``and`` stops at a failed check, and a miss returns at once): later
+                    # checks of it and of what lies under it read the local
+                    local = f"S{len(names)}"
+                    e, names[item.source] = f"({local} := {e})", local
+                pending.append(KINDS[item.kind].check(e, item.expected, ns))
             else:
                 pending.append(item.check_expr(ns))
         flush(final=True)

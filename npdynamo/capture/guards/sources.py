@@ -8,6 +8,7 @@ its closure cells are ``CELL0, CELL1, ...``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -22,8 +23,16 @@ class Source:
         """The name a user reads in a reason: ``x.w[0]``."""
         raise NotImplementedError
 
-    def expr(self) -> str:
-        """A Python expression reading the value inside generated guard/run code."""
+    def expr(self, names: Mapping[Source, str] | None = None) -> str:
+        """A Python expression reading the value inside generated guard/run code; a source in
+        ``names`` (or under one) is read from that local (bound by an earlier check)."""
+        if names:
+            local = names.get(self)
+            if local is not None:
+                return local
+        return self.render(names)
+
+    def render(self, names: Mapping[Source, str] | None) -> str:
         raise NotImplementedError
 
     def __str__(self) -> str:
@@ -43,7 +52,7 @@ class LocalSource(Source):
     def short(self) -> str:
         return self.local
 
-    def expr(self) -> str:
+    def render(self, names: Mapping[Source, str] | None) -> str:
         return f"a{self.index}"
 
 
@@ -59,7 +68,7 @@ class GlobalSource(Source):
     def short(self) -> str:
         return self.global_name
 
-    def expr(self) -> str:
+    def render(self, names: Mapping[Source, str] | None) -> str:
         return f"G[{self.global_name!r}]"
 
 
@@ -76,7 +85,7 @@ class ClosureSource(Source):
     def short(self) -> str:
         return self.var
 
-    def expr(self) -> str:
+    def render(self, names: Mapping[Source, str] | None) -> str:
         return f"CELL{self.index}.cell_contents"
 
 
@@ -93,8 +102,8 @@ class AttrSource(Source):
     def short(self) -> str:
         return f"{self.base.short()}.{self.attr}"
 
-    def expr(self) -> str:
-        return f"{self.base.expr()}.{self.attr}"
+    def render(self, names: Mapping[Source, str] | None) -> str:
+        return f"{self.base.expr(names)}.{self.attr}"
 
 
 @dataclass(frozen=True)
@@ -110,8 +119,8 @@ class ItemSource(Source):
     def short(self) -> str:
         return f"{self.base.short()}[{self.key!r}]"
 
-    def expr(self) -> str:
-        return f"{self.base.expr()}[{self.key!r}]"
+    def render(self, names: Mapping[Source, str] | None) -> str:
+        return f"{self.base.expr(names)}[{self.key!r}]"
 
 
 @dataclass(frozen=True)
@@ -126,8 +135,8 @@ class RemainingSource(Source):
     def short(self) -> str:
         return f"remaining items of {self.base.short()}"
 
-    def expr(self) -> str:
-        return f"REMAINING({self.base.expr()})"
+    def render(self, names: Mapping[Source, str] | None) -> str:
+        return f"REMAINING({self.base.expr(names)})"
 
 
 @dataclass(frozen=True)
@@ -145,8 +154,8 @@ class SourceTuple(Source):
             return f"{', '.join(s.short() for s in self.inputs[:3])}, ... ({len(self.inputs)})"
         return ", ".join(s.short() for s in self.inputs)
 
-    def expr(self) -> str:
-        return "(" + "".join(f"{s.expr()}, " for s in self.inputs) + ")"
+    def render(self, names: Mapping[Source, str] | None) -> str:
+        return "(" + "".join(f"{s.expr(names)}, " for s in self.inputs) + ")"
 
 
 def remaining_items(iterator) -> tuple:
