@@ -15,7 +15,7 @@ import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.builder import constant_value, is_constant
-from npdynamo.capture.calls import get_attr
+from npdynamo.capture.calls import get_attr, graph_number
 from npdynamo.capture.containers import const_key, get_iter, items_of, new_set, truthiness
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.for_formation import lazy_range
@@ -27,6 +27,7 @@ from npdynamo.capture.tables import BUILTINS, builtin
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     ArrayValue,
+    ComputedNumberValue,
     Const,
     DictValue,
     DictViewValue,
@@ -77,7 +78,9 @@ def _len(frame: Frame, target, args, kwargs):
 
 @builtin(range)
 def _range(frame: Frame, target, args, kwargs):
-    if not kwargs:
+    if not kwargs and not any(isinstance(a, ComputedNumberValue) for a in args):
+        # (a bound only the graph's run knows is read here, at the call: a break at range(),
+        # where the frame can resume, not at the loop's GET_ITER)
         lazy = lazy_range(frame, args)  # iterated by a for statement next: maybe one loop node
         if lazy is not None:
             return lazy
@@ -292,6 +295,11 @@ def _sum(frame: Frame, target, args, kwargs):
 
 @builtin(int, float, bool, complex, str, keywords=None)
 def _convert(frame: Frame, target, args, kwargs):
+    if (target in (float, int) and len(args) == 1 and not kwargs
+            and isinstance(args[0], ArrayValue)):
+        number = graph_number(frame, target, args[0])
+        if number is not None:
+            return number
     if any(isinstance(a, ArrayValue) for a in args):
         raise frame.unsupported(
             f"{target.__name__}() of a graph value needs its data in Python",

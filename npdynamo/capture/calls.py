@@ -31,6 +31,7 @@ from npdynamo.capture.values import (
     NULL,
     ArrayValue,
     BoundMethodValue,
+    ComputedNumberValue,
     Const,
     DictValue,
     FunctionValue,
@@ -43,6 +44,7 @@ from npdynamo.capture.values import (
     UserObjectValue,
     Value,
 )
+from npdynamo.ops.scalar_ops import TO_PYTHON
 
 #: Types whose unbound methods are dispatched like method calls on the tracked value.
 METHOD_OWNERS = (list, dict, set, tuple, np.ndarray)
@@ -50,6 +52,31 @@ METHOD_OWNERS = (list, dict, set, tuple, np.ndarray)
 ARRAY_TO_PYTHON = {"item", "tolist", "tobytes", "__bool__", "__float__", "__int__", "__index__"}
 #: Array methods that write into the array (side effects, a later issue).
 ARRAY_INPLACE_METHODS = {"fill", "sort", "put", "itemset", "resize", "setflags", "partition"}
+
+
+def graph_number(frame: Frame, convert: object, array: ArrayValue) -> Value | None:
+    """``float(a)``, ``int(a)`` or ``a.item()`` (``convert``: float, int or "item") of a 0-d
+    graph array, as a Python number the graph computes; None where it is not one (its shape or
+    dtype): the caller breaks as before."""
+    op = TO_PYTHON[convert]
+    if frame.ctx.differentiating:
+        return None
+    try:
+        meta = op.infer(array.meta)
+    except Exception:
+        return None
+    node = frame.ctx.call_op(op, (array,), {}).node
+    ctx = frame.ctx
+    text = "x.item()" if convert == "item" else f"{convert.__name__}() of an array"
+
+    def refuse():
+        return ctx.unsupported(
+            f"the Python number made by {text} is used where Python needs its value, which "
+            "only the graph's run knows",
+            "keep computing with it (arithmetic stays in the graph), or accept a graph break "
+            "here", kind="graph_value_to_python")
+
+    return ComputedNumberValue(meta.type(1), node, refuse)
 
 
 def as_python(frame: Frame, value: Value):
@@ -265,6 +292,11 @@ def call_method(
     frame: Frame, obj: Value, name: str, args: list[Value], kwargs: dict[str, Value]
 ) -> Value:
     if isinstance(obj, ArrayValue):
+        convert = {"item": "item", "__float__": float, "__int__": int}.get(name)
+        if convert is not None and not args and not kwargs:
+            number = graph_number(frame, convert, obj)
+            if number is not None:
+                return number
         if name in ARRAY_TO_PYTHON:
             raise frame.unsupported(
                 f"x.{name}() turns a graph value into a Python value",

@@ -428,6 +428,22 @@ class ScalarInputValue(GuardedConst):
         self.node = node
 
 
+class ComputedNumberValue(ScalarInputValue):
+    """A Python number the graph computes from array data (``float(loss)``, ``x.item()``): its
+    value is only known when the graph runs. Arithmetic with arrays and numbers stays in the
+    graph, and it can be stored, appended and returned (the graph's output); any use that needs
+    its value (``if``, formatting, indexing, a call Python makes with it) is a graph break there,
+    where the graph so far has computed it."""
+
+    def __init__(self, hint: object, node, refuse) -> None:
+        super().__init__(hint, None, None, node)
+        self._refuse = refuse
+
+    @property
+    def value(self) -> object:
+        raise self._refuse()
+
+
 class SizeValue(GuardedConst):
     """A symbolic size read by Python code (``n = x.shape[0]``, ``len(x)``): ``expr`` is its
     ``SymInt``. Operators with arrays (``g / n``), ``+ - * // %`` with ints, ``np.arange(n)``

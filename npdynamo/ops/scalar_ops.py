@@ -15,7 +15,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 
-from npdynamo.ops.meta import ScalarMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.registry import Op, UnsupportedArguments, register
 from npdynamo.ops.symbolic import SymInt
 
@@ -102,3 +102,38 @@ SCALAR_OPS = {
 
 #: The op for each ``operator`` function, for capture's binary and unary operators.
 BY_OPERATOR = {fn: SCALAR_OPS[name] for name, fn in {**BINARY, **UNARY}.items()}
+
+
+# -- a 0-d array's value as a Python number: float(loss), int(count), x.item() -----------------
+#: dtype kinds whose 0-d arrays convert exactly (complex and others are left to Python; a
+#: bool's ``item()`` is a bool, which is no dynamic scalar: it is what branches need anyway).
+_ITEM_TYPE = {"i": int, "u": int, "f": float}
+
+
+def _to_python_rule(name: str, kind_of: Callable[[ArrayMeta], type],
+                    kinds: str) -> Callable[..., ScalarMeta]:
+    def rule(a: object) -> ScalarMeta:
+        if not isinstance(a, ArrayMeta) or a.shape != () or a.dtype.kind not in kinds:
+            raise UnsupportedArguments(f"{name}: only a 0-d array of dtype kind {kinds!r} is "
+                                       "converted in the graph")
+        return ScalarMeta(kind_of(a))
+
+    rule.__name__ = f"{name}_rule"
+    return rule
+
+
+def _item(a):
+    return a.item()
+
+
+#: ``float(a)``, ``int(a)``, ``a.item()`` of a 0-d array: the Python number, computed when the
+#: graph runs (a NaN's ``int`` raises there, as in Python).
+TO_PYTHON = {
+    float: register(Op("py_float", float, _to_python_rule("py_float", lambda a: float, "biuf"),
+                       differentiable=False)),
+    int: register(Op("py_int", int, _to_python_rule("py_int", lambda a: int, "biuf"),
+                     differentiable=False)),
+    "item": register(Op("py_item", _item,
+                        _to_python_rule("py_item", lambda a: _ITEM_TYPE[a.dtype.kind], "iuf"),
+                        differentiable=False)),
+}

@@ -352,30 +352,30 @@ def comprehension_break(factory):
 
 @comprehension_break(lambda: (np.arange(3.0),))
 def list_comprehension_with_breaks(x):
-    out = [float(v) * i for i, v in enumerate(x)]
-    return out, [x * float(x[0]) for _ in range(2)], {i: float(a) for i, a in enumerate(x)}
+    out = [v.tolist() * i for i, v in enumerate(x)]
+    return out, [x * x[0].tolist() for _ in range(2)], {i: a.tolist() for i, a in enumerate(x)}
 
 
 @comprehension_break(lambda: (np.arange(3.0), []))
 def comprehension_appends_after_a_break(x, log):
-    return [log.append(float(v)) or v * 2 for v in x], log
+    return [log.append(v.tolist()) or v * 2 for v in x], log
 
 
 @comprehension_break(lambda: (np.ones(2),))
 def nested_comprehensions_with_breaks(x):
-    return [[float(a) + j for a in x] for j in range(2)], {float(a) for a in x}
+    return [[a.tolist() + j for a in x] for j in range(2)], {a.tolist() for a in x}
 
 
 @comprehension_break(lambda: (np.arange(3.0), 7))
 def comprehension_variable_shadows_an_argument(x, v):
-    return [float(v) + i for i in range(2) for v in x * 2 if v > 0], v
+    return [v.tolist() + i for i in range(2) for v in x * 2 if v > 0], v
 
 
 @comprehension_break(lambda: (np.arange(4.0),))
 def exception_after_a_break_restores_the_outer_name(x):
     v = "outer"
     try:
-        r = [float(v) if i < 2 else 1 / 0 for i, v in enumerate(x)]
+        r = [v.tolist() if i < 2 else 1 / 0 for i, v in enumerate(x)]
     except ZeroDivisionError:
         r = None
     return r, v

@@ -107,7 +107,7 @@ def test_explain_report_names_lines_reasons_and_hints():
 @pytest.mark.parametrize(
     "fn,kind",
     [
-        ("item_call", "graph_value_to_python"),
+        ("tolist_call", "graph_value_to_python"),
         ("branch_with_print", "data_dependent_branch"),
         ("linalg_inverse", "unknown_function"),
         ("explicit_breaks", "explicit"),

@@ -26,11 +26,11 @@ def f_branch(x):
 
 
 def f_item(x):
-    return x.sum().item() * 2
+    return x.sum().tolist() * 2
 
 
 def f_float(x):
-    return float(x.max()) + 1
+    return float(x.max()) > 1
 
 
 def f_linalg(x):
@@ -80,8 +80,9 @@ CASES = [
     (f_print, lambda: (np.ones(3),), "print() does input/output", 'print("y is", y)'),
     (f_branch, lambda: (np.ones(3),), "on an array condition cannot become an in-graph cond",
      "if x.sum() > 0:"),
-    (f_item, lambda: (np.ones(3),), "turns a graph value into a Python value", ".item()"),
-    (f_float, lambda: (np.ones(3),), "float() of a graph value", "float(x.max())"),
+    (f_item, lambda: (np.ones(3),), "turns a graph value into a Python value", ".tolist()"),
+    (f_float, lambda: (np.ones(3),), "made by float() of an array is used where Python needs "
+     "its value", "float(x.max()) > 1"),
     (f_linalg, lambda: (np.eye(3),), "numpy.linalg", "np.linalg.tensorinv(x, ind=1)"),
     (f_random, lambda: (np.ones(3),), "random", "np.random.rand()"),
     (f_explicit_break, lambda: (np.ones(3),), "graph_break", "npdynamo.graph_break()"),

@@ -295,6 +295,13 @@ def chosen_case(draw):
     return Case((test, value))
 
 
+def to_python_case() -> st.SearchStrategy[Case]:
+    # float()/int()/.item() of a 0-d array, a NumPy scalar, or a small array; the rule refuses
+    # what stays Python's (complex, a bool's item, arrays that are not 0-d)
+    return st.one_of(arrays(()), arrays((1,)), arrays((2,))).map(
+        lambda a: Case((a,), unsupported_ok=True))
+
+
 CASES: dict[str, st.SearchStrategy[Case]] = {
     **{name: ufunc_case(name, 1) for name in UNARY_UFUNCS},
     **{name: ufunc_case(name, 2) for name in BINARY_UFUNCS},
@@ -341,6 +348,7 @@ CASES: dict[str, st.SearchStrategy[Case]] = {
     **decomposition_cases(),
     **{name: python_scalar_case(2) for name in BINARY},
     **{name: python_scalar_case(1) for name in UNARY},
+    **{name: to_python_case() for name in ("py_float", "py_int", "py_item")},
     **CONTROL_FLOW_CASES,
     # projections of decompositions' named tuples and of control-flow results
     "tuple_item": st.one_of(decomposition_cases()["tuple_item"],
