@@ -195,7 +195,11 @@ def generated_function(
     lines += [f"    {statement}" for statement in rebuilder.effects]
     lines.append(f"    {tail}")
     source = "\n".join(lines) + "\n"
-    return make_function(source, name, ns, f"{name}-{ctx.fn.__name__}"), source
+    fn = make_function(source, name, ns, f"{name}-{ctx.fn.__name__}")
+    redirects = getattr(compiled, "npdynamo_redirects", None)
+    if redirects is not None:  # a callable that settles on what it runs (the numba tuner)
+        redirects.append(lambda chosen, scope=fn.__globals__: scope.__setitem__(callee, chosen))
+    return fn, source
 
 
 def finish_entry(

@@ -122,3 +122,30 @@ def test_microsecond_calls_get_more_rounds_before_the_choice():
         fn(i)
     assert len(runs) == rounds and len(decided) == 1
     assert decided[0].startswith("runs as fast")
+
+
+def test_the_winner_is_handed_to_who_calls_it_by_name():
+    clock, runs, decided = FakeClock(), [], []
+    candidates = [costing(clock, "a", 3.0, runs), costing(clock, "b", 1.0, runs)]
+    fn = tuning.fastest_of(candidates, decided.append, clock)
+    handed = []
+    fn.npdynamo_redirects.append(handed.append)
+    for i in range(2 * (1 + tuning.TIMED_ROUNDS)):
+        fn(i)
+    assert handed == [candidates[1].run]
+
+
+def test_an_entry_calls_the_chosen_program_directly_once_tuned():
+    from npdynamo.capture.frames import compiled_entries
+
+    def chain(x):
+        return (x * 2.0 + 1.0) * x - 3.0
+
+    x = np.linspace(0.0, 1.0, 10)
+    compiled = npdynamo.compile(chain, backend="numba")
+    for _ in range(40):  # past the tuning rounds
+        assert_close(compiled(x), chain(x))
+    (entry,) = compiled_entries(compiled)
+    callees = [v for k, v in entry.run.__globals__.items() if k.startswith("COMPILED")]
+    assert callees and callees[0] is not entry.compiled  # no longer the tuner's frame
+    assert_close(compiled(x), chain(x))

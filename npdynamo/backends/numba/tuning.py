@@ -73,6 +73,8 @@ def fastest_of(
         text = f"runs as {winner.label} (best warm call: {times})"
         record(text)
         get_logger("tuning").info("graph %s", text)
+        for redirect in call.npdynamo_redirects:
+            redirect(winner.run)
         return winner.run
 
     def call(*inputs):
@@ -98,4 +100,7 @@ def fastest_of(
                     chosen = decide()
         return result
 
+    #: who calls this through a name they can rebind (an entry's generated code): told the
+    #: winner once it is chosen, so later calls skip this function's frame
+    call.npdynamo_redirects = []
     return call
