@@ -277,3 +277,31 @@ def test_large_outputs_reuse_only_unreferenced_buffers():
     fourth = fn(x)  # a buffer nobody references any more is reused
     assert id(fourth) in pooled
     assert np.array_equal(fourth, workloads.tiny_chain(x))
+
+
+def normalize_rows(x):
+    return x / x.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_divisions_multiply_by_the_reciprocal_only_where_it_is_a_normal_number(dtype):
+    """Each row's divisor is inverted once when 1/d is a normal number; a divisor that is 0,
+    subnormal, huge, inf or NaN divides, so those rows are NumPy's (no inf for a finite
+    quotient)."""
+    info = np.finfo(dtype)
+    rows = np.array([
+        [1.0, 2.0, 3.0, 4.0],
+        [1.0, -1.0, 2.0, -2.0],  # sum 0
+        [info.smallest_subnormal] * 4,  # 1/d overflows, the quotients are 0.25
+        [info.max / 8] * 4,  # 1/d is subnormal
+        [np.inf, 1.0, 2.0, 3.0],
+        [np.nan, 1.0, 2.0, 3.0],
+    ], dtype=dtype)
+    x = np.repeat(rows, 50, axis=0)
+    compiled = _run(normalize_rows, x)
+    got = compiled(x)
+    np.testing.assert_array_equal(got[100:150], np.full((50, 4), 0.25, dtype))  # exact
+    with np.errstate(all="ignore"):
+        report = _report(normalize_rows, x)
+    sources = [open(path).read() for path in report.kernel_files if path.endswith(".py")]
+    assert sources and all("] * r0)" in text and "] / v0)" in text for text in sources)

@@ -12,6 +12,11 @@ kernel without reductions. A reduction over every axis is chunked over the first
 (``prange`` over chunks, then the chunk results folded in order), so its result does not depend
 on the number of threads.
 
+A division of a row's elements by a value of the row (a softmax's sum, a layernorm's deviation)
+multiplies by its reciprocal, computed once per row, when that reciprocal is a normal number (the
+product is then within one rounding of the quotient); a row whose divisor is 0, subnormal, huge,
+inf or NaN divides, so its quotients are NumPy's.
+
 The five rules of ``notes/perf-baseline.md`` hold by construction: ``error_model='numpy'``;
 no fast-math flags on the kernel itself, only ``reassoc`` on the accumulation helpers
 (``runtime.radd``) so reductions vectorise; vectorisable exp/tanh (``approx``); outputs
@@ -161,6 +166,7 @@ class _KernelWriter:
         self.loop_axes = group.reduce_axes or ((self.ndim - 1,) if self.ndim else ())
         self.outer_axes = tuple(k for k in range(self.ndim) if k not in self.loop_axes)
         self.members = set(group.nodes)
+        self.by_reciprocal: dict[Node, str] = {}  # divisions emitted as products, while set
         self.outputs = set(group.outputs)
         self.args: list[KernelArg] = []
         self.param: dict[int, str] = {}  # id(input node or constant) -> parameter name
@@ -314,7 +320,47 @@ class _KernelWriter:
             return
         shape = _meta(node).shape
         exprs = [self._read(o, shape, self.g.maps[node]) for o in low.operands]
+        if node in self.by_reciprocal:
+            self.emit(f"{self.v(node)} = ({exprs[0]} * {self.by_reciprocal[node]})", depth)
+            return
         self.emit(f"{self.v(node)} = {low.emit(exprs)}", depth)
+
+    def _row_divisions(self, ph: _Phase) -> dict[Node, Node]:
+        """Float divisions in ``ph``'s inner loop by a value of the row (computed outside the
+        loop: a softmax's sum, a layernorm's deviation): division -> divisor."""
+        found = {}
+        for node in self._needed(ph.roots, ph.index):
+            low = self.g.lowered[node]
+            if (getattr(node.target, "name", None) == "divide" and isinstance(low, Lowered)
+                    and low.dtype.kind == "f" and not self._buffered_before(node, ph.index)):
+                divisor = low.operands[1].value
+                if (isinstance(divisor, Node) and divisor in self.members
+                        and not self.in_loop(divisor)
+                        and self.g.lowered[divisor].dtype == low.dtype):
+                    found[node] = divisor
+        return found
+
+    def _loops_by_reciprocal(self, ph: _Phase, depth: int, acc_of: dict,
+                             divisions: dict[Node, Node]) -> None:
+        """The phase's loops twice: multiplying by each row divisor's reciprocal, computed once
+        per row (a division costs ten multiplications), when every reciprocal is a normal
+        number; dividing otherwise (a divisor near 0, inf or NaN: 1/d would overflow or lose
+        its precision). The product is within one rounding of the quotient."""
+        dtype = next(iter(divisions)).meta["val"].dtype
+        low, high = (2.0**-125, 2.0**125) if dtype.itemsize <= 4 else (2.0**-1021, 2.0**1021)
+        names, tests = {}, []
+        for divisor in dict.fromkeys(divisions.values()):
+            name = f"r{self.local[divisor]}"
+            names[divisor] = name
+            self.emit(f"{name} = {literal(1.0, dtype)} / {self.v(divisor)}", depth)
+            tests.append(f"{literal(low, dtype)} <= abs({self.v(divisor)}) <= "
+                         f"{literal(high, dtype)}")
+        self.emit(f"if {' and '.join(tests)}:", depth)
+        self.by_reciprocal = {node: names[d] for node, d in divisions.items()}
+        self._loops(ph, depth + 1, acc_of, None)
+        self.by_reciprocal = {}
+        self.emit("else:", depth)
+        self._loops(ph, depth + 1, acc_of, None)
 
     def _outer_values(self, level: int, depth: int) -> None:
         for node in self.g.nodes:
@@ -397,7 +443,11 @@ class _KernelWriter:
         elif self.outer_axes or not self.parallel:
             for a in ph.accs:
                 self.emit(f"{a.name} = {_init(a.red.kind, a.total)}", depth)
-            self._loops(ph, depth, acc_of, None)
+            divisions = self._row_divisions(ph) if self.outer_axes else {}
+            if divisions:
+                self._loops_by_reciprocal(ph, depth, acc_of, divisions)
+            else:
+                self._loops(ph, depth, acc_of, None)
         elif not ph.accs:
             k = self.loop_axes[0]
             self.emit(f"for i{k} in prange(n{k}):", depth)
