@@ -19,7 +19,7 @@ import numpy as np
 from npdynamo.backends.compile import CompiledGraph, compile_graph
 from npdynamo.capture.break_reasons import GraphBreakReason
 from npdynamo.capture.frames.dispatch import make_fallback
-from npdynamo.capture.guards import GuardKind, GuardSet, SourceTuple
+from npdynamo.capture.guards import GuardKind, GuardSet, Owners, SourceTuple
 from npdynamo.capture.guards.guard import frame_params
 from npdynamo.capture.pysource import Namespace, make_function
 from npdynamo.capture.rebuild import ValueRebuilder
@@ -139,7 +139,11 @@ def check_written_arrays(ctx: CaptureContext) -> None:
                 )
             ctx.guard(array.source, GuardKind.NO_OVERLAP, src)
     if group:
-        ctx.guard(SourceTuple(tuple(owners)), GuardKind.OWNERS, tuple(s.short() for s in owners))
+        # the writeable owners are checked by the owners' one guard
+        written = tuple(i for i, src in enumerate(owners) if src in writeable)
+        ctx.guard(SourceTuple(tuple(owners)), GuardKind.OWNERS,
+                  Owners(tuple(s.short() for s in owners), written))
+        writeable = [src for src in writeable if src not in owners]
     if writeable:
         ctx.guard(SourceTuple(tuple(writeable)), GuardKind.WRITEABLE,
                   tuple(s.short() for s in writeable))

@@ -1,7 +1,7 @@
 """Guards: what a compiled entry assumes about its inputs, checked on every call."""
 
 from npdynamo.capture.guards.guard import Guard, GuardSet
-from npdynamo.capture.guards.kinds import GuardKind, NonEmptyRange
+from npdynamo.capture.guards.kinds import GuardKind, NonEmptyRange, Owners
 from npdynamo.capture.guards.sources import (
     AttrSource,
     ClosureSource,
@@ -21,6 +21,7 @@ __all__ = [
     "Guard",
     "GuardKind",
     "NonEmptyRange",
+    "Owners",
     "GuardSet",
     "ItemSource",
     "LocalSource",

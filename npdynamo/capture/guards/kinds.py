@@ -33,9 +33,9 @@ class GuardKind(enum.IntEnum):
     DISTINCT = 10  # not the same object as another source
     NO_OVERLAP = 11  # a written array shares no memory with another input array
     SIZES = 12  # symbolic sizes: the inputs' dims satisfy a graph's ``ShapeGuards``
-    OWNERS = 13  # arrays that each own their memory and are distinct objects (cannot overlap)
+    OWNERS = 13  # expected ``Owners``: arrays that own their memory, distinct, some writeable
     NONEMPTY_RANGE = 14  # expected ``NonEmptyRange``: the range of these bounds has an item
-    WRITEABLE = 15  # arrays written in place are still writeable (their names expected)
+    WRITEABLE = 15  # arrays written in place (views) are still writeable (names expected)
     READ_ONLY = 16  # an array is read-only (a frame that writes it runs in Python)
 
 
@@ -56,12 +56,40 @@ class NonEmptyRange:
         return lower < upper
 
 
-def own_distinct(*arrays) -> bool:
-    """Every array owns its memory and none is another: no two can share memory."""
-    for a in arrays:
-        if a.base is not None:
-            return False
-    return len({id(a) for a in arrays}) == len(arrays)
+@dataclass(frozen=True)
+class Owners:
+    """The expected fact of an ``OWNERS`` guard: the arrays ``names`` each own their memory and
+    are distinct objects (so no two can overlap), and those at ``written`` (written in place)
+    are writeable. One call checks it all: a step updating many parameters pays one guard."""
+
+    names: tuple[str, ...]
+    written: tuple[int, ...] = ()
+
+    def holds(self, *arrays) -> bool:
+        for a in arrays:
+            if a.base is not None:
+                return False
+        for i in self.written:
+            if not arrays[i].flags.writeable:
+                return False
+        return len(set(map(id, arrays))) == len(arrays)
+
+    def describe(self, name: str) -> str:
+        text = f"{name}: {len(self.names)} distinct arrays, each owning its memory"
+        return text + (f", {len(self.written)} of them writeable" if self.written else "")
+
+    def miss(self, arrays: tuple) -> str:
+        for i, (name, a) in enumerate(zip(self.names, arrays)):
+            if getattr(a, "base", None) is not None:
+                return f"{name}: is now a view of another array; it owned its memory"
+            if i in self.written and not getattr(getattr(a, "flags", None), "writeable", 0):
+                return f"{name}: is now read-only; it was writeable"
+        seen: dict[int, str] = {}
+        for name, a in zip(self.names, arrays):
+            if id(a) in seen:
+                return f"{name}: is now the same array as {seen[id(a)]}"
+            seen[id(a)] = name
+        return "the arrays written in place may now overlap"
 
 
 def all_writeable(*arrays) -> bool:
@@ -77,18 +105,6 @@ def _writeable_miss(names: tuple[str, ...], arrays: tuple) -> str:
         if not getattr(getattr(a, "flags", None), "writeable", False):
             return f"{name}: is now read-only; it was writeable"
     return "an array written in place is now read-only"
-
-
-def _owners_miss(names: tuple[str, ...], arrays: tuple) -> str:
-    for name, a in zip(names, arrays):
-        if getattr(a, "base", None) is not None:
-            return f"{name}: is now a view of another array; it owned its memory"
-    seen: dict[int, str] = {}
-    for name, a in zip(names, arrays):
-        if id(a) in seen:
-            return f"{name}: is now the same array as {seen[id(a)]}"
-        seen[id(a)] = name
-    return "the arrays written in place may now overlap"
 
 
 @dataclass(frozen=True)
@@ -250,9 +266,9 @@ KINDS: dict[GuardKind, KindRules] = {
         lambda name, exp, actual: f"{exp.text} is now empty (its values: {actual})",
     ),
     GuardKind.OWNERS: KindRules(
-        lambda e, exp, ns: f"{ns.bind(own_distinct, 'OWN')}(*{e})",
-        lambda name, exp: f"{name}: {len(exp)} distinct arrays, each owning its memory",
-        lambda name, exp, actual: _owners_miss(exp, actual),
+        lambda e, exp, ns: f"{ns.bind(exp.holds, 'OWN')}(*{e})",
+        lambda name, exp: exp.describe(name),
+        lambda name, exp, actual: exp.miss(actual),
     ),
     GuardKind.WRITEABLE: KindRules(
         lambda e, exp, ns: f"{ns.bind(all_writeable, 'WRITEABLE')}(*{e})",
