@@ -9,7 +9,9 @@ statement is held back (``LazyRange``: its bounds are not read, so not guarded, 
   (``break``, ``return``, ``raise``, ``yield``, ``try``/``with``, stores to cells or globals);
 * the range has step 1 and at least ``config.for_loop_min_trips`` iterations now;
 * the body can be captured whole with the index unknown: any use that needs the index's value
-  (``if i == 0``, ``x[i]``, ``range(i)``) refuses;
+  (``if i == 0``, ``range(i)``) refuses; ``x[i]`` is an index the graph computes, and a slice
+  bounded by it (``A[i, :i] @ A[:i, i:]``, ``x[i + 1:]``) has a shape that is an expression
+  of the index over the range (``ops.loop_index``: decided only where every iteration agrees);
 * the locals it carries (stored in the body and read later, and every local array it reads,
   which it may write in place) keep dtype, shape and structure; an array written in place
   stays the same object (the result is written into it, as the loop would have), an array
@@ -17,7 +19,8 @@ statement is held back (``LazyRange``: its bounds are not read, so not guarded, 
 * nothing outside changes (the checks of ``control_flow.sub_capture``).
 
 The bounds become values of the node: a Python int argument not read elsewhere is a graph input
-(guarded on its type only), so ``T = 20`` and ``T = 2000`` run the same entry. When the loop
+(guarded on its type only), so ``T = 20`` and ``T = 2000`` run the same entry; so is a symbolic
+size (``range(n)`` with ``n = A.shape[0]``), computed from the input's shape per call. When the loop
 variable is read after the loop, the bounds are specialised instead and it gets its last value.
 
 A loop that fails a check after its capture started raises ``RollRefused``: the whole frame is
@@ -45,10 +48,13 @@ from npdynamo.capture.values import (
     Const,
     GuardedConst,
     ScalarInputValue,
+    SizeValue,
     Value,
 )
 from npdynamo.ops.control_flow import FORI_LOOP
+from npdynamo.ops.loop_index import index_symbol
 from npdynamo.ops.meta import ScalarMeta
+from npdynamo.ops.symbolic import SymInt, compare
 
 
 class LazyRange(GuardedConst):
@@ -177,9 +183,12 @@ def _carried_names(frame, head: int, body: int, exit_index: int, var: str) -> li
     return carried
 
 
-def _bound(ctx, value: Value, dynamic: bool) -> int | ScalarInputValue:
-    """A range bound as the node takes it: a graph scalar read from outside when it may stay
-    one, else its value (read, so guarded, as ``range`` would)."""
+def _bound(ctx, value: Value, dynamic: bool) -> int | SymInt | ScalarInputValue:
+    """A range bound as the node takes it: a graph scalar read from outside or a symbolic size
+    (``range(n)`` with ``n = A.shape[0]``) when it may stay one, else its value (read, so
+    guarded, as ``range`` would)."""
+    if isinstance(value, SizeValue) and dynamic:
+        return value.expr
     if isinstance(value, ScalarInputValue) and not isinstance(value, cf.LoopScalarValue):
         if dynamic and value.source is not None and value.node.meta.get(
                 "val") == ScalarMeta(int):
@@ -201,6 +210,10 @@ def _guard_nonempty(ctx, lower, upper, var: str) -> None:
     """Bounds that are graph inputs: the entry serves only non-empty ranges, so the loop's
     results are always computed by an iteration (never its initial arrays, which a later
     write would have to see). An empty range is another entry, where the loop unrolls."""
+    if isinstance(lower, SymInt) or isinstance(upper, SymInt):
+        with ctx.facts:  # a size: a guard like any fact about sizes
+            if not compare(upper, ">", lower):
+                raise ctx.unsupported(f"the range of the loop over {var} is empty")
     given = [b for b in (lower, upper) if isinstance(b, ScalarInputValue)]
     if given:
         text = ", ".join(b.source.short() if isinstance(b, ScalarInputValue) else str(b)
@@ -208,6 +221,21 @@ def _guard_nonempty(ctx, lower, upper, var: str) -> None:
         spec = NonEmptyRange(*(None if isinstance(b, ScalarInputValue) else b
                                for b in (lower, upper)), f"range({text}) of the loop over {var}")
         ctx.guard(SourceTuple(tuple(b.source for b in given)), GuardKind.NONEMPTY_RANGE, spec)
+
+
+def _index_expr(ctx, node, lower, upper) -> SymInt | None:
+    """The loop index as a size over the range (``ops.loop_index``): slices it bounds get
+    shapes computed from it; ``node`` (the body's index input) gives its value at run time."""
+    count = ctx.__dict__.setdefault("index_symbols", [0])  # unique names in one capture
+    name = f"i{count[0]}"
+    count[0] += 1
+    first = None if isinstance(lower, ScalarInputValue) else lower  # a graph input: unknown
+    last = None if isinstance(upper, ScalarInputValue) else upper - 1
+    expr = index_symbol(name, first, last)
+    if expr is not None:
+        node.meta["size_symbol"] = name  # where generated code reads the symbol (fx.sizes)
+        node.meta["size_expr"] = expr  # what a slice bound by it means (shape propagation)
+    return expr
 
 
 def _root(array: ArrayValue) -> ArrayValue:
@@ -233,8 +261,9 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     start_hint = lazy.hints[0] if len(lazy.hints) > 1 else 0
 
     def run(sub):
-        index = cf.LoopScalarValue(start_hint, sub.placeholder("i", ScalarMeta(int)), ctx,
-                                f"the loop variable {var}")
+        node = sub.placeholder("i", ScalarMeta(int))
+        index = cf.LoopScalarValue(start_hint, node, ctx, f"the loop variable {var}")
+        index.expr = _index_expr(ctx, node, lower, upper)
         inside = cf.sub_inputs(sub, leaves)
         placed = {id(v): v.node for v in inside if isinstance(v, ArrayValue)}
         frame_body = cf.sub_frame(frame, body, head)
@@ -281,6 +310,8 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     frame.ip = exit_index
     if any(isinstance(b, ScalarInputValue) for b in (lower, upper)):
         return "the bounds are graph inputs: a new trip count reuses the graph"
+    if any(isinstance(b, SymInt) for b in (lower, upper)):
+        return "the bounds are symbolic sizes: a new size reuses the graph"
     return ("the bounds are constants: " + (
         f"{var} is read after the loop" if var_read_after else "not from an int argument"))
 

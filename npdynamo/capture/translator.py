@@ -256,6 +256,13 @@ def _node_of(v):
 
 
 def _to_meta_args(obj):
+    if isinstance(obj, slice):  # a bound from a loop index is a size there (ops.loop_index)
+        return slice(*(v.expr if getattr(v, "expr", None) is not None else _to_meta_args(v)
+                       for v in (obj.start, obj.stop, obj.step)))
+    if isinstance(obj, tuple):
+        return tuple(_to_meta_args(v) for v in obj)
+    if isinstance(obj, list):
+        return [_to_meta_args(v) for v in obj]
     return map_values(obj, lambda v: (
         v.meta if isinstance(v, ArrayValue)
         else v.node.meta["val"] if isinstance(v, ScalarInputValue) else v))

@@ -510,6 +510,9 @@ def compare(a: Dim, rel: str, b: Dim) -> bool:
     decided = _decide(diff, rel)
     if decided is not None:
         return decided
+    ranged = _ranged_atom(diff)  # a loop index: the answer must hold for every iteration
+    if ranged is not None:
+        return ranged.decide(diff, rel)  # type: ignore[attr-defined]
     result = (diff.hint == 0 if rel == "==" else diff.hint != 0 if rel == "!="  # type: ignore
               else diff.hint >= 0)  # type: ignore[union-attr]
     if result:
@@ -520,6 +523,16 @@ def compare(a: Dim, rel: str, b: Dim) -> bool:
         fact = _normalize(diff, _FLIP[rel])  # type: ignore[arg-type]
     _record(fact)
     return result
+
+
+def _ranged_atom(x: Dim) -> _Atom | None:
+    """A symbol in ``x`` that stands for every value of a range (``ops.loop_index``), or None."""
+    for atom in (a for mono in _terms(x) for a in mono):
+        found = atom if hasattr(atom, "decide") else isinstance(atom, _Compound) and (
+            _ranged_atom(atom.a) or _ranged_atom(atom.b))
+        if found:
+            return found
+    return None
 
 
 # -- recording ------------------------------------------------------------------------------
