@@ -108,6 +108,9 @@ class SubCapture:
         meta = outer.meta.get("val")
         placeholder = self.graph.placeholder(
             outer.name, meta if isinstance(meta, (ArrayMeta, ScalarMeta)) else None)
+        for key in ("size_symbol", "size_expr"):  # a size read from a value (ops.loop_index)
+            if key in outer.meta:
+                placeholder.meta[key] = outer.meta[key]
         self.lifted[node] = placeholder
         self.extra.append(outer)
         return placeholder

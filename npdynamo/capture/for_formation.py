@@ -55,6 +55,7 @@ from npdynamo.ops.control_flow import FORI_LOOP
 from npdynamo.ops.loop_index import index_symbol
 from npdynamo.ops.meta import ScalarMeta
 from npdynamo.ops.symbolic import SymInt, compare
+from npdynamo.ops.symbolic_code import symbol_name
 
 
 class LazyRange(GuardedConst):
@@ -206,6 +207,21 @@ def _bound(ctx, value: Value, dynamic: bool) -> int | SymInt | ScalarInputValue:
     return value.value
 
 
+def _trip_symbol(ctx, value: ScalarInputValue) -> None:
+    """An int argument that is a loop's upper bound is also a size symbol (its value read per
+    call, as an input's shape is): the index's last value is an expression of it, so slices
+    the index bounds compare with the arrays' sizes through guards (``n <= A.shape[0]``)
+    instead of refusing; ``n - 1 - i`` in the body is a size too. The symbol assumes >= 1
+    (the range is not empty), so a trip count of 1 needs no new entry; a capture at a value
+    below 2 makes none (a symbol's hint is >= 2)."""
+    node = value.node
+    if value.expr is None and node.op == "placeholder" and node.graph is ctx.root_graph and (
+            type(value._value) is int and value._value >= 2):
+        value.expr = ctx.symbols.new(value._value, source=value.source.short(), lower=1)
+        node.meta["size_symbol"] = symbol_name(value.expr)  # read from the value (fx.sizes)
+        node.meta["size_expr"] = value.expr
+
+
 def _guard_nonempty(ctx, lower, upper, var: str) -> None:
     """Bounds that are graph inputs: the entry serves only non-empty ranges, so the loop's
     results are always computed by an iteration (never its initial arrays, which a later
@@ -229,8 +245,9 @@ def _index_expr(ctx, node, lower, upper) -> SymInt | None:
     count = ctx.__dict__.setdefault("index_symbols", [0])  # unique names in one capture
     name = f"i{count[0]}"
     count[0] += 1
-    first = None if isinstance(lower, ScalarInputValue) else lower  # a graph input: unknown
-    last = None if isinstance(upper, ScalarInputValue) else upper - 1
+    first = lower.expr if isinstance(lower, ScalarInputValue) else lower  # None: unknown
+    last = upper if not isinstance(upper, ScalarInputValue) else upper.expr
+    last = None if last is None else last - 1
     expr = index_symbol(name, first, last)
     if expr is not None:
         node.meta["size_symbol"] = name  # where generated code reads the symbol (fx.sizes)
@@ -255,6 +272,8 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     if len(args) == 3:
         args[2].value  # noqa: B018 - the step was 1: guard it
     _guard_nonempty(ctx, lower, upper, var)
+    if isinstance(upper, ScalarInputValue):
+        _trip_symbol(ctx, upper)
     init = [frame.locals[name] for name in names]
     parts = [cf.flatten(frame, v, f"the loop variable {n}") for n, v in zip(names, init)]
     leaves = [leaf for found, _s in parts for leaf in found]

@@ -207,7 +207,10 @@ class CaptureContext:
                 isinstance(m, ArrayMeta) and any(isinstance(d, SymInt) for d in m.shape))
                for m in metas):
             sources = tuple(source for _node, source in self.placeholders)
-            sizes = shape_guards(metas, self.facts.facts, [s.short() for s in sources])
+            scalar_sizes = {i: node.meta["size_expr"] for i, (node, _s) in enumerate(
+                self.placeholders) if "size_symbol" in node.meta}  # a loop's trip count
+            sizes = shape_guards(metas, self.facts.facts, [s.short() for s in sources],
+                                 scalar_sizes)
             self.guard(SourceTuple(sources), GuardKind.SIZES, sizes)
         self.guards.compile()
 

@@ -592,9 +592,11 @@ class SymbolTable:
         self.symbols: dict[str, Symbol] = {}
         self.sources: dict[str, str] = {}
 
-    def new(self, hint: int, source: str | None = None) -> SymInt:
+    def new(self, hint: int, source: str | None = None, lower: int = 2) -> SymInt:
+        """A new symbol; ``lower`` 1: a count that may be 1 (a trip count, not a size)."""
         name = f"s{len(self.symbols)}"
         sym = Symbol(name, hint)
+        sym.lower = lower
         self.symbols[name] = sym
         self.sources[name] = source or name
         return _atom_expr(sym)
@@ -604,4 +606,4 @@ class SymbolTable:
 
     def guard_facts(self) -> list[Fact]:
         """``s >= 2`` for every symbol: what the symbols themselves assume."""
-        return [Fact(_atom_expr(s), ">=", 2) for s in self.symbols.values()]
+        return [Fact(_atom_expr(s), ">=", s.lower) for s in self.symbols.values()]

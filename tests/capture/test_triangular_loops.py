@@ -150,3 +150,46 @@ def test_ends_of_the_range_may_record_guards_on_sizes():
     unknown = index_symbol("i1", 0, None)   # a bound that is no size: nothing is decided
     with FactRecorder(), pytest.raises(SymbolicDecision):
         slice_length(slice(unknown, None), m)
+
+
+# -- an int argument as the trip count (PolyBench style) ---------------------------------------
+def _with_n(fn, size: int, n: int) -> tuple:
+    m = P.spd(size, RNG)
+    return (n, m) if fn is P.lu_polybench else (np.triu(m), RNG.random(size), n)
+
+
+@pytest.mark.parametrize("fn", [P.lu_polybench, P.back_substitution_n],
+                         ids=["lu_polybench", "back_substitution_n"])
+def test_an_int_trip_count_is_a_size_symbol_guarded_against_the_arrays(fn):
+    backend = CountingBackend()
+    compiled = nd.compile(fn, backend=backend, dynamic=True)
+    # n below the arrays' size: A[i + 1:, i] still runs to the array's end, as in NumPy
+    for size, n in ((16, 16), (200, 200), (40, 17), (30, 1)):
+        check_same(fn, *_with_n(fn, size, n), compiled=compiled, calls=1)
+    assert backend.count == 1
+    assert "fori_loop" in backend.op_names(0)
+    report = quiet_explain(fn, *_with_n(fn, 20, 20))
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+    assert any("the bounds are graph inputs" in line for line in report.loops), report.loops
+    guards = "\n".join(report.guards)
+    assert ">= n" in guards, guards   # the arrays are at least n long: a size guard
+
+
+def test_an_int_trip_count_past_the_arrays_raises_as_numpy():
+    compiled = nd.compile(P.lu_polybench, dynamic=True)
+    check_same(P.lu_polybench, *_with_n(P.lu_polybench, 20, 20), compiled=compiled, calls=1)
+    check_same(P.lu_polybench, *_with_n(P.lu_polybench, 20, 24), compiled=compiled, calls=1)
+
+
+@pytest.mark.parametrize("fn", [P.lu_polybench, P.back_substitution_n],
+                         ids=["lu_polybench", "back_substitution_n"])
+def test_an_int_trip_count_on_numba(fn):
+    compiled = nd.compile(fn, backend="numba", dynamic=True)
+    for size, n in ((16, 16), (90, 90), (40, 17)):
+        args = _with_n(fn, size, n)
+        plain_args, comp_args = copy.deepcopy(args), copy.deepcopy(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no fallback to the eager backend
+            got = compiled(*comp_args)
+        assert_close(got, fn(*plain_args), rtol=1e-9)
+        assert_close(comp_args, plain_args, "arguments after the call", rtol=1e-9)

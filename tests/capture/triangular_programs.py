@@ -111,3 +111,19 @@ def spd(n: int, rng) -> np.ndarray:
 
 def diagonally_dominant(n: int, rng) -> np.ndarray:
     return rng.standard_normal((n, n)) + 2 * n * np.eye(n)
+
+
+def lu_polybench(n, A):
+    """PolyBench's argument order: the size is an int argument, the loop bound."""
+    for i in range(n):
+        A[i, i:] -= A[i, :i] @ A[:i, i:]
+        A[i + 1:, i] = (A[i + 1:, i] - A[i + 1:, :i] @ A[:i, i]) / A[i, i]
+    return A
+
+
+def back_substitution_n(U, b, n):
+    x = np.zeros_like(b)
+    for i in range(n):
+        k = n - 1 - i
+        x[k] = (b[k] - U[k, k + 1:n] @ x[k + 1:n]) / U[k, k]
+    return x
