@@ -51,10 +51,11 @@ from npdynamo.capture.values import (
     SizeValue,
     Value,
 )
+from npdynamo.fx.sizes import unbound_symbols
 from npdynamo.ops.control_flow import FORI_LOOP
 from npdynamo.ops.loop_index import index_symbol
 from npdynamo.ops.meta import ScalarMeta
-from npdynamo.ops.symbolic import SymInt, compare
+from npdynamo.ops.symbolic import SymbolicDecision, SymInt, compare
 from npdynamo.ops.symbolic_code import symbol_name
 
 
@@ -148,9 +149,10 @@ def form_for(frame, lazy: LazyRange) -> bool:
         return False
     try:
         bounds = _form(frame, lazy, *shape)
-    except (CaptureUnsupported, UserCodeRaises) as exc:
-        why = exc.reason if isinstance(exc, CaptureUnsupported) else (
-            f"the body raises {type(exc.error).__name__}: {exc.error}")
+    except (CaptureUnsupported, UserCodeRaises, SymbolicDecision) as exc:
+        # (a SymbolicDecision: a size of the index compared outside an op's rule)
+        why = exc.reason if isinstance(exc, CaptureUnsupported) else str(exc) if isinstance(
+            exc, SymbolicDecision) else f"the body raises {type(exc.error).__name__}: {exc.error}"
         raise RollRefused(key, f"{cf.loop_place(frame)}: unrolled: {why}") from exc
     cf.note_loop(frame, f"in the graph as one fori_loop ({trips} iterations now; {bounds})")
     return True
@@ -301,6 +303,10 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     sub, (end, inside, placed) = cf.sub_capture(frame, "fori_loop", "body", run, roots,
                                                 "the loop body")
     out_leaves, same = _outputs(frame, sub, names, init, parts, inside, placed, end)
+    unbound = unbound_symbols(sub.graph)
+    if unbound:  # y[i:n] with n = x.shape[0] and x not read in the body
+        raise frame.unsupported(f"the loop body computes with the sizes {sorted(unbound)}, "
+                                "which none of the arrays it reads gives")
     node_args = (lower, upper, sub.finish(out_leaves), cf.leaf_values(leaves),
                  cf.extras_of(sub))
     metas = cf.infer_results(frame, FORI_LOOP, node_args)

@@ -49,7 +49,14 @@ from npdynamo.capture.values import (
 from npdynamo.fx import Graph
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.shape_guards import shape_guards
-from npdynamo.ops.symbolic import FactRecorder, SymbolTable, SymInt, compare, hint_of
+from npdynamo.ops.symbolic import (
+    FactRecorder,
+    SymbolicDecision,
+    SymbolTable,
+    SymInt,
+    compare,
+    hint_of,
+)
 
 #: Instructions one capture may evaluate before giving up (an unrolled loop that never ends).
 STEP_LIMIT = 500_000
@@ -186,8 +193,12 @@ class CaptureContext:
         if not isinstance(size, SymInt):
             return size
         value = hint_of(size)
-        with self.facts:
-            compare(size, "==", value)  # true by construction; recorded as a fact
+        try:
+            with self.facts:
+                compare(size, "==", value)  # true by construction; recorded as a fact
+        except SymbolicDecision as exc:  # a size of a loop index: no one value (loop_index)
+            raise self.unsupported(
+                f"Python needs the value of a size that changes with a loop index: {exc}") from exc
         return value
 
     def size_value(self, size) -> Const:

@@ -46,6 +46,17 @@ def symbols_used(graph: Graph) -> set[str]:
     return used
 
 
+def unbound_symbols(graph: Graph) -> set[str]:
+    """Symbols that the arguments or the array values of ``graph`` compute with and that no
+    placeholder gives (a subgraph must read every size it uses from its own inputs)."""
+    used = symbols_used(graph)
+    for node in graph.nodes:
+        meta = node.meta.get("val")
+        if isinstance(meta, ArrayMeta):
+            used |= free_symbol_names(meta.shape)
+    return used - set(symbol_origins(graph))
+
+
 def gives_symbol(node: Node, names: set[str]) -> bool:
     """Whether placeholder ``node`` has a dimension that is one of the symbols ``names``."""
     meta = node.meta.get("val")

@@ -193,3 +193,29 @@ def test_an_int_trip_count_on_numba(fn):
             got = compiled(*comp_args)
         assert_close(got, fn(*plain_args), rtol=1e-9)
         assert_close(comp_args, plain_args, "arguments after the call", rtol=1e-9)
+
+
+# -- what still refuses, and nested loops ------------------------------------------------------
+@pytest.mark.parametrize("dynamic", [None, True])
+@pytest.mark.parametrize("fn, make, why", [
+    (P.length_read, lambda: (RNG.random(20),), "Python needs the value of a size"),
+    (P.size_from_elsewhere, lambda: (RNG.random(30), RNG.random(40)), None),
+])
+def test_refusals_unroll_with_the_same_results(fn, make, why, dynamic):
+    args = make()
+    check_same(fn, *args, compiled=nd.compile(fn, dynamic=dynamic))
+    marked = copy.deepcopy(args)
+    if dynamic:
+        for a in marked:
+            nd.mark_dynamic(a, 0)
+    report = quiet_explain(fn, *marked)
+    reason = why or ("which none of the arrays it reads gives" if dynamic else "fori_loop")
+    assert any(reason in line for line in report.loops), report.loops
+
+
+def test_an_inner_trip_count_may_be_a_size_of_the_outer_index():
+    report = in_one_graph(P.inner_bound_from_index, RNG.random(20), loops=2)
+    assert all("in the graph" in line for line in report.loops), report.loops
+    compiled = nd.compile(P.inner_bound_from_index, dynamic=True)
+    for n in (20, 45):
+        check_same(P.inner_bound_from_index, RNG.random(n), compiled=compiled, calls=1)

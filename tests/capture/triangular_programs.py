@@ -127,3 +127,29 @@ def back_substitution_n(U, b, n):
         k = n - 1 - i
         x[k] = (b[k] - U[k, k + 1:n] @ x[k + 1:n]) / U[k, k]
     return x
+
+
+def length_read(x):
+    """``len(x[:i])`` read by Python (``if k > 3``): its value changes per iteration."""
+    for i in range(x.shape[0]):
+        k = len(x[:i])
+        if k > 3:
+            x[i] += 1.0
+    return x
+
+
+def size_from_elsewhere(x, y):
+    """``y[i:n]`` with ``n = x.shape[0]``: under dynamic shapes the body reads no array of
+    that size, so it cannot compute ``n`` from its own inputs."""
+    n = x.shape[0]
+    for i in range(16):
+        y[i:n] += 1.0
+    return y
+
+
+def inner_bound_from_index(x):
+    """An inner loop over ``range(len(x[i:]))``: its trip count is a size of the index."""
+    for i in range(x.shape[0]):
+        for j in range(len(x[i:])):
+            x[j] += 0.5 * x[i]
+    return x

@@ -196,10 +196,13 @@ def python_number_op(frame: Frame, symbol: str, left: Const, right: Const) -> Va
 
     result = ScalarInputValue(value, None, specialise, node)
     if indexed:
-        with frame.ctx.facts:
-            result.expr = PY_OPERATORS[symbol](*(s.expr if isinstance(s, (
-                ScalarInputValue, SizeValue)) else s.value for s in (left, right)))
-        node.meta["size_expr"] = result.expr
+        try:
+            with frame.ctx.facts:
+                result.expr = PY_OPERATORS[symbol](*(s.expr if isinstance(s, (
+                    ScalarInputValue, SizeValue)) else s.value for s in (left, right)))
+            node.meta["size_expr"] = result.expr
+        except (ops.UnsupportedArguments, ArithmeticError):  # i // k, k == 0: no size
+            pass
     return result
 
 
