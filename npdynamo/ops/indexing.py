@@ -334,6 +334,8 @@ def slice_length(slc: slice, n: int | SymInt) -> int | SymInt:
     neg = step < 0
     start = (n - 1 if neg else 0) if start is None else _clamp(_slice_index(start), n, neg)
     stop = (-1 if neg else n) if stop is None else _clamp(_slice_index(stop), n, neg)
+    if step == -1:  # as for step 1: start == stop gives 0 either way
+        return start - stop if stop <= start else 0
     if neg:
         return (start - stop - 1) // -step + 1 if stop < start else 0
     if step == 1:  # start == stop gives 0 either way: the form that decides one case fewer

@@ -112,10 +112,10 @@ def broadcast_shapes(opname: str, *shapes: Sequence[int]) -> tuple[int, ...]:
         for s in shapes:
             if len(s) >= -i:
                 d = s[i]
-                if size is None or identical(d, size):
-                    size = d  # an equal size broadcasts to itself, whether it is 1 or not
+                if size is None or identical(d, size) or identical(size, 1):
+                    size = d  # 1 broadcasts to any size, a size to itself (1 or not)
                     continue
-                if d != 1:
+                if not identical(d, 1) and d != 1:
                     if size != 1 and d != size:
                         listed = " ".join(fmt_shape(s) for s in shapes)
                         raise ValueError(

@@ -219,3 +219,44 @@ def test_an_inner_trip_count_may_be_a_size_of_the_outer_index():
     compiled = nd.compile(P.inner_bound_from_index, dynamic=True)
     for n in (20, 45):
         check_same(P.inner_bound_from_index, RNG.random(n), compiled=compiled, calls=1)
+
+
+# -- one body statement at a time: rolled or not, always NumPy's results or errors --------------
+BODIES = {  # statement -> whether the loop rolls (None: NumPy raises in some iteration)
+    "out[i] = A[i, i:].argmax()": True,
+    "out[i] = np.linalg.norm(A[i, :i])": True,
+    "out[:i] = A[i, :i] / A[i, :i].sum()": True,
+    "out[:] = np.concatenate([A[i, :i], A[i:, i]])": True,
+    "out[:i] = np.cumsum(A[i, :i])": True,
+    "out[i:] = np.sort(A[i, i:])": True,
+    "out[i] = A[:i, i:].T.reshape(-1, 1).sum()": True,
+    "out[i:] = A[i, i:] + A[i:i + 1, 0]": True,
+    "out[i] = (A[i, :i][:, None] * A[:i, i][None, :]).sum()": True,
+    "out[i:] = A[i:, :i] @ A[:i, i]": True,
+    "out[:i] = A[:i, :i].var(axis=1)": True,
+    "out[i] = A[i, i::2].sum() + A[i, i::-1].sum()": True,
+    "out[:i] = A[i, :i][::-1]": True,
+    "out[i] = A[i, i - 16:].sum()": True,
+    "out[i] = A[i, i - 3:].sum()": False,   # negative for i < 3 only: NumPy wraps there
+    "out[i] = A[i:i + 1, :i].squeeze().sum()": False,  # squeezes only where i == 1
+    "out[i] = np.median(A[i, :i])": False,  # empty at i = 0
+    "out[i] = A[:i, i].max()": None,   # no identity for the empty i = 0
+    "out[i] = A[i, :i].argmax()": None,
+    "out[i] = A[i, :i] @ A[i:, i]": None,
+}
+
+
+@pytest.mark.parametrize("statement", sorted(BODIES))
+def test_one_statement_bodies(statement):
+    source = ("def body(A):\n    out = np.zeros(16)\n    rows = np.zeros((16, 16))\n"
+              f"    for i in range(16):\n        {statement}\n        rows[i] = out\n"
+              "    return rows\n")
+    space = {"np": np}
+    exec(compile(source, f"<{statement}>", "exec"), space)  # noqa: S102 - our own test source
+    fn, a = space["body"], RNG.random((16, 16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # empty means: in both runs
+        check_same(fn, a)
+        if BODIES[statement] is not None:
+            report = quiet_explain(fn, a)
+            assert ("in the graph" in report.loops[0]) is BODIES[statement], report.loops
