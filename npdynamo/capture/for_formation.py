@@ -53,7 +53,7 @@ from npdynamo.capture.values import (
 )
 from npdynamo.fx.sizes import unbound_symbols
 from npdynamo.ops.control_flow import FORI_LOOP
-from npdynamo.ops.loop_index import index_symbol
+from npdynamo.ops.loop_index import index_symbol, mentions_index
 from npdynamo.ops.meta import ScalarMeta
 from npdynamo.ops.symbolic import SymbolicDecision, SymInt, compare
 from npdynamo.ops.symbolic_code import symbol_name
@@ -143,7 +143,11 @@ def form_for(frame, lazy: LazyRange) -> bool:
     if key in ctx.unrolled_loops:
         return False
     trips = len(lazy._value)
-    if trips < max(config.for_loop_min_trips, 1):
+    # a trip count that changes with an outer loop's index (range(i)) cannot unroll inside
+    # that loop's body: forming it is the only way to keep the outer loop, whatever it is now
+    varying = any(mentions_index(a.expr) for a in lazy.args if isinstance(
+        a, (ScalarInputValue, SizeValue)))
+    if trips < max(config.for_loop_min_trips, 1) and not varying:
         cf.note_loop(frame, f"unrolled: {trips} iterations, fewer than "
                      f"config.for_loop_min_trips ({config.for_loop_min_trips})")
         return False
@@ -192,6 +196,9 @@ def _bound(ctx, value: Value, dynamic: bool) -> int | SymInt | ScalarInputValue:
     guarded, as ``range`` would)."""
     if isinstance(value, SizeValue) and dynamic:
         return value.expr
+    if dynamic and isinstance(value, ScalarInputValue) and value.expr is not None and (
+            value.source is None):  # an outer loop's index, or computed from it: range(i, n)
+        return value
     if isinstance(value, ScalarInputValue) and not isinstance(value, cf.LoopScalarValue):
         if dynamic and value.source is not None and value.node.meta.get(
                 "val") == ScalarMeta(int):
@@ -228,10 +235,13 @@ def _guard_nonempty(ctx, lower, upper, var: str) -> None:
     """Bounds that are graph inputs: the entry serves only non-empty ranges, so the loop's
     results are always computed by an iteration (never its initial arrays, which a later
     write would have to see). An empty range is another entry, where the loop unrolls."""
-    if isinstance(lower, SymInt) or isinstance(upper, SymInt):
-        with ctx.facts:  # a size: a guard like any fact about sizes
-            if not compare(upper, ">", lower):
+    sizes = [b.expr if isinstance(b, ScalarInputValue) else b for b in (lower, upper)]
+    if None not in sizes and any(isinstance(b, SymInt) for b in sizes):
+        # sizes (an outer loop's index among them): decided for every iteration, or a guard
+        with ctx.facts:
+            if not compare(sizes[1], ">", sizes[0]):
                 raise ctx.unsupported(f"the range of the loop over {var} is empty")
+        return
     given = [b for b in (lower, upper) if isinstance(b, ScalarInputValue)]
     if given:
         text = ", ".join(b.source.short() if isinstance(b, ScalarInputValue) else str(b)
@@ -333,6 +343,8 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
         frame.push(NULL)
         frame.push(NULL)
     frame.ip = exit_index
+    if any(isinstance(b, ScalarInputValue) and b.source is None for b in (lower, upper)):
+        return "a bound is computed from an outer loop's index"
     if any(isinstance(b, ScalarInputValue) for b in (lower, upper)):
         return "the bounds are graph inputs: a new trip count reuses the graph"
     if any(isinstance(b, SymInt) for b in (lower, upper)):

@@ -26,6 +26,7 @@ from npdynamo.ops.symbolic import (
     SymInt,
     _atom_expr,
     _lower,
+    _ranged_atom,
     compare,
     free_symbols,
     hint_of,
@@ -82,4 +83,9 @@ def index_symbol(name: str, first: Dim | None, last: Dim | None) -> SymInt | Non
     return _atom_expr(IndexSymbol(name, first, last))
 
 
-__all__ = ["IndexSymbol", "index_symbol"]
+def mentions_index(x: object) -> bool:
+    """Whether ``x`` is a size that changes with a loop index."""
+    return isinstance(x, SymInt) and _ranged_atom(x) is not None
+
+
+__all__ = ["IndexSymbol", "index_symbol", "mentions_index"]

@@ -260,3 +260,29 @@ def test_one_statement_bodies(statement):
         if BODIES[statement] is not None:
             report = quiet_explain(fn, a)
             assert ("in the graph" in report.loops[0]) is BODIES[statement], report.loops
+
+
+@pytest.mark.parametrize("fn", [P.upper_pairs, P.lower_pairs], ids=["range(i, n)", "range(i)"])
+def test_inner_loops_bounded_by_the_index_are_nested_loops(fn):
+    report = in_one_graph(fn, RNG.random((20, 20)), RNG.random((20, 20)), loops=2)
+    assert any("a bound is computed from an outer loop's index" in line
+               for line in report.loops), report.loops
+    backend = CountingBackend()
+    compiled = nd.compile(fn, backend=backend, dynamic=True)
+    for n in (20, 41):
+        check_same(fn, RNG.random((n, n)), RNG.random((n, n)), compiled=compiled, calls=1)
+    assert backend.count == 1
+    numba = nd.compile(fn, backend="numba", dynamic=True)
+    args = (RNG.random((30, 30)), RNG.random((30, 30)))
+    plain_args, comp_args = copy.deepcopy(args), copy.deepcopy(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_close(numba(*comp_args), fn(*plain_args), rtol=1e-9)
+
+
+def test_an_inner_range_empty_in_the_first_iteration_still_unrolls():
+    # range(i) from i = 0: empty once, so neither loop rolls; the results are NumPy's
+    report = quiet_explain(P.inner_range, RNG.random((20, 20)))
+    assert any("range(i)" in line and "depends on the loop index" in line
+               for line in report.loops), report.loops
+    check_same(P.inner_range, RNG.random((20, 20)))

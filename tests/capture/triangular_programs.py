@@ -153,3 +153,21 @@ def inner_bound_from_index(x):
         for j in range(len(x[i:])):
             x[j] += 0.5 * x[i]
     return x
+
+
+def upper_pairs(A, C):
+    """``for j in range(i, n)`` inside ``for i in range(n)``: never empty, a nested loop."""
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i, n):
+            C[i, j] += A[i, :] @ A[j, :]
+    return C
+
+
+def lower_pairs(A, C):
+    """``for j in range(i)`` from ``i = 1``: never empty either."""
+    n = A.shape[0]
+    for i in range(1, n):
+        for j in range(i):
+            C[i, j] += A[i, j:] @ A[j, j:]
+    return C
