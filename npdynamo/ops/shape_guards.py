@@ -187,7 +187,7 @@ def _relations(out: ShapeGuards, facts: list[Fact], exprs: dict[str, SymInt]) ->
             lower[sym] = max(lower[sym], fact.value)
             continue
         if sym is not None and fact.rel == "!=" and fact.value < _assumed(exprs[sym]):
-            continue  # implied by sym >= 2
+            continue  # implied by what the symbol assumes (>= 2, or >= 1 for a trip count)
         if fact.key not in seen:
             seen.add(fact.key)
             rest.append(_fact_guard(fact, out))

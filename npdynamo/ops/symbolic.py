@@ -605,5 +605,5 @@ class SymbolTable:
         return {name: s.hint for name, s in self.symbols.items()}
 
     def guard_facts(self) -> list[Fact]:
-        """``s >= 2`` for every symbol: what the symbols themselves assume."""
+        """``s >= 2`` (``>= 1`` for a trip count) for every symbol: what the symbols assume."""
         return [Fact(_atom_expr(s), ">=", s.lower) for s in self.symbols.values()]
