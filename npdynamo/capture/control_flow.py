@@ -51,6 +51,7 @@ from npdynamo.capture.values import (
 )
 from npdynamo.control_flow import cond, fori_loop, while_loop
 from npdynamo.fx import Graph, GraphModule, Node
+from npdynamo.fx.sizes import unbound_symbols
 from npdynamo.ops.control_flow import COND, FORI_LOOP, WHILE_LOOP, describe
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.tuples import TUPLE_ITEM
@@ -337,6 +338,10 @@ def sub_capture(frame, api: str, role: str, run: Callable[[SubCapture], Value], 
             f"{what} changes objects outside it (a list, dict, attribute, global or closure "
             "variable), which a loop body run once at capture time cannot repeat", _HINT,
             kind="side_effect")
+    unbound = unbound_symbols(sub.graph)
+    if unbound:  # y[i:n] with n = x.shape[0], and x not read in the body
+        raise frame.unsupported(f"{what} computes with the sizes {sorted(unbound)}, which "
+                                "none of the arrays it reads gives")
     return sub, result
 
 

@@ -51,7 +51,6 @@ from npdynamo.capture.values import (
     SizeValue,
     Value,
 )
-from npdynamo.fx.sizes import unbound_symbols
 from npdynamo.ops.control_flow import FORI_LOOP
 from npdynamo.ops.loop_index import index_symbol, mentions_index
 from npdynamo.ops.meta import ScalarMeta
@@ -313,10 +312,6 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     sub, (end, inside, placed) = cf.sub_capture(frame, "fori_loop", "body", run, roots,
                                                 "the loop body")
     out_leaves, same = _outputs(frame, sub, names, init, parts, inside, placed, end)
-    unbound = unbound_symbols(sub.graph)
-    if unbound:  # y[i:n] with n = x.shape[0] and x not read in the body
-        raise frame.unsupported(f"the loop body computes with the sizes {sorted(unbound)}, "
-                                "which none of the arrays it reads gives")
     node_args = (lower, upper, sub.finish(out_leaves), cf.leaf_values(leaves),
                  cf.extras_of(sub))
     metas = cf.infer_results(frame, FORI_LOOP, node_args)
