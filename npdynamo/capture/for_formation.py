@@ -52,7 +52,7 @@ from npdynamo.capture.values import (
     Value,
 )
 from npdynamo.ops.control_flow import FORI_LOOP
-from npdynamo.ops.loop_index import index_symbol, mentions_index
+from npdynamo.ops.loop_index import mentions_index
 from npdynamo.ops.meta import ScalarMeta
 from npdynamo.ops.symbolic import SymbolicDecision, SymInt, compare
 from npdynamo.ops.symbolic_code import symbol_name
@@ -250,22 +250,6 @@ def _guard_nonempty(ctx, lower, upper, var: str) -> None:
         ctx.guard(SourceTuple(tuple(b.source for b in given)), GuardKind.NONEMPTY_RANGE, spec)
 
 
-def _index_expr(ctx, node, lower, upper) -> SymInt | None:
-    """The loop index as a size over the range (``ops.loop_index``): slices it bounds get
-    shapes computed from it; ``node`` (the body's index input) gives its value at run time."""
-    count = ctx.__dict__.setdefault("index_symbols", [0])  # unique names in one capture
-    name = f"i{count[0]}"
-    count[0] += 1
-    first = lower.expr if isinstance(lower, ScalarInputValue) else lower  # None: unknown
-    last = upper if not isinstance(upper, ScalarInputValue) else upper.expr
-    last = None if last is None else last - 1
-    expr = index_symbol(name, first, last)
-    if expr is not None:
-        node.meta["size_symbol"] = name  # where generated code reads the symbol (fx.sizes)
-        node.meta["size_expr"] = expr  # what a slice bound by it means (shape propagation)
-    return expr
-
-
 def _root(array: ArrayValue) -> ArrayValue:
     while array.base is not None:
         array = array.base
@@ -293,7 +277,7 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     def run(sub):
         node = sub.placeholder("i", ScalarMeta(int))
         index = cf.LoopScalarValue(start_hint, node, ctx, f"the loop variable {var}")
-        index.expr = _index_expr(ctx, node, lower, upper)
+        index.expr = cf.index_size(ctx, node, lower, upper)
         inside = cf.sub_inputs(sub, leaves)
         placed = {id(v): v.node for v in inside if isinstance(v, ArrayValue)}
         frame_body = cf.sub_frame(frame, body, head)

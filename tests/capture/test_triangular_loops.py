@@ -286,3 +286,12 @@ def test_an_inner_range_empty_in_the_first_iteration_still_unrolls():
     assert any("range(i)" in line and "depends on the loop index" in line
                for line in report.loops), report.loops
     check_same(P.inner_range, RNG.random((20, 20)))
+
+
+def test_the_explicit_fori_loop_index_is_a_size_too():
+    args = (np.tril(P.spd(20, RNG)), RNG.random(20))
+    report = quiet_explain(P.explicit_api, *args)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), str(report)
+    check_same(P.explicit_api, *args)
+    numba = nd.compile(P.explicit_api, backend="numba")
+    assert_close(numba(*copy.deepcopy(args)), P.explicit_api(*args), rtol=1e-9)

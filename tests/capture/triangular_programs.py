@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import npdynamo
+
 
 def lu_doolittle(A):
     """In place: L (unit diagonal, below) and U (on and above the diagonal)."""
@@ -171,3 +173,12 @@ def lower_pairs(A, C):
         for j in range(i):
             C[i, j] += A[i, j:] @ A[j, j:]
     return C
+
+
+def explicit_api(L, b):
+    """``npdynamo.fori_loop`` with slices bounded by its index (constant bounds)."""
+
+    def body(i, x):
+        return x + L[i, :i].sum() * b[:i].sum() - L[i:, i] @ b[i:]
+
+    return npdynamo.fori_loop(0, 20, body, np.zeros_like(b))
