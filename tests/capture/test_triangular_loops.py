@@ -295,3 +295,16 @@ def test_the_explicit_fori_loop_index_is_a_size_too():
     check_same(P.explicit_api, *args)
     numba = nd.compile(P.explicit_api, backend="numba")
     assert_close(numba(*copy.deepcopy(args)), P.explicit_api(*args), rtol=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_gradients_through_an_index_sliced_explicit_loop(backend):
+    def loss(L, b):
+        return P.explicit_api(L, b).sum()
+
+    args = (RNG.random((20, 20)), RNG.random(20))
+    want = nd.grad(loss, argnums=(0, 1))(*args)   # the tape, outside compile
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = nd.grad(nd.compile(loss, backend=backend), argnums=(0, 1))(*args)
+    assert_close(list(got), list(want), rtol=1e-9)
