@@ -7,7 +7,9 @@ statement is held back (``LazyRange``: its bounds are not read, so not guarded, 
 
 * the statement is a plain ``for``: its target a local, nothing in the body leaves the loop
   (``break``, ``return``, ``raise``, ``yield``, ``try``/``with``, stores to cells or globals);
-* the range has step 1 and at least ``config.for_loop_min_trips`` iterations now;
+* the range has step 1 and at least ``config.for_loop_min_trips`` iterations now, or a bound
+  that changes with an outer rolled loop's index (``for j in range(i, n)``: it cannot unroll
+  inside that body), whose range must then be non-empty for every outer iteration;
 * the body can be captured whole with the index unknown: any use that needs the index's value
   (``if i == 0``, ``range(i)``) refuses; ``x[i]`` is an index the graph computes, and a slice
   bounded by it (``A[i, :i] @ A[:i, i:]``, ``x[i + 1:]``) has a shape that is an expression
