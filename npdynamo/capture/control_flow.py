@@ -51,8 +51,11 @@ from npdynamo.capture.values import (
 )
 from npdynamo.control_flow import cond, fori_loop, while_loop
 from npdynamo.fx import Graph, GraphModule, Node
+from npdynamo.fx.sizes import unbound_symbols
 from npdynamo.ops.control_flow import COND, FORI_LOOP, WHILE_LOOP, describe
+from npdynamo.ops.loop_index import index_symbol
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
+from npdynamo.ops.symbolic import SymInt
 from npdynamo.ops.tuples import TUPLE_ITEM
 
 _NUMBERS = (int, float, complex)
@@ -108,6 +111,9 @@ class SubCapture:
         meta = outer.meta.get("val")
         placeholder = self.graph.placeholder(
             outer.name, meta if isinstance(meta, (ArrayMeta, ScalarMeta)) else None)
+        for key in ("size_symbol", "size_expr"):  # a size read from a value (ops.loop_index)
+            if key in outer.meta:
+                placeholder.meta[key] = outer.meta[key]
         self.lifted[node] = placeholder
         self.extra.append(outer)
         return placeholder
@@ -334,6 +340,10 @@ def sub_capture(frame, api: str, role: str, run: Callable[[SubCapture], Value], 
             f"{what} changes objects outside it (a list, dict, attribute, global or closure "
             "variable), which a loop body run once at capture time cannot repeat", _HINT,
             kind="side_effect")
+    unbound = unbound_symbols(sub.graph)
+    if unbound:  # y[i:n] with n = x.shape[0], and x not read in the body
+        raise frame.unsupported(f"{what} computes with the sizes {sorted(unbound)}, which "
+                                "none of the arrays it reads gives")
     return sub, result
 
 
@@ -517,6 +527,22 @@ def _bound(frame, value: Value, which: str) -> Value | int:
         "pass an int (x.shape[0], a function argument)")
 
 
+def index_size(ctx, node, lower, upper) -> SymInt | None:
+    """The loop index as a size over the range (``ops.loop_index``): slices it bounds get
+    shapes computed from it; ``node`` (the body's index input) gives its value at run time."""
+    count = ctx.__dict__.setdefault("index_symbols", [0])  # unique names in one capture
+    name = f"i{count[0]}"
+    count[0] += 1
+    first = lower.expr if isinstance(lower, ScalarInputValue) else lower  # None: unknown
+    last = upper if not isinstance(upper, ScalarInputValue) else upper.expr
+    last = None if last is None else last - 1
+    expr = index_symbol(name, first, last)
+    if expr is not None:
+        node.meta["size_symbol"] = name  # where generated code reads the symbol (fx.sizes)
+        node.meta["size_expr"] = expr  # what a slice bound by it means (shape propagation)
+    return expr
+
+
 def capture_fori_loop(frame, target, args: list[Value], kwargs: dict) -> Value:
     """``fori_loop(lower, upper, body_fun, init_val)`` as one ``fori_loop`` node; the bounds
     may be dynamic scalars, so a new trip count reuses the graph."""
@@ -527,8 +553,9 @@ def capture_fori_loop(frame, target, args: list[Value], kwargs: dict) -> Value:
 
     def inputs(sub: SubCapture) -> list[Value]:
         start = lower if type(lower) is int else leaf_hint(lower)
-        index = LoopScalarValue(start, sub.placeholder("i", ScalarMeta(int)), sub.ctx,
-                                "the loop index of npdynamo.fori_loop")
+        node = sub.placeholder("i", ScalarMeta(int))
+        index = LoopScalarValue(start, node, sub.ctx, "the loop index of npdynamo.fori_loop")
+        index.expr = index_size(sub.ctx, node, lower, upper)  # an empty range runs no body
         return _carried_inputs(sub, leaves, structure, prefix=(index,))
 
     b_sub, out_leaves = _loop_body(frame, "fori_loop", body_fn, inputs, init, leaves, structure)

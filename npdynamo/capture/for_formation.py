@@ -7,9 +7,13 @@ statement is held back (``LazyRange``: its bounds are not read, so not guarded, 
 
 * the statement is a plain ``for``: its target a local, nothing in the body leaves the loop
   (``break``, ``return``, ``raise``, ``yield``, ``try``/``with``, stores to cells or globals);
-* the range has step 1 and at least ``config.for_loop_min_trips`` iterations now;
+* the range has step 1 and at least ``config.for_loop_min_trips`` iterations now, or a bound
+  that changes with an outer rolled loop's index (``for j in range(i, n)``: it cannot unroll
+  inside that body), whose range must then be non-empty for every outer iteration;
 * the body can be captured whole with the index unknown: any use that needs the index's value
-  (``if i == 0``, ``x[i]``, ``range(i)``) refuses;
+  (``if i == 0``, ``range(i)``) refuses; ``x[i]`` is an index the graph computes, and a slice
+  bounded by it (``A[i, :i] @ A[:i, i:]``, ``x[i + 1:]``) has a shape that is an expression
+  of the index over the range (``ops.loop_index``: decided only where every iteration agrees);
 * the locals it carries (stored in the body and read later, and every local array it reads,
   which it may write in place) keep dtype, shape and structure; an array written in place
   stays the same object (the result is written into it, as the loop would have), an array
@@ -17,7 +21,8 @@ statement is held back (``LazyRange``: its bounds are not read, so not guarded, 
 * nothing outside changes (the checks of ``control_flow.sub_capture``).
 
 The bounds become values of the node: a Python int argument not read elsewhere is a graph input
-(guarded on its type only), so ``T = 20`` and ``T = 2000`` run the same entry. When the loop
+(guarded on its type only), so ``T = 20`` and ``T = 2000`` run the same entry; so is a symbolic
+size (``range(n)`` with ``n = A.shape[0]``), computed from the input's shape per call. When the loop
 variable is read after the loop, the bounds are specialised instead and it gets its last value.
 
 A loop that fails a check after its capture started raises ``RollRefused``: the whole frame is
@@ -45,10 +50,14 @@ from npdynamo.capture.values import (
     Const,
     GuardedConst,
     ScalarInputValue,
+    SizeValue,
     Value,
 )
 from npdynamo.ops.control_flow import FORI_LOOP
+from npdynamo.ops.loop_index import mentions_index
 from npdynamo.ops.meta import ScalarMeta
+from npdynamo.ops.symbolic import SymbolicDecision, SymInt, compare
+from npdynamo.ops.symbolic_code import symbol_name
 
 
 class LazyRange(GuardedConst):
@@ -135,15 +144,20 @@ def form_for(frame, lazy: LazyRange) -> bool:
     if key in ctx.unrolled_loops:
         return False
     trips = len(lazy._value)
-    if trips < max(config.for_loop_min_trips, 1):
+    # a trip count that changes with an outer loop's index (range(i)) cannot unroll inside
+    # that loop's body: forming it is the only way to keep the outer loop, whatever it is now
+    varying = any(mentions_index(a.expr) for a in lazy.args if isinstance(
+        a, (ScalarInputValue, SizeValue)))
+    if trips < max(config.for_loop_min_trips, 1) and not varying:
         cf.note_loop(frame, f"unrolled: {trips} iterations, fewer than "
                      f"config.for_loop_min_trips ({config.for_loop_min_trips})")
         return False
     try:
         bounds = _form(frame, lazy, *shape)
-    except (CaptureUnsupported, UserCodeRaises) as exc:
-        why = exc.reason if isinstance(exc, CaptureUnsupported) else (
-            f"the body raises {type(exc.error).__name__}: {exc.error}")
+    except (CaptureUnsupported, UserCodeRaises, SymbolicDecision) as exc:
+        # (a SymbolicDecision: a size of the index compared outside an op's rule)
+        why = exc.reason if isinstance(exc, CaptureUnsupported) else str(exc) if isinstance(
+            exc, SymbolicDecision) else f"the body raises {type(exc.error).__name__}: {exc.error}"
         raise RollRefused(key, f"{cf.loop_place(frame)}: unrolled: {why}") from exc
     cf.note_loop(frame, f"in the graph as one fori_loop ({trips} iterations now; {bounds})")
     return True
@@ -177,9 +191,15 @@ def _carried_names(frame, head: int, body: int, exit_index: int, var: str) -> li
     return carried
 
 
-def _bound(ctx, value: Value, dynamic: bool) -> int | ScalarInputValue:
-    """A range bound as the node takes it: a graph scalar read from outside when it may stay
-    one, else its value (read, so guarded, as ``range`` would)."""
+def _bound(ctx, value: Value, dynamic: bool) -> int | SymInt | ScalarInputValue:
+    """A range bound as the node takes it: a graph scalar read from outside or a symbolic size
+    (``range(n)`` with ``n = A.shape[0]``) when it may stay one, else its value (read, so
+    guarded, as ``range`` would)."""
+    if isinstance(value, SizeValue) and dynamic:
+        return value.expr
+    if dynamic and isinstance(value, ScalarInputValue) and value.expr is not None and (
+            value.source is None):  # an outer loop's index, or computed from it: range(i, n)
+        return value
     if isinstance(value, ScalarInputValue) and not isinstance(value, cf.LoopScalarValue):
         if dynamic and value.source is not None and value.node.meta.get(
                 "val") == ScalarMeta(int):
@@ -197,10 +217,32 @@ def _bound(ctx, value: Value, dynamic: bool) -> int | ScalarInputValue:
     return value.value
 
 
+def _trip_symbol(ctx, value: ScalarInputValue) -> None:
+    """An int argument that is a loop's upper bound is also a size symbol (its value read per
+    call, as an input's shape is): the index's last value is an expression of it, so slices
+    the index bounds compare with the arrays' sizes through guards (``n <= A.shape[0]``)
+    instead of refusing; ``n - 1 - i`` in the body is a size too. The symbol assumes >= 1
+    (the range is not empty), so a trip count of 1 needs no new entry; a capture at a value
+    below 2 makes none (a symbol's hint is >= 2)."""
+    node = value.node
+    if value.expr is None and node.op == "placeholder" and node.graph is ctx.root_graph and (
+            type(value._value) is int and value._value >= 2):
+        value.expr = ctx.symbols.new(value._value, source=value.source.short(), lower=1)
+        node.meta["size_symbol"] = symbol_name(value.expr)  # read from the value (fx.sizes)
+        node.meta["size_expr"] = value.expr
+
+
 def _guard_nonempty(ctx, lower, upper, var: str) -> None:
     """Bounds that are graph inputs: the entry serves only non-empty ranges, so the loop's
     results are always computed by an iteration (never its initial arrays, which a later
     write would have to see). An empty range is another entry, where the loop unrolls."""
+    sizes = [b.expr if isinstance(b, ScalarInputValue) else b for b in (lower, upper)]
+    if None not in sizes and any(isinstance(b, SymInt) for b in sizes):
+        # sizes (an outer loop's index among them): decided for every iteration, or a guard
+        with ctx.facts:
+            if not compare(sizes[1], ">", sizes[0]):
+                raise ctx.unsupported(f"the range of the loop over {var} is empty")
+        return
     given = [b for b in (lower, upper) if isinstance(b, ScalarInputValue)]
     if given:
         text = ", ".join(b.source.short() if isinstance(b, ScalarInputValue) else str(b)
@@ -227,14 +269,17 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     if len(args) == 3:
         args[2].value  # noqa: B018 - the step was 1: guard it
     _guard_nonempty(ctx, lower, upper, var)
+    if isinstance(upper, ScalarInputValue):
+        _trip_symbol(ctx, upper)
     init = [frame.locals[name] for name in names]
     parts = [cf.flatten(frame, v, f"the loop variable {n}") for n, v in zip(names, init)]
     leaves = [leaf for found, _s in parts for leaf in found]
     start_hint = lazy.hints[0] if len(lazy.hints) > 1 else 0
 
     def run(sub):
-        index = cf.LoopScalarValue(start_hint, sub.placeholder("i", ScalarMeta(int)), ctx,
-                                f"the loop variable {var}")
+        node = sub.placeholder("i", ScalarMeta(int))
+        index = cf.LoopScalarValue(start_hint, node, ctx, f"the loop variable {var}")
+        index.expr = cf.index_size(ctx, node, lower, upper)
         inside = cf.sub_inputs(sub, leaves)
         placed = {id(v): v.node for v in inside if isinstance(v, ArrayValue)}
         frame_body = cf.sub_frame(frame, body, head)
@@ -279,8 +324,12 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
         frame.push(NULL)
         frame.push(NULL)
     frame.ip = exit_index
+    if any(isinstance(b, ScalarInputValue) and b.source is None for b in (lower, upper)):
+        return "a bound is computed from an outer loop's index"
     if any(isinstance(b, ScalarInputValue) for b in (lower, upper)):
         return "the bounds are graph inputs: a new trip count reuses the graph"
+    if any(isinstance(b, SymInt) for b in (lower, upper)):
+        return "the bounds are symbolic sizes: a new size reuses the graph"
     return ("the bounds are constants: " + (
         f"{var} is read after the loop" if var_read_after else "not from an int argument"))
 

@@ -49,7 +49,14 @@ from npdynamo.capture.values import (
 from npdynamo.fx import Graph
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.shape_guards import shape_guards
-from npdynamo.ops.symbolic import FactRecorder, SymbolTable, SymInt, compare, hint_of
+from npdynamo.ops.symbolic import (
+    FactRecorder,
+    SymbolicDecision,
+    SymbolTable,
+    SymInt,
+    compare,
+    hint_of,
+)
 
 #: Instructions one capture may evaluate before giving up (an unrolled loop that never ends).
 STEP_LIMIT = 500_000
@@ -186,8 +193,12 @@ class CaptureContext:
         if not isinstance(size, SymInt):
             return size
         value = hint_of(size)
-        with self.facts:
-            compare(size, "==", value)  # true by construction; recorded as a fact
+        try:
+            with self.facts:
+                compare(size, "==", value)  # true by construction; recorded as a fact
+        except SymbolicDecision as exc:  # a size of a loop index: no one value (loop_index)
+            raise self.unsupported(
+                f"Python needs the value of a size that changes with a loop index: {exc}") from exc
         return value
 
     def size_value(self, size) -> Const:
@@ -207,7 +218,10 @@ class CaptureContext:
                 isinstance(m, ArrayMeta) and any(isinstance(d, SymInt) for d in m.shape))
                for m in metas):
             sources = tuple(source for _node, source in self.placeholders)
-            sizes = shape_guards(metas, self.facts.facts, [s.short() for s in sources])
+            scalar_sizes = {i: node.meta["size_expr"] for i, (node, _s) in enumerate(
+                self.placeholders) if "size_symbol" in node.meta}  # a loop's trip count
+            sizes = shape_guards(metas, self.facts.facts, [s.short() for s in sources],
+                                 scalar_sizes)
             self.guard(SourceTuple(sources), GuardKind.SIZES, sizes)
         self.guards.compile()
 
@@ -256,6 +270,13 @@ def _node_of(v):
 
 
 def _to_meta_args(obj):
+    if isinstance(obj, slice):  # a bound from a loop index is a size there (ops.loop_index)
+        return slice(*(v.expr if getattr(v, "expr", None) is not None else _to_meta_args(v)
+                       for v in (obj.start, obj.stop, obj.step)))
+    if isinstance(obj, tuple):
+        return tuple(_to_meta_args(v) for v in obj)
+    if isinstance(obj, list):
+        return [_to_meta_args(v) for v in obj]
     return map_values(obj, lambda v: (
         v.meta if isinstance(v, ArrayValue)
         else v.node.meta["val"] if isinstance(v, ScalarInputValue) else v))

@@ -421,7 +421,11 @@ class ScalarInputValue(GuardedConst):
     """A Python int or float from outside that is a graph input (a *dynamic scalar*, see
     ``dynamic_dims``): an operator between it and an array records ``node`` as a weak-scalar
     operand, so a new value needs no new capture. Every other use reads ``value``, which
-    specialises it exactly as a ``GuardedConst``: Python code may do anything with a number."""
+    specialises it exactly as a ``GuardedConst``: Python code may do anything with a number.
+    ``expr``: for a rolled loop's index and ints computed from it (``i + 1``, ``n - i``), its
+    size expression (``ops.loop_index``), so a slice it bounds has a symbolic shape."""
+
+    expr = None
 
     def __init__(self, value: object, source: Source, install_guard, node) -> None:
         super().__init__(value, source, install_guard)

@@ -21,10 +21,13 @@ if TYPE_CHECKING:
     from npdynamo.fx.node import Node
 
 
-def symbol_origins(graph: Graph) -> dict[str, tuple[Node, int]]:
-    """symbol name -> (placeholder, dimension) it is read from (the first place it appears)."""
-    origins: dict[str, tuple[Node, int]] = {}
+def symbol_origins(graph: Graph) -> dict[str, tuple[Node, int | None]]:
+    """symbol name -> (placeholder, dimension) it is read from (the first place it appears);
+    dimension None: the placeholder is the symbol's value (a loop index)."""
+    origins: dict[str, tuple[Node, int | None]] = {}
     for p in graph.placeholders:
+        if "size_symbol" in p.meta:  # a loop body's index (``ops.loop_index``): its value
+            origins.setdefault(p.meta["size_symbol"], (p, None))
         meta = p.meta.get("val")
         if isinstance(meta, ArrayMeta):
             for d, size in enumerate(meta.shape):
@@ -43,10 +46,21 @@ def symbols_used(graph: Graph) -> set[str]:
     return used
 
 
+def unbound_symbols(graph: Graph) -> set[str]:
+    """Symbols that the arguments or the array values of ``graph`` compute with and that no
+    placeholder gives (a subgraph must read every size it uses from its own inputs)."""
+    used = symbols_used(graph)
+    for node in graph.nodes:
+        meta = node.meta.get("val")
+        if isinstance(meta, ArrayMeta):
+            used |= free_symbol_names(meta.shape)
+    return used - set(symbol_origins(graph))
+
+
 def gives_symbol(node: Node, names: set[str]) -> bool:
     """Whether placeholder ``node`` has a dimension that is one of the symbols ``names``."""
     meta = node.meta.get("val")
-    return isinstance(meta, ArrayMeta) and any(
+    return node.meta.get("size_symbol") in names or isinstance(meta, ArrayMeta) and any(
         symbol_name(size) in names for size in meta.shape)
 
 
@@ -65,7 +79,8 @@ def symbol_reads(graph: Graph, names: Iterable[str], var: Callable[[str], str]) 
         if name not in origins:
             raise NpdynamoError(f"the graph uses the size {name}, which no input dimension gives")
         node, d = origins[name]
-        lines.append(f"{var(name)} = {node.name}.shape[{d}]")
+        lines.append(f"{var(name)} = {node.name}" if d is None else
+                     f"{var(name)} = {node.name}.shape[{d}]")
     return lines
 
 
@@ -75,4 +90,5 @@ def bind_symbols(graph: Graph, inputs: Sequence[Any]) -> dict[str, int]:
     if not origins:
         return {}
     index = {p: i for i, p in enumerate(graph.placeholders)}
-    return {name: inputs[index[p]].shape[d] for name, (p, d) in origins.items()}
+    return {name: inputs[index[p]] if d is None else inputs[index[p]].shape[d]
+            for name, (p, d) in origins.items()}

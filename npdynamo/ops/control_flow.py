@@ -27,6 +27,7 @@ import numpy as np
 
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.registry import Op, UnsupportedArguments, register
+from npdynamo.ops.symbolic import SymInt
 
 _PY_NUMBERS = (int, float, complex)
 
@@ -116,7 +117,8 @@ def _check_predicate(where: str, pred: Any) -> None:
 
 
 def _check_bound(where: str, bound: Any) -> None:
-    if type(bound) is int or (isinstance(bound, ScalarMeta) and bound.type is int):
+    if type(bound) is int or isinstance(bound, SymInt) or (
+            isinstance(bound, ScalarMeta) and bound.type is int):
         return
     raise UnsupportedArguments(f"fori_loop's {where} bound must be a Python int, not {bound!r}")
 

@@ -318,7 +318,10 @@ def slice_length(slc: slice, n: int | SymInt) -> int | SymInt:
 
     Follows CPython's clamping (``PySlice_AdjustIndices``) step by step; each clamp compares
     sizes, so a symbolic bound records the fact its branch relied on (``x[:3]`` of ``s0``
-    records ``s0 >= 3``). The step must be a constant.
+    records ``s0 >= 3``). The step must be a constant. A bound from a rolled loop's index
+    (``ops.loop_index``) is decided for every iteration or refused; ``start == stop`` and
+    ``stop == n`` take the branch that gives the same result either way, so ``x[:i]`` and
+    ``x[i + 1:]`` need no decision that differs at the range's ends.
     """
     start, stop, step = slc.start, slc.stop, slc.step
     if type(n) is int and not any(isinstance(v, SymInt) for v in (start, stop, step)):
@@ -331,8 +334,12 @@ def slice_length(slc: slice, n: int | SymInt) -> int | SymInt:
     neg = step < 0
     start = (n - 1 if neg else 0) if start is None else _clamp(_slice_index(start), n, neg)
     stop = (-1 if neg else n) if stop is None else _clamp(_slice_index(stop), n, neg)
+    if step == -1:  # as for step 1: start == stop gives 0 either way
+        return start - stop if stop <= start else 0
     if neg:
         return (start - stop - 1) // -step + 1 if stop < start else 0
+    if step == 1:  # start == stop gives 0 either way: the form that decides one case fewer
+        return stop - start if start <= stop else 0
     return (stop - start - 1) // step + 1 if start < stop else 0
 
 
@@ -350,6 +357,6 @@ def _clamp(i: int | SymInt, n: int | SymInt, neg: bool) -> int | SymInt:
         if i < 0:
             return -1 if neg else 0
         return i
-    if i >= n:
+    if (i >= n) if neg else (i > n):  # a stop of n clamps to n: itself, no decision needed
         return n - 1 if neg else n
     return i

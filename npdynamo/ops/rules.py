@@ -95,16 +95,27 @@ def promotion_key(x: Operand) -> Any:
     return type(x)
 
 
+def identical(a: object, b: object) -> bool:
+    """The same size without a decision: equal ints, or the same symbolic expression (a size
+    that depends on a loop index may be 1 in some iterations, ``ops.loop_index``)."""
+    if type(a) is int and type(b) is int:
+        return a == b
+    return getattr(a, "terms", None) is not None and a.terms == getattr(b, "terms", None)
+
+
 def broadcast_shapes(opname: str, *shapes: Sequence[int]) -> tuple[int, ...]:
     """NumPy's broadcast of ``shapes``; ValueError naming the op and shapes when they clash."""
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(-ndim, 0):
-        size = 1
+        size = None
         for s in shapes:
             if len(s) >= -i:
                 d = s[i]
-                if d != 1:
+                if size is None or identical(d, size) or identical(size, 1):
+                    size = d  # 1 broadcasts to any size, a size to itself (1 or not)
+                    continue
+                if not identical(d, 1) and d != 1:
                     if size != 1 and d != size:
                         listed = " ".join(fmt_shape(s) for s in shapes)
                         raise ValueError(
@@ -112,7 +123,7 @@ def broadcast_shapes(opname: str, *shapes: Sequence[int]) -> tuple[int, ...]:
                             f"{listed}"
                         )
                     size = d
-        out.append(size)
+        out.append(1 if size is None else size)
     return tuple(out)
 
 
@@ -125,7 +136,7 @@ def assignment_shape_check(opname: str, value: Sequence[int], target: Sequence[i
     while len(value) > len(target) and value[0] == 1:
         value = value[1:]
     ok = len(value) <= len(target) and all(
-        v in (1, t) for v, t in zip(reversed(value), reversed(tuple(target)))
+        identical(v, t) or v in (1, t) for v, t in zip(reversed(value), reversed(tuple(target)))
     )
     if not ok:
         raise ValueError(

@@ -26,7 +26,7 @@ an int, the int64 range, so that where NumPy converts it to an array its dtype i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +58,7 @@ class ShapeGuards:
     names: list[str]
     structure: list[Guard] = field(default_factory=list)  # ndim, static sizes, scalar types
     relations: list[Guard] = field(default_factory=list)  # over the symbols' values
-    symbols: dict[str, tuple[int, int]] = field(default_factory=dict)  # symbol -> (input, dim)
+    symbols: dict[str, tuple[int, int | None]] = field(default_factory=dict)  # (input, dim)
     check: Callable[..., bool] = field(default=lambda *a: True, repr=False)
     check_shapes: Callable[..., bool] = field(default=lambda *a: True, repr=False)
     source: str = field(default="", repr=False)
@@ -94,11 +94,13 @@ def _var(sym: str) -> str:
 
 
 def shape_guards(inputs: Sequence[Any], facts: Iterable[Fact],
-                 names: Sequence[str] | None = None) -> ShapeGuards:
+                 names: Sequence[str] | None = None,
+                 scalar_sizes: Mapping[int, SymInt] | None = None) -> ShapeGuards:
     """The guards of a graph whose placeholders have the metas ``inputs`` (``ArrayMeta`` with
     symbolic dims, ``ScalarMeta``, or anything else, which is skipped), given the ``facts``
     recorded while its shapes were computed. ``names`` are the inputs' sources for printing
-    (``x``, ``self.w``); default ``in0``, ``in1``, ...
+    (``x``, ``self.w``); default ``in0``, ``in1``, ... ``scalar_sizes``: input index -> the
+    symbol an int input's value is (a loop's trip count, ``ops.loop_index``).
 
     Every symbolic dimension of an input must be a plain symbol (capture makes one per dynamic
     input dimension); a symbol appearing at several places is one size."""
@@ -114,6 +116,11 @@ def shape_guards(inputs: Sequence[Any], facts: Iterable[Fact],
             if meta.type is int:
                 cond += f" and {_INT64[0]} <= _a{i} < {_INT64[1]}"
             out.structure.append(Guard(f"type({names[i]}) is {meta.type.__name__}", cond))
+            sym = symbol_name((scalar_sizes or {}).get(i))
+            if sym is not None:
+                out.symbols[sym] = (i, None)
+                exprs[sym] = scalar_sizes[i]  # type: ignore[index]
+                prelude.append(f"{_var(sym)} = _a{i}")
             continue
         if not isinstance(meta, ArrayMeta) or not any(isinstance(d, SymInt) for d in meta.shape):
             continue
@@ -162,7 +169,7 @@ def _relations(out: ShapeGuards, facts: list[Fact], exprs: dict[str, SymInt]) ->
     equal = [Guard(f"{_source(out, s)} == {_source(out, find(s))}",
                    f"{_var(s)} == {_var(find(s))}") for s in order if find(s) != s]
     mapping = {s: exprs[find(s)] for s in order if find(s) != s}
-    lower = {s: 2 for s in order if find(s) == s}
+    lower = {s: _assumed(exprs[s]) for s in order if find(s) == s}
     seen: set[tuple] = set()
     rest: list[Guard] = []
     for f in facts:
@@ -179,13 +186,18 @@ def _relations(out: ShapeGuards, facts: list[Fact], exprs: dict[str, SymInt]) ->
         if sym is not None and fact.rel == ">=":
             lower[sym] = max(lower[sym], fact.value)
             continue
-        if sym is not None and fact.rel == "!=" and fact.value < 2:
-            continue  # implied by sym >= 2
+        if sym is not None and fact.rel == "!=" and fact.value < _assumed(exprs[sym]):
+            continue  # implied by what the symbol assumes (>= 2, or >= 1 for a trip count)
         if fact.key not in seen:
             seen.add(fact.key)
             rest.append(_fact_guard(fact, out))
     bounds = [Guard(f"{_source(out, s)} >= {k}", f"{_var(s)} >= {k}") for s, k in lower.items()]
     return equal + bounds + rest
+
+
+def _assumed(expr: SymInt) -> int:
+    """What a symbol assumes of itself: >= 2 (a size), >= 1 (a trip count)."""
+    return expr.terms[0][0][0].lower
 
 
 def _symbol_equality(f: Fact) -> tuple[str, str] | None:
@@ -202,7 +214,7 @@ def _symbol_equality(f: Fact) -> tuple[str, str] | None:
 
 def _source(guards: ShapeGuards, sym: str) -> str:
     i, d = guards.symbols[sym]
-    return f"{guards.names[i]}.shape[{d}]"
+    return guards.names[i] if d is None else f"{guards.names[i]}.shape[{d}]"
 
 
 def _fact_guard(fact: Fact, guards: ShapeGuards) -> Guard:

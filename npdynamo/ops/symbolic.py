@@ -510,6 +510,9 @@ def compare(a: Dim, rel: str, b: Dim) -> bool:
     decided = _decide(diff, rel)
     if decided is not None:
         return decided
+    ranged = _ranged_atom(diff)  # a loop index: the answer must hold for every iteration
+    if ranged is not None:
+        return ranged.decide(diff, rel)  # type: ignore[attr-defined]
     result = (diff.hint == 0 if rel == "==" else diff.hint != 0 if rel == "!="  # type: ignore
               else diff.hint >= 0)  # type: ignore[union-attr]
     if result:
@@ -520,6 +523,16 @@ def compare(a: Dim, rel: str, b: Dim) -> bool:
         fact = _normalize(diff, _FLIP[rel])  # type: ignore[arg-type]
     _record(fact)
     return result
+
+
+def _ranged_atom(x: Dim) -> _Atom | None:
+    """A symbol in ``x`` that stands for every value of a range (``ops.loop_index``), or None."""
+    for atom in (a for mono in _terms(x) for a in mono):
+        found = atom if hasattr(atom, "decide") else isinstance(atom, _Compound) and (
+            _ranged_atom(atom.a) or _ranged_atom(atom.b))
+        if found:
+            return found
+    return None
 
 
 # -- recording ------------------------------------------------------------------------------
@@ -579,9 +592,11 @@ class SymbolTable:
         self.symbols: dict[str, Symbol] = {}
         self.sources: dict[str, str] = {}
 
-    def new(self, hint: int, source: str | None = None) -> SymInt:
+    def new(self, hint: int, source: str | None = None, lower: int = 2) -> SymInt:
+        """A new symbol; ``lower`` 1: a count that may be 1 (a trip count, not a size)."""
         name = f"s{len(self.symbols)}"
         sym = Symbol(name, hint)
+        sym.lower = lower
         self.symbols[name] = sym
         self.sources[name] = source or name
         return _atom_expr(sym)
@@ -590,5 +605,5 @@ class SymbolTable:
         return {name: s.hint for name, s in self.symbols.items()}
 
     def guard_facts(self) -> list[Fact]:
-        """``s >= 2`` for every symbol: what the symbols themselves assume."""
-        return [Fact(_atom_expr(s), ">=", 2) for s in self.symbols.values()]
+        """``s >= 2`` (``>= 1`` for a trip count) for every symbol: what the symbols assume."""
+        return [Fact(_atom_expr(s), ">=", s.lower) for s in self.symbols.values()]

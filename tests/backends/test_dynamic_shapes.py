@@ -101,7 +101,7 @@ def test_shape_ops_graph_on_numba():
     rng = np.random.default_rng(3)
     g = shapes_graph()
     fn, facts = compile_graph(g, (rng.random((6, 4)), rng.random((1, 4))), "numba")
-    assert [f.render() for f in facts] == ["s0 != 2"]
+    assert facts == []  # x[1:] - x[:-1]: the same size s0 - 1 on both sides, 1 or not
     with warnings.catch_warnings():
         warnings.simplefilter("error", NumbaFallbackWarning)
         for n in SIZES:

@@ -129,3 +129,24 @@ def test_dynamic_scalar_guards(kind, good, bad):
 def test_static_inputs_are_left_to_capture():
     guards = shape_guards([ArrayMeta((3, 4), F64), 2.0], [], ["w", "k"])
     assert guards.exprs == [] and guards.check(np.zeros(7), "anything")
+
+
+def test_a_scalar_input_may_give_a_size_symbol_a_trip_count():
+    """A loop's int bound is a symbol read from the value itself, assumed >= 1 (a trip count),
+    and related to the arrays' sizes by the recorded facts."""
+    table = SymbolTable()
+    s0 = table.new(10)
+    n = table.new(8, lower=1)
+    with FactRecorder() as rec:
+        assert s0 >= n   # recorded: true at the hints
+        assert n != 0    # no record: implied by n >= 1
+    assert len(rec.facts) == 1
+    guards = shape_guards([ArrayMeta((s0,), F64), ScalarMeta(int)], rec.facts, ["x", "n"],
+                          {1: n})
+    assert guards.symbols == {"s0": (0, 0), "s1": (1, None)}
+    assert "n >= 1" in guards.exprs and "x.shape[0] >= n" in guards.exprs, guards.exprs
+    assert guards.check(np.zeros(10), 8) and guards.check(np.zeros(10), 1)
+    assert guards.check(np.zeros(5), 5)
+    assert not guards.check(np.zeros(5), 6)    # the array is shorter than the trip count
+    assert not guards.check(np.zeros(5), 0)    # an empty loop is another entry
+    assert guards.failing(np.zeros(5), 6) == ["x.shape[0] >= n"]

@@ -46,6 +46,7 @@ from npdynamo.capture.values import (
 )
 from npdynamo.ops.meta import ScalarMeta
 from npdynamo.ops.scalar_ops import BY_OPERATOR
+from npdynamo.ops.symbolic import SymInt
 
 # -- operators -------------------------------------------------------------------------------
 BINARY_SYMBOLS = {
@@ -176,8 +177,13 @@ def python_number_op(frame: Frame, symbol: str, left: Const, right: Const) -> Va
         value = PY_OPERATORS[symbol](*values)
     except Exception:
         return None  # Python raises here: the caller reads the values and raises the same
-    operands = tuple(s if isinstance(s, ScalarInputValue) else s.value for s in (left, right))
-    metas = tuple(s.node.meta["val"] if isinstance(s, ScalarInputValue) else s for s in operands)
+    indexed = symbol in SIZE_OPERATORS and all(
+        s.expr is not None if isinstance(s, ScalarInputValue) else isinstance(s, SizeValue)
+        or type(s.value) is int for s in (left, right))  # n - i, i + 1: a loop index's size
+    operands = tuple(s if isinstance(s, ScalarInputValue) else s.expr if indexed and isinstance(
+        s, SizeValue) else s.value for s in (left, right))
+    metas = tuple(s.node.meta["val"] if isinstance(s, ScalarInputValue) else ScalarMeta(int)
+                  if isinstance(s, SymInt) else s for s in operands)
     try:
         op.infer(*metas)
     except Exception:
@@ -188,7 +194,16 @@ def python_number_op(frame: Frame, symbol: str, left: Const, right: Const) -> Va
         for side in dynamic:
             side.value  # noqa: B018 - installs its guard
 
-    return ScalarInputValue(value, None, specialise, node)
+    result = ScalarInputValue(value, None, specialise, node)
+    if indexed:
+        try:
+            with frame.ctx.facts:
+                result.expr = PY_OPERATORS[symbol](*(s.expr if isinstance(s, (
+                    ScalarInputValue, SizeValue)) else s.value for s in (left, right)))
+            node.meta["size_expr"] = result.expr
+        except (ops.UnsupportedArguments, ArithmeticError):  # i // k, k == 0: no size
+            pass
+    return result
 
 
 #: Operators whose result on sizes is a size (a ``SymInt`` expression).

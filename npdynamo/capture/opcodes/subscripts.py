@@ -25,6 +25,7 @@ from npdynamo.capture.values import (
     DictValue,
     ListValue,
     ScalarInputValue,
+    SizeValue,
     TupleValue,
     Value,
 )
@@ -39,6 +40,8 @@ def index_value(frame: Frame, index: Value):
         return index
     if isinstance(index, (Const, ArrayValue)):
         return raw(index)
+    if isinstance(index, IndexSlice):
+        return index.index()
     if isinstance(index, TupleValue):
         return tuple(index_value(frame, v) for v in index.items)
     if isinstance(index, ListValue):
@@ -64,7 +67,27 @@ def _binary_subscr(frame: Frame, ins):
     frame.push(get_item(frame, container, index))
 
 
+class IndexSlice(Value):
+    """A slice bounded by a rolled loop's index (``A[:i, i + 1:]``), which only an array takes:
+    its bounds are graph values at run time and size expressions for shapes
+    (``ops.loop_index``); the other bounds are constants or symbolic sizes."""
+
+    def __init__(self, parts: list[Value]) -> None:
+        self.parts = parts
+
+    def kind(self) -> str:
+        return "slice bounded by a loop index"
+
+    def index(self) -> slice:
+        return slice(*(p if isinstance(p, ScalarInputValue) else p.expr
+                       if isinstance(p, SizeValue) else p.value for p in self.parts))
+
+
 def make_slice(frame: Frame, parts: list[Value]) -> Value:
+    if any(isinstance(p, ScalarInputValue) and p.expr is not None for p in parts) and all(
+            isinstance(p, Const) and (not isinstance(p, ScalarInputValue) or p.expr is not None)
+            for p in parts):
+        return IndexSlice(parts)
     if not all(isinstance(p, Const) for p in parts):
         raise frame.unsupported("a slice bound that is a graph value")
     return Const(slice(*(p.value for p in parts)))

@@ -100,6 +100,19 @@ def _propagate(graph: Graph, example_inputs: Sequence[Any]) -> None:
         node.meta["val"] = metas[node]
 
 
+def _arg_metas(args: Any, metas: dict[Node, Any]) -> Any:
+    """``args`` with nodes replaced by their metas; in a slice, a loop index or an int computed
+    from it is its size expression (``meta["size_expr"]``, ``ops.loop_index``)."""
+    if isinstance(args, slice):
+        return slice(*(a.meta["size_expr"] if isinstance(a, Node) and "size_expr" in a.meta
+                       else _arg_metas(a, metas) for a in (args.start, args.stop, args.step)))
+    if type(args) in (tuple, list):
+        return type(args)(_arg_metas(a, metas) for a in args)
+    if type(args) is dict:
+        return {k: _arg_metas(v, metas) for k, v in args.items()}
+    return map_arg(args, metas.__getitem__)
+
+
 def _call_meta(node: Node, metas: dict[Node, Any], values: dict[Node, Any], needed: bool) -> Any:
     infer = getattr(node.target, "infer", None)
     inputs = getattr(node.target, "subgraph_inputs", None)
@@ -113,9 +126,7 @@ def _call_meta(node: Node, metas: dict[Node, Any], values: dict[Node, Any], need
             if value is not _MISSING:
                 values[node] = value
         if infer is not None:
-            return infer(
-                *map_arg(node.args, metas.__getitem__), **map_arg(node.kwargs, metas.__getitem__)
-            )
+            return infer(*_arg_metas(node.args, metas), **_arg_metas(node.kwargs, metas))
     except Exception as exc:
         exc.add_note(f"(while propagating shapes through node {node.name!r})")
         raise
