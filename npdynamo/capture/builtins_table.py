@@ -340,6 +340,8 @@ def _example(frame: Frame, obj: Value) -> object:
     if isinstance(obj, ArrayValue):
         meta = obj.meta
         return meta.dtype.type(0) if meta.scalar else np.empty((0,), meta.dtype)
+    if isinstance(obj, ComputedNumberValue):
+        return obj._value  # of the number's exact type: its value is only the run's
     if isinstance(obj, Const):
         return obj.value
     if isinstance(obj, UserObjectValue):

@@ -47,6 +47,12 @@ def bool_item(x):
     return x * 2, (x > 0).any().item()  # a Python bool: the value goes to Python (a break)
 
 
+def type_checks(x):
+    m = float(x.mean())
+    k = x.sum().item()
+    return isinstance(m, float), type(k) is float, isinstance(m, int), x * m
+
+
 def value_needed(x):
     m = float(x.max())
     if m > 1.0:  # Python needs the value: a break here, where the graph has computed m
@@ -79,7 +85,8 @@ ALL = [
     (scale_by_mean, lambda: (np.arange(6, dtype=np.float32),), (1, 0)),
     (count_positive, lambda: (np.array([-1.0, 2.0, 3.0]),), (1, 0)),
     (item_of_each_kind, lambda: (np.array([[1.5, -2.0], [3.0, 0.25]], np.float32),), (1, 0)),
-    (bool_item, lambda: (np.array([0.5, -2.0]),), (1, 1)),  # resumed after the last op
+    (bool_item, lambda: (np.array([0.5, -2.0]),), (1, 1)),
+    (type_checks, lambda: (np.arange(4.0),), (1, 0)),  # resumed after the last op
     (value_needed, lambda: (np.array([0.5, 2.0]),), (2, 1)),
     (value_needed, lambda: (np.array([0.5, 0.75]),), (1, 1)),  # the resumed branch: no ops
     (range_of_int, lambda: (np.array([1.0, 2.0, -1.0]),), (2, 1)),
