@@ -133,6 +133,12 @@ class _Emitter:
         if node.target is REGISTRY.get("getitem") and len(node.args) == 2 and not node.kwargs:
             # ``x[i, j:]`` itself: the op's impl is this subscript, without a call around it
             return f"{self.expr(node.args[0])}[{self.subscript(node.args[1])}]"
+        if (node.target is REGISTRY.get("transpose") and len(node.args) == 1
+                and isinstance(node.args[0], Node) and set(node.kwargs) <= {"axes"}
+                and type(node.args[0].meta.get("val")) is ArrayMeta):
+            # a graph value is an ndarray or a NumPy scalar: np.transpose is its method
+            axes = node.kwargs.get("axes")
+            return f"{self.expr(node.args[0])}.transpose({'' if axes is None else self.expr(axes)})"
         parts = [self.expr(a) for a in node.args]
         odd_keys = {}
         for key, value in node.kwargs.items():
