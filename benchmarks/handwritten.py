@@ -197,6 +197,73 @@ def mlp_forward(x, w1, b1, w2, b2):
 
 
 @cache
+def _mlp_step(ty):
+    exp, log, zero, tiny = _EXP[ty], np.log, ty(0), ty(1e-12)
+
+    @njit(error_model="numpy", fastmath=_FM)
+    def softmax_loss_grad(z, b, y, d):
+        """logits = z + b; d = (softmax - y) / n; returns the cross-entropy."""
+        n, m = z.shape
+        total = 0.0
+        for i in range(n):
+            mx = z[i, 0] + b[0]
+            for j in range(m):
+                mx = max(mx, z[i, j] + b[j])
+            s = zero
+            for j in range(m):
+                e = exp(z[i, j] + b[j] - mx)
+                d[i, j] = e
+                s += e
+            for j in range(m):
+                p = d[i, j] / s
+                total -= y[i, j] * log(p + tiny)
+                d[i, j] = (p - y[i, j]) / n
+        return total / n
+
+    @njit(error_model="numpy", fastmath=_FM)
+    def relu_grad(d_h, h):
+        for i in range(d_h.shape[0]):
+            for j in range(d_h.shape[1]):
+                if h[i, j] <= zero:
+                    d_h[i, j] = zero
+
+    @njit(error_model="numpy", fastmath=_FM)
+    def sgd(w, g, lr):
+        w_flat, g_flat = w.reshape(-1), g.reshape(-1)
+        for i in range(w_flat.shape[0]):
+            w_flat[i] -= lr * g_flat[i]
+
+    @njit(error_model="numpy", fastmath=_FM)
+    def sgd_bias(b, d, lr):
+        for j in range(b.shape[0]):
+            s = zero
+            for i in range(d.shape[0]):
+                s += d[i, j]
+            b[j] -= lr * s
+
+    return softmax_loss_grad, relu_grad, sgd, sgd_bias
+
+
+def mlp_sgd_step(x, y, w1, b1, w2, b2, lr=0.05):
+    """GEMMs by NumPy; bias+ReLU, softmax+loss+its gradient, the ReLU mask and the updates
+    fused (the ReLU's output is its mask: h > 0 exactly where the pre-activation is)."""
+    bias_relu = _mlp(x.dtype.type)[0]
+    softmax_loss_grad, relu_grad, sgd, sgd_bias = _mlp_step(x.dtype.type)
+    lr = x.dtype.type(lr)
+    h = x @ w1
+    bias_relu(h, b1)
+    d_logits = _out("mlp_d", np.empty((x.shape[0], w2.shape[1]), x.dtype))
+    loss = softmax_loss_grad(h @ w2, b2, y, d_logits)
+    d_h = d_logits @ w2.T
+    relu_grad(d_h, h)
+    sgd(w2, h.T @ d_logits, lr)
+    sgd_bias(b2, d_logits, lr)
+    sgd(w1, x.T @ d_h, lr)
+    sgd_bias(b1, d_h, lr)
+    return x.dtype.type(loss)
+
+
+@cache
 def _tiny(ty):
     c05, c1, c2, c3 = ty(0.5), ty(1), ty(2), ty(3)
 

@@ -59,6 +59,12 @@ def _mlp_args(dtype):
             np.zeros(10, dtype))
 
 
+def _mlp_step_args(dtype):
+    x, w1, b1, w2, b2 = _mlp_args(dtype)
+    y = np.eye(10, dtype=dtype)[RNG.integers(0, 10, x.shape[0])]
+    return (x, y, w1, b1, w2, b2)
+
+
 #: (name, target ratio vs NumPy or None, user function, hand-written, argument factory)
 WORKLOADS = [
     ("GELU 1e6 (x**3 as written)", 20.0, workloads.gelu, handwritten.gelu,
@@ -75,6 +81,8 @@ WORKLOADS = [
      handwritten.adam_in_place, _adam_args),
     ("MLP forward 64x784-256-10", None, workloads.mlp_forward, handwritten.mlp_forward,
      _mlp_args),
+    ("MLP SGD step 64x784-256-10 (hand-written backward, in place)", 1.3,
+     workloads.mlp_sgd_step, handwritten.mlp_sgd_step, _mlp_step_args),
     ("tiny chain: 10 ops on 10 elements", None, workloads.tiny_chain, handwritten.tiny_chain,
      lambda dt: (RNG.standard_normal(10).astype(dt),)),
 ]

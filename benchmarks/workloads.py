@@ -66,6 +66,25 @@ def mlp_forward(x, w1, b1, w2, b2):
     return e / e.sum(axis=1, keepdims=True)
 
 
+def mlp_sgd_step(x, y, w1, b1, w2, b2, lr=0.05):
+    """One SGD step of the same MLP with its backward written by hand (softmax cross-entropy,
+    ``y`` one-hot), the parameters updated in place; returns the loss."""
+    pre = x @ w1 + b1
+    h = np.maximum(pre, 0)
+    logits = h @ w2 + b2
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)
+    n = x.shape[0]
+    loss = -(y * np.log(p + 1e-12)).sum() / n
+    d_logits = (p - y) / n
+    d_h = (d_logits @ w2.T) * (pre > 0)
+    w2 -= lr * (h.T @ d_logits)
+    b2 -= lr * d_logits.sum(axis=0)
+    w1 -= lr * (x.T @ d_h)
+    b1 -= lr * d_h.sum(axis=0)
+    return loss
+
+
 def tiny_chain(x):
     """Ten elementwise ops on a tiny array: per-call overhead dominates."""
     y = x * 2.0 + 1.0
