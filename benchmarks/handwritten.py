@@ -168,26 +168,32 @@ def _mlp(ty):
                 h[i, j] = max(h[i, j] + b[j], zero)
 
     @njit(error_model="numpy", fastmath=_FM)
+    def row_exp(z, b, out, i):
+        """out[i] = exp(z[i] + b - max(z[i] + b)); returns the row's sum."""
+        m = z.shape[1]
+        mx = z[i, 0] + b[0]
+        for j in range(m):
+            mx = max(mx, z[i, j] + b[j])
+        s = zero
+        for j in range(m):
+            e = exp(z[i, j] + b[j] - mx)
+            out[i, j] = e
+            s += e
+        return s
+
+    @njit(error_model="numpy", fastmath=_FM)
     def bias_softmax(z, b, out):
-        n, m = z.shape
-        for i in range(n):
-            mx = z[i, 0] + b[0]
-            for j in range(m):
-                mx = max(mx, z[i, j] + b[j])
-            s = zero
-            for j in range(m):
-                e = exp(z[i, j] + b[j] - mx)
-                out[i, j] = e
-                s += e
-            for j in range(m):
+        for i in range(z.shape[0]):
+            s = row_exp(z, b, out, i)
+            for j in range(z.shape[1]):
                 out[i, j] /= s
 
-    return bias_relu, bias_softmax
+    return bias_relu, bias_softmax, row_exp
 
 
 def mlp_forward(x, w1, b1, w2, b2):
     """GEMMs by NumPy (BLAS keeps the cores: serial numba kernels in between)."""
-    bias_relu, bias_softmax = _mlp(x.dtype.type)
+    bias_relu, bias_softmax, _ = _mlp(x.dtype.type)
     h = x @ w1
     bias_relu(h, b1)
     z = h @ w2
@@ -198,7 +204,7 @@ def mlp_forward(x, w1, b1, w2, b2):
 
 @cache
 def _mlp_step(ty):
-    exp, log, zero, tiny = _EXP[ty], np.log, ty(0), ty(1e-12)
+    row_exp, log, zero, tiny = _mlp(ty)[2], np.log, ty(0), ty(1e-12)
 
     @njit(error_model="numpy", fastmath=_FM)
     def softmax_loss_grad(z, b, y, d):
@@ -206,14 +212,7 @@ def _mlp_step(ty):
         n, m = z.shape
         total = 0.0
         for i in range(n):
-            mx = z[i, 0] + b[0]
-            for j in range(m):
-                mx = max(mx, z[i, j] + b[j])
-            s = zero
-            for j in range(m):
-                e = exp(z[i, j] + b[j] - mx)
-                d[i, j] = e
-                s += e
+            s = row_exp(z, b, d, i)
             for j in range(m):
                 p = d[i, j] / s
                 total -= y[i, j] * log(p + tiny)
