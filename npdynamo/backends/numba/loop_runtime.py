@@ -68,33 +68,34 @@ def vecvec(x, y):
     return acc
 
 
+#: Operands (and products) below this magnitude cannot overflow int64 in one add or multiply.
+#: The checks test before computing, in floats: a wrapped int64 result cannot be tested
+#: afterwards (LLVM may assume signed arithmetic never overflows and fold the test away), and
+#: they may refuse a few results that would fit: the Python loop then computes them.
+_SAFE = 2.0**62
+
+
 @njit(**_FLAGS)
 def int_add(a, b):
-    """Python's ``a + b`` of ints, or ``OverflowError`` where int64 would wrap."""
-    r = a + b
-    if ((a ^ r) & (b ^ r)) < 0:
+    """Python's ``a + b`` of ints, or ``OverflowError`` where int64 might not hold it."""
+    if abs(float(a)) >= _SAFE or abs(float(b)) >= _SAFE:
         raise OverflowError("int64 overflow")
-    return r
+    return a + b
 
 
 @njit(**_FLAGS)
 def int_sub(a, b):
-    """Python's ``a - b`` of ints, or ``OverflowError`` where int64 would wrap."""
-    r = a - b
-    if ((a ^ b) & (a ^ r)) < 0:
+    """Python's ``a - b`` of ints, or ``OverflowError`` where int64 might not hold it."""
+    if abs(float(a)) >= _SAFE or abs(float(b)) >= _SAFE:
         raise OverflowError("int64 overflow")
-    return r
+    return a - b
 
 
 @njit(**_FLAGS)
 def int_mul(a, b):
-    """Python's ``a * b`` of ints, or ``OverflowError`` where int64 would wrap."""
-    limit = 3037000499  # isqrt(2**63 - 1): smaller factors cannot overflow
-    if (a > limit or a < -limit or b > limit or b < -limit) and a != 0 and b != 0:
-        r = a * b
-        if r // b != a or (a == -1 and b == -(2**63)) or (b == -1 and a == -(2**63)):
-            raise OverflowError("int64 overflow")
-        return r
+    """Python's ``a * b`` of ints, or ``OverflowError`` where int64 might not hold it."""
+    if abs(float(a) * float(b)) >= _SAFE:
+        raise OverflowError("int64 overflow")
     return a * b
 
 
