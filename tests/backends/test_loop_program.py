@@ -17,6 +17,7 @@ import npdynamo as nd
 from examples.solver_loop import heat_stencil, jacobi, make_system
 from tests.backends.compare import assert_close
 from tests.capture import control_flow_programs as P
+from tests.capture import for_loop_programs as FL
 from tests.differential import check_same, run_both
 
 RNG = np.random.default_rng(13)
@@ -84,20 +85,6 @@ def newton_scalar(a):
     return nd.while_loop(going, step, (a + np.float64(1.0), np.float64(1.0)))[0]
 
 
-def plain_stencil_1d(u, T):
-    u = u.copy()
-    for _t in range(T):
-        u[1:-1] = u[1:-1] + 0.1 * (u[:-2] - 2 * u[1:-1] + u[2:])
-    return u
-
-
-def plain_stencil_2d(u, T):
-    u = u.copy()
-    for _t in range(T):
-        u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
-    return u
-
-
 def plain_while(A, b):
     x = np.zeros_like(b)
     err = 1.0
@@ -126,8 +113,13 @@ def rows_summed(v, T):
 
 
 def sorted_each_step(x, T):
-    """``np.sort`` has no nopython form in the loop writer: the loop stays in Python."""
+    """``np.sort`` has no nopython form: the compiled loop calls NumPy's in object mode."""
     return nd.fori_loop(0, T, lambda t, v: np.sort(v * -1.0), x)
+
+
+def complex_carried(z, T):
+    """A carried complex array: the loop writer refuses it, the loop stays in Python."""
+    return nd.fori_loop(0, T, lambda t, v: v * (0.5 + 0.5j), z)
 
 
 def int_growth(x, T):
@@ -167,11 +159,18 @@ def test_heat_stencil_fori_loop(T):
     same_everywhere(heat_stencil, np.sin(np.linspace(0.0, 3.0, 256)), T)
 
 
-@pytest.mark.parametrize("fn, shape", [(plain_stencil_1d, (64,)), (plain_stencil_2d, (12, 10))])
+@pytest.mark.parametrize("fn, shape", [
+    (FL.heat_1d, (64,)), (FL.heat_1d_in_place, (64,)), (FL.jacobi_2d, (12, 10))])
 def test_plain_for_stencils(fn, shape):
-    u = RNG.random(shape)
+    u = RNG.random(shape)  # the in-place ones end in the same state (same_everywhere checks)
     for T in (20, 300):
         same_everywhere(fn, u, T)
+
+
+def test_plain_for_loops_with_the_index_and_counters():
+    same_everywhere(FL.with_index_arithmetic, RNG.random(5), 40)
+    same_everywhere(FL.counters, RNG.random(5), 40)
+    same_everywhere(FL.nested, RNG.random(5), 20, 18)
 
 
 def test_plain_while_err_above_tol():
@@ -215,12 +214,17 @@ def test_python_int_overflowing_int64_reruns_in_python():
 
 
 def test_a_loop_that_cannot_be_written_falls_back_with_its_reason():
-    x = RNG.random(6)
-    check_same(sorted_each_step, x, 20)
-    (record,) = loop_records(sorted_each_step, (x, 20))
-    assert not record.compiled and "sort" in record.why, str(record)
+    z = RNG.random(6) + 1j * RNG.random(6)
+    check_same(complex_carried, z, 20)
+    (record,) = loop_records(complex_carried, (z, 20))
+    assert not record.compiled and "complex128" in record.why, str(record)
     assert "Python loop (" in str(record)
-    assert_close(nd.compile(sorted_each_step, backend="numba")(x, 20), sorted_each_step(x, 20))
+    assert_close(nd.compile(complex_carried, backend="numba")(z, 20), complex_carried(z, 20))
+
+
+def test_ops_without_a_nopython_form_are_numpy_calls_inside_the_compiled_loop():
+    (record,) = same_everywhere(sorted_each_step, RNG.random(6), 20)
+    assert record.numpy_ops == ("sort",) and "object mode: sort" in str(record)
 
 
 def test_zero_trip_loops_return_what_the_python_loop_returns():
