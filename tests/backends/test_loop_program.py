@@ -167,6 +167,18 @@ def test_plain_for_stencils(fn, shape):
         same_everywhere(fn, u, T)
 
 
+@pytest.mark.parametrize("fn, args", [
+    (FL.index_mod, (np.ones(3), 20)),
+    (FL.row_recurrence, (RNG.random(4), 30)),
+    (FL.rows_in_place, (RNG.random((40, 6)),)),
+    (FL.mirrored, (RNG.random(20), np.zeros(20))),
+    (FL.two_arrays, (RNG.random(12), np.zeros(10), 30)),
+    (FL.if_else_ends_body, (np.ones(3), 40)),
+], ids=["index_mod", "row_recurrence", "rows_in_place", "mirrored", "two_arrays", "if_else"])
+def test_plain_for_loops_indexing_with_the_loop_index(fn, args):
+    same_everywhere(fn, *args)
+
+
 def test_plain_for_loops_with_the_index_and_counters():
     same_everywhere(FL.with_index_arithmetic, RNG.random(5), 40)
     same_everywhere(FL.counters, RNG.random(5), 40)

@@ -100,6 +100,25 @@ def int_mul(a, b):
 
 
 @njit(**_FLAGS)
+def int_floordiv(a, b):
+    """Python's ``a // b`` of ints (numba floors as Python does), raising as Python does."""
+    if b == 0:
+        raise ZeroDivisionError("integer division or modulo by zero")
+    if b == -1 and abs(float(a)) >= _SAFE:
+        raise OverflowError("int64 overflow")
+    return a // b
+
+
+@njit(**_FLAGS)
+def int_mod(a, b):
+    """Python's ``a % b`` of ints (the sign of ``b``, as numba gives it), raising as Python
+    does."""
+    if b == 0:
+        raise ZeroDivisionError("integer division or modulo by zero")
+    return a % b
+
+
+@njit(**_FLAGS)
 def true_divide(a, b):
     """Python's ``a / b`` of numbers: ``ZeroDivisionError`` for a zero divisor."""
     if b == 0:

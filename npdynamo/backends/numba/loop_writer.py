@@ -30,7 +30,8 @@ from npdynamo.ops.scalar_ops import SCALAR_OPS
 LOOP_OPS = ("while_loop", "fori_loop")
 _CONTROL_FLOW = (*LOOP_OPS, "cond")
 _PY_BINARY = {"py_add": "+", "py_sub": "-", "py_mul": "*"}
-_INT_HELPERS = {"py_add": "int_add", "py_sub": "int_sub", "py_mul": "int_mul"}
+_INT_HELPERS = {"py_add": "int_add", "py_sub": "int_sub", "py_mul": "int_mul",
+                "py_floordiv": "int_floordiv", "py_mod": "int_mod"}
 #: float64 ufuncs that compute the same with a weak Python int operand as with its float
 _WEAK_INT_SAFE = frozenset({"add", "subtract", "multiply", "divide", "true_divide", "maximum",
                             "minimum"})
@@ -226,7 +227,7 @@ class Writer:
             env[node] = self.control_flow(node, name, [node.args], env, depth)
             return
         method = getattr(self, f"op_{name}", None)
-        if name in _PY_BINARY:
+        if name in _INT_HELPERS:
             expr = self.py_binary(node, name, env)
         elif name in ("py_neg", "py_pos", "py_abs", "py_truediv"):
             expr = self.py_other(node, name, env)
@@ -358,6 +359,8 @@ class Writer:
         kind = self.py_kind(node)
         if kind is int:
             return f"{_INT_HELPERS[name]}({a}, {b})"
+        if name not in _PY_BINARY:
+            raise NotCompilable(f"{name} of Python floats")
         return f"({a} {_PY_BINARY[name]} {b})"
 
     def py_other(self, node: Node, name: str, env: dict[Node, str]) -> str:
