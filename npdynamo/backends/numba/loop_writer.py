@@ -307,12 +307,13 @@ class Writer:
         x, index, value = node.args
         mx = self.array(x, "setitem")
         mv = node_meta(value)
-        kind = mv.dtype.kind if isinstance(mv, ArrayMeta) else (
-            "f" if isinstance(mv, ScalarMeta) and mv.type is float or type(value) is float
-            else "i" if (isinstance(mv, ScalarMeta) and mv.type is int) or type(value) is int
-            else "?")
-        if not (kind == mx.dtype.kind or (mx.dtype.kind == "f" and kind == "i")) or (
-                isinstance(mv, ArrayMeta) and mv.dtype != mx.dtype):
+        if isinstance(mv, ArrayMeta):
+            same = mv.dtype == mx.dtype
+        else:  # a Python number: NumPy converts it as numba does for these targets only
+            py = mv.type if isinstance(mv, ScalarMeta) else type(value)
+            same = (py is float and mx.dtype.kind == "f") or (
+                py is int and mx.dtype in (np.dtype(np.int64), np.dtype(np.float64)))
+        if not same:
             raise NotCompilable("setitem of a value of another dtype (NumPy's cast)")
         target, idx, val = self.value(x, env), self.index(index, env), self.value(value, env)
         if x in fresh and len(x.users) == 1:
