@@ -262,3 +262,19 @@ def test_the_explain_report_lists_the_loop():
     report = nd.explain(heat_stencil, backend="numba")(np.ones(16), 20)
     text = report.verbose()
     assert "loop fori_loop (fori_loop): one compiled program" in text, text
+
+
+@pytest.mark.parametrize("fn, make", [
+    (heat_stencil, lambda n: (np.sin(np.linspace(0.0, 3.0, n)), 30)),
+    (FL.jacobi_2d, lambda n: (RNG.random((n, n + 1)), 25)),
+    (FL.rows_in_place, lambda n: (RNG.random((n, 6)),)),
+], ids=["heat_stencil", "jacobi_2d", "rows_in_place"])
+def test_one_compiled_loop_serves_every_size(fn, make):
+    compiled = nd.compile(fn, backend="numba", dynamic=True)
+    for n in (20, 33):
+        args = make(n)
+        run = run_both(fn, compiled, args, {})
+        assert_close(run.got, run.expected)
+        assert_close(run.comp_args, run.plain_args, "args after the call")
+    (record,) = loop_records(compiled, make(27))
+    assert record.compiled and record.runs > 0, str(record)

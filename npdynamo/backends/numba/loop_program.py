@@ -43,6 +43,7 @@ from npdynamo.backends.numba.loop_writer import LOOP_OPS, NotCompilable, Writer,
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
+from npdynamo.ops.symbolic_code import symbol_name
 
 
 @dataclass
@@ -97,8 +98,25 @@ def _loop_source(node: Node, op: str, prepare: Callable[[Graph], Graph]) -> Writ
         result = writer.emit_fori(params[0], params[1], node.args[2], params[2:2 + n],
                                   params[2 + n:], 1)
     writer.emit(f"return {result}", 1)
-    writer.lines.insert(0, f"def loop({', '.join(params)}):")
+    writer.lines[:0] = [f"def loop({', '.join(params)}):",
+                        *_symbol_reads(writer.symbols, values, params)]
     return writer
+
+
+def _symbol_reads(symbols: dict[str, str], values: tuple, params: list[str]) -> list[str]:
+    """Lines reading each size symbol the loop uses from a dimension of an argument."""
+    origins: dict[str, str] = {}
+    for v, param in zip(values, params):
+        meta = node_meta(v)
+        for d, size in enumerate(meta.shape if isinstance(meta, ArrayMeta) else ()):
+            name = symbol_name(size)
+            if name is not None:
+                origins.setdefault(name, f"{param}.shape[{d}]")
+    missing = sorted(set(symbols) - set(origins))
+    if missing:
+        raise NotCompilable(f"the sizes {', '.join(missing)} are no dimension of the loop's "
+                            "arrays")
+    return [f"    {local} = {origins[name]}" for name, local in symbols.items()]
 
 
 def _converter(meta: Any) -> Callable[[Any], Any]:

@@ -26,6 +26,8 @@ from npdynamo.fx.node import Node
 from npdynamo.fx.subgraphs import is_subgraph
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.scalar_ops import SCALAR_OPS
+from npdynamo.ops.symbolic import SymInt
+from npdynamo.ops.symbolic_code import python_source
 
 LOOP_OPS = ("while_loop", "fori_loop")
 _CONTROL_FLOW = (*LOOP_OPS, "cond")
@@ -55,9 +57,9 @@ def _checked(impl: Callable, meta: ArrayMeta, name: str) -> Callable:
         out = impl(*args, **kwargs)
         if meta.scalar:
             ok = type(out) is meta.dtype.type
-        else:
+        else:  # the rule gave the shape: numba reads it (and the strides) from the array
             ok = (type(out) is np.ndarray and out.dtype == meta.dtype
-                  and out.shape == tuple(meta.shape) and out.flags.c_contiguous)
+                  and out.ndim == len(meta.shape) and out.flags.c_contiguous)
         if not ok:
             raise TypeError(f"{name} inside a compiled loop gave an unexpected value")
         return out
@@ -110,6 +112,7 @@ class Writer:
             self.globals[name] = getattr(loop_runtime, name)
         self._count = 0
         self._bound: dict[int, str] = {}
+        self.symbols: dict[str, str] = {}  # size symbol -> its local
         self.numpy_ops: list[str] = []  # ops called back in object mode, per iteration
 
     def fresh(self, hint: str = "v") -> str:
@@ -138,6 +141,8 @@ class Writer:
             return repr(v) if math.isfinite(v) else self.bind(v, "float")
         if isinstance(v, np.generic) and v.dtype.kind in "biuf":
             return self.bind(v, "scalar")
+        if type(v) is SymInt:
+            return self.size(v)
         raise NotCompilable(f"a {type(v).__name__} constant")
 
     # -- graphs ---------------------------------------------------------------------------
@@ -182,9 +187,7 @@ class Writer:
             elif arg.kind == "const":
                 args.append(self.bind(arg.value, "const"))
             elif arg.kind in ("extent", "size"):
-                if type(arg.value) is not int:
-                    raise NotCompilable("symbolic sizes")
-                args.append(repr(arg.value))
+                args.append(self.size(arg.value))
             else:
                 node, meta = arg.value, arg.value.meta["val"]
                 name = self.fresh()
@@ -200,9 +203,21 @@ class Writer:
             self.emit(line, depth)
 
     def shape(self, meta: Any) -> str:
-        if not isinstance(meta, ArrayMeta) or any(type(d) is not int for d in meta.shape):
-            raise NotCompilable("symbolic sizes")
-        return repr(tuple(meta.shape))
+        if not isinstance(meta, ArrayMeta):
+            raise NotCompilable(f"a value of no array shape ({meta!r})")
+        return "(" + "".join(self.size(d) + ", " for d in meta.shape) + ")"
+
+    def size(self, d: Any) -> str:
+        """A size as an int expression: symbols are locals read from the arguments' shapes at
+        the function's entry (``loop_program``), so one compiled loop serves every size."""
+        if type(d) is int:
+            return repr(d)
+        if type(d) is not SymInt:
+            raise NotCompilable(f"a size {d!r}")
+        return python_source(d, self.symbol)
+
+    def symbol(self, name: str) -> str:
+        return self.symbols.setdefault(name, f"z_{name}")
 
     def dtype(self, meta: ArrayMeta) -> str:
         if meta.dtype.kind not in "biufc":
@@ -247,7 +262,6 @@ class Writer:
             raise NotCompilable(f"{name} (no nopython form) gives a "
                                 f"{type(meta).__name__ if meta is not None else 'value'} "
                                 f"of no fixed array type")
-        self.shape(meta)  # static sizes only
         nb_type = numba.from_dtype(meta.dtype)
         if not meta.scalar:
             nb_type = numba.types.Array(nb_type, len(meta.shape), "C")
@@ -347,8 +361,8 @@ class Writer:
         if type(item) is slice:
             return ":".join("" if b is None else self.index_item(b, env)
                             for b in (item.start, item.stop, item.step))
-        if type(item) is int:
-            return repr(item)
+        if type(item) in (int, SymInt):
+            return self.size(item)
         meta = node_meta(item)
         if (isinstance(meta, ScalarMeta) and meta.type is int) or (
                 isinstance(meta, ArrayMeta) and meta.scalar and meta.dtype.kind in "iu"):
