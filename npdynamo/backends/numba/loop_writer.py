@@ -113,6 +113,8 @@ class Writer:
         self._count = 0
         self._bound: dict[int, str] = {}
         self.symbols: dict[str, str] = {}  # size symbol -> its local
+        self.hoisted: list[str] = []  # allocations made once, at the function's entry
+        self.in_kernels: set[Node] = set()  # nodes of every fusion group written so far
         self.numpy_ops: list[str] = []  # ops called back in object mode, per iteration
 
     def fresh(self, hint: str = "v") -> str:
@@ -152,10 +154,15 @@ class Writer:
         if not is_subgraph(sub):
             raise NotCompilable("a branch or body that is not a captured graph")
         graph = self.prepare(sub.graph)
+        if len(graph.placeholders) != len(inputs):
+            raise NotCompilable(f"{sub.name} takes {len(graph.placeholders)} inputs, "
+                                f"given {len(inputs)}")
         _int_operands_as_floats(graph)
         env: dict[Node, str] = dict(zip(graph.placeholders, inputs))
         fresh: set[Node] = set()  # arrays this graph allocated (setitem may write into them)
-        for step in partition(graph).steps:
+        part = partition(graph)
+        self.in_kernels |= {n for g in part.groups for n in g.nodes}
+        for step in part.steps:
             if isinstance(step, FusionGroup):
                 self.kernel(step, env, depth, fresh)
             else:
@@ -192,15 +199,36 @@ class Writer:
                 node, meta = arg.value, arg.value.meta["val"]
                 name = self.fresh()
                 buffer = f"{name}_0d" if meta.scalar else name
-                self.emit(f"{buffer} = np.empty({self.shape(meta)}, {self.dtype(meta)})", depth)
+                allocate = f"{buffer} = np.empty({self.shape(meta)}, {self.dtype(meta)})"
                 env[node] = name
-                fresh.add(node)
                 args.append(buffer)
+                if not meta.scalar and self.stays_inside(node):
+                    # a temporary of one iteration: one buffer for the whole call, allocated
+                    # at entry (its shape is the same in every iteration)
+                    self.hoisted.append(allocate)
+                    continue
+                self.emit(allocate, depth)
+                fresh.add(node)
                 if meta.scalar:  # a NumPy scalar, as NumPy gives
                     after.append(f"{name} = {buffer}[()]")
         self.emit(f"{callee}({', '.join(args)})", depth)
         for line in after:
             self.emit(line, depth)
+
+    def stays_inside(self, node: Node) -> bool:
+        """Whether nothing holds ``node``'s array (or a view of it) after the iteration: it
+        is read by kernels, ``matmul``, ``copy`` and as a ``setitem`` value only, never
+        returned, carried, written in place or given to a NumPy call (which might keep it)."""
+        for user in node.users:
+            name = getattr(user.target, "name", "")
+            if user in self.in_kernels or name in ("matmul", "copy"):
+                continue
+            if name == "setitem" and user.args[0] is not node:
+                continue
+            if name == "getitem" and user.args[0] is node and self.stays_inside(user):
+                continue
+            return False
+        return True
 
     def shape(self, meta: Any) -> str:
         if not isinstance(meta, ArrayMeta):
