@@ -278,3 +278,18 @@ def test_one_compiled_loop_serves_every_size(fn, make):
         assert_close(run.comp_args, run.plain_args, "args after the call")
     (record,) = loop_records(compiled, make(27))
     assert record.compiled and record.runs > 0, str(record)
+
+
+def flipped_each_step(x, T):
+    """``np.flip`` (object mode) gives a view of negative stride: the compiled code cannot
+    take it, so the loop reruns in Python, from then on for good."""
+    return nd.fori_loop(0, T, lambda t, v: np.flip(v * 2.0), x)
+
+
+def test_a_numpy_call_giving_another_layout_sends_the_loop_back_to_python():
+    x = RNG.random(5)
+    check_same(flipped_each_step, x, 20)
+    report = nd.explain(flipped_each_step, backend="numba")(x.copy(), 20)
+    (record,) = report.backend_reports[0].loops
+    assert not record.compiled and "UnexpectedValue" in record.why, str(record)
+    assert_close(report.result, flipped_each_step(x, 20))

@@ -39,7 +39,13 @@ import numpy as np
 from numba import njit
 from numba.core.errors import NumbaError, NumbaWarning
 
-from npdynamo.backends.numba.loop_writer import LOOP_OPS, NotCompilable, Writer, node_meta
+from npdynamo.backends.numba.loop_writer import (
+    LOOP_OPS,
+    NotCompilable,
+    UnexpectedValue,
+    Writer,
+    node_meta,
+)
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
@@ -82,8 +88,11 @@ def _loop_source(node: Node, op: str, prepare: Callable[[Graph], Graph]) -> Writ
     writer = Writer(prepare)
     values = _flat_args(op, node.args)
     for v in values:
-        meta = node_meta(v) if isinstance(v, Node) else None
-        if isinstance(meta, ArrayMeta) and meta.dtype.kind not in "biuf":
+        meta = node_meta(v) if isinstance(v, Node) else v
+        if type(meta) is complex:
+            raise NotCompilable("a carried or outer Python complex")
+        if isinstance(meta, (ArrayMeta, np.ndarray, np.generic)) and \
+                meta.dtype.kind not in "biuf":
             raise NotCompilable(f"a carried or outer value of dtype {meta.dtype}")
         if isinstance(meta, ScalarMeta) and meta.type not in (int, float):
             raise NotCompilable(f"a carried or outer Python {meta.type.__name__}")
@@ -158,13 +167,15 @@ class LoopCall:
             if all(_runs_compiled(v) for v in flat):
                 try:
                     out = self._run(flat)
-                except NumbaError as exc:  # compiling for these argument types failed
-                    lines = str(exc).strip().splitlines()
-                    self.record.compiled = False
-                    self.record.why = (f"numba could not compile it: {type(exc).__name__}: "
-                                       f"{lines[0] if lines else ''}")
-                except Exception:  # noqa: S110 - rerun in Python: its own exception or result
-                    pass
+                except Exception as exc:
+                    # numba failed to compile (for good: the Python loop from now on), or the
+                    # loop raised: rerun in Python, for its own exception or result
+                    if isinstance(exc, (NumbaError, UnexpectedValue)) or \
+                            not self.jit.overloads:
+                        lines = str(exc).strip().splitlines()
+                        self.record.compiled = False
+                        self.record.why = (f"numba could not run it: "
+                                           f"{type(exc).__name__}: {lines[0] if lines else ''}")
                 else:
                     self.record.runs += 1
                     return tuple(conv(v) for conv, v in zip(self.convert, out))

@@ -44,14 +44,19 @@ class NotCompilable(Exception):
     """The loop has something the writer cannot express in nopython code (the message: why)."""
 
 
+class UnexpectedValue(TypeError):
+    """A NumPy call in object mode gave what the compiled code cannot take (the loop then
+    reruns in Python, and keeps running there)."""
+
+
 def node_meta(value: Any) -> Any:
     return value.meta.get("val") if isinstance(value, Node) else None
 
 
 def _checked(impl: Callable, meta: ArrayMeta, name: str) -> Callable:
-    """``impl`` raising ``TypeError`` unless it gives what the compiled code was typed for (a
-    C-contiguous array of ``meta``'s dtype and shape, or a NumPy scalar of its dtype): numba
-    would read any other memory layout wrongly. The loop then reruns in Python."""
+    """``impl`` raising ``UnexpectedValue`` unless it gives what the compiled code was typed
+    for (a C-contiguous array of ``meta``'s dtype and rank, or a NumPy scalar of its dtype):
+    numba would read any other memory layout wrongly."""
 
     def call(*args: Any, **kwargs: Any) -> Any:
         out = impl(*args, **kwargs)
@@ -61,7 +66,8 @@ def _checked(impl: Callable, meta: ArrayMeta, name: str) -> Callable:
             ok = (type(out) is np.ndarray and out.dtype == meta.dtype
                   and out.ndim == len(meta.shape) and out.flags.c_contiguous)
         if not ok:
-            raise TypeError(f"{name} inside a compiled loop gave an unexpected value")
+            raise UnexpectedValue(f"{name} gave a value of another type or memory layout "
+                                  f"than the compiled loop takes ({type(out).__name__})")
         return out
 
     return call
@@ -314,7 +320,13 @@ class Writer:
         if type(v) in (tuple, list):
             items = "".join(self.boxed(x, env) + ", " for x in v)
             return f"({items})" if type(v) is tuple else f"[{items}]"
-        if any(isinstance(x, Node) for x in getattr(v, "__dict__", {}).values()):
+        if type(v) is slice:
+            parts = (self.boxed(b, env) for b in (v.start, v.stop, v.step))
+            return f"slice({', '.join(parts)})"
+        if type(v) is SymInt:
+            return self.size(v)
+        if type(v) is dict or (hasattr(v, "__dict__") and any(
+                isinstance(x, Node) for x in vars(v).values())):
             raise NotCompilable("a NumPy call whose arguments hold graph values")
         return self.bind(v, "const")
 
