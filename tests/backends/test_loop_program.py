@@ -293,3 +293,18 @@ def test_a_numpy_call_giving_another_layout_sends_the_loop_back_to_python():
     (record,) = report.backend_reports[0].loops
     assert not record.compiled and "UnexpectedValue" in record.why, str(record)
     assert_close(report.result, flipped_each_step(x, 20))
+
+
+def test_a_read_only_or_fortran_ordered_argument_runs_that_call_in_python():
+    u = np.sin(np.linspace(0.0, 3.0, 32))
+    u.flags.writeable = False
+    same_everywhere(heat_stencil, np.array(u), 20)  # compiled for writeable arrays
+    report = nd.explain(heat_stencil, backend="numba")(u, 20)
+    (record,) = report.backend_reports[0].loops
+    assert record.compiled and record.runs == 0, str(record)
+    assert_close(report.result, heat_stencil(u, 20))
+    f = np.asfortranarray(RNG.random((6, 5)))
+    check_same(FL.jacobi_2d, f, 20)
+    report = nd.explain(FL.jacobi_2d, backend="numba")(f.copy(order="F"), 20)
+    (record,) = report.backend_reports[0].loops
+    assert record.compiled and record.runs == 0, str(record)

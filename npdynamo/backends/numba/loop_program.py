@@ -22,8 +22,9 @@ Exactness:
   never returned (a body returning one is refused). Every other result is a fresh array.
 * Results have the carried kinds: NumPy scalars where the loop carries NumPy scalars, Python
   int/float where it carries Python numbers.
-* Arrays of two or more dimensions that are not C-contiguous (or any array not in native byte
-  order) run the Python loop: numba's copies are C-ordered, NumPy's keep the memory order.
+* Arrays of two or more dimensions that are not C-contiguous, arrays not aligned or not in
+  native byte order, and read-only carried arrays run the Python loop (for that call): numba's
+  copies are C-ordered where NumPy's keep the memory order, and numba types the others apart.
 * A numba error while compiling (an argument type the code cannot take) switches this loop to
   the Python loop for good, recorded in the report.
 """
@@ -138,11 +139,15 @@ def _converter(meta: Any) -> Callable[[Any], Any]:
     return lambda v: v
 
 
-def _runs_compiled(value: Any) -> bool:
+def _runs_compiled(value: Any, carried: bool) -> bool:
     # numba's copies are C-ordered where NumPy's ``copy(order="K")`` keeps the memory order:
-    # the same for arrays of one dimension and C-contiguous ones (and their slices)
-    return not isinstance(value, np.ndarray) or (
-        (value.ndim <= 1 or value.flags.c_contiguous) and value.dtype.isnative)
+    # the same for arrays of one dimension and C-contiguous ones (and their slices); a
+    # read-only carried array would have another numba type than the body's new values
+    if not isinstance(value, np.ndarray):
+        return True
+    flags = value.flags
+    return ((value.ndim <= 1 or flags.c_contiguous) and value.dtype.isnative and flags.aligned
+            and (flags.writeable or not carried))
 
 
 class LoopCall:
@@ -160,11 +165,14 @@ class LoopCall:
         self.jit = njit(boundscheck=True, error_model="numpy", nogil=not writer.numpy_ops)(
             writer.globals["loop"])
         self.convert = [_converter(m) for m in node.meta.get("val") or ()]
+        first = 0 if self.op == "while_loop" else 2  # the carried values' parameters
+        self.carried = (first, first + len(self.convert))
 
     def __call__(self, *args: Any) -> tuple:
         if self.record.compiled:
             flat = _flat_args(self.op, args)
-            if all(_runs_compiled(v) for v in flat):
+            first, end = self.carried
+            if all(_runs_compiled(v, first <= k < end) for k, v in enumerate(flat)):
                 try:
                     out = self._run(flat)
                 except Exception as exc:
