@@ -117,6 +117,16 @@ def sorted_each_step(x, T):
     return nd.fori_loop(0, T, lambda t, v: np.sort(v * -1.0), x)
 
 
+def int_matmul_and_pow(M, x, T):
+    """An int matrix product and a Python power: NumPy calls inside the compiled loop."""
+
+    def body(t, state):
+        v, k = state
+        return (M @ v) % 7, k ** 2 % 1000 + t
+
+    return nd.fori_loop(0, T, body, (x, 3))
+
+
 def complex_carried(z, T):
     """A carried complex array: the loop writer refuses it, the loop stays in Python."""
     return nd.fori_loop(0, T, lambda t, v: v * (0.5 + 0.5j), z)
@@ -237,6 +247,9 @@ def test_a_loop_that_cannot_be_written_falls_back_with_its_reason():
 def test_ops_without_a_nopython_form_are_numpy_calls_inside_the_compiled_loop():
     (record,) = same_everywhere(sorted_each_step, RNG.random(6), 20)
     assert record.numpy_ops == ("sort",) and "object mode: sort" in str(record)
+    M = RNG.integers(0, 5, (4, 4))
+    (record,) = same_everywhere(int_matmul_and_pow, M, RNG.integers(0, 5, 4), 20)
+    assert {"matmul", "py_pow"} <= set(record.numpy_ops), str(record)
 
 
 def test_zero_trip_loops_return_what_the_python_loop_returns():

@@ -44,6 +44,10 @@ class NotCompilable(Exception):
     """The loop has something the writer cannot express in nopython code (the message: why)."""
 
 
+class NoNopythonForm(NotCompilable):
+    """The writer has no nopython form for this op with these arguments: a NumPy call."""
+
+
 class UnexpectedValue(TypeError):
     """A NumPy call in object mode gave what the compiled code cannot take (the loop then
     reruns in Python, and keeps running there)."""
@@ -53,14 +57,16 @@ def node_meta(value: Any) -> Any:
     return value.meta.get("val") if isinstance(value, Node) else None
 
 
-def _checked(impl: Callable, meta: ArrayMeta, name: str) -> Callable:
+def _checked(impl: Callable, meta: ArrayMeta | ScalarMeta, name: str) -> Callable:
     """``impl`` raising ``UnexpectedValue`` unless it gives what the compiled code was typed
     for (a C-contiguous array of ``meta``'s dtype and rank, or a NumPy scalar of its dtype):
     numba would read any other memory layout wrongly."""
 
     def call(*args: Any, **kwargs: Any) -> Any:
         out = impl(*args, **kwargs)
-        if meta.scalar:
+        if isinstance(meta, ScalarMeta):  # an int beyond int64 fails numba's unboxing
+            ok = type(out) is meta.type
+        elif meta.scalar:
             ok = type(out) is meta.dtype.type
         else:  # the rule gave the shape: numba reads it (and the strides) from the array
             ok = (type(out) is np.ndarray and out.dtype == meta.dtype
@@ -276,13 +282,16 @@ class Writer:
             env[node] = self.control_flow(node, name, [node.args], env, depth)
             return
         method = getattr(self, f"op_{name}", None)
-        if name in _INT_HELPERS:
-            expr = self.py_binary(node, name, env)
-        elif name in ("py_neg", "py_pos", "py_abs", "py_truediv"):
-            expr = self.py_other(node, name, env)
-        elif method is not None:
-            expr = method(node, env, depth, fresh)
-        else:
+        try:
+            if name in _INT_HELPERS:
+                expr = self.py_binary(node, name, env)
+            elif name in ("py_neg", "py_pos", "py_abs", "py_truediv"):
+                expr = self.py_other(node, name, env)
+            elif method is not None:
+                expr = method(node, env, depth, fresh)
+            else:
+                raise NoNopythonForm(name)
+        except NoNopythonForm:
             env[node] = self.numpy_call(node, name, env, depth)
             return
         env[node] = self.fresh()
@@ -292,13 +301,16 @@ class Writer:
         """An op without a nopython form, called from the compiled loop in object mode (its
         NumPy impl, as the eager backend runs it): the loop stays compiled around it."""
         meta = node_meta(node)
-        if not isinstance(meta, ArrayMeta) or meta.dtype.kind not in "biuf":
+        if isinstance(meta, ScalarMeta) and meta.type in (int, float):
+            nb_type = numba.int64 if meta.type is int else numba.float64
+        elif isinstance(meta, ArrayMeta) and meta.dtype.kind in "biuf":
+            nb_type = numba.from_dtype(meta.dtype)
+            if not meta.scalar:
+                nb_type = numba.types.Array(nb_type, len(meta.shape), "C")
+        else:
             raise NotCompilable(f"{name} (no nopython form) gives a "
-                                f"{type(meta).__name__ if meta is not None else 'value'} "
-                                f"of no fixed array type")
-        nb_type = numba.from_dtype(meta.dtype)
-        if not meta.scalar:
-            nb_type = numba.types.Array(nb_type, len(meta.shape), "C")
+                                f"{type(meta).__name__ if meta is not None else 'value'}, "
+                                "not an array or an int or float")
         impl = _checked(getattr(node.target, "impl", node.target), meta, name)
         args = [self.boxed(a, env) for a in node.args]
         args += [f"{k}={self.boxed(v, env)}" for k, v in node.kwargs.items()]
@@ -345,7 +357,7 @@ class Writer:
         ma, mb = self.array(a, "matmul"), self.array(b, "matmul")
         helper = _MATMUL_HELPERS.get((len(ma.shape), len(mb.shape)))
         if helper is None or ma.dtype != mb.dtype or ma.dtype.kind != "f":
-            raise NotCompilable("matmul other than of float vectors and matrices of one dtype")
+            raise NoNopythonForm("matmul other than of float vectors and matrices of one dtype")
         fresh.add(node)
         return f"{helper}({self.value(a, env)}, {self.value(b, env)})"
 
@@ -368,7 +380,7 @@ class Writer:
             same = (py is float and mx.dtype.kind == "f") or (
                 py is int and mx.dtype in (np.dtype(np.int64), np.dtype(np.float64)))
         if not same:
-            raise NotCompilable("setitem of a value of another dtype (NumPy's cast)")
+            raise NoNopythonForm("setitem of a value of another dtype (NumPy's cast)")
         target, idx, val = self.value(x, env), self.index(index, env), self.value(value, env)
         if x in fresh and len(x.users) == 1:
             # the array was allocated here and nothing else reads it: write into it (the
@@ -385,9 +397,9 @@ class Writer:
     def array(self, x: Any, where: str) -> ArrayMeta:
         meta = node_meta(x)
         if not isinstance(meta, ArrayMeta) or meta.scalar:
-            raise NotCompilable(f"{where} of something other than an array")
+            raise NoNopythonForm(f"{where} of something other than an array")
         if meta.dtype.kind not in "biuf":
-            raise NotCompilable(f"{where} of dtype {meta.dtype}")
+            raise NoNopythonForm(f"{where} of dtype {meta.dtype}")
         return meta
 
     def index(self, index: Any, env: dict[Node, str]) -> str:
@@ -407,7 +419,7 @@ class Writer:
         if (isinstance(meta, ScalarMeta) and meta.type is int) or (
                 isinstance(meta, ArrayMeta) and meta.scalar and meta.dtype.kind in "iu"):
             return env[item]
-        raise NotCompilable("an index other than ints, slices and the loop's int values")
+        raise NoNopythonForm("an index other than ints, slices and the loop's int values")
 
     def py_binary(self, node: Node, name: str, env: dict[Node, str]) -> str:
         a, b = (self.value(v, env) for v in node.args)
@@ -415,7 +427,7 @@ class Writer:
         if kind is int:
             return f"{_INT_HELPERS[name]}({a}, {b})"
         if name not in _PY_BINARY:
-            raise NotCompilable(f"{name} of Python floats")
+            raise NoNopythonForm(f"{name} of Python floats")
         return f"({a} {_PY_BINARY[name]} {b})"
 
     def py_other(self, node: Node, name: str, env: dict[Node, str]) -> str:
@@ -423,7 +435,7 @@ class Writer:
         args = [self.value(v, env) for v in node.args]
         if name == "py_truediv":
             if all(self.py_operand_kind(v) is int for v in node.args):
-                raise NotCompilable("a true division of two Python ints")
+                raise NoNopythonForm("a true division of two Python ints")
             return f"true_divide({args[0]}, {args[1]})"
         (a,) = args
         if name == "py_pos":
@@ -436,10 +448,10 @@ class Writer:
     def py_kind(self, node: Node) -> type:
         meta = node_meta(node)
         if not isinstance(meta, ScalarMeta) or meta.type not in (int, float):
-            raise NotCompilable("Python arithmetic other than of int and float")
+            raise NoNopythonForm("Python arithmetic other than of int and float")
         for v in node.args:
             if self.py_operand_kind(v) not in (int, float):
-                raise NotCompilable("Python arithmetic with a NumPy value")
+                raise NoNopythonForm("Python arithmetic with a NumPy value")
         return meta.type
 
     @staticmethod
