@@ -104,6 +104,18 @@ def cond_in_body(x, T):
     return nd.fori_loop(0, T, body, x)
 
 
+def halve_until_small(x):
+    """A plain ``if`` on an array value inside a plain ``while``: a cond in a while_loop."""
+    steps = 0
+    while np.abs(x).max() > 1.0:
+        if x.sum() > 0:
+            x = x * 0.5
+        else:
+            x = x * 0.75
+        steps += 1
+    return x, steps
+
+
 def rows_summed(v, T):
     """Reads row ``t`` of ``v``: out of bounds once ``T`` exceeds its rows."""
     s = np.zeros(v.shape[1])
@@ -206,6 +218,7 @@ def test_plain_while_err_above_tol():
 def test_nested_loops_and_a_cond_in_a_loop_body():
     same_everywhere(P.nested, RNG.standard_normal(4) * 10, 0, 5)
     same_everywhere(cond_in_body, RNG.standard_normal(5), 30)
+    same_everywhere(halve_until_small, RNG.standard_normal(5) * 50)
 
 
 def test_carried_tuples_mix_arrays_and_python_numbers():
