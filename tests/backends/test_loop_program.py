@@ -139,6 +139,14 @@ def int_matmul_and_pow(M, x, T):
     return nd.fori_loop(0, T, body, (x, 3))
 
 
+def gradient_steps(A, b, T):
+    """``A.T`` (a NumPy call in object mode: an F-ordered view) read by a matrix product."""
+    x = np.zeros(A.shape[1])
+    for _t in range(T):
+        x = x + 0.01 * (A.T @ (b - A @ x))
+    return x
+
+
 def complex_carried(z, T):
     """A carried complex array: the loop writer refuses it, the loop stays in Python."""
     return nd.fori_loop(0, T, lambda t, v: v * (0.5 + 0.5j), z)
@@ -263,6 +271,9 @@ def test_ops_without_a_nopython_form_are_numpy_calls_inside_the_compiled_loop():
     M = RNG.integers(0, 5, (4, 4))
     (record,) = same_everywhere(int_matmul_and_pow, M, RNG.integers(0, 5, 4), 20)
     assert {"matmul", "py_pow"} <= set(record.numpy_ops), str(record)
+    # a private view of another layout is read through its C-ordered copy
+    (record,) = same_everywhere(gradient_steps, RNG.random((8, 5)), RNG.random(8), 30)
+    assert record.numpy_ops == ("transpose",), str(record)
 
 
 def test_zero_trip_loops_return_what_the_python_loop_returns():

@@ -57,10 +57,13 @@ def node_meta(value: Any) -> Any:
     return value.meta.get("val") if isinstance(value, Node) else None
 
 
-def _checked(impl: Callable, meta: ArrayMeta | ScalarMeta, name: str) -> Callable:
+def _checked(impl: Callable, meta: ArrayMeta | ScalarMeta, name: str,
+             private: bool) -> Callable:
     """``impl`` raising ``UnexpectedValue`` unless it gives what the compiled code was typed
     for (a C-contiguous array of ``meta``'s dtype and rank, or a NumPy scalar of its dtype):
-    numba would read any other memory layout wrongly."""
+    numba would read any other memory layout wrongly. A ``private`` result (one nothing holds
+    after the iteration, only read) may be a view of another layout (``A.T``): its C-ordered
+    copy is read instead, which nobody can tell apart."""
 
     def call(*args: Any, **kwargs: Any) -> Any:
         out = impl(*args, **kwargs)
@@ -69,6 +72,8 @@ def _checked(impl: Callable, meta: ArrayMeta | ScalarMeta, name: str) -> Callabl
         elif meta.scalar:
             ok = type(out) is meta.dtype.type
         else:  # the rule gave the shape: numba reads it (and the strides) from the array
+            if private and type(out) is np.ndarray and not out.flags.c_contiguous:
+                out = np.ascontiguousarray(out)
             ok = (type(out) is np.ndarray and out.dtype == meta.dtype
                   and out.ndim == len(meta.shape) and out.flags.c_contiguous)
         if not ok:
@@ -311,7 +316,8 @@ class Writer:
             raise NotCompilable(f"{name} (no nopython form) gives a "
                                 f"{type(meta).__name__ if meta is not None else 'value'}, "
                                 "not an array or an int or float")
-        impl = _checked(getattr(node.target, "impl", node.target), meta, name)
+        impl = _checked(getattr(node.target, "impl", node.target), meta, name,
+                        private=isinstance(meta, ArrayMeta) and self.stays_inside(node))
         args = [self.boxed(a, env) for a in node.args]
         args += [f"{k}={self.boxed(v, env)}" for k, v in node.kwargs.items()]
         result = self.fresh()
