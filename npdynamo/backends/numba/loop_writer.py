@@ -5,8 +5,10 @@ Each fusion group of a (simplified) subgraph is a call of its serial kernel into
 allocated with ``np.empty`` inside the function; the ops left between kernels are written as
 nopython code (``getitem``/``setitem`` with int, slice and loop-index indices, ``copy``,
 ``matmul`` of float vectors and matrices, ``tuple_item``, Python int/float arithmetic), and any
-other op with a fixed array result is its NumPy impl called back in object mode, checked to give
-the array the compiled code was typed for. ``NotCompilable`` says why a loop cannot be written.
+other op (or one of these with arguments that have no such form, ``NoNopythonForm``) giving an
+array, a NumPy scalar or a Python int/float is its NumPy impl called back in object mode,
+checked to give what the compiled code was typed for. ``NotCompilable`` says why a loop cannot
+be written at all.
 """
 
 from __future__ import annotations
@@ -424,7 +426,7 @@ class Writer:
         meta = node_meta(item)
         if (isinstance(meta, ScalarMeta) and meta.type is int) or (
                 isinstance(meta, ArrayMeta) and meta.scalar and meta.dtype.kind in "iu"):
-            return env[item]
+            return self.value(item, env)
         raise NoNopythonForm("an index other than ints, slices and the loop's int values")
 
     def py_binary(self, node: Node, name: str, env: dict[Node, str]) -> str:
