@@ -6,8 +6,9 @@ Here the writer (``loop_writer``) turns the loop node, its subgraphs and the ``c
 nodes nested in them into the source of one nopython function: carried values are locals, the
 condition is evaluated in compiled code, the body's fusion groups are calls of their kernels,
 and ops without a nopython form are NumPy calls in object mode inside the compiled loop. A loop
-the writer cannot express (symbolic sizes, a body returning a view, a carried complex value)
-keeps the Python loop; its ``LoopRecord`` in the numba report says why.
+the writer cannot express (a size no argument's dimension gives, a body returning a
+``getitem`` view, a carried complex value) keeps the Python loop; its ``LoopRecord`` in the
+numba report says why.
 
 Exactness:
 
@@ -18,15 +19,19 @@ Exactness:
   (``setitem`` included), so the loop writes only into buffers it allocated, never into its
   arguments, and ops that draw random numbers are refused.
 * numba returns an argument array that comes back unchanged as that very object (a zero-trip
-  loop, a value passed through the body), exactly as the Python loop returns it; views are
-  never returned (a body returning one is refused). Every other result is a fresh array.
+  loop, a value passed through the body), exactly as the Python loop returns it, and a NumPy
+  call's result as the very object the call gave; views made in compiled code are never
+  returned (a body returning a ``getitem`` view is refused). Every other result is a fresh
+  array.
 * Results have the carried kinds: NumPy scalars where the loop carries NumPy scalars, Python
   int/float where it carries Python numbers.
 * Arrays of two or more dimensions that are not C-contiguous, arrays not aligned or not in
-  native byte order, and read-only carried arrays run the Python loop (for that call): numba's
-  copies are C-ordered where NumPy's keep the memory order, and numba types the others apart.
-* A numba error while compiling (an argument type the code cannot take) switches this loop to
-  the Python loop for good, recorded in the report.
+  native byte order, and read-only carried arrays run the Python loop (for that call):
+  numba's copies are C-ordered where ``setitem``'s keep the memory order, and numba types the
+  others apart.
+* A numba error while compiling (an argument type the code cannot take), or a NumPy call in
+  object mode giving what the compiled code cannot take, switches this loop to the Python loop
+  for good, recorded in the report.
 """
 
 from __future__ import annotations
