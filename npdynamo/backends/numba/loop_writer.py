@@ -221,15 +221,16 @@ class Writer:
                 allocate = f"{buffer} = np.empty({self.shape(meta)}, {self.dtype(meta)})"
                 env[node] = name
                 args.append(buffer)
-                if not meta.scalar and self.stays_inside(node):
-                    # a temporary of one iteration: one buffer for the whole call, allocated
-                    # at entry (its shape is the same in every iteration)
-                    self.hoisted.append(allocate)
-                    continue
-                self.emit(allocate, depth)
-                fresh.add(node)
                 if meta.scalar:  # a NumPy scalar, as NumPy gives
                     after.append(f"{name} = {buffer}[()]")
+                if meta.scalar or self.stays_inside(node):
+                    # a temporary of one iteration (a NumPy scalar's 0-d buffer is read at
+                    # once): one buffer for the whole call, allocated at entry (its shape is
+                    # the same in every iteration)
+                    self.hoisted.append(allocate)
+                else:
+                    self.emit(allocate, depth)
+                    fresh.add(node)
         self.emit(f"{callee}({', '.join(args)})", depth)
         for line in after:
             self.emit(line, depth)
