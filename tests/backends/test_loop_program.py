@@ -18,6 +18,7 @@ from examples.solver_loop import heat_stencil, jacobi, make_system
 from tests.backends.compare import assert_close
 from tests.capture import control_flow_programs as P
 from tests.capture import for_loop_programs as FL
+from tests.capture import triangular_programs as TRI
 from tests.differential import check_same, run_both
 
 RNG = np.random.default_rng(13)
@@ -345,3 +346,23 @@ def test_a_read_only_or_fortran_ordered_argument_runs_that_call_in_python():
     report = nd.explain(FL.jacobi_2d, backend="numba")(f.copy(order="F"), 20)
     (record,) = report.backend_reports[0].loops
     assert record.compiled and record.runs == 0, str(record)
+
+
+@pytest.mark.parametrize("fn, make", [
+    (TRI.cholesky_rows, lambda n: (TRI.spd(n, RNG),)),
+    (TRI.lu_doolittle, lambda n: (TRI.diagonally_dominant(n, RNG),)),
+    (TRI.forward_substitution, lambda n: (np.tril(TRI.diagonally_dominant(n, RNG)),
+                                          RNG.random(n))),
+    (TRI.gauss_seidel, lambda n: (TRI.diagonally_dominant(n, RNG), RNG.random(n),
+                                  np.zeros(n), 20)),
+], ids=["cholesky_rows", "lu_doolittle", "forward_substitution", "gauss_seidel"])
+def test_triangular_loops_with_the_index_as_a_size(fn, make):
+    """Shapes that are expressions of the loop index (``A[:i, i:]``): the index's symbol is
+    bound in the body each iteration, and such buffers are never allocated once per call."""
+    compiled = nd.compile(fn, backend="numba", dynamic=True)
+    for n in (20, 26):
+        run = run_both(fn, compiled, make(n), {})
+        assert_close(run.got, run.expected, rtol=1e-9)
+        assert_close(run.comp_args, run.plain_args, "args after the call", rtol=1e-9)
+    (record,) = loop_records(compiled, make(23))
+    assert record.compiled and record.runs > 0, str(record)

@@ -114,7 +114,8 @@ def _loop_source(node: Node, op: str, prepare: Callable[[Graph], Graph]) -> Writ
                                   params[2 + n:], 1)
     writer.emit(f"return {result}", 1)
     writer.lines[:0] = [f"def loop({', '.join(params)}):",
-                        *_symbol_reads(writer.symbols, values, params),
+                        *_symbol_reads({name: local for name, local in writer.symbols.items()
+                                        if name not in writer.loop_symbols}, values, params),
                         *(f"    {line}" for line in writer.hoisted)]
     return writer
 

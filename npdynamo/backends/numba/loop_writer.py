@@ -29,7 +29,7 @@ from npdynamo.fx.subgraphs import is_subgraph
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.scalar_ops import SCALAR_OPS
 from npdynamo.ops.symbolic import SymInt
-from npdynamo.ops.symbolic_code import python_source
+from npdynamo.ops.symbolic_code import free_symbol_names, python_source
 
 LOOP_OPS = ("while_loop", "fori_loop")
 _CONTROL_FLOW = (*LOOP_OPS, "cond")
@@ -133,6 +133,7 @@ class Writer:
         self._bound: dict[int, str] = {}
         self.symbols: dict[str, str] = {}  # size symbol -> its local
         self.hoisted: list[str] = []  # allocations made once, at the function's entry
+        self.loop_symbols: set[str] = set()  # size symbols that are loop indices (not entry)
         self.in_kernels: set[Node] = set()  # nodes of every fusion group written so far
         self.numpy_ops: list[str] = []  # ops called back in object mode, per iteration
 
@@ -178,6 +179,10 @@ class Writer:
                                 f"given {len(inputs)}")
         _int_operands_as_floats(graph)
         env: dict[Node, str] = dict(zip(graph.placeholders, inputs))
+        for p, given in env.items():
+            if "size_symbol" in p.meta:  # a rolled loop's index, a size of the body's shapes
+                self.loop_symbols.add(p.meta["size_symbol"])
+                self.emit(f"{self.symbol(p.meta['size_symbol'])} = {given}", depth)
         fresh: set[Node] = set()  # arrays this graph allocated (setitem may write into them)
         part = partition(graph)
         self.in_kernels |= {n for g in part.groups for n in g.nodes}
@@ -223,10 +228,11 @@ class Writer:
                 args.append(buffer)
                 if meta.scalar:  # a NumPy scalar, as NumPy gives
                     after.append(f"{name} = {buffer}[()]")
-                if meta.scalar or self.stays_inside(node):
+                if meta.scalar or (self.stays_inside(node) and not (
+                        free_symbol_names(meta.shape) & self.loop_symbols)):
                     # a temporary of one iteration (a NumPy scalar's 0-d buffer is read at
                     # once): one buffer for the whole call, allocated at entry (its shape is
-                    # the same in every iteration)
+                    # the same in every iteration unless it is a loop index's expression)
                     self.hoisted.append(allocate)
                 else:
                     self.emit(allocate, depth)
