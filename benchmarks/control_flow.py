@@ -7,7 +7,8 @@
   a slice update, formed into a ``fori_loop`` automatically, and with
   ``config.capture_for_loops = False`` (unrolled: capture grows with ``T``, the graph is split
   every 4000 ops). Formed, the first call at ``T=2000`` costs about what ``T=20`` costs plus
-  the extra steps' run time; unrolled it grows with ``T``.
+  the extra steps' run time; unrolled it grows with ``T``. Formed, the numba backend runs the
+  whole loop as one compiled function (``backends/numba/loop_program.py``).
 * ``cholesky``: a triangular loop (``A[i, i:] -= A[:i, i] @ A[:i, i:]``) rolled with the
   index as a symbolic size: first call (capture + compile + run) and warm call on both
   backends, against plain NumPy, at two sizes; one capture serves both (``dynamic=True``).
@@ -88,18 +89,24 @@ def first_and_warm(fn, *args, backend: str) -> tuple[float, float]:
 def main() -> None:
     u = np.sin(np.linspace(0.0, 3.0, 4096))
     print("stencil (fori_loop)        first call     warm call")
+    for T in (20, 2000):
+        print(f"  numpy  T={T:<5d}                       "
+              f"{fmt_time(measure(stencil, u, T, samples=5)['median'])}")
     for backend in ("eager", "numba"):
         for T in (20, 2000):
             first, warm = first_and_warm(stencil, u, T, backend=backend)
             print(f"  {backend:6s} T={T:<5d}        {fmt_time(first)}   {fmt_time(warm)}")
     print("stencil (plain for)        first call     warm call")
-    for formed in (True, False):
+    for T in (20, 2000):
+        print(f"  numpy    T={T:<5d}                     "
+              f"{fmt_time(measure(plain_stencil, u, T, samples=5)['median'])}")
+    for formed, backend in ((True, "eager"), (True, "numba"), (False, "eager")):
         npdynamo.config.capture_for_loops = formed
         try:
             for T in (20, 2000):
-                first, warm = first_and_warm(plain_stencil, u, T, backend="eager")
-                label = "formed" if formed else "unrolled"
-                print(f"  {label:8s} T={T:<5d}      {fmt_time(first)}   {fmt_time(warm)}")
+                first, warm = first_and_warm(plain_stencil, u, T, backend=backend)
+                label = f"{'formed' if formed else 'unrolled'} {backend}"
+                print(f"  {label:14s} T={T:<5d}{fmt_time(first)}   {fmt_time(warm)}")
         finally:
             npdynamo.config.capture_for_loops = True
     triangular()

@@ -44,3 +44,5 @@ def test_solver_loop_is_one_graph():
     assert "bitwise equal to plain NumPy: True" in text
     assert "Graph count: 1" in text and "Graph break count: 0" in text
     assert "while_loop(while_loop_cond_0, while_loop_body_1" in text
+    assert "numba within 1e-12 of plain NumPy: True" in text
+    assert "loop while_loop (while_loop): one compiled program" in text

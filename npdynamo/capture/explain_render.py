@@ -49,6 +49,8 @@ def short_text(out) -> str:
         fell = sum(1 for r in kernels if getattr(r, "fell_back", False))
         lines.append(f"Backend: {total} numba kernel(s) in {len(kernels)} graph(s)"
                      + (f", {fell} graph(s) fell back to NumPy" if fell else ""))
+        # per loop: one compiled program, or the Python loop and why
+        lines += [f"  {loop}" for r in kernels for loop in getattr(r, "loops", ())]
     if out.aot_functions:
         lines.append(f"AOT autograd: {len(out.aot_functions)} forward/backward pair(s)")
     dynamic = dynamic_inputs(out.graphs)

@@ -21,6 +21,7 @@ from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.numba import diskcache, threads, tuning
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
+from npdynamo.backends.numba.loop_program import loop_programs
 from npdynamo.backends.numba.program import Program, direct_writes
 from npdynamo.backends.numba.subgraphs import compile_subgraphs
 from npdynamo.fx import passes
@@ -48,6 +49,8 @@ class NumbaReport:
     compile_time_s: float = 0.0
     kernel_files: list[str] = field(default_factory=list)
     subgraphs: list = field(default_factory=list)  # (name, NumbaReport) of branches, loop bodies
+    #: per while_loop/fori_loop node: one compiled loop program, or the Python loop and why
+    loops: list = field(default_factory=list)
     #: inputs whose new values the trailing kernels compute straight into their own memory
     direct_writes: list[str] = field(default_factory=list)
     #: what the first warm calls chose (numba parallel / serial / eager) and their times
@@ -71,6 +74,7 @@ class NumbaReport:
             lines.append(f"  kernel ({how}): {', '.join(ops)}")
         for name, why in self.not_fused:
             lines.append(f"  NumPy call {name}: {why}")
+        lines += [f"  {record}" for record in self.loops]
         for name, report in self.subgraphs:
             inner = str(report).splitlines()
             lines.append(f"  subgraph {name}: {inner[0]}")
@@ -132,7 +136,9 @@ def prepare_graph(graph: Graph) -> Graph:
 def _compile(gm, example_inputs: list, report: NumbaReport,
              eager: Callable[..., tuple]) -> Callable[..., tuple]:
     graph = prepare_graph(gm.graph)
-    # loop bodies and branches: compiled on their own, called by the loop each iteration
+    # a loop the loop writer can express runs as one compiled function; the subgraphs are
+    # compiled on their own too (called by the Python loop each iteration when it cannot)
+    report.loops = loop_programs(graph, prepare_graph)
     report.subgraphs = compile_subgraphs(graph, numba_backend)
     part = partition(graph)
     allowed, report.thread_policy = threads.graph_allows_parallel(graph)

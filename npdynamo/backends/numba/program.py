@@ -340,7 +340,8 @@ class Program:
 
     def _numpy_call(self, node: Node, ns: _Namespace, body: list[str],
                     names: dict[Node, str] | None = None) -> None:
-        impl = getattr(node.target, "impl", node.target)
+        # a loop node may carry its compiled loop (``loop_program``) in place of the Python one
+        impl = node.meta.get("numba_impl") or getattr(node.target, "impl", node.target)
         fn = ns.bind(impl, getattr(node.target, "name", "op"))
         parts = [ns.render(a, names) for a in node.args]
         parts += [f"{k}={ns.render(v, names)}" for k, v in node.kwargs.items()]

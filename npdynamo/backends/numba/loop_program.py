@@ -1,0 +1,227 @@
+"""A whole ``while_loop``/``fori_loop`` as ONE njit function: the loop runs in compiled code.
+
+Without this, the numba backend compiles a loop's condition and body as programs of their own
+and the loop itself runs in Python (the op's ``impl``): every iteration pays Python dispatch.
+Here the writer (``loop_writer``) turns the loop node, its subgraphs and the ``cond``/loop
+nodes nested in them into the source of one nopython function: carried values are locals, the
+condition is evaluated in compiled code, the body's fusion groups are calls of their kernels,
+and ops without a nopython form are NumPy calls in object mode inside the compiled loop. A loop
+the writer cannot express (a size no argument's dimension gives, a body returning a
+``getitem`` view, a carried complex value) keeps the Python loop; its ``LoopRecord`` in the
+numba report says why.
+
+Exactness:
+
+* Indexing is bounds-checked (``boundscheck=True``). Any exception raised by the compiled loop
+  (an index out of bounds, a Python int that would overflow int64, a Python division by zero)
+  makes the call rerun the loop in Python, which raises NumPy's or Python's own exception (or
+  returns Python's exact result). Rerunning is safe: the graph's ops are functional
+  (``setitem`` included), so the loop writes only into buffers it allocated, never into its
+  arguments, and ops that draw random numbers are refused.
+* numba returns an argument array that comes back unchanged as that very object (a zero-trip
+  loop, a value passed through the body), exactly as the Python loop returns it, and a NumPy
+  call's result as the very object the call gave; views made in compiled code are never
+  returned (a body returning a ``getitem`` view is refused). Every other result is a fresh
+  array.
+* Results have the carried kinds: NumPy scalars where the loop carries NumPy scalars, Python
+  int/float where it carries Python numbers.
+* Arrays of two or more dimensions that are not C-contiguous, arrays not aligned or not in
+  native byte order, and read-only carried arrays run the Python loop (for that call):
+  numba's copies are C-ordered where ``setitem``'s keep the memory order, and numba types the
+  others apart.
+* A numba error while compiling (an argument type the code cannot take), or a NumPy call in
+  object mode giving what the compiled code cannot take, switches this loop to the Python loop
+  for good, recorded in the report.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+from numba.core.errors import NumbaError, NumbaWarning
+
+from npdynamo.backends.numba.loop_writer import (
+    LOOP_OPS,
+    NotCompilable,
+    UnexpectedValue,
+    Writer,
+    node_meta,
+)
+from npdynamo.fx.graph import Graph
+from npdynamo.fx.node import Node
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
+from npdynamo.ops.symbolic_code import symbol_name
+
+
+@dataclass
+class LoopRecord:
+    """What became of one loop node under the numba backend (a line of its report)."""
+
+    node: str
+    op: str
+    compiled: bool
+    why: str = ""
+    runs: int = 0  # calls that ran the compiled loop (a test sees the fast path was taken)
+    numpy_ops: tuple[str, ...] = ()  # ops the compiled loop calls back in NumPy
+
+    def __str__(self) -> str:
+        if self.compiled:
+            calls = (f"; NumPy calls in object mode: {', '.join(self.numpy_ops)}"
+                     if self.numpy_ops else "")
+            return (f"loop {self.node} ({self.op}): one compiled program, the loop runs in "
+                    f"numba{calls}")
+        return f"loop {self.node} ({self.op}): Python loop ({self.why})"
+
+
+# -- the loop node's program ---------------------------------------------------------------
+def _flat_args(op: str, args: tuple) -> tuple:
+    """The loop node's arguments as the loop function's parameters (subgraphs left out)."""
+    if op == "while_loop":
+        _cond, _body, carried, cond_extra, body_extra = (*args, (), ())[:5]
+        return (*carried, *cond_extra, *body_extra)
+    lower, upper, _body, carried, body_extra = (*args, ())[:5]
+    return (lower, upper, *carried, *body_extra)
+
+
+def _loop_source(node: Node, op: str, prepare: Callable[[Graph], Graph]) -> Writer:
+    if node.kwargs:
+        raise NotCompilable("keyword arguments")
+    writer = Writer(prepare)
+    values = _flat_args(op, node.args)
+    for v in values:
+        meta = node_meta(v) if isinstance(v, Node) else v
+        if type(meta) is complex:
+            raise NotCompilable("a carried or outer Python complex")
+        if isinstance(meta, (ArrayMeta, np.ndarray, np.generic)) and \
+                meta.dtype.kind not in "biuf":
+            raise NotCompilable(f"a carried or outer value of dtype {meta.dtype}")
+        if isinstance(meta, ScalarMeta) and meta.type not in (int, float):
+            raise NotCompilable(f"a carried or outer Python {meta.type.__name__}")
+    params = [f"p{k}" for k in range(len(values))]
+    if op == "while_loop":
+        _cond, _body, carried, cond_extra, _extra = (*node.args, (), ())[:5]
+        n, m = len(carried), len(cond_extra)
+        result = writer.emit_while(node.args[0], node.args[1], params[:n], params[n:n + m],
+                                   params[n + m:], 1)
+    else:
+        n = len(node.args[3])
+        result = writer.emit_fori(params[0], params[1], node.args[2], params[2:2 + n],
+                                  params[2 + n:], 1)
+    writer.emit(f"return {result}", 1)
+    writer.lines[:0] = [f"def loop({', '.join(params)}):",
+                        *_symbol_reads({name: local for name, local in writer.symbols.items()
+                                        if name not in writer.loop_symbols}, values, params),
+                        *(f"    {line}" for line in writer.hoisted)]
+    return writer
+
+
+def _symbol_reads(symbols: dict[str, str], values: tuple, params: list[str]) -> list[str]:
+    """Lines reading each size symbol the loop uses from a dimension of an argument."""
+    origins: dict[str, str] = {}
+    for v, param in zip(values, params):
+        meta = node_meta(v)
+        for d, size in enumerate(meta.shape if isinstance(meta, ArrayMeta) else ()):
+            name = symbol_name(size)
+            if name is not None:
+                origins.setdefault(name, f"{param}.shape[{d}]")
+    missing = sorted(set(symbols) - set(origins))
+    if missing:
+        raise NotCompilable(f"the sizes {', '.join(missing)} are no dimension of the loop's "
+                            "arrays")
+    return [f"    {local} = {origins[name]}" for name, local in symbols.items()]
+
+
+def _converter(meta: Any) -> Callable[[Any], Any]:
+    """numba's result as the Python loop gives it: NumPy scalars, Python int/float."""
+    if isinstance(meta, ScalarMeta):
+        return meta.type
+    if isinstance(meta, ArrayMeta) and meta.scalar:
+        return meta.dtype.type
+    return lambda v: v
+
+
+def _runs_compiled(value: Any, carried: bool) -> bool:
+    # numba's copies are C-ordered where NumPy's ``copy(order="K")`` keeps the memory order:
+    # the same for arrays of one dimension and C-contiguous ones (and their slices); a
+    # read-only carried array would have another numba type than the body's new values
+    if not isinstance(value, np.ndarray):
+        return True
+    flags = value.flags
+    return ((value.ndim <= 1 or flags.c_contiguous) and value.dtype.isnative and flags.aligned
+            and (flags.writeable or not carried))
+
+
+class LoopCall:
+    """Runs a loop node: its compiled loop function, or its Python loop (``impl``)."""
+
+    def __init__(self, node: Node, writer: Writer, record: LoopRecord) -> None:
+        self.op = node.target.name
+        self.impl = node.target.impl
+        self.record = record
+        self.source = "\n".join(writer.lines) + "\n"
+        exec(compile(self.source, f"<npdynamo-loop-{node.name}>", "exec"), writer.globals)
+        # bounds checked: an index out of range raises (and the Python loop then raises
+        # NumPy's IndexError) instead of reading outside the array
+        # NumPy calls in object mode hold the GIL: nogil only without them
+        self.jit = njit(boundscheck=True, error_model="numpy", nogil=not writer.numpy_ops)(
+            writer.globals["loop"])
+        self.convert = [_converter(m) for m in node.meta.get("val") or ()]
+        first = 0 if self.op == "while_loop" else 2  # the carried values' parameters
+        self.carried = (first, first + len(self.convert))
+
+    def __call__(self, *args: Any) -> tuple:
+        if self.record.compiled:
+            flat = _flat_args(self.op, args)
+            first, end = self.carried
+            if all(_runs_compiled(v, first <= k < end) for k, v in enumerate(flat)):
+                try:
+                    out = self._run(flat)
+                except Exception as exc:
+                    # numba failed to compile (for good: the Python loop from now on), or the
+                    # loop raised: rerun in Python, for its own exception or result
+                    if isinstance(exc, (NumbaError, UnexpectedValue)) or \
+                            not self.jit.overloads:
+                        lines = str(exc).strip().splitlines()
+                        self.record.compiled = False
+                        self.record.why = (f"numba could not run it: "
+                                           f"{type(exc).__name__}: {lines[0] if lines else ''}")
+                else:
+                    self.record.runs += 1
+                    return tuple(conv(v) for conv, v in zip(self.convert, out))
+        return self.impl(*args)
+
+    def _run(self, flat: tuple) -> tuple:
+        if self.jit.overloads:
+            return self.jit(*flat)
+        # the first call compiles: numba's warnings about its own code are not the user's
+        # (a user's filter turning warnings into errors would make every call fall back)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NumbaWarning)
+            return self.jit(*flat)
+
+
+def loop_programs(graph: Graph, prepare: Callable[[Graph], Graph]) -> list[LoopRecord]:
+    """Give each ``while_loop``/``fori_loop`` node of ``graph`` whose loop the writer can
+    express its compiled loop (``node.meta["numba_impl"]``, which the program calls instead of
+    the op's Python loop). Returns one record per loop node."""
+    records = []
+    for node in graph.nodes:
+        op = getattr(node.target, "name", None)
+        if node.op != "call_function" or op not in LOOP_OPS:
+            continue
+        record = LoopRecord(node.name, op, compiled=False)
+        try:
+            writer = _loop_source(node, op, prepare)
+        except NotCompilable as exc:
+            record.why = str(exc)
+        else:
+            record.compiled = True
+            record.numpy_ops = tuple(dict.fromkeys(writer.numpy_ops))
+            node.meta["numba_impl"] = LoopCall(node, writer, record)
+        records.append(record)
+    return records

@@ -1,0 +1,126 @@
+"""Nopython helpers that compiled loop programs call (``loop_program``).
+
+Matrix products: numba's own ``np.dot`` needs SciPy's BLAS, which npdynamo does not depend on,
+so the loop programs multiply with these loops (row-major, contiguous reads, the dot products'
+sums reassociable like the kernels' reductions: within numba's usual tolerance of NumPy's BLAS).
+
+Python scalar arithmetic: a Python ``int`` never overflows and a Python division by zero raises,
+where int64 wraps and ``error_model="numpy"`` gives inf. These helpers raise instead
+(``OverflowError``, ``ZeroDivisionError``); the loop program then reruns the loop in Python,
+which gives Python's own result or exception.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from npdynamo.backends.numba.runtime import radd
+
+_FLAGS = {"error_model": "numpy", "nogil": True, "cache": False}
+
+
+@njit(**_FLAGS)
+def matvec(a, x):
+    """``a @ x`` for a 2-D ``a`` and a 1-D ``x``."""
+    m, n = a.shape
+    out = np.zeros(m, a.dtype)
+    for i in range(m):
+        acc = out[i]  # a zero of the result's dtype
+        for k in range(n):
+            acc = radd(acc, a[i, k] * x[k])
+        out[i] = acc
+    return out
+
+
+@njit(**_FLAGS)
+def vecmat(x, a):
+    """``x @ a`` for a 1-D ``x`` and a 2-D ``a`` (accumulated row by row of ``a``)."""
+    n, m = a.shape
+    out = np.zeros(m, a.dtype)
+    for k in range(n):
+        xk = x[k]
+        for j in range(m):
+            out[j] += xk * a[k, j]
+    return out
+
+
+@njit(**_FLAGS)
+def matmat(a, b):
+    """``a @ b`` for 2-D ``a`` and ``b`` (i-k-j order: contiguous rows of ``b`` and the result)."""
+    m, n = a.shape
+    p = b.shape[1]
+    out = np.zeros((m, p), a.dtype)
+    for i in range(m):
+        for k in range(n):
+            aik = a[i, k]
+            for j in range(p):
+                out[i, j] += aik * b[k, j]
+    return out
+
+
+@njit(**_FLAGS)
+def vecvec(x, y):
+    """``x @ y`` for 1-D ``x`` and ``y``: one number."""
+    acc = np.zeros(1, x.dtype)[0]
+    for k in range(x.shape[0]):
+        acc = radd(acc, x[k] * y[k])
+    return acc
+
+
+#: Operands (and products) below this magnitude cannot overflow int64 in one add or multiply.
+#: The checks test before computing, in floats: a wrapped int64 result cannot be tested
+#: afterwards (LLVM may assume signed arithmetic never overflows and fold the test away), and
+#: they may refuse a few results that would fit: the Python loop then computes them.
+_SAFE = 2.0**62
+
+
+@njit(**_FLAGS)
+def int_add(a, b):
+    """Python's ``a + b`` of ints, or ``OverflowError`` where int64 might not hold it."""
+    if abs(float(a)) >= _SAFE or abs(float(b)) >= _SAFE:
+        raise OverflowError("int64 overflow")
+    return a + b
+
+
+@njit(**_FLAGS)
+def int_sub(a, b):
+    """Python's ``a - b`` of ints, or ``OverflowError`` where int64 might not hold it."""
+    if abs(float(a)) >= _SAFE or abs(float(b)) >= _SAFE:
+        raise OverflowError("int64 overflow")
+    return a - b
+
+
+@njit(**_FLAGS)
+def int_mul(a, b):
+    """Python's ``a * b`` of ints, or ``OverflowError`` where int64 might not hold it."""
+    if abs(float(a) * float(b)) >= _SAFE:
+        raise OverflowError("int64 overflow")
+    return a * b
+
+
+@njit(**_FLAGS)
+def int_floordiv(a, b):
+    """Python's ``a // b`` of ints (numba floors as Python does), raising as Python does."""
+    if b == 0:
+        raise ZeroDivisionError("integer division or modulo by zero")
+    if b == -1 and abs(float(a)) >= _SAFE:
+        raise OverflowError("int64 overflow")
+    return a // b
+
+
+@njit(**_FLAGS)
+def int_mod(a, b):
+    """Python's ``a % b`` of ints (the sign of ``b``, as numba gives it), raising as Python
+    does."""
+    if b == 0:
+        raise ZeroDivisionError("integer division or modulo by zero")
+    return a % b
+
+
+@njit(**_FLAGS)
+def true_divide(a, b):
+    """Python's ``a / b`` of numbers: ``ZeroDivisionError`` for a zero divisor."""
+    if b == 0:
+        raise ZeroDivisionError("division by zero")
+    return a / b

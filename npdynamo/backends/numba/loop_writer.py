@@ -1,0 +1,540 @@
+"""The loop writer: a loop node, its subgraphs and the control flow nested in them as the source
+of one nopython function (used by ``loop_program``, which says what the function guarantees).
+
+Each fusion group of a (simplified) subgraph is a call of its serial kernel into buffers
+allocated with ``np.empty`` inside the function; the ops left between kernels are written as
+nopython code (``getitem``/``setitem`` with int, slice and loop-index indices, ``copy``,
+``matmul`` of float vectors and matrices, ``tuple_item``, Python int/float arithmetic), and any
+other op (or one of these with arguments that have no such form, ``NoNopythonForm``) giving an
+array, a NumPy scalar or a Python int/float is its NumPy impl called back in object mode,
+checked to give what the compiled code was typed for. ``NotCompilable`` says why a loop cannot
+be written at all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numba
+import numpy as np
+
+from npdynamo.backends.numba import diskcache, loop_runtime
+from npdynamo.backends.numba.codegen import generate_kernel
+from npdynamo.backends.numba.fusion import FusionGroup, partition
+from npdynamo.fx.graph import Graph
+from npdynamo.fx.node import Node
+from npdynamo.fx.subgraphs import is_subgraph
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
+from npdynamo.ops.scalar_ops import SCALAR_OPS
+from npdynamo.ops.symbolic import SymInt
+from npdynamo.ops.symbolic_code import free_symbol_names, python_source
+
+LOOP_OPS = ("while_loop", "fori_loop")
+_CONTROL_FLOW = (*LOOP_OPS, "cond")
+_PY_BINARY = {"py_add": "+", "py_sub": "-", "py_mul": "*"}
+_INT_HELPERS = {"py_add": "int_add", "py_sub": "int_sub", "py_mul": "int_mul",
+                "py_floordiv": "int_floordiv", "py_mod": "int_mod"}
+#: float64 ufuncs that compute the same with a weak Python int operand as with its float
+_WEAK_INT_SAFE = frozenset({"add", "subtract", "multiply", "divide", "true_divide", "maximum",
+                            "minimum"})
+_MATMUL_HELPERS = {(2, 1): "matvec", (1, 2): "vecmat", (2, 2): "matmat", (1, 1): "vecvec"}
+
+
+class NotCompilable(Exception):
+    """The loop has something the writer cannot express in nopython code (the message: why)."""
+
+
+class NoNopythonForm(NotCompilable):
+    """The writer has no nopython form for this op with these arguments: a NumPy call."""
+
+
+class UnexpectedValue(TypeError):
+    """A NumPy call in object mode gave what the compiled code cannot take (the loop then
+    reruns in Python, and keeps running there)."""
+
+
+def node_meta(value: Any) -> Any:
+    return value.meta.get("val") if isinstance(value, Node) else None
+
+
+def _checked(impl: Callable, meta: ArrayMeta | ScalarMeta, name: str,
+             private: bool) -> Callable:
+    """``impl`` raising ``UnexpectedValue`` unless it gives what the compiled code was typed
+    for (a C-contiguous array of ``meta``'s dtype and rank, or a NumPy scalar of its dtype):
+    numba would read any other memory layout wrongly. A ``private`` result (one nothing holds
+    after the iteration, only read) may be a view of another layout (``A.T``): its C-ordered
+    copy is read instead, which nobody can tell apart."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        out = impl(*args, **kwargs)
+        if isinstance(meta, ScalarMeta):  # an int beyond int64 fails numba's unboxing
+            ok = type(out) is meta.type
+        elif meta.scalar:
+            ok = type(out) is meta.dtype.type
+        else:  # the rule gave the shape: numba reads it (and the strides) from the array
+            if private and type(out) is np.ndarray and not out.flags.c_contiguous:
+                out = np.ascontiguousarray(out)
+            ok = (type(out) is np.ndarray and out.dtype == meta.dtype
+                  and out.ndim == len(meta.shape) and out.flags.c_contiguous)
+        if not ok:
+            raise UnexpectedValue(f"{name} gave a value of another type or memory layout "
+                                  f"than the compiled loop takes ({type(out).__name__})")
+        return out
+
+    return call
+
+
+def _is_float64(value: Any) -> bool:
+    meta = node_meta(value)
+    if isinstance(meta, ScalarMeta):
+        return meta.type is float
+    if isinstance(meta, ArrayMeta):
+        return meta.dtype == np.float64
+    return type(value) in (int, float) or (isinstance(value, np.ndarray)
+                                           and value.dtype == np.float64)
+
+
+def _int_operands_as_floats(graph: Graph) -> None:
+    """Let kernels take the loop index (a dynamic Python int) where it meets float64 arrays.
+
+    Kernels refuse dynamic ints (NumPy checks an int against an integer loop's dtype on each
+    call). In a float64 ``add``/``multiply``/... whose other operands are float64, NumPy
+    computes with ``float(i)`` whether the operand is the int or that float: the same float64
+    loop on the same value. So such an operand becomes ``py_mul(i, 1.0)`` (exactly
+    ``float(i)``), a dynamic float the kernels take. ``graph`` is the loop's own copy.
+    """
+    for node in list(graph.nodes):
+        if getattr(node.target, "name", "") not in _WEAK_INT_SAFE or node.kwargs:
+            continue
+        ints = [a for a in node.args
+                if isinstance(node_meta(a), ScalarMeta) and node_meta(a).type is int]
+        if not ints or not _is_float64(node) or not all(
+                _is_float64(a) for a in node.args if a not in ints):
+            continue
+        for a in dict.fromkeys(ints):
+            with graph.inserting_before(node):
+                as_float = graph.call_function(SCALAR_OPS["py_mul"], (a, 1.0))
+            as_float.meta["val"] = ScalarMeta(float)
+            node.replace_input_with(a, as_float)
+
+
+class Writer:
+    """Emits the source of one loop function; ``prepare`` simplifies each subgraph first."""
+
+    def __init__(self, prepare: Callable[[Graph], Graph]) -> None:
+        self.prepare = prepare
+        self.lines: list[str] = []
+        self.globals: dict[str, Any] = {"np": np, "math": math, "objmode": numba.objmode}
+        for name in (*_INT_HELPERS.values(), *_MATMUL_HELPERS.values(), "true_divide"):
+            self.globals[name] = getattr(loop_runtime, name)
+        self._count = 0
+        self._bound: dict[int, str] = {}
+        self.symbols: dict[str, str] = {}  # size symbol -> its local
+        self.hoisted: list[str] = []  # allocations made once, at the function's entry
+        self.loop_symbols: set[str] = set()  # size symbols that are loop indices (not entry)
+        self.in_kernels: set[Node] = set()  # nodes of every fusion group written so far
+        self.numpy_ops: list[str] = []  # ops called back in object mode, per iteration
+
+    def fresh(self, hint: str = "v") -> str:
+        self._count += 1
+        return f"{hint}{self._count}"
+
+    def bind(self, obj: Any, hint: str) -> str:
+        if id(obj) not in self._bound:
+            name = f"_{hint}{len(self._bound)}"
+            self._bound[id(obj)] = name
+            self.globals[name] = obj
+        return self._bound[id(obj)]
+
+    def emit(self, line: str, depth: int) -> None:
+        self.lines.append("    " * depth + line)
+
+    def value(self, v: Any, env: dict[Node, str]) -> str:
+        """``v`` (an argument of a node) as an expression."""
+        if isinstance(v, Node):
+            if v not in env:
+                raise NotCompilable(f"{v.name} is not computed inside the loop program")
+            return env[v]
+        if type(v) in (bool, int):
+            return repr(v)
+        if type(v) is float:
+            return repr(v) if math.isfinite(v) else self.bind(v, "float")
+        if isinstance(v, np.generic) and v.dtype.kind in "biuf":
+            return self.bind(v, "scalar")
+        if type(v) is SymInt:
+            return self.size(v)
+        raise NotCompilable(f"a {type(v).__name__} constant")
+
+    # -- graphs ---------------------------------------------------------------------------
+    def graph(self, sub: Any, inputs: list[str], depth: int) -> list[tuple[str, Any]]:
+        """Emit ``sub``'s steps with its placeholders bound to ``inputs``; its outputs as
+        (expression, meta) pairs."""
+        if not is_subgraph(sub):
+            raise NotCompilable("a branch or body that is not a captured graph")
+        graph = self.prepare(sub.graph)
+        if len(graph.placeholders) != len(inputs):
+            raise NotCompilable(f"{sub.name} takes {len(graph.placeholders)} inputs, "
+                                f"given {len(inputs)}")
+        _int_operands_as_floats(graph)
+        env: dict[Node, str] = dict(zip(graph.placeholders, inputs))
+        for p, given in env.items():
+            if "size_symbol" in p.meta:  # a rolled loop's index, a size of the body's shapes
+                self.loop_symbols.add(p.meta["size_symbol"])
+                self.emit(f"{self.symbol(p.meta['size_symbol'])} = {given}", depth)
+        fresh: set[Node] = set()  # arrays this graph allocated (setitem may write into them)
+        part = partition(graph)
+        self.in_kernels |= {n for g in part.groups for n in g.nodes}
+        for step in part.steps:
+            if isinstance(step, FusionGroup):
+                self.kernel(step, env, depth, fresh)
+            else:
+                self.op(step, env, depth, fresh)
+        out = graph.output_node.args[0] if graph.output_node.args else ()
+        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        results = []
+        for v in out:
+            if isinstance(v, Node) and getattr(v.target, "name", "") == "getitem" and \
+                    not getattr(node_meta(v), "scalar", False):
+                raise NotCompilable("a subgraph returns a view of an array (getitem)")
+            results.append((self.value(v, env), node_meta(v)))
+        return results
+
+    def kernel(self, group: FusionGroup, env: dict[Node, str], depth: int,
+               fresh: set[Node]) -> None:
+        # serial kernels: a parallel kernel called from this function is one more parallel
+        # region per iteration (a thread-pool launch each time, often longer than a stencil
+        # step), and the tuner that picks parallel or serial per graph cannot swap the
+        # kernels compiled into this function; the loop's speed comes from having no
+        # Python between iterations
+        ks = generate_kernel(group, parallel=False)
+        module, _path, _source = diskcache.load_kernel_module(ks.source)
+        callee = self.bind(module.kernel, f"kernel{group.index}_")
+        args, after = [], []
+        for arg in ks.args:
+            if arg.kind == "input":
+                args.append(self.value(arg.value, env))
+            elif arg.kind == "const":
+                args.append(self.bind(arg.value, "const"))
+            elif arg.kind in ("extent", "size"):
+                args.append(self.size(arg.value))
+            else:
+                node, meta = arg.value, arg.value.meta["val"]
+                name = self.fresh()
+                buffer = f"{name}_0d" if meta.scalar else name
+                allocate = f"{buffer} = np.empty({self.shape(meta)}, {self.dtype(meta)})"
+                env[node] = name
+                args.append(buffer)
+                if meta.scalar:  # a NumPy scalar, as NumPy gives
+                    after.append(f"{name} = {buffer}[()]")
+                if meta.scalar or (self.stays_inside(node) and not (
+                        free_symbol_names(meta.shape) & self.loop_symbols)):
+                    # a temporary of one iteration (a NumPy scalar's 0-d buffer is read at
+                    # once): one buffer for the whole call, allocated at entry (its shape is
+                    # the same in every iteration unless it is a loop index's expression)
+                    self.hoisted.append(allocate)
+                else:
+                    self.emit(allocate, depth)
+                    fresh.add(node)
+        self.emit(f"{callee}({', '.join(args)})", depth)
+        for line in after:
+            self.emit(line, depth)
+
+    def stays_inside(self, node: Node) -> bool:
+        """Whether nothing holds ``node``'s array (or a view of it) after the iteration: it
+        is read by kernels, ``matmul``, ``copy`` and as a ``setitem`` value only, never
+        returned, carried, written in place or given to a NumPy call (which might keep it)."""
+        for user in node.users:
+            name = getattr(user.target, "name", "")
+            if user in self.in_kernels or name in ("matmul", "copy"):
+                continue
+            if name == "setitem" and user.args[0] is not node:
+                continue
+            if name == "getitem" and user.args[0] is node and self.stays_inside(user):
+                continue
+            return False
+        return True
+
+    def shape(self, meta: Any) -> str:
+        if not isinstance(meta, ArrayMeta):
+            raise NotCompilable(f"a value of no array shape ({meta!r})")
+        return "(" + "".join(self.size(d) + ", " for d in meta.shape) + ")"
+
+    def size(self, d: Any) -> str:
+        """A size as an int expression: symbols are locals read from the arguments' shapes at
+        the function's entry (``loop_program``), so one compiled loop serves every size."""
+        if type(d) is int:
+            return repr(d)
+        if type(d) is not SymInt:
+            raise NotCompilable(f"a size {d!r}")
+        return python_source(d, self.symbol)
+
+    def symbol(self, name: str) -> str:
+        return self.symbols.setdefault(name, f"z_{name}")
+
+    def dtype(self, meta: ArrayMeta) -> str:
+        if meta.dtype.kind not in "biufc":
+            raise NotCompilable(f"dtype {meta.dtype}")
+        return self.bind(meta.dtype.type, meta.dtype.name)
+
+    def truth(self, expr: str, meta: Any) -> str:
+        """``expr`` as a condition: a 0-d array's element, a number itself."""
+        if isinstance(meta, ArrayMeta) and not meta.scalar:
+            return f"{expr}[()]"
+        return expr
+
+    # -- ops between kernels --------------------------------------------------------------
+    def op(self, node: Node, env: dict[Node, str], depth: int, fresh: set[Node]) -> None:
+        name = getattr(node.target, "name", repr(node.target))
+        if getattr(node.target, "impure", False):
+            raise NotCompilable(f"{name} draws random numbers")
+        if node.kwargs:
+            env[node] = self.numpy_call(node, name, env, depth)
+            return
+        if name in _CONTROL_FLOW:
+            env[node] = self.control_flow(node, name, [node.args], env, depth)
+            return
+        method = getattr(self, f"op_{name}", None)
+        try:
+            if name in _INT_HELPERS:
+                expr = self.py_binary(node, name, env)
+            elif name in ("py_neg", "py_pos", "py_abs", "py_truediv"):
+                expr = self.py_other(node, name, env)
+            elif method is not None:
+                expr = method(node, env, depth, fresh)
+            else:
+                raise NoNopythonForm(name)
+        except NoNopythonForm:
+            env[node] = self.numpy_call(node, name, env, depth)
+            return
+        env[node] = self.fresh()
+        self.emit(f"{env[node]} = {expr}", depth)
+
+    def numpy_call(self, node: Node, name: str, env: dict[Node, str], depth: int) -> str:
+        """An op without a nopython form, called from the compiled loop in object mode (its
+        NumPy impl, as the eager backend runs it): the loop stays compiled around it."""
+        meta = node_meta(node)
+        if isinstance(meta, ScalarMeta) and meta.type in (int, float):
+            nb_type = numba.int64 if meta.type is int else numba.float64
+        elif isinstance(meta, ArrayMeta) and meta.dtype.kind in "biuf":
+            nb_type = numba.from_dtype(meta.dtype)
+            if not meta.scalar:
+                nb_type = numba.types.Array(nb_type, len(meta.shape), "C")
+        else:
+            raise NotCompilable(f"{name} (no nopython form) gives a "
+                                f"{type(meta).__name__ if meta is not None else 'value'}, "
+                                "not an array or an int or float")
+        impl = _checked(getattr(node.target, "impl", node.target), meta, name,
+                        private=isinstance(meta, ArrayMeta) and self.stays_inside(node))
+        args = [self.boxed(a, env) for a in node.args]
+        args += [f"{k}={self.boxed(v, env)}" for k, v in node.kwargs.items()]
+        result = self.fresh()
+        self.emit(f"with objmode({result}={self.bind(nb_type, 'type')}):", depth)
+        self.emit(f"{result} = {self.bind(impl, name)}({', '.join(args)})", depth + 1)
+        self.numpy_ops.append(name)
+        return result
+
+    def boxed(self, v: Any, env: dict[Node, str]) -> str:
+        """``v`` as an object-mode expression: NumPy scalars made NumPy scalars again (numba
+        boxes them as Python numbers, which NumPy promotes differently)."""
+        if isinstance(v, Node):
+            meta = node_meta(v)
+            expr = self.value(v, env)
+            if isinstance(meta, ArrayMeta) and meta.scalar:
+                return f"{self.bind(meta.dtype.type, meta.dtype.name)}({expr})"
+            return expr
+        if type(v) in (tuple, list):
+            items = "".join(self.boxed(x, env) + ", " for x in v)
+            return f"({items})" if type(v) is tuple else f"[{items}]"
+        if type(v) is slice:
+            parts = (self.boxed(b, env) for b in (v.start, v.stop, v.step))
+            return f"slice({', '.join(parts)})"
+        if type(v) is SymInt:
+            return self.size(v)
+        if type(v) is dict or (hasattr(v, "__dict__") and any(
+                isinstance(x, Node) for x in vars(v).values())):
+            raise NotCompilable("a NumPy call whose arguments hold graph values")
+        return self.bind(v, "const")
+
+    def op_tuple_item(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
+        results, index = node.args
+        return f"{self.value(results, env)}[{int(index)}]"
+
+    def op_copy(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
+        (x,) = node.args
+        self.array(x, "copy")
+        fresh.add(node)
+        return f"{self.value(x, env)}.copy()"
+
+    def op_matmul(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
+        a, b = node.args
+        ma, mb = self.array(a, "matmul"), self.array(b, "matmul")
+        helper = _MATMUL_HELPERS.get((len(ma.shape), len(mb.shape)))
+        if helper is None or ma.dtype != mb.dtype or ma.dtype.kind != "f":
+            raise NoNopythonForm("matmul other than of float vectors and matrices of one dtype")
+        fresh.add(node)
+        return f"{helper}({self.value(a, env)}, {self.value(b, env)})"
+
+    def op_getitem(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
+        x, index = node.args
+        self.array(x, "getitem")
+        for user in node.users:
+            if getattr(user.target, "name", "") in _CONTROL_FLOW:
+                raise NotCompilable("a view (getitem) passed into a branch or loop")
+        return f"{self.value(x, env)}[{self.index(index, env)}]"
+
+    def op_setitem(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
+        x, index, value = node.args
+        mx = self.array(x, "setitem")
+        mv = node_meta(value)
+        if isinstance(mv, ArrayMeta):
+            same = mv.dtype == mx.dtype
+        else:  # a Python number: NumPy converts it as numba does for these targets only
+            py = mv.type if isinstance(mv, ScalarMeta) else type(value)
+            same = (py is float and mx.dtype.kind == "f") or (
+                py is int and mx.dtype in (np.dtype(np.int64), np.dtype(np.float64)))
+        if not same:
+            raise NoNopythonForm("setitem of a value of another dtype (NumPy's cast)")
+        target, idx, val = self.value(x, env), self.index(index, env), self.value(value, env)
+        if x in fresh and len(x.users) == 1:
+            # the array was allocated here and nothing else reads it: write into it (the
+            # functional setitem's copy is unobservable)
+            self.emit(f"{target}[{idx}] = {val}", depth)
+            fresh.add(node)
+            return target
+        copy = self.fresh()
+        self.emit(f"{copy} = {target}.copy()", depth)
+        self.emit(f"{copy}[{idx}] = {val}", depth)
+        fresh.add(node)
+        return copy
+
+    def array(self, x: Any, where: str) -> ArrayMeta:
+        meta = node_meta(x)
+        if not isinstance(meta, ArrayMeta) or meta.scalar:
+            raise NoNopythonForm(f"{where} of something other than an array")
+        if meta.dtype.kind not in "biuf":
+            raise NoNopythonForm(f"{where} of dtype {meta.dtype}")
+        return meta
+
+    def index(self, index: Any, env: dict[Node, str]) -> str:
+        items = index if type(index) is tuple else (index,)
+        parts = [self.index_item(item, env) for item in items]
+        if not parts:
+            return "()"
+        return parts[0] + "," if len(parts) == 1 and type(index) is tuple else ", ".join(parts)
+
+    def index_item(self, item: Any, env: dict[Node, str]) -> str:
+        if type(item) is slice:
+            return ":".join("" if b is None else self.index_item(b, env)
+                            for b in (item.start, item.stop, item.step))
+        if type(item) in (int, SymInt):
+            return self.size(item)
+        meta = node_meta(item)
+        if (isinstance(meta, ScalarMeta) and meta.type is int) or (
+                isinstance(meta, ArrayMeta) and meta.scalar and meta.dtype.kind in "iu"):
+            return self.value(item, env)
+        raise NoNopythonForm("an index other than ints, slices and the loop's int values")
+
+    def py_binary(self, node: Node, name: str, env: dict[Node, str]) -> str:
+        a, b = (self.value(v, env) for v in node.args)
+        kind = self.py_kind(node)
+        if kind is int:
+            return f"{_INT_HELPERS[name]}({a}, {b})"
+        if name not in _PY_BINARY:
+            raise NoNopythonForm(f"{name} of Python floats")
+        return f"({a} {_PY_BINARY[name]} {b})"
+
+    def py_other(self, node: Node, name: str, env: dict[Node, str]) -> str:
+        kind = self.py_kind(node)
+        args = [self.value(v, env) for v in node.args]
+        if name == "py_truediv":
+            if all(self.py_operand_kind(v) is int for v in node.args):
+                raise NoNopythonForm("a true division of two Python ints")
+            return f"true_divide({args[0]}, {args[1]})"
+        (a,) = args
+        if name == "py_pos":
+            return a
+        if kind is int:
+            neg = f"int_sub(0, {a})"
+            return neg if name == "py_neg" else f"({a} if {a} >= 0 else {neg})"
+        return f"(-{a})" if name == "py_neg" else f"abs({a})"
+
+    def py_kind(self, node: Node) -> type:
+        meta = node_meta(node)
+        if not isinstance(meta, ScalarMeta) or meta.type not in (int, float):
+            raise NoNopythonForm("Python arithmetic other than of int and float")
+        for v in node.args:
+            if self.py_operand_kind(v) not in (int, float):
+                raise NoNopythonForm("Python arithmetic with a NumPy value")
+        return meta.type
+
+    @staticmethod
+    def py_operand_kind(v: Any) -> type | None:
+        meta = node_meta(v)
+        if isinstance(meta, ScalarMeta):
+            return meta.type
+        return type(v) if type(v) in (int, float) else None
+
+    # -- control flow ---------------------------------------------------------------------
+    def control_flow(self, node: Node, name: str, args: list, env: dict[Node, str],
+                     depth: int) -> str:
+        """Emit a nested ``cond``/``while_loop``/``fori_loop``; the local holding its results."""
+        (given,) = args
+        vals = lambda seq: [self.value(v, env) for v in seq]  # noqa: E731
+        if name == "cond":
+            pred, true_fn, false_fn, operands, *extra = (*given, (), ())[:6]
+            return self.emit_cond(self.truth(self.value(pred, env), node_meta(pred)), true_fn,
+                                  false_fn, vals(operands), vals(extra[0]), vals(extra[1]),
+                                  depth)
+        if name == "while_loop":
+            cond_fn, body_fn, carried, cond_extra, body_extra = (*given, (), ())[:5]
+            return self.emit_while(cond_fn, body_fn, vals(carried), vals(cond_extra),
+                                   vals(body_extra), depth)
+        lower, upper, body_fn, carried, body_extra = (*given, ())[:5]
+        return self.emit_fori(self.value(lower, env), self.value(upper, env), body_fn,
+                              vals(carried), vals(body_extra), depth)
+
+    def _carry(self, values: list[str], depth: int) -> list[str]:
+        names = [self.fresh("c") for _ in values]
+        for name, v in zip(names, values):
+            self.emit(f"{name} = {v}", depth)
+        return names
+
+    def _assign(self, names: list[str], outs: list[tuple[str, Any]], depth: int) -> None:
+        if names:
+            self.emit(f"{', '.join(names)}, = ({', '.join(e for e, _ in outs)},)", depth)
+
+    def _result(self, names: list[str], depth: int) -> str:
+        result = self.fresh("r")
+        self.emit(f"{result} = ({''.join(n + ', ' for n in names)})", depth)
+        return result
+
+    def emit_while(self, cond_fn: Any, body_fn: Any, carried: list[str], cond_extra: list[str],
+                   body_extra: list[str], depth: int) -> str:
+        names = self._carry(carried, depth)
+        self.emit("while True:", depth)
+        ((test, meta),) = self.graph(cond_fn, names + cond_extra, depth + 1)
+        self.emit(f"if not {self.truth(test, meta)}:", depth + 1)
+        self.emit("break", depth + 2)
+        self._assign(names, self.graph(body_fn, names + body_extra, depth + 1), depth + 1)
+        return self._result(names, depth)
+
+    def emit_fori(self, lower: str, upper: str, body_fn: Any, carried: list[str],
+                  body_extra: list[str], depth: int) -> str:
+        names = self._carry(carried, depth)
+        index = self.fresh("i")
+        self.emit(f"for {index} in range({lower}, {upper}):", depth)
+        self._assign(names, self.graph(body_fn, [index, *names, *body_extra], depth + 1),
+                     depth + 1)
+        return self._result(names, depth)
+
+    def emit_cond(self, pred: str, true_fn: Any, false_fn: Any, operands: list[str],
+                  true_extra: list[str], false_extra: list[str], depth: int) -> str:
+        self.emit(f"if {pred}:", depth)
+        outs = self.graph(true_fn, operands + true_extra, depth + 1)
+        names = [self.fresh("b") for _ in outs]
+        self._assign(names, outs, depth + 1)
+        self.emit("else:", depth)
+        self._assign(names, self.graph(false_fn, operands + false_extra, depth + 1), depth + 1)
+        return self._result(names, depth)
