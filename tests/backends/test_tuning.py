@@ -33,12 +33,35 @@ def test_every_candidate_runs_once_untimed_then_timed_and_the_fastest_stays():
     candidates = [costing(clock, "a", 3.0, runs), costing(clock, "b", 1.0, runs),
                   costing(clock, "c", 2.0, runs)]
     fn = tuning.fastest_of(candidates, decided.append, clock)
-    rounds = 1 + tuning.TIMED_ROUNDS
-    for i in range(3 * rounds + 5):
+    # a (3x the best) is dropped after the first timed round: it cannot win
+    order = ["a", "b", "c"] + ["a", "a", "b", "b", "c", "c"] + ["b", "b", "c", "c"] * (
+        tuning.TIMED_ROUNDS - 1)
+    for i in range(len(order) + 5):
         assert fn(i) == (i + 1,)  # every call returns its own candidate's result
-    assert runs[: 3 * rounds] == ["a", "b", "c"] * rounds
-    assert runs[3 * rounds:] == ["b"] * 5
+    assert runs[:len(order)] == order  # each timed call right after a warm one
+    assert runs[len(order):] == ["b"] * 5
     assert len(decided) == 1 and decided[0].startswith("runs as b")
+
+
+def test_a_candidate_whose_first_call_after_another_is_slow_is_timed_warm():
+    """A parallel kernel's first call after a long NumPy call wakes its threads: the timed call
+    is the second in a row."""
+    clock, decided = FakeClock(), []
+    last = {"label": None}
+
+    def make(label, cost, cold_cost):
+        def run(x):
+            clock.now += cost if last["label"] == label else cold_cost
+            last["label"] = label
+            return (x,)
+
+        return tuning.Candidate(label, run)
+
+    fn = tuning.fastest_of([make("parallel", 1.0, 5.0), make("serial", 2.0, 2.0)],
+                           decided.append, clock)
+    for i in range(2 * (1 + 2 * tuning.TIMED_ROUNDS)):
+        fn(i)
+    assert decided[0].startswith("runs as parallel")
 
 
 def test_the_first_untimed_round_does_not_count():
@@ -53,7 +76,7 @@ def test_the_first_untimed_round_does_not_count():
     fn = tuning.fastest_of(
         [tuning.Candidate("warming", warming), costing(clock, "steady", 1.0, runs)],
         decided.append, clock)
-    for i in range(2 * (1 + tuning.TIMED_ROUNDS)):
+    for i in range(2 * (1 + 2 * tuning.TIMED_ROUNDS)):
         fn(i)
     assert decided[0].startswith("runs as warming")
 
@@ -70,9 +93,10 @@ def test_activate_switches_the_program_before_each_run():
 
     fn = tuning.fastest_of([tuning.Candidate("p", run, activate("parallel")),
                             tuning.Candidate("s", run, activate("serial"))], lambda text: None)
-    for i in range(2 * (1 + tuning.TIMED_ROUNDS)):
+    for i in range(2 * (1 + 2 * tuning.TIMED_ROUNDS)):
         fn(i)
-    assert seen == ["parallel", "serial"] * (1 + tuning.TIMED_ROUNDS)
+    assert seen == ["parallel", "serial"] + ["parallel"] * 2 + ["serial"] * 2 \
+        + ["parallel"] * 2 + ["serial"] * 2
     fn(0)
     assert seen[-1] == state["mode"]  # the winner stays activated
 
@@ -86,7 +110,7 @@ def test_tuned_graph_matches_python_on_every_call_and_explain_shows_the_choice()
     x, y = rng.standard_normal(300_000), rng.standard_normal(300_000)  # parallel-sized
     compiled = npdynamo.compile(softplus_sum, backend="numba")
     want = softplus_sum(x, y)
-    for _ in range(3 * (1 + tuning.TIMED_ROUNDS) + 2):  # through the tuning and past it
+    for _ in range(3 * (1 + 2 * tuning.TIMED_ROUNDS) + 2):  # through the tuning and past it
         assert_close(compiled(x, y), want)
     report = npdynamo.explain(softplus_sum, backend="numba")(x, y).backend_reports[0]
     assert "not decided yet" in report.tuning  # explain's own capture: no warm call yet
@@ -110,17 +134,17 @@ def test_microsecond_calls_get_more_rounds_before_the_choice():
 
     def preempted_early(x):  # the fastest, but its first timed calls lost the core
         calls["n"] += 1
-        clock.now += 5e-6 if calls["n"] <= 1 + tuning.TIMED_ROUNDS else 1e-6
+        clock.now += 5e-6 if calls["n"] <= 1 + 2 * tuning.TIMED_ROUNDS else 1e-6
         return (x,)
 
     runs: list = []
     fn = tuning.fastest_of(
         [tuning.Candidate("fast", preempted_early), costing(clock, "steady", 2e-6, runs)],
         decided.append, clock)
-    rounds = 1 + tuning.TIMED_ROUNDS + tuning.EXTRA_ROUNDS
-    for i in range(2 * rounds):
+    per_candidate = 1 + 2 * (tuning.TIMED_ROUNDS + tuning.EXTRA_ROUNDS)
+    for i in range(2 * per_candidate):
         fn(i)
-    assert len(runs) == rounds and len(decided) == 1
+    assert len(runs) == per_candidate and len(decided) == 1  # "steady": 2x fast, not dropped
     assert decided[0].startswith("runs as fast")
 
 
@@ -130,7 +154,7 @@ def test_the_winner_is_handed_to_who_calls_it_by_name():
     fn = tuning.fastest_of(candidates, decided.append, clock)
     handed = []
     fn.npdynamo_redirects.append(handed.append)
-    for i in range(2 * (1 + tuning.TIMED_ROUNDS)):
+    for i in range(2 * (1 + 2 * tuning.TIMED_ROUNDS)):
         fn(i)
     assert handed == [candidates[1].run]
 
@@ -149,3 +173,22 @@ def test_an_entry_calls_the_chosen_program_directly_once_tuned():
     callees = [v for k, v in entry.run.__globals__.items() if k.startswith("COMPILED")]
     assert callees and callees[0] is not entry.compiled  # no longer the tuner's frame
     assert_close(compiled(x), chain(x))
+
+
+def test_close_candidates_get_more_rounds_and_slow_losers_are_dropped():
+    clock, decided, runs = FakeClock(), [], []
+    calls = {"n": 0}
+
+    def settling(x):  # 1.1 ms while the cache is cold (its first calls), then 0.6 ms
+        calls["n"] += 1
+        clock.now += 1.1e-3 if calls["n"] <= 1 + 2 * tuning.TIMED_ROUNDS else 0.6e-3
+        runs.append("settling")
+        return (x,)
+
+    fn = tuning.fastest_of([tuning.Candidate("settling", settling),
+                            costing(clock, "steady", 1.0e-3, runs),
+                            costing(clock, "numpy", 12e-3, runs)], decided.append, clock)
+    for i in range(60):
+        fn(i)
+    assert decided[0].startswith("runs as settling")
+    assert runs.count("numpy") == 3  # untimed, then one timed round: 12x slower, dropped

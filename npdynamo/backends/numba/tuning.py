@@ -10,8 +10,15 @@ what the eager backend returns (numba's within floating-point tolerance).
 
 So the callable returned to the entry runs each warm call through ONE candidate, in turn: a first
 round per candidate that is not counted (it may load a kernel or start numba's thread pool), then
-``TIMED_ROUNDS`` timed rounds (``EXTRA_ROUNDS`` more when every call took microseconds); the
-candidate with the smallest best time runs every later call,
+``TIMED_ROUNDS`` rounds (``EXTRA_ROUNDS`` more when every call took microseconds, or when the
+two best are within ``CLOSE`` of each other) in which each
+candidate runs twice in a row and only the second call is timed: the first brings back what the
+other candidates' calls took away (a parallel kernel's threads have gone to sleep during a
+3 ms NumPy call; its buffers and data have left the cache), as a graph called again and again
+has them. After each timed round a candidate more than ``LOSER_FACTOR`` times slower than the
+best (and slower than ``FAST_CALL_S``) is dropped: it cannot win, and a NumPy graph's
+allocations slow the kernels that run after it for a few calls. The candidate with the smallest
+best time runs every later call,
 through one closure variable (no timing, no lookup). The choice and the times go to the graph's
 report (``explain``) and to the ``npdynamo.tuning`` log. ``NPDYNAMO_NUMBA_TUNE=0`` turns it off:
 the numba program then always runs as the thread policy decided.
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,6 +41,11 @@ TIMED_ROUNDS = 2
 #: a busy machine, and more rounds of such calls cost next to nothing.
 FAST_CALL_S = 1e-4
 EXTRA_ROUNDS = 6
+#: Candidates whose best times are this close after ``TIMED_ROUNDS`` get ``EXTRA_ROUNDS`` more.
+CLOSE = 1.25
+#: After a timed round, a candidate slower than this many times the best one (and than
+#: ``FAST_CALL_S``) is not run again.
+LOSER_FACTOR = 2.0
 
 
 @dataclass
@@ -49,6 +62,17 @@ def tuning_enabled() -> bool:
         "0", "false", "off", "no", "never")
 
 
+def calls_in_order(candidates: list[Candidate], rounds: int,
+                   first: bool) -> list[tuple[Candidate, bool]]:
+    """The tuning calls, (candidate, timed): with ``first``, one untimed call of each; then per
+    round each candidate twice in a row, the second call timed."""
+    calls = [(c, False) for c in candidates] if first else []
+    for _ in range(rounds):
+        for c in candidates:
+            calls += [(c, False), (c, True)]
+    return calls
+
+
 def fastest_of(
     candidates: list[Candidate],
     record: Callable[[str], None],
@@ -60,14 +84,36 @@ def fastest_of(
     if len(candidates) == 1:
         candidates[0].activate()
         return candidates[0].run
-    schedule = [c for _ in range(1 + TIMED_ROUNDS) for c in candidates]
     best: dict[str, float] = {}
-    step = 0
+    alive = list(candidates)
+    queue = deque(calls_in_order(candidates, 0, first=True))
+    rounds_left = TIMED_ROUNDS
     chosen: Callable[..., tuple] | None = None
     extended = False
 
+    def next_round() -> bool:
+        """Queue the next timed round of the candidates that can still win; False when the
+        choice can be made."""
+        nonlocal alive, rounds_left, extended
+        if best:
+            # a candidate this much slower cannot win, and its calls would disturb the others'
+            # (a NumPy graph's allocations slow the next kernels for a few calls)
+            # (a microsecond call may just have lost its core: it stays, see FAST_CALL_S)
+            top = min(best.values())
+            alive = [c for c in alive
+                     if best[c.label] <= max(LOSER_FACTOR * top, FAST_CALL_S)]
+            times = sorted(best[c.label] for c in alive)
+            if not rounds_left and not extended and len(times) > 1 and (
+                    times[-1] < FAST_CALL_S or times[1] < CLOSE * times[0]):
+                extended, rounds_left = True, EXTRA_ROUNDS
+        if not rounds_left or len(alive) == 1:
+            return False
+        rounds_left -= 1
+        queue.extend(calls_in_order(alive, 1, first=False))
+        return True
+
     def decide() -> Callable[..., tuple]:
-        winner = min(candidates, key=lambda c: best[c.label])
+        winner = min(alive, key=lambda c: best[c.label])
         winner.activate()
         times = ", ".join(f"{c.label} {best[c.label] * 1e3:.3f} ms" for c in candidates)
         text = f"runs as {winner.label} (best warm call: {times})"
@@ -78,26 +124,21 @@ def fastest_of(
         return winner.run
 
     def call(*inputs):
-        nonlocal step, chosen, extended
+        nonlocal chosen
         if chosen is not None:
             return chosen(*inputs)
-        if step >= len(schedule):  # another thread finished the schedule meanwhile
-            return schedule[-1].run(*inputs)
-        candidate = schedule[step]
-        timed = step >= len(candidates)
-        step += 1
+        try:
+            candidate, timed = queue.popleft()
+        except IndexError:  # another thread took the last tuning call meanwhile
+            return alive[0].run(*inputs)
         candidate.activate()
         start = clock()
         result = candidate.run(*inputs)
         if timed:
             elapsed = clock() - start
             best[candidate.label] = min(best.get(candidate.label, elapsed), elapsed)
-            if step == len(schedule):
-                if not extended and max(best.values()) < FAST_CALL_S:
-                    extended = True
-                    schedule.extend(c for _ in range(EXTRA_ROUNDS) for c in candidates)
-                else:
-                    chosen = decide()
+        if not queue and not next_round():
+            chosen = decide()
         return result
 
     #: who calls this through a name they can rebind (an entry's generated code): told the
