@@ -35,10 +35,51 @@ def eager_forward(gm) -> Callable[..., tuple]:
     ``setitem_plan``, ``view_update_plan``): what the eager backend runs, and what other
     backends fall back to."""
     assign, roots = setitem_plan(gm.graph)
-    writes = Writes(into_inputs=in_place_plan(gm.graph), check=ufuncs_cannot_raise,
+    into_inputs = in_place_plan(gm.graph)
+    into_views = view_update_plan(gm.graph, assign)
+    writes = Writes(into_inputs=into_inputs, check=ufuncs_cannot_raise,
                     assign=dict.fromkeys(assign), assign_inputs=dict.fromkeys(roots),
-                    into_views=view_update_plan(gm.graph, assign))
+                    into_views=into_views,
+                    into_temps=temporary_plan(gm.graph, {*into_inputs, *into_views}))
     return gm.generate_forward(writes=writes) if writes else gm.forward
+
+
+def temporary_plan(graph: Graph, taken: set[Node]) -> dict[Node, Node]:
+    """Elementwise ufunc calls to compute into the buffer of an operand that nothing reads
+    afterwards: ``tanh(x @ w + b)`` allocates one array, not three. ufunc -> that operand.
+
+    The operand must be an array a ufunc call of the graph made (matmul included; not one
+    computed into an input or a view, ``taken``), whose memory nothing else shares, with the
+    result's dtype and shape, read for the last time by this call and not returned. The values
+    are the same (NumPy resolves any overlap of the other operands as if there were none);
+    only a fresh allocation (and, for a large array, its page faults) is saved. Nobody outside
+    can tell: the buffer was the graph's own and is never seen again.
+    """
+    order = [n for n in graph.nodes if n.op == "call_function"]
+    aliases = _may_alias(graph)
+    read_until: dict[Node, float] = {}
+    for i, node in enumerate(order):
+        for used in node.all_input_nodes:
+            for owner in aliases.get(used, ()):
+                read_until[owner] = max(read_until.get(owner, -1), i)
+    if graph.output_node is not None:
+        for used in graph.output_node.all_input_nodes:
+            for owner in aliases.get(used, ()):
+                read_until[owner] = float("inf")
+    plan: dict[Node, Node] = {}
+    reused: set[Node] = set()
+    for i, node in enumerate(order):
+        if node in taken or not is_plain_ufunc_call(node) or node.target.impl.signature:
+            continue  # (a gufunc such as matmul may not write into its own operand)
+        for operand in node.args:
+            if (isinstance(operand, Node) and operand not in reused and operand not in taken
+                    and is_plain_ufunc_call(operand)
+                    and aliases.get(operand) == frozenset({operand})
+                    and read_until.get(operand) == i and _same_array_meta(operand, node)):
+                plan[node] = operand
+                reused.add(operand)
+                break
+    return plan
 
 
 def setitem_plan(graph: Graph) -> tuple[list[Node], list[Node]]:

@@ -222,6 +222,8 @@ class Writes:
       ``setitem`` in ``assign`` storing that result back is then nothing to do.
     * ``assign_inputs``: ``setitem`` nodes that assign into their input array, like
       ``into_inputs`` only when ``check()`` holds (else they copy it, as usual).
+    * ``into_temps``: ufunc call node -> an operand (an array the graph made) it computes into
+      (``out=``), its buffer reused because nothing reads it afterwards.
     """
 
     into_inputs: dict[Node, str] = field(default_factory=dict)
@@ -229,9 +231,10 @@ class Writes:
     assign: dict[Node, None] = field(default_factory=dict)
     into_views: dict[Node, Node] = field(default_factory=dict)
     assign_inputs: dict[Node, None] = field(default_factory=dict)
+    into_temps: dict[Node, Node] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.into_inputs or self.assign or self.assign_inputs)
+        return bool(self.into_inputs or self.assign or self.assign_inputs or self.into_temps)
 
 
 def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, list[Node]],
@@ -245,6 +248,8 @@ def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, li
         target = writes.into_inputs.get(node) if into_inputs else None
         if target is None and node in writes.into_views:
             target = writes.into_views[node].name
+        if target is None and node in writes.into_temps:
+            target = writes.into_temps[node].name
         if node in writes.assign or (into_inputs and node in writes.assign_inputs):
             array, index, value = node.args
             if value not in writes.into_views:  # else the value is already in its place

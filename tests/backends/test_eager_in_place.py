@@ -319,3 +319,52 @@ def test_a_read_only_view_written_in_place_raises_where_python_does():
                 outcomes.append(str(exc))
         assert outcomes[0] == outcomes[1] and (outcomes[0] is not None) == read_only
         np.testing.assert_array_equal(base_comp, base_plain)
+
+
+def temporaries(x, w, b):
+    h = np.tanh(x @ w + b)  # add into matmul's buffer, tanh into add's
+    t = h.T  # a view of h, read after the next line: h's buffer must stay h's
+    g = h * 2.0
+    return g + t.sum(), h[0]  # h is returned (a view of it): never reused
+
+
+def temporaries_overlap(x):
+    y = x * 2.0
+    z = y + y[::-1]  # the other operand overlaps the buffer: NumPy resolves it
+    return z - 1.0
+
+
+@pytest.mark.parametrize("fn,args", [
+    (temporaries, lambda: (np.arange(12.0).reshape(3, 4) / 10, np.ones((4, 3)), np.zeros(3))),
+    (temporaries_overlap, lambda: (np.arange(7.0),)),
+])
+def test_dead_temporaries_are_reused_bitwise(fn, args):
+    check_same(fn, *args(), calls=3)
+
+
+def test_temporary_plan_never_reuses_what_is_read_later_or_returned():
+    from npdynamo.backends.eager import temporary_plan
+    from tests.differential import CountingBackend
+
+    backend = CountingBackend()
+    npdynamo.compile(temporaries, backend=backend)(
+        np.ones((3, 4)), np.ones((4, 3)), np.zeros(3))
+    graph = backend.graphs[0].graph
+    plan = {node.name: temp.name for node, temp in temporary_plan(graph, set()).items()}
+    assert plan["add"] == "matmul" and plan["tanh"] == "add"
+    assert "tanh" not in plan.values()  # viewed by h.T and returned through h[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(st.tuples(st.sampled_from(["add", "multiply", "subtract", "maximum"]),
+                                st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=8))
+def test_generated_chains_of_temporaries_match_plain_numpy(steps):
+    def chain(a, b):
+        values = [a, b, a * 1.5, b - 0.5]
+        for name, i, j in steps:
+            values.append(getattr(np, name)(values[-1 - i % len(values)],
+                                            values[-1 - j % len(values)]))
+        return values[-1], values[len(values) // 2]
+
+    npdynamo.reset()
+    check_same(chain, np.linspace(-1, 1, 6), np.linspace(2, -2, 6))
