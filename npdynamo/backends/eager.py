@@ -18,8 +18,11 @@ from npdynamo.backends.fp_state import is_plain_ufunc_call, ufuncs_cannot_raise
 from npdynamo.backends.registry import register_backend
 from npdynamo.fx.codegen import Writes
 from npdynamo.fx.graph import Graph
+from npdynamo.fx.graph_module import generate_function
 from npdynamo.fx.node import Node
+from npdynamo.fx.subgraphs import nodes_with_subgraphs
 from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.registry import Op
 from npdynamo.ops.symbolic_code import same_shape
 
 
@@ -32,16 +35,98 @@ def eager(gm, example_inputs: list) -> Callable[..., tuple]:
 
 def eager_forward(gm) -> Callable[..., tuple]:
     """``gm``'s generated code with the eager backend's in-place choices (``in_place_plan``,
-    ``setitem_plan``, ``view_update_plan``): what the eager backend runs, and what other
-    backends fall back to."""
-    assign, roots = setitem_plan(gm.graph)
-    into_inputs = in_place_plan(gm.graph)
-    into_views = view_update_plan(gm.graph, assign)
-    writes = Writes(into_inputs=into_inputs, check=ufuncs_cannot_raise,
-                    assign=dict.fromkeys(assign), assign_inputs=dict.fromkeys(roots),
-                    into_views=into_views,
-                    into_temps=temporary_plan(gm.graph, {*into_inputs, *into_views}))
-    return gm.generate_forward(writes=writes) if writes else gm.forward
+    ``setitem_plan``, ``view_update_plan``, ``temporary_plan``, ``owning_loops``): what the
+    eager backend runs, and what other backends fall back to."""
+    graph = owning_loops(gm.graph)
+    writes = _writes(graph or gm.graph)
+    if graph is None and not writes:
+        return gm.forward
+    return generate_function(graph or gm.graph, gm.name, writes=writes)
+
+
+def _writes(graph: Graph, owned: bool = False) -> Writes:
+    assign, roots = setitem_plan(graph, owned)
+    into_inputs = in_place_plan(graph)
+    into_views = view_update_plan(graph, assign)
+    return Writes(into_inputs=into_inputs, check=ufuncs_cannot_raise,
+                  assign=dict.fromkeys(assign), assign_inputs=dict.fromkeys(roots),
+                  into_views=into_views,
+                  into_temps=temporary_plan(graph, {*into_inputs, *into_views}))
+
+
+#: Loop op -> how many body inputs come before the carried values (fori_loop's index).
+_LOOP_BODIES = {"fori_loop": 1, "while_loop": 0}
+
+
+def owning_loops(graph: Graph) -> Graph | None:
+    """A copy of ``graph`` whose loops own their carried arrays, or None when no loop gains.
+
+    A functional loop body copies a carried array for each ``A[i, i:] -= ...`` (``setitem``):
+    a triangular loop copies the whole matrix every iteration, O(n^3) where NumPy writes O(n^2).
+    Here such a body is generated as if each carried value were an input the entry writes back
+    (``write_back``): its assignments and ufunc updates go into the carried array itself, where
+    nothing reads the old contents afterwards (the same plans as for a graph's inputs). The loop
+    then copies the carried arrays the body writes once, before its first iteration, so the
+    arrays it was given are never written (a raise reruns the frame in Python on intact data),
+    and a loop that runs no iteration returns them themselves, as Python's loop does.
+    """
+    new, _ = graph.copy()
+    changed = False
+    for node in list(nodes_with_subgraphs(new)):
+        offset = _LOOP_BODIES.get(_name(node))
+        if offset is None:
+            continue
+        position = 2 if _name(node) == "fori_loop" else 1
+        body, carried = node.args[position], node.args[position + 1]
+        owned = _owning_body(body, offset, len(carried))
+        if owned is None:
+            continue
+        forward, written = owned
+        args = list(node.args)
+        args[position] = forward
+        node.args = tuple(args)
+        node.target = _owning_op(node.target, position + 1, written)
+        changed = True
+    return new if changed else None
+
+
+def _owning_body(body, offset: int, count: int) -> tuple[Callable, tuple[int, ...]] | None:
+    """The body generated to write its carried arrays in place, and which carried positions
+    it writes; None when it writes none."""
+    graph, _ = body.graph.copy()
+    output = graph.output_node
+    outs = output.args[0] if output is not None and output.args else ()
+    outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
+    holders = graph.placeholders[offset:offset + count]
+    if len(outs) != count or len(holders) != count:
+        return None
+    output.meta = {**output.meta, "write_back": {
+        k: p.name for k, p in enumerate(holders) if _same_array_meta(p, p)}}
+    graph = owning_loops(graph) or graph  # (a copy: its placeholders keep their names)
+    writes = _writes(graph, owned=True)
+    names = {*writes.into_inputs.values(), *(s.args[0].name for s in writes.assign_inputs)}
+    written = tuple(k for k, p in enumerate(holders) if p.name in names)
+    if not written:
+        return None
+    return generate_function(graph, body.name, writes=writes), written
+
+
+def _owning_op(op, carried_position: int, written: tuple[int, ...]):
+    """``op`` (a loop) whose impl first copies the carried arrays at ``written``, when the loop
+    runs at least one iteration."""
+    impl = op.impl
+
+    def owning_impl(*args):
+        carried = list(args[carried_position])
+        fori = carried_position == 3
+        if (args[0] < args[1]) if fori else args[0](*carried, *(args[3] if len(args) > 3
+                                                                   else ()))[0]:
+            for k in written:
+                carried[k] = carried[k].copy(order="K")  # its memory order, as setitem keeps it
+        return impl(*args[:carried_position], tuple(carried), *args[carried_position + 1:])
+
+    owning_impl.__name__ = f"{op.name}_owning"
+    return Op(op.name, owning_impl, op.rule, kind=op.kind, differentiable=False)
 
 
 def temporary_plan(graph: Graph, taken: set[Node]) -> dict[Node, Node]:
@@ -82,7 +167,7 @@ def temporary_plan(graph: Graph, taken: set[Node]) -> dict[Node, Node]:
     return plan
 
 
-def setitem_plan(graph: Graph) -> tuple[list[Node], list[Node]]:
+def setitem_plan(graph: Graph, owned: bool = False) -> tuple[list[Node], list[Node]]:
     """The ``setitem`` nodes that may assign into their array instead of a copy of it: those
     into arrays the graph made, and those into an input (``assign_inputs`` of ``Writes``).
 
@@ -99,7 +184,8 @@ def setitem_plan(graph: Graph) -> tuple[list[Node], list[Node]]:
     assignments it starts is what the entry copies back into ``P`` (``meta["write_back"]``),
     nothing reads ``P``'s old contents after it, and nothing after it can raise (ufunc calls,
     views, and assignments of values of the array's dtype only, on calls where no ufunc can
-    raise): then the input is written as NumPy writes it, with no copy in or out.
+    raise): then the input is written as NumPy writes it, with no copy in or out. With
+    ``owned`` (a loop body's carried arrays, which the loop copied) what follows may raise.
     Returns (assignments into graph-made arrays, assignments into inputs).
     """
     order = [n for n in graph.nodes if n.op == "call_function"]
@@ -132,7 +218,9 @@ def setitem_plan(graph: Graph) -> tuple[list[Node], list[Node]]:
         owners[node] = shared
         for owner in shared:
             read_until[owner] = max(read_until.get(owner, -1), last_use.get(node, -1))
-    safe_from = _trailing_start(order, _cannot_raise)
+    # (a loop's own carried arrays, ``owned``, may be written whatever follows: a raise leaves
+    # only the loop's copies written)
+    safe_from = 0 if owned else _trailing_start(order, _cannot_raise)
     written_back = _written_back(graph)
     kept_roots = [root for root, i in roots.items() if i >= safe_from
                   and owners.get(written_back.get(root.args[0])) == frozenset({root.args[0]})]

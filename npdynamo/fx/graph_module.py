@@ -33,6 +33,12 @@ def _compile(source: str, fn_name: str, namespace: dict[str, Any]) -> Callable[.
     return fn
 
 
+def generate_function(graph: Graph, name: str = "forward", **options: Any) -> Callable[..., tuple]:
+    """The function ``generate_source(graph, name, **options)`` defines, compiled."""
+    source, namespace = generate_source(graph, name, **options)
+    return _compile(source, name, namespace)
+
+
 @register_subgraph_type
 class GraphModule:
     """A graph and its generated Python function; calling it returns the tuple of outputs."""
@@ -54,8 +60,7 @@ class GraphModule:
     def generate_forward(self, **options: Any) -> Callable[..., tuple]:
         """A variant of ``forward`` generated with ``generate_source``'s ``options`` (a backend's
         own choices, such as ``writes``); ``code`` keeps showing the plain one."""
-        source, namespace = generate_source(self.graph, self.name, **options)
-        return _compile(source, self.name, namespace)
+        return generate_function(self.graph, self.name, **options)
 
     def __call__(self, *args: Any) -> tuple:
         return self.forward(*args)

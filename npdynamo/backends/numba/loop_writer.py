@@ -20,6 +20,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from npdynamo.backends.eager import setitem_plan
 from npdynamo.backends.numba import diskcache, loop_runtime
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import FusionGroup, partition
@@ -126,6 +127,8 @@ class Writer:
     def __init__(self, prepare: Callable[[Graph], Graph]) -> None:
         self.prepare = prepare
         self.lines: list[str] = []
+        self.in_place: set[Node] = set()  # setitems into a loop's own carried arrays
+        self.written: tuple[int, ...] = ()  # carried positions the body just emitted writes
         self.globals: dict[str, Any] = {"np": np, "math": math, "objmode": numba.objmode}
         for name in (*_INT_HELPERS.values(), *_MATMUL_HELPERS.values(), "true_divide"):
             self.globals[name] = getattr(loop_runtime, name)
@@ -168,9 +171,12 @@ class Writer:
         raise NotCompilable(f"a {type(v).__name__} constant")
 
     # -- graphs ---------------------------------------------------------------------------
-    def graph(self, sub: Any, inputs: list[str], depth: int) -> list[tuple[str, Any]]:
+    def graph(self, sub: Any, inputs: list[str], depth: int,
+              owned: tuple[int, int] | None = None) -> list[tuple[str, Any]]:
         """Emit ``sub``'s steps with its placeholders bound to ``inputs``; its outputs as
-        (expression, meta) pairs."""
+        (expression, meta) pairs. ``owned``: (offset, count) of the loop's carried values among
+        the placeholders, arrays the loop owns: assignments into them write them in place
+        (``self.written`` gets the carried positions written)."""
         if not is_subgraph(sub):
             raise NotCompilable("a branch or body that is not a captured graph")
         graph = self.prepare(sub.graph)
@@ -178,6 +184,8 @@ class Writer:
             raise NotCompilable(f"{sub.name} takes {len(graph.placeholders)} inputs, "
                                 f"given {len(inputs)}")
         _int_operands_as_floats(graph)
+        if owned is not None:
+            self._plan_carried_writes(graph, *owned)
         env: dict[Node, str] = dict(zip(graph.placeholders, inputs))
         for p, given in env.items():
             if "size_symbol" in p.meta:  # a rolled loop's index, a size of the body's shapes
@@ -200,6 +208,22 @@ class Writer:
                 raise NotCompilable("a subgraph returns a view of an array (getitem)")
             results.append((self.value(v, env), node_meta(v)))
         return results
+
+    def _plan_carried_writes(self, graph: Graph, offset: int, count: int) -> None:
+        """Which ``setitem`` nodes of a loop body write its carried arrays in place: the eager
+        backend's plan for a loop that owns its carried arrays (``setitem_plan``: nothing reads
+        an array's old contents after the assignment)."""
+        holders = graph.placeholders[offset:offset + count]
+        output = graph.output_node
+        output.meta = {**output.meta, "write_back": {k: p.name for k, p in enumerate(holders)}}
+        assign, roots = setitem_plan(graph, owned=True)
+        in_place = set(roots)
+        for node in assign:  # a chain of assignments continuing one into a carried array
+            if node.args[0] in in_place:
+                in_place.add(node)
+        self.in_place |= in_place
+        self.written = tuple(k for k, p in enumerate(holders)
+                             if any(n.args[0] is p for n in roots))
 
     def kernel(self, group: FusionGroup, env: dict[Node, str], depth: int,
                fresh: set[Node]) -> None:
@@ -397,7 +421,7 @@ class Writer:
         if not same:
             raise NoNopythonForm("setitem of a value of another dtype (NumPy's cast)")
         target, idx, val = self.value(x, env), self.index(index, env), self.value(value, env)
-        if x in fresh and len(x.users) == 1:
+        if node in self.in_place or (x in fresh and len(x.users) == 1):
             # the array was allocated here and nothing else reads it: write into it (the
             # functional setitem's copy is unobservable)
             self.emit(f"{target}[{idx}] = {val}", depth)
@@ -524,9 +548,17 @@ class Writer:
                   body_extra: list[str], depth: int) -> str:
         names = self._carry(carried, depth)
         index = self.fresh("i")
+        header = len(self.lines)
         self.emit(f"for {index} in range({lower}, {upper}):", depth)
-        self._assign(names, self.graph(body_fn, [index, *names, *body_extra], depth + 1),
-                     depth + 1)
+        self.written = ()
+        outs = self.graph(body_fn, [index, *names, *body_extra], depth + 1,
+                          owned=(1, len(carried)))
+        # the carried arrays the body writes in place are the loop's own copies, made before
+        # the first iteration (a loop of no iteration returns its arguments themselves)
+        copies = [f"{'    ' * (depth + 1)}{names[k]} = {names[k]}.copy()" for k in self.written]
+        if copies:
+            self.lines[header:header] = [f"{'    ' * depth}if {lower} < {upper}:", *copies]
+        self._assign(names, outs, depth + 1)
         return self._result(names, depth)
 
     def emit_cond(self, pred: str, true_fn: Any, false_fn: Any, operands: list[str],

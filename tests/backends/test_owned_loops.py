@@ -1,0 +1,87 @@
+"""Loops that own their carried arrays: a body's assignments into a carried array write it in
+place (no copy of the whole matrix per iteration), into a copy the loop makes before its first
+iteration. Same values, same argument states and the same exceptions as plain Python, on both
+backends; a loop of no iteration returns the arrays it was given."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import npdynamo
+from npdynamo.backends.eager import owning_loops
+from tests.backends.compare import assert_close
+from tests.capture import triangular_programs as TRI
+from tests.differential import CountingBackend, check_same, run_both
+
+RNG = np.random.default_rng(3)
+
+
+def scaled_rows(A, n):
+    for i in range(n):
+        A[i, :] *= 0.5  # the argument itself: the entry writes the loop's result back
+    return A.sum()
+
+
+def rows_then_bad_index(A, n):
+    for i in range(n):
+        A[i, i:] -= 1.0
+        A[i + 3, 0] += A[i, 0]  # past the end at i = n - 3: IndexError midway
+    return A
+
+
+def kept_alias(A, n):
+    B = A  # the same array: both names see every write
+    for i in range(n):
+        A[i, i:] += 1.0
+    return B, A is B
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+@pytest.mark.parametrize("fn,args", [
+    (TRI.cholesky_rows, lambda: (TRI.spd(40, RNG),)),
+    (scaled_rows, lambda: (RNG.random((20, 5)), 20)),
+    (kept_alias, lambda: (RNG.random((20, 20)), 20)),
+], ids=["cholesky", "argument", "alias"])
+def test_in_place_loops_match_python(fn, args, backend):
+    if backend == "eager":
+        check_same(fn, *args(), calls=3)
+        return
+    compiled = npdynamo.compile(fn, backend="numba")
+    for _ in range(2):
+        run = run_both(fn, compiled, args(), {})
+        assert_close(run.got, run.expected, rtol=1e-9)
+        assert_close(run.comp_args, run.plain_args, "args after the call", rtol=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_raise_midway_leaves_the_argument_as_python_does(backend):
+    A = RNG.random((20, 20))
+    compiled = npdynamo.compile(rows_then_bad_index, backend=backend)
+    run = run_both(rows_then_bad_index, compiled, (A, 20), {})  # the same IndexError
+    assert isinstance(run.exc, IndexError)
+    np.testing.assert_array_equal(run.comp_args[0], run.plain_args[0])
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_no_iteration_returns_the_array_itself(backend):
+    def loop(A, n):
+        B = A * 1.0
+        for i in range(n):
+            B[i, i:] -= 1.0
+        return B
+
+    compiled = npdynamo.compile(loop, backend=backend)
+    for n in (20, 0, 20):
+        run = run_both(loop, compiled, (RNG.random((20, 20)), n), {})
+        assert_close(run.got, run.expected)
+
+
+def test_the_body_writes_its_carried_array_in_place():
+    backend = CountingBackend()
+    npdynamo.compile(TRI.cholesky_rows, backend=backend)(TRI.spd(20, RNG))
+    graph = backend.graphs[0].graph
+    owned = owning_loops(graph)
+    assert owned is not None
+    (loop,) = [n for n in owned.nodes if getattr(n.target, "name", "") == "fori_loop"]
+    assert loop.target.impl.__name__ == "fori_loop_owning"
