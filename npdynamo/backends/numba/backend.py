@@ -203,7 +203,9 @@ def _tuned(
     if not tuning.tuning_enabled():
         report.tuning = "not tuned (NPDYNAMO_NUMBA_TUNE=0)"
         return program.fn
-    candidates = []
+    # the NumPy graph first in each round: its allocations slow the kernels run after it, and
+    # once it is dropped (usually after the first timed round) no round ends with it
+    candidates = [tuning.Candidate("eager", eager)]
     if program.has_parallel_kernels:
         candidates += [
             tuning.Candidate("numba parallel", program.fn, lambda: program.set_parallel(True)),
@@ -211,7 +213,6 @@ def _tuned(
         ]
     else:
         candidates.append(tuning.Candidate("numba", program.fn))
-    candidates.append(tuning.Candidate("eager", eager))
 
     def record(text: str) -> None:
         report.tuning = text

@@ -12,10 +12,10 @@ kernel without reductions. A reduction over every axis is chunked over the first
 (``prange`` over chunks, then the chunk results folded in order), so its result does not depend
 on the number of threads.
 
-A division of a row's elements by a value of the row (a softmax's sum, a layernorm's deviation)
-multiplies by its reciprocal, computed once per row, when that reciprocal is a normal number (the
-product is then within one rounding of the quotient); a row whose divisor is 0, subnormal, huge,
-inf or NaN divides, so its quotients are NumPy's.
+A division by a constant, or of a row's elements by a value of the row (a softmax's sum, a
+layernorm's deviation), multiplies by the reciprocal (a literal, or computed once per row) when
+that reciprocal is a normal number (the product is then within one rounding of the quotient); a
+row whose divisor is 0, subnormal, huge, inf or NaN divides, so its quotients are NumPy's.
 
 The five rules of ``notes/perf-baseline.md`` hold by construction: ``error_model='numpy'``;
 no fast-math flags on the kernel itself, only ``reassoc`` on the accumulation helpers
@@ -128,7 +128,8 @@ def _range(lo: str, hi: str) -> str:
 
 def _init(kind: str, dtype: np.dtype) -> str:
     if kind == "sum":
-        return literal(-0.0 if dtype.kind == "f" else 0, dtype)  # -0.0 is the exact identity
+        # +0.0, as NumPy's add.reduce starts from it (a sum of -0.0s is +0.0 there too)
+        return literal(0.0 if dtype.kind == "f" else 0, dtype)
     if kind == "prod":
         return literal(1, dtype)
     if kind in ("any", "all"):
@@ -323,6 +324,10 @@ class _KernelWriter:
         if node in self.by_reciprocal:
             self.emit(f"{self.v(node)} = ({exprs[0]} * {self.by_reciprocal[node]})", depth)
             return
+        reciprocal = _constant_reciprocal(node, low)
+        if reciprocal is not None:
+            self.emit(f"{self.v(node)} = ({exprs[0]} * {reciprocal})", depth)
+            return
         self.emit(f"{self.v(node)} = {low.emit(exprs)}", depth)
 
     def _row_divisions(self, ph: _Phase) -> dict[Node, Node]:
@@ -430,7 +435,7 @@ class _KernelWriter:
             elif red.root:
                 total = f"np.sqrt({total})"
             elif red.kind == "sum" and acc.total.kind == "f":
-                # -0.0 starts the sum so that all -0.0 sums to -0.0; NumPy's empty sum is +0.0
+                # NumPy's empty sum is +0.0
                 total = f"({total} if {count} != 0 else {literal(0.0, acc.total)})"
             self.emit(f"{self.v(acc.node)} = {cast(total, acc.total, red.dtype)}", depth)
 
@@ -532,6 +537,26 @@ class _KernelWriter:
         summary = ", ".join(self.g.op_names)
         source = _HEADER.format(summary=summary) + "\n".join(lines) + "\n"
         return KernelSource(self.g, source, self.args, self.parallel, into=dict(self.into))
+
+
+def _constant_reciprocal(node: Node, low: object) -> str | None:
+    """``x / c`` by a constant whose reciprocal is a normal number: ``x * (1/c)`` as a literal
+    (a multiplication instead of a division per element; within one rounding of the quotient,
+    exact for a power of two), else None."""
+    if (getattr(node.target, "name", None) != "divide" or not isinstance(low, Lowered)
+            or low.dtype.kind != "f" or len(low.operands) != 2):
+        return None
+    divisor = low.operands[1].value
+    if type(divisor) not in (int, float) and not (
+            isinstance(divisor, np.generic) and divisor.dtype.kind in "iuf"):
+        return None
+    with np.errstate(all="ignore"):
+        c = low.dtype.type(divisor)
+        r = low.dtype.type(1) / c
+    tiny = np.finfo(low.dtype).tiny
+    if not (np.isfinite(c) and np.isfinite(r) and abs(c) >= tiny and abs(r) >= tiny):
+        return None
+    return literal(r, low.dtype)
 
 
 def generate_kernel(group: FusionGroup, parallel: bool,
