@@ -23,8 +23,10 @@ try:  # NumPy 2: the state is one object in a context variable
     current: Callable[[], object] = _extobj_contextvar.get
     #: The state a fresh context starts with (not the one at import: a user may have changed it).
     DEFAULT: object = contextvars.Context().run(current)
+    _DEFAULT_ERRORS = contextvars.Context().run(np.geterr)
 except (ImportError, AttributeError):  # pragma: no cover - another NumPy layout: a slower check
     _DEFAULT_DICT = {"divide": "warn", "over": "warn", "under": "ignore", "invalid": "warn"}
+    _DEFAULT_ERRORS = _DEFAULT_DICT
     DEFAULT = object()
 
     def current() -> object:
@@ -44,9 +46,34 @@ def ufuncs_cannot_raise() -> bool:
     the default one (errors warn, or are ignored) and no warnings filter turns a
     ``RuntimeWarning`` into an exception (``-W error``, ``simplefilter("error")``), or every
     error is ignored."""
-    if current() is not DEFAULT:
-        return all(v == "ignore" for v in np.geterr().values())
+    kind = error_state_kind()
+    if kind != "default":
+        return kind == "ignore"
     return not _runtime_warnings_raise()
+
+
+# The last non-default error state object seen (kept, so its id is never reused) and its kind:
+# ``np.geterr()`` builds a dict (~1 us), too much for every call of a small graph run under
+# ``with np.errstate(all="ignore")``.
+_seen_state: object = None
+_seen_kind = "other"
+
+
+def error_state_kind() -> str:
+    """``"default"`` when every floating-point error is handled as in a fresh context (also a
+    state object equal to it, as ``with np.errstate():`` makes), ``"ignore"`` when every error is
+    ignored, ``"other"`` otherwise (some error raises, calls a handler, or warns where NumPy's
+    default does not)."""
+    global _seen_state, _seen_kind
+    state = current()
+    if state is DEFAULT:
+        return "default"
+    if state is not _seen_state or state is None:
+        errors = np.geterr()
+        _seen_kind = ("default" if errors == _DEFAULT_ERRORS
+                      else "ignore" if all(v == "ignore" for v in errors.values()) else "other")
+        _seen_state = state
+    return _seen_kind
 
 
 def _runtime_warnings_raise() -> bool:

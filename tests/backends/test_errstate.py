@@ -100,3 +100,39 @@ def test_kernels_may_run_only_under_default_or_all_ignore():
         with np.errstate(**state):
             assert not errstate.kernels_may_run(), state
     assert errstate.kernels_may_run()
+
+
+def test_a_state_equal_to_the_default_runs_the_kernels():
+    """``with np.errstate():`` makes a new state object with the default values: the kernels
+    still run (no eager fallback), and the answer is recomputed for every new state object."""
+    fn, program = _compiled()
+    with np.errstate():
+        assert errstate.current() is not errstate.DEFAULT and errstate.kernels_may_run()
+        with np.errstate(divide="raise"):
+            assert not errstate.kernels_may_run()
+            with pytest.raises(FloatingPointError):
+                fn(*_inputs())
+        assert errstate.kernels_may_run()
+
+        def no_eager(*args):
+            raise AssertionError("the graph ran on the eager backend")
+
+        program.__globals__["_eager"] = no_eager
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = fn(*_inputs())
+    assert np.isinf(got[1]) and np.isnan(got[3])
+
+
+def test_a_state_set_by_seterr_is_seen_at_once():
+    """``np.seterr`` replaces the state object, so the remembered answer never goes stale."""
+    old = np.seterr(all="ignore")
+    try:
+        assert errstate.kernels_may_run()
+        np.seterr(over="raise")
+        assert not errstate.kernels_may_run()
+        np.seterr(all="ignore")
+        assert errstate.kernels_may_run()
+    finally:
+        np.seterr(**old)
+    assert errstate.kernels_may_run()
