@@ -247,8 +247,26 @@ def _trailing_start(order: list[Node], keep: Callable[[Node], bool]) -> int:
 
 
 def _cannot_raise(node: Node) -> bool:
-    """No raise on a call where no ufunc can: a ufunc, a view, a plain assignment."""
-    return is_plain_ufunc_call(node) or _basic_getitem(node) or _plain_setitem(node)
+    """No raise on a call where no ufunc can: a ufunc, a view, a plain assignment, a transpose,
+    or a sum/product/mean over axes the capture checked (their only errors are floating-point
+    ones, which ``ufuncs_cannot_raise`` rules out per call)."""
+    return (is_plain_ufunc_call(node) or _basic_getitem(node) or _plain_setitem(node)
+            or _plain_transpose(node) or _plain_reduction(node))
+
+
+def _plain_transpose(node: Node) -> bool:
+    return _name(node) == "transpose" and not node.kwargs
+
+
+#: Reductions whose only errors on an array of a known rank are floating-point ones (``max``
+#: and ``min`` raise on an empty axis, which a symbolic size may become).
+_QUIET_REDUCTIONS = frozenset({"sum", "prod", "mean"})
+
+
+def _plain_reduction(node: Node) -> bool:
+    return (_name(node) in _QUIET_REDUCTIONS and set(node.kwargs) <= {"axis", "keepdims"}
+            and isinstance(node.args[0], Node)
+            and isinstance(node.args[0].meta.get("val"), ArrayMeta))
 
 
 def _basic_getitem(node: Node) -> bool:
@@ -312,10 +330,12 @@ def _name(node: Node) -> str | None:
 def in_place_plan(graph: Graph) -> dict[Node, str]:
     """Output nodes to compute straight into the input they are copied back into: node -> name.
 
-    Only nodes of the graph's trailing run of ufunc calls qualify, and the whole run is generated
-    twice: computing into the inputs when, on the call, no ufunc can raise (``fp_state``), else
-    as usual. So nothing runs after an input was written that could raise: a raise would leave
-    it written when the entry reruns the frame in Python. A node qualifies when:
+    Only ufunc calls in the graph's trailing run of calls that cannot raise (``_cannot_raise``:
+    ufuncs, views, transposes, sums; the backward and the updates of a training step) qualify,
+    and the whole run is generated twice: computing into the inputs when, on the call, no ufunc
+    can raise (``fp_state``), else as usual. So nothing runs after an input was written that
+    could raise: a raise would leave it written when the entry reruns the frame in Python. A
+    node qualifies when:
 
     * it is a plain ufunc call (one output, positional operands) whose result has the input's
       dtype and shape: ``ufunc(a, b, out=x)`` then computes exactly ``ufunc(a, b)``, with any
@@ -332,7 +352,7 @@ def in_place_plan(graph: Graph) -> dict[Node, str]:
     if not targets:
         return {}
     order = [n for n in graph.nodes if n.op == "call_function"]
-    run = order[_trailing_start(order, is_plain_ufunc_call):]
+    run = order[_trailing_start(order, _cannot_raise):]
     outs = output.args[0] if output.args else ()
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     placeholders = {p.name: p for p in graph.placeholders}
@@ -342,8 +362,9 @@ def in_place_plan(graph: Graph) -> dict[Node, str]:
     for position, name in sorted(targets.items()):
         holder = placeholders.get(name)
         node = outs[position] if position < len(outs) else None
-        if (holder is None or node not in at or holder in outs or outs.count(node) != 1
-                or name in plan.values() or not _same_array_meta(node, holder)):
+        if (holder is None or node not in at or not is_plain_ufunc_call(node) or holder in outs
+                or outs.count(node) != 1 or name in plan.values()
+                or not _same_array_meta(node, holder)):
             continue
         if any(holder in aliases[v] for v in outs if isinstance(v, Node) and v is not node):
             continue
@@ -365,7 +386,8 @@ def _update_chain(last: Node, holder: Node, at: dict[Node, int], outs: tuple) ->
     while True:
         current = chain[-1]
         before = next((a for a in current.args if isinstance(a, Node) and a in at
-                       and a not in outs and a not in chain and _same_array_meta(a, holder)
+                       and is_plain_ufunc_call(a) and a not in outs and a not in chain
+                       and _same_array_meta(a, holder)
                        and all(at.get(u, len(at)) <= at[current] for u in a.users)), None)
         if before is None:
             return chain[::-1]

@@ -124,6 +124,54 @@ def test_a_ufunc_that_raises_leaves_the_arguments_as_numpy_does(mode):
     assert_same_value(run.plain_args, run.comp_args, "args after the raise")
 
 
+def train_step(x, y, w1, b1, w2, lr=0.1):
+    """Updates between the backward's matmuls, transposes and sums, as users write them."""
+    h = np.maximum(x @ w1 + b1, 0.0)
+    err = h @ w2 - y
+    d_h = (err @ w2.T) * (h > 0)
+    w2 -= lr * (h.T @ err)
+    b1 -= lr * d_h.sum(axis=0)
+    w1 -= lr * (x.T @ d_h)
+    return (err * err).mean()
+
+
+def _train_args(seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((8, 5)), rng.standard_normal((8, 3)),
+            rng.standard_normal((5, 6)), rng.standard_normal(6), rng.standard_normal((6, 3)))
+
+
+def test_updates_between_matmuls_and_sums_write_the_callers_arrays():
+    args = _train_args()
+    compiled = check_same(train_step, *args, calls=3)
+    code = _generated(compiled)
+    assert all(f"out={name}" in code for name in ("w1", "b1", "w2")), code
+    args = [a.copy() for a in args]
+    before, objects = _addresses(args), [id(a) for a in args]
+    compiled(*args)
+    assert _addresses(args) == before and [id(a) for a in args] == objects
+
+
+def overflow_after_update(p, g, big):
+    p -= g
+    total = (p * big).sum(axis=0)  # overflows after p was written
+    return total, (g.T * big).sum()
+
+
+@pytest.mark.parametrize("mode", ["raise", "warnings-as-errors"])
+def test_a_sum_that_raises_after_an_update_leaves_the_arguments_as_numpy_does(mode):
+    compiled = npdynamo.compile(overflow_after_update)
+    p, g = np.ones((3, 2)), np.full((3, 2), 1e300)
+    compiled(p.copy(), g.copy(), 1.0)  # captured under the default state
+    context = np.errstate(over="raise") if mode == "raise" else warnings.catch_warnings()
+    with context:
+        if mode != "raise":
+            warnings.simplefilter("error")
+        run = run_both(overflow_after_update, compiled, (p, g, 1e300), {})
+    assert run.exc is not None
+    assert_same_value(run.plain_args, run.comp_args, "args after the raise")
+
+
 def test_default_state_warns_as_numpy_does():
     compiled = npdynamo.compile(overflowing)
     p = np.array([1.0, 1e300])
