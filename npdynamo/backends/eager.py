@@ -141,7 +141,7 @@ def temporary_plan(graph: Graph, taken: set[Node]) -> dict[Node, Node]:
     can tell: the buffer was the graph's own and is never seen again.
     """
     order = [n for n in graph.nodes if n.op == "call_function"]
-    aliases = _may_alias(graph)
+    aliases = may_alias(graph)
     read_until: dict[Node, float] = {}
     for i, node in enumerate(order):
         for used in node.all_input_nodes:
@@ -220,7 +220,7 @@ def setitem_plan(graph: Graph, owned: bool = False) -> tuple[list[Node], list[No
             read_until[owner] = max(read_until.get(owner, -1), last_use.get(node, -1))
     # (a loop's own carried arrays, ``owned``, may be written whatever follows: a raise leaves
     # only the loop's copies written)
-    safe_from = 0 if owned else _trailing_start(order, _cannot_raise)
+    safe_from = 0 if owned else _trailing_start(order, cannot_raise)
     written_back = _written_back(graph)
     kept_roots = [root for root, i in roots.items() if i >= safe_from
                   and owners.get(written_back.get(root.args[0])) == frozenset({root.args[0]})]
@@ -246,7 +246,7 @@ def _trailing_start(order: list[Node], keep: Callable[[Node], bool]) -> int:
     return start
 
 
-def _cannot_raise(node: Node) -> bool:
+def cannot_raise(node: Node) -> bool:
     """No raise on a call where no ufunc can: a ufunc, a view, a plain assignment, a transpose,
     or a sum/product/mean over axes the capture checked (their only errors are floating-point
     ones, which ``ufuncs_cannot_raise`` rules out per call)."""
@@ -330,7 +330,7 @@ def _name(node: Node) -> str | None:
 def in_place_plan(graph: Graph) -> dict[Node, str]:
     """Output nodes to compute straight into the input they are copied back into: node -> name.
 
-    Only ufunc calls in the graph's trailing run of calls that cannot raise (``_cannot_raise``:
+    Only ufunc calls in the graph's trailing run of calls that cannot raise (``cannot_raise``:
     ufuncs, views, transposes, sums; the backward and the updates of a training step) qualify,
     and the whole run is generated twice: computing into the inputs when, on the call, no ufunc
     can raise (``fp_state``), else as usual. So nothing runs after an input was written that
@@ -352,11 +352,11 @@ def in_place_plan(graph: Graph) -> dict[Node, str]:
     if not targets:
         return {}
     order = [n for n in graph.nodes if n.op == "call_function"]
-    run = order[_trailing_start(order, _cannot_raise):]
+    run = order[_trailing_start(order, cannot_raise):]
     outs = output.args[0] if output.args else ()
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     placeholders = {p.name: p for p in graph.placeholders}
-    aliases = _may_alias(graph)
+    aliases = may_alias(graph)
     at = {n: i for i, n in enumerate(run)}
     plan: dict[Node, str] = {}
     for position, name in sorted(targets.items()):
@@ -401,7 +401,7 @@ def _same_array_meta(node: Node, holder: Node) -> bool:
             and same_shape(want.shape, have.shape))
 
 
-def _may_alias(graph: Graph) -> dict[Node, frozenset[Node]]:
+def may_alias(graph: Graph) -> dict[Node, frozenset[Node]]:
     """For each value, the arrays (inputs, or ufunc results) whose memory it may share."""
     owners: dict[Node, frozenset[Node]] = {p: frozenset({p}) for p in graph.placeholders}
     for node in graph.nodes:

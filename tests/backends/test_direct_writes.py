@@ -245,3 +245,82 @@ def test_a_kernel_failing_after_a_draw_does_not_draw_again(monkeypatch):
         got = compiled(x, comp_rng)
     assert_close(got, noisy(x, plain_rng))
     assert comp_rng.bit_generator.state == plain_rng.bit_generator.state
+
+
+def train_step(x, y, w1, b1, w2, lr=0.05):
+    h = np.maximum(x @ w1 + b1, 0.0)
+    err = h @ w2 - y
+    d_h = (err @ w2.T) * (h > 0)
+    w2 -= lr * (h.T @ err)  # matmuls, transposes and sums follow this update
+    b1 -= lr * d_h.sum(axis=0)
+    w1 -= lr * (x.T @ d_h)
+    return (err * err).sum()
+
+
+def _train_args(dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(dtype) for s in ((16, 8), (16, 4), (8, 32), 32, (32, 4))]
+
+
+def test_updates_between_matmuls_and_sums_write_the_callers_arrays_directly():
+    compiled, _ = _run_both(train_step, _train_args())
+    assert _report(compiled).direct_writes == ["b1", "w1", "w2"]
+
+
+def test_with_warnings_as_errors_the_updates_go_through_copies():
+    """With a NumPy call after the kernel that a RuntimeWarning-as-error could make raise, the
+    program writes into copies (the entry copies them back), with Python's results."""
+    import warnings
+
+    compiled, comp = _run_both(train_step, _train_args())
+    plain = copy.deepcopy(comp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        want, got = train_step(*plain), compiled(*comp)
+    assert_close(got, want)
+    for a, b in zip(comp, plain):
+        assert_close(a, b, "argument after the call")
+
+
+def update_then_overflowing_sum(m, g, big):
+    m -= g
+    return (g.T * big).sum(axis=0)
+
+
+def test_a_sum_raising_after_a_direct_write_leaves_pythons_state():
+    """(Under warnings-as-errors alone the kernels run and do not warn: ``errstate``.)"""
+    m, g = np.ones((3, 2)), np.full((3, 2), 1e300)
+    compiled = npdynamo.compile(update_then_overflowing_sum, backend="numba")
+    compiled(m.copy(), g, 1.0)
+    plain, comp = m.copy(), m.copy()
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError):
+            update_then_overflowing_sum(plain, g, 1e300)
+        with pytest.raises(FloatingPointError):
+            compiled(comp, g, 1e300)
+    np.testing.assert_array_equal(comp, plain)  # written once, as Python does
+
+
+def update_then_numpy_sum(m, g, x):
+    m -= g
+    return x.sum(axis=0)  # not a trailing axis: a NumPy call after the kernel
+
+
+def test_a_numpy_sum_warning_as_error_after_the_update_leaves_pythons_state():
+    import warnings
+
+    m, g = np.ones((3, 2)), np.full((3, 2), 2.0)
+    x = np.full((2, 3), 1e308)  # the sum overflows: a RuntimeWarning
+    compiled = npdynamo.compile(update_then_numpy_sum, backend="numba")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled(m.copy(), g, x)
+    assert _report(compiled).direct_writes == ["m"]
+    plain, comp = m.copy(), m.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning):
+            update_then_numpy_sum(plain, g, x)
+        with pytest.raises(RuntimeWarning):
+            compiled(comp, g, x)
+    np.testing.assert_array_equal(comp, plain)  # written once, as Python does

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 from numba.core.errors import NumbaWarning
 
+from npdynamo.backends.eager import cannot_raise, may_alias
+from npdynamo.backends.fp_state import ufuncs_cannot_raise
 from npdynamo.backends.numba import errstate, threads
 from npdynamo.backends.numba.codegen import KernelSource
 from npdynamo.backends.numba.fusion import FusionGroup, Partition
@@ -146,13 +148,18 @@ def direct_writes(graph: Graph, partition: Partition) -> dict[Node, Node]:
     of the output node: position -> placeholder name). Computing one into the input itself
     saves an allocation and a copy per call, and is exact when:
 
-    * its kernel is in the program's trailing run of kernels (no NumPy call after it): every
-      NumPy call has run before any input is written (one that raises leaves the inputs
-      untouched, and the frame reruns in Python), and a kernel fails only while compiling,
-      before it writes anything (a later kernel that fails is recomputed by NumPy, below);
-    * the kernel is elementwise (no reduction phases) and the input is read by that kernel
-      alone, at the shape of the output: each element is read at the index it is written, in
-      the same loop iteration, before the iteration stores it (``codegen``);
+    * nothing after its kernel can raise once an input is written (a raise reruns the frame in
+      Python, which must find the inputs untouched): later steps are kernels (a kernel fails
+      only while compiling, before it writes anything; a later kernel that fails is recomputed
+      by NumPy, below) or NumPy calls that cannot raise on a call where no ufunc can
+      (``eager.cannot_raise``: a training step's matmuls, transposes and sums). With such
+      NumPy calls after it, the program writes the input directly only on calls where
+      ``ufuncs_cannot_raise()`` holds (``needs_calm_state``), else into a copy;
+    * the kernel is elementwise (no reduction phases) and reads the input at the shape of the
+      output: each element is read at the index it is written, in the same loop iteration,
+      before the iteration stores it (``codegen``). Everything else that reads the input, or
+      a value that may share its memory (a transpose of it), comes before the kernel, and no
+      other output shares its memory;
     * the output is that one output position, and the input receives only this output.
 
     The kernel stores such an output through the input's own parameter (``generate_kernel``'s
@@ -160,28 +167,60 @@ def direct_writes(graph: Graph, partition: Partition) -> dict[Node, Node]:
     """
     out = graph_outputs(graph)
     targets = graph.output_node.meta.get("write_back") or {}
-    trailing: dict[Node, FusionGroup] = {}
-    for step in reversed(partition.steps):
-        if not isinstance(step, FusionGroup):
-            break
-        if not step.reduce_axes:
-            trailing.update({node: step for node in step.outputs})
+    if not targets:
+        return {}
+    steps = partition.steps
+    step_of: dict[Node, int] = {}
+    for i, step in enumerate(steps):
+        for node in (step.nodes if isinstance(step, FusionGroup) else [step]):
+            step_of[node] = i
+    # the first step from which no NumPy call can raise on a calm call
+    safe_from = len(steps)
+    while safe_from and (isinstance(steps[safe_from - 1], FusionGroup)
+                         or cannot_raise(steps[safe_from - 1])):
+        safe_from -= 1
+    aliases = may_alias(graph)
     placeholders = {p.name: p for p in graph.placeholders}
     chosen: dict[Node, Node] = {}
     for position, name in targets.items():
         holder = placeholders.get(name)
         node = out[position] if position < len(out) else None
-        group = trailing.get(node) if isinstance(node, Node) else None
-        if holder is None or group is None:
+        at = step_of.get(node) if isinstance(node, Node) else None
+        group = steps[at] if at is not None else None
+        if (holder is None or not isinstance(group, FusionGroup) or group.reduce_axes
+                or at < safe_from or node not in group.outputs):
             continue
         want, have = node.meta.get("val"), holder.meta.get("val")
         if (out.count(node) != 1 or holder in chosen.values()
                 or not isinstance(want, ArrayMeta) or not isinstance(have, ArrayMeta)
                 or want.dtype != have.dtype or not same_shape(want.shape, have.shape)
-                or not all(user in group.nodes for user in holder.users)):
+                or any(step_of.get(user, len(steps)) > at for user in holder.users
+                       if user not in group.nodes)
+                or any(holder in aliases.get(v, ()) for v in out
+                       if isinstance(v, Node) and v is not node)
+                or any(holder in aliases.get(v, ()) and v is not holder
+                       for step in steps[at:] for v in _step_inputs(step))):
             continue
         chosen[node] = holder
     return chosen
+
+
+def needs_calm_state(partition: Partition) -> set[int]:
+    """The kernels (group indices) followed by a NumPy call: they write an input directly only
+    on calls where no ufunc can raise."""
+    indices: set[int] = set()
+    numpy_after = False
+    for step in reversed(partition.steps):
+        if isinstance(step, FusionGroup):
+            if numpy_after:
+                indices.add(step.index)
+        else:
+            numpy_after = True
+    return indices
+
+
+def _step_inputs(step) -> list[Node]:
+    return list(step.inputs) if isinstance(step, FusionGroup) else step.all_input_nodes
 
 
 def _own_copy(a: np.ndarray) -> np.ndarray:
@@ -227,6 +266,7 @@ class Program:
         self.direct_writes = {node: holder.name for entry in kernels.values()
                               for node, holder in entry[0].into.items()}
         self._writes_started = False  # whether a kernel emitted so far may write an input
+        self._calm_only = needs_calm_state(partition)
         for i, step in enumerate(partition.steps):
             if isinstance(step, FusionGroup):
                 self._kernel_call(step, kernels[step], ns, body)
@@ -240,7 +280,7 @@ class Program:
                 # where fresh pages would cost a page fault each
                 body.append(f"del {', '.join(dead_after[i])}")
         sizes = symbol_reads(graph, ns.symbols, ns.symbol)
-        ns.values.update(_fell_back=False, _direct=True, _own=_own_copy,
+        ns.values.update(_fell_back=False, _direct=True, _own=_own_copy, _calm=ufuncs_cannot_raise,
                          _parallel_from=threads.PARALLEL_MIN_ELEMENTS,
                          _eager=eager, _fallback=self._fallback,
                          _group_failed=self._group_failed,
@@ -293,9 +333,10 @@ class Program:
         for node, holder in ks.into.items():
             # only into memory the kernel can index as its own; else into a copy, which the
             # kernel reads and writes as it would the input
+            calm = " and _calm()" if group.index in self._calm_only else ""
             body.append(f"{node.name} = {holder.name} if _direct and "
-                        f"{holder.name}.flags.c_contiguous and {holder.name}.flags.writeable "
-                        f"else _own({holder.name})")
+                        f"{holder.name}.flags.c_contiguous and {holder.name}.flags.writeable"
+                        f"{calm} else _own({holder.name})")
             buffer_of[holder] = node.name
         for arg in ks.args:
             if arg.kind == "input":
