@@ -181,30 +181,42 @@ def test_default_state_warns_as_numpy_does():
     assert np.isinf(p[1])
 
 
-OPS = ["+=", "-=", "*=", "/=", "snapshot"]
+OPS = ["+=", "-=", "*=", "/=", "snapshot", "sum", "matmul", "view"]
+#: What each kind of step between the updates keeps (returned at the end): a ufunc's value of
+#: that moment, a sum or a matmul of it (NumPy calls an update may now follow), or a view that
+#: sees every later update.
+SNAPSHOTS = {"snapshot": "{t} * 1.0", "sum": "{t}.sum(axis=0)", "matmul": "{t} @ {t}.T",
+             "view": "{t}.T"}
 
 
-@settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from(OPS),
-                          st.sampled_from(["a", "b", "1.5", "a[::-1]", "b.T"])),
-                min_size=1, max_size=6),
-       st.booleans())
-def test_generated_update_sequences_match_plain_numpy(steps, read_a_at_end):
-    """Chains of in-place updates of two arguments, with snapshots of their values between the
-    updates (``s = a * 1.0``: a ufunc reading the value of that moment) returned at the end."""
+def update_program(steps, read_a_at_end):
     lines, snaps = [], []
     for target, op, operand in steps:
-        if op == "snapshot":
+        if op in SNAPSHOTS:
             snaps.append(f"s{len(snaps)}")
-            lines.append(f"    {snaps[-1]} = {target} * 1.0")
+            lines.append(f"    {snaps[-1]} = " + SNAPSHOTS[op].format(t=target))
         else:
             lines.append(f"    {target} {op} {operand}")
     lines.append(f"    return ({', '.join(snaps)}{',' if snaps else ''}"
                  f" {'a.sum()' if read_a_at_end else 'None'})")
     namespace: dict = {}
     exec("def updates(a, b):\n" + "\n".join(lines), namespace)
-    fn = namespace["updates"]
-    a, b = (np.random.default_rng(2).random(6) + 0.5 for _ in range(2))
+    return namespace["updates"]
+
+
+UPDATE_STEPS = st.lists(
+    st.tuples(st.sampled_from("ab"), st.sampled_from(OPS),
+              st.sampled_from(["a", "b", "1.5", "a[::-1]", "b.T", "a.sum(axis=0)", "b @ a"])),
+    min_size=1, max_size=6)
+
+
+@settings(max_examples=80, deadline=None)
+@given(UPDATE_STEPS, st.booleans())
+def test_generated_update_sequences_match_plain_numpy(steps, read_a_at_end):
+    """Chains of in-place updates of two arguments, with values taken between the updates
+    (``SNAPSHOTS``) returned at the end."""
+    fn = update_program(steps, read_a_at_end)
+    a, b = (np.random.default_rng(2).random((3, 3)) + 0.5 for _ in range(2))
     compiled = npdynamo.compile(fn)
     with np.errstate(all="ignore"):
         for _ in range(2):
