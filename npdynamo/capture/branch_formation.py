@@ -35,6 +35,9 @@ LEAVING = frozenset({
 })
 
 
+_REFUSED = "the if statement on an array condition cannot become an in-graph cond"
+
+
 def form_if(frame, pred: Value, jump_index: int) -> bool:
     """Capture the ``if`` statement tested by the jump at ``jump_index`` as a ``cond`` node
     (``frame`` then continues after it). False when it is not such a statement or the option
@@ -49,10 +52,10 @@ def form_if(frame, pred: Value, jump_index: int) -> bool:
         _form(frame, pred, *shape)
         cf.note_loop(frame, "in the graph as one cond")
     except CaptureUnsupported as exc:
-        raise frame.unsupported(
-            f"the if statement on an array condition cannot become an in-graph cond: "
-            f"{exc.reason}", exc.hint or "compute both sides with np.where",
-            kind="data_dependent_branch") from exc
+        # (a nested if that could not be formed already says so)
+        reason = exc.reason if exc.reason.startswith(_REFUSED) else f"{_REFUSED}: {exc.reason}"
+        raise frame.unsupported(reason, exc.hint or "compute both sides with np.where",
+                                kind="data_dependent_branch") from exc
     return True
 
 

@@ -186,3 +186,19 @@ def g_bad_reshape(x):
 )
 def test_user_exceptions_match(fn, args):
     check_same(fn, *args)
+
+
+def f_nested_branches(db, out):
+    for i in range(db.shape[0]):
+        if db[i, 1:].all():
+            if db[i, 0]:
+                out.append(i)
+    return out
+
+
+def test_a_refused_nested_branch_says_why_once():
+    report = npdynamo.explain(f_nested_branches)(np.ones((3, 3), dtype=bool), [])
+    reasons = [b.reason for b in report.break_reasons] + report.loops
+    prefix = "cannot become an in-graph cond"
+    assert any(prefix in r for r in reasons), reasons
+    assert all(r.count(prefix) <= 1 for r in reasons), reasons
