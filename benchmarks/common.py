@@ -3,13 +3,35 @@
 from __future__ import annotations
 
 import statistics
+import time
 import timeit
+
+#: Warm calls before a function is timed: enough for a numba graph's tuning to finish (about 15
+#: calls, up to 40 when two candidates come close), so the calls that size the samples time
+#: the chosen candidate, not its NumPy rival (a tuning call of the NumPy graph once made a
+#: 3 ms kernel look like a 20 ms function, timed one call per sample, cold in the cache). A
+#: function whose every call is slow stops after ``WARM_S``.
+WARM_CALLS = 40
+WARM_S = 0.5
+
+
+def warm_up(fn, *args) -> None:
+    """Call ``fn(*args)`` ``WARM_CALLS`` times, or for ``WARM_S`` seconds when even its fastest
+    call so far would make ``WARM_CALLS`` calls take longer."""
+    start = fastest = None
+    for _ in range(WARM_CALLS):
+        t0 = time.perf_counter()
+        fn(*args)
+        t1 = time.perf_counter()
+        start = t0 if start is None else start
+        fastest = t1 - t0 if fastest is None else min(fastest, t1 - t0)
+        if t1 - start > WARM_S and fastest * WARM_CALLS > WARM_S:
+            break
 
 
 def measure(fn, *args, samples: int = 15, min_sample_s: float = 0.02) -> dict:
     """Per-call seconds of ``fn(*args)``: median, min and max over ``samples`` samples."""
-    for _ in range(3):
-        fn(*args)
+    warm_up(fn, *args)
     timer = timeit.Timer(lambda: fn(*args))
     number = 1
     while timer.timeit(number) < min_sample_s:

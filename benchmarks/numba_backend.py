@@ -30,7 +30,7 @@ import numpy as np
 
 import npdynamo
 from benchmarks import handwritten, workloads
-from benchmarks.common import fmt_time
+from benchmarks.common import fmt_time, warm_up
 from benchmarks.quiet import foreign_load, wait_until_quiet
 
 try:
@@ -102,8 +102,7 @@ def _interleaved(fns: dict, args, samples: int = 15, min_sample_s: float = 0.02)
     affect every variant alike; median, min and max per variant."""
     timers, numbers = {}, {}
     for label, fn in fns.items():
-        for _ in range(3):
-            fn(*args)
+        warm_up(fn, *args)
         timers[label] = timeit.Timer(lambda fn=fn: fn(*args))
         number = 1
         while timers[label].timeit(number) < min_sample_s:
