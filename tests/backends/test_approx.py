@@ -96,3 +96,39 @@ def test_approximation_matches_numpy(name):
 def test_table_names_exist():
     for helper in approx.APPROXIMATIONS.values():
         assert callable(getattr(approx, helper))
+
+
+def _wide_kernel(fn):
+    from npdynamo.backends.numba.runtime import prefer_wide_vectors
+
+    @njit(error_model="numpy")
+    def run(x, out):
+        prefer_wide_vectors()
+        for i in range(x.shape[0]):
+            out[i] = fn(x[i])
+
+    return run
+
+
+@pytest.mark.parametrize("name", sorted(RUNNERS))
+def test_wide_vectors_give_the_same_bits(name):
+    """512-bit vectorisation (``runtime.prefer_wide_vectors``) changes only the speed."""
+    dtype = np.float32 if name.endswith("32") else np.float64
+    x = _inputs(dtype)
+    want, got = np.empty_like(x), np.empty_like(x)
+    RUNNERS[name](x, want)
+    _wide_kernel(getattr(approx, name))(x, got)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_kernels_with_polynomials_ask_for_wide_vectors_where_the_cpu_has_them():
+    from npdynamo.backends.numba import codegen, runtime
+
+    lines = ["    for i0 in prange(n0):", "        out0[i0] = exp_f32(in0[i0])"]
+    if runtime.has_wide_vectors():
+        assert codegen._computes_polynomials(lines)
+        assert codegen._widened(lines) == [
+            "    prefer_wide_vectors()", lines[0], "        prefer_wide_vectors()", lines[1]]
+    else:
+        assert not codegen._computes_polynomials(lines)
+    assert not codegen._computes_polynomials(["        out0[i0] = in0[i0] * 2.0"])

@@ -31,6 +31,7 @@ exact. Sign of zero: ``max``/``min`` of equal zeros may pick the other zero than
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +45,7 @@ from npdynamo.backends.numba.lowering import (
     dtype_ctor,
     literal,
 )
+from npdynamo.backends.numba.runtime import has_wide_vectors
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import SymInt
@@ -59,7 +61,7 @@ import numpy as np
 from numba import njit, prange
 
 from npdynamo.backends.numba.approx import exp_f32, exp_f64, tanh_f32, tanh_f64
-from npdynamo.backends.numba.runtime import fmaximum, fminimum, radd, rmul
+from npdynamo.backends.numba.runtime import fmaximum, fminimum, prefer_wide_vectors, radd, rmul
 
 '''
 
@@ -533,10 +535,31 @@ class _KernelWriter:
         self.args.sort(key=lambda a: order[a.kind])
         params = ", ".join(a.name for a in self.args)
         flags = f"parallel={self.parallel}, error_model=\"numpy\", nogil=True, cache={{cache}}"
-        lines = [f"@njit({flags})", f"def kernel({params}):", *extents, *self.lines]
+        body = _widened(self.lines) if _computes_polynomials(self.lines) else self.lines
+        lines = [f"@njit({flags})", f"def kernel({params}):", *extents, *body]
         summary = ", ".join(self.g.op_names)
         source = _HEADER.format(summary=summary) + "\n".join(lines) + "\n"
         return KernelSource(self.g, source, self.args, self.parallel, into=dict(self.into))
+
+
+_POLYNOMIAL_CALL = re.compile(r"\b(?:exp|tanh)_f(?:32|64)\(")
+
+
+def _computes_polynomials(lines: list[str]) -> bool:
+    """Whether the kernel calls the exp/tanh approximations, on a CPU with 512-bit vectors."""
+    return has_wide_vectors() and any(_POLYNOMIAL_CALL.search(line) for line in lines)
+
+
+def _widened(lines: list[str]) -> list[str]:
+    """``lines`` marked for 512-bit vectors (``runtime.prefer_wide_vectors``): at the top, and
+    first in each ``prange`` body, which numba compiles as a function of its own."""
+    out = ["    prefer_wide_vectors()"]
+    for line in lines:
+        out.append(line)
+        if " in prange(" in line:
+            indent = len(line) - len(line.lstrip()) + 4
+            out.append(" " * indent + "prefer_wide_vectors()")
+    return out
 
 
 def _constant_reciprocal(node: Node, low: object) -> str | None:
