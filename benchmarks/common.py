@@ -6,6 +6,8 @@ import statistics
 import time
 import timeit
 
+from benchmarks.quiet import foreign_load, wait_until_quiet
+
 #: Warm calls before a function is timed: enough for a numba graph's tuning to finish (about 15
 #: calls, up to 40 when two candidates come close), so the calls that size the samples time
 #: the chosen candidate, not its NumPy rival (a tuning call of the NumPy graph once made a
@@ -38,6 +40,30 @@ def measure(fn, *args, samples: int = 15, min_sample_s: float = 0.02) -> dict:
         number *= 2
     times = [timer.timeit(number) / number for _ in range(samples)]
     return {"median": statistics.median(times), "min": min(times), "max": max(times)}
+
+
+def interleaved(fns: dict, args, samples: int = 15, min_sample_s: float = 0.02) -> dict:
+    """Per-call times of each function, sampled in turns so that drifts of this shared machine
+    affect every variant alike; median, min and max per variant, and ``others``: the cores
+    other processes used meanwhile. ``args`` is one argument tuple for all, or a dict giving
+    each label its own (functions that update their arguments)."""
+    timers, numbers = {}, {}
+    for label, fn in fns.items():
+        own = args[label] if isinstance(args, dict) else args
+        warm_up(fn, *own)
+        timers[label] = timeit.Timer(lambda fn=fn, own=own: fn(*own))
+        number = 1
+        while timers[label].timeit(number) < min_sample_s:
+            number *= 2
+        numbers[label] = number
+    times: dict = {label: [] for label in fns}
+    wait_until_quiet()
+    with foreign_load() as load:
+        for _ in range(samples):
+            for label in fns:
+                times[label].append(timers[label].timeit(numbers[label]) / numbers[label])
+    return {label: {"median": statistics.median(t), "min": min(t), "max": max(t),
+                    "others": load.cores} for label, t in times.items()}
 
 
 def fmt_time(seconds: float) -> str:

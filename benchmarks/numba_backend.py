@@ -19,19 +19,16 @@ from __future__ import annotations
 
 import copy
 import os
-import statistics
 import subprocess
 import sys
 import time
-import timeit
 import warnings
 
 import numpy as np
 
 import npdynamo
 from benchmarks import handwritten, workloads
-from benchmarks.common import fmt_time, warm_up
-from benchmarks.quiet import foreign_load, wait_until_quiet
+from benchmarks.common import fmt_time, interleaved
 
 try:
     import torch
@@ -97,27 +94,6 @@ def _close(a, b, dtype) -> bool:
     return bool(np.allclose(a, b, rtol=tol, atol=tol * float(np.abs(b).max())))
 
 
-def _interleaved(fns: dict, args, samples: int = 15, min_sample_s: float = 0.02) -> dict:
-    """Per-call times of each function, sampled in turns so that drifts of this shared machine
-    affect every variant alike; median, min and max per variant."""
-    timers, numbers = {}, {}
-    for label, fn in fns.items():
-        warm_up(fn, *args)
-        timers[label] = timeit.Timer(lambda fn=fn: fn(*args))
-        number = 1
-        while timers[label].timeit(number) < min_sample_s:
-            number *= 2
-        numbers[label] = number
-    times: dict = {label: [] for label in fns}
-    wait_until_quiet()
-    with foreign_load() as load:
-        for _ in range(samples):
-            for label in fns:
-                times[label].append(timers[label].timeit(numbers[label]) / numbers[label])
-    return {label: {"median": statistics.median(t), "min": min(t), "max": max(t),
-                    "others": load.cores} for label, t in times.items()}
-
-
 def _first_call(fn, args) -> tuple[object, float]:
     start = time.perf_counter()
     with warnings.catch_warnings():
@@ -147,7 +123,7 @@ def bench_workload(name, target, user_fn, hand_fn, make_args, dtype) -> dict:
             got, firsts["torch.compile"] = _first_call(compiled, args)
             assert _close(got, want, dtype), f"{name}: torch.compile result differs"
             variants["torch.compile"] = compiled
-        rows = _interleaved(variants, args)
+        rows = interleaved(variants, args)
     base, ceiling = rows["NumPy eager"]["median"], rows["hand-written numba"]["median"]
     first_text = ", ".join(f"{k} {v:.2f} s" for k, v in firsts.items())
     print(f"\n{name}, {np.dtype(dtype).name} (first calls in this process: {first_text})")

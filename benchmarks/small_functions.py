@@ -16,7 +16,7 @@ import copy
 import numpy as np
 
 import npdynamo
-from benchmarks.common import fmt_time, measure
+from benchmarks.common import fmt_time, interleaved
 
 RNG = np.random.default_rng(0)
 
@@ -101,10 +101,11 @@ def main() -> None:
     print("small functions: plain NumPy vs npdynamo.compile (ratio > 1: compiled is faster)")
     print(f"{'workload':48} {'plain':>11} {'eager':>11} {'numba':>11} {'eager':>7} {'numba':>7}")
     for name, fn, args in _workloads():
-        times = {"plain": measure(fn, *copy.deepcopy(args))["median"]}
-        for backend in ("eager", "numba"):
-            compiled = npdynamo.compile(fn, backend=backend)
-            times[backend] = measure(compiled, *copy.deepcopy(args))["median"]
+        variants = {"plain": fn, **{backend: npdynamo.compile(fn, backend=backend)
+                                    for backend in ("eager", "numba")}}
+        # each variant on its own copy: the workloads update their arguments
+        rows = interleaved(variants, {label: copy.deepcopy(args) for label in variants})
+        times = {label: r["median"] for label, r in rows.items()}
         print(f"{name:48} {fmt_time(times['plain'])} {fmt_time(times['eager'])} "
               f"{fmt_time(times['numba'])} {times['plain'] / times['eager']:6.2f}x "
               f"{times['plain'] / times['numba']:6.2f}x")
