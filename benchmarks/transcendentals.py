@@ -3,7 +3,8 @@ in ``npdynamo/backends/numba/lowering.py``).
 
 For each op and dtype on 1e6 elements: NumPy's ufunc (SIMD, one thread), a numba loop calling
 the op (``np.<op>`` in a loop: a scalar libm call, numba has no SVML here), and, where
-``approx`` has one, a numba loop calling the vectorisable approximation. An op whose best numba
+``approx`` has one, a numba loop calling the vectorisable approximation (with the kernels'
+vector width). An op whose best numba
 loop is slower than NumPy stays a NumPy call between kernels.
 """
 
@@ -14,6 +15,7 @@ from numba import njit
 
 from benchmarks.common import fmt_time, measure
 from npdynamo.backends.numba import approx
+from npdynamo.backends.numba.runtime import has_wide_vectors, prefer_wide_vectors
 
 OPS = ["exp", "tanh", "log", "sin", "expm1", "log1p"]
 
@@ -21,6 +23,21 @@ OPS = ["exp", "tanh", "log", "sin", "expm1", "log1p"]
 def _loop(fn):
     @njit(error_model="numpy")
     def run(x, out):
+        for i in range(x.shape[0]):
+            out[i] = fn(x[i])
+
+    return run
+
+
+def _wide_loop(fn):
+    """The approximation's loop as the kernels get it: 512-bit vectors where the CPU has them
+    (``runtime.prefer_wide_vectors``)."""
+    if not has_wide_vectors():
+        return _loop(fn)
+
+    @njit(error_model="numpy")
+    def run(x, out):
+        prefer_wide_vectors()
         for i in range(x.shape[0]):
             out[i] = fn(x[i])
 
@@ -44,7 +61,8 @@ def main() -> None:
             helper = approx.APPROXIMATIONS.get((name, np.dtype(dtype)))
             t_approx = None
             if helper:
-                t_approx = measure(_loop(getattr(approx, helper)), x, out, samples=5)["median"]
+                t_approx = measure(_wide_loop(getattr(approx, helper)), x, out,
+                                   samples=5)["median"]
             best = min(t for t in (t_libm, t_approx) if t is not None)
             choice = ("in kernel (approximation)" if t_approx is not None and best <= t_np * 1.1
                       else "NumPy call")
