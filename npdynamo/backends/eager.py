@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from npdynamo import progress
+from npdynamo.backends.constant_operands import with_array_constants
 from npdynamo.backends.fp_state import is_plain_ufunc_call, ufuncs_cannot_raise
 from npdynamo.backends.registry import register_backend
 from npdynamo.fx.codegen import Writes
@@ -35,9 +36,11 @@ def eager(gm, example_inputs: list) -> Callable[..., tuple]:
 
 def eager_forward(gm) -> Callable[..., tuple]:
     """``gm``'s generated code with the eager backend's in-place choices (``in_place_plan``,
-    ``setitem_plan``, ``view_update_plan``, ``temporary_plan``, ``owning_loops``): what the
-    eager backend runs, and what other backends fall back to."""
+    ``setitem_plan``, ``view_update_plan``, ``temporary_plan``, ``owning_loops``) and its
+    Python-number operands converted once (``constant_operands``): what the eager backend runs,
+    and what other backends fall back to."""
     graph = owning_loops(gm.graph)
+    graph = with_array_constants(graph or gm.graph) or graph
     writes = _writes(graph or gm.graph)
     if graph is None and not writes:
         return gm.forward
