@@ -342,3 +342,19 @@ def test_values_from_outside_are_the_objects_read_before_any_store():
     assert_same_value(plain[0], comp[0], "d after the call")
     assert got[0] is not comp[0]["sub"] and got[1] is not comp[1].attr
     np.testing.assert_array_equal(comp[1].attr, comp[2])
+
+
+def test_a_few_owners_are_checked_inline_with_the_same_outcomes():
+    """Up to ``INLINE_ARRAYS`` arrays, the owners guard is written out in the guard function
+    (no call): every way it can fail still fails, with its reason."""
+    from npdynamo.backends import lookup_backend
+    from npdynamo.capture.compile_frame import build_entry
+
+    apart = build_entry(_add_into, (np.ones(3), np.ones(3)), backend=lookup_backend("eager"))
+    assert ".base is None" in apart.guard_set.source and "OWN" not in apart.guard_set.source
+    assert apart.check(np.ones(3), np.ones(3))
+    read_only = np.ones(3)
+    read_only.flags.writeable = False
+    assert not apart.check(read_only, np.ones(3))
+    assert "x: is now read-only" in apart.miss_reason(read_only, np.ones(3))
+    assert apart.check(np.ones(3), read_only)  # y is only read

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 
 from npdynamo.capture.guards.compact import ItemGroup, compact_layout
 from npdynamo.capture.guards.kinds import KINDS, GuardKind
-from npdynamo.capture.guards.sources import AttrSource, GlobalSource, ItemSource, Source
+from npdynamo.capture.guards.sources import (
+    AttrSource,
+    GlobalSource,
+    ItemSource,
+    Source,
+    SourceTuple,
+)
 from npdynamo.capture.pysource import Namespace, make_function
 
 #: Kinds whose expected value is part of what a guard is (one per related source or key).
@@ -132,7 +138,12 @@ class GuardSet:
                     # checks of it and of what lies under it read the local
                     local = f"S{len(names)}"
                     e, names[item.source] = f"({local} := {e})", local
-                pending.append(KINDS[item.kind].check(e, item.expected, ns))
+                rules = KINDS[item.kind]
+                if rules.check_each is not None and isinstance(item.source, SourceTuple):
+                    items = [s.expr(names) for s in item.source.inputs]
+                    pending.append(rules.check_each(items, item.expected, ns))
+                else:
+                    pending.append(rules.check(e, item.expected, ns))
             else:
                 pending.append(item.check_expr(ns))
         flush(final=True)

@@ -92,6 +92,26 @@ class Owners:
         return "the arrays written in place may now overlap"
 
 
+#: Up to this many arrays, an ``OWNERS``/``WRITEABLE`` guard is written out inline: a call with
+#: the arrays as arguments costs about as much as the checks (a training step's parameters).
+INLINE_ARRAYS = 8
+
+
+def _owners_inline(items: list[str], exp: Owners, ns: Namespace) -> str:
+    if len(items) > INLINE_ARRAYS:
+        return f"{ns.bind(exp.holds, 'OWN')}({', '.join(items)})"
+    checks = [f"{e}.base is None" for e in items]
+    checks += [f"{items[i]}.flags.writeable" for i in exp.written]
+    checks.append(f"len({{{', '.join(f'id({e})' for e in items)}}}) == {len(items)}")
+    return "(" + " and ".join(checks) + ")"
+
+
+def _writeable_inline(items: list[str], exp: object, ns: Namespace) -> str:
+    if len(items) > INLINE_ARRAYS:
+        return f"{ns.bind(all_writeable, 'WRITEABLE')}({', '.join(items)})"
+    return "(" + " and ".join(f"{e}.flags.writeable" for e in items) + ")"
+
+
 def all_writeable(*arrays) -> bool:
     """Every array may be written (a read-only one makes the in-place write raise)."""
     for a in arrays:
@@ -114,6 +134,8 @@ class KindRules:
     check: Callable[[str, object, Namespace], str]
     describe: Callable[[str, object], str]
     miss: Callable[[str, object, object], str]
+    #: for a kind over several sources read together: the check from each one's expression
+    check_each: Callable[[list[str], object, Namespace], str] | None = None
 
 
 def obj_text(obj: object) -> str:
@@ -269,11 +291,13 @@ KINDS: dict[GuardKind, KindRules] = {
         lambda e, exp, ns: f"{ns.bind(exp.holds, 'OWN')}(*{e})",
         lambda name, exp: exp.describe(name),
         lambda name, exp, actual: exp.miss(actual),
+        _owners_inline,
     ),
     GuardKind.WRITEABLE: KindRules(
         lambda e, exp, ns: f"{ns.bind(all_writeable, 'WRITEABLE')}(*{e})",
         lambda name, exp: f"{name}: {len(exp)} arrays written in place, each writeable",
         lambda name, exp, actual: _writeable_miss(exp, actual),
+        _writeable_inline,
     ),
     GuardKind.READ_ONLY: KindRules(
         lambda e, exp, ns: f"not {e}.flags.writeable",
