@@ -12,6 +12,9 @@
 * ``cholesky``: a triangular loop (``A[i, i:] -= A[:i, i] @ A[:i, i:]``) rolled with the
   index as a symbolic size: first call (capture + compile + run) and warm call on both
   backends, against plain NumPy, at two sizes; one capture serves both (``dynamic=True``).
+* ``gauss_seidel``: a Seidel sweep by rows (``x[i] = (b[i] - A[i, :i] @ x[:i] - A[i, i + 1:] @
+  x[i + 1:]) / A[i, i]``), the index-bounded slices inside ``for i in range(n)`` inside a loop
+  over sweeps: first call and warm call on both backends against plain NumPy.
 * ``jacobi``: the solver of ``examples/solver_loop.py`` (``npdynamo.while_loop``), plain NumPy
   against the compiled function on both backends, per solve.
 
@@ -50,6 +53,32 @@ def cholesky(A):
         A[i, i:] -= A[:i, i] @ A[:i, i:]
         A[i, i:] /= np.sqrt(A[i, i])
     return A
+
+
+def gauss_seidel(A, b, x, sweeps):
+    """Gauss-Seidel by rows, in place: each row uses the rows above it from this sweep."""
+    n = b.shape[0]
+    for _ in range(sweeps):
+        for i in range(n):
+            x[i] = (b[i] - A[i, :i] @ x[:i] - A[i, i + 1:] @ x[i + 1:]) / A[i, i]
+    return x
+
+
+def seidel(n: int = 100, sweeps: int = 10) -> None:
+    print(f"gauss-seidel n={n}, {sweeps} sweeps  first call     warm call")
+    rng = np.random.default_rng(0)
+    A = rng.random((n, n)) + n * np.eye(n)
+    b = rng.random(n)
+    print(f"  numpy                              "
+          f"{fmt_time(measure(lambda: gauss_seidel(A, b, np.zeros(n), sweeps))['median'])}")
+    for backend in ("eager", "numba"):
+        npdynamo.reset()
+        compiled = npdynamo.compile(gauss_seidel, backend=backend, dynamic=True)
+        start = time.perf_counter()
+        compiled(A, b, np.zeros(n), sweeps)
+        first = time.perf_counter() - start
+        warm = measure(lambda f=compiled: f(A, b, np.zeros(n), sweeps))["median"]
+        print(f"  {backend:6s}                   {fmt_time(first)}   {fmt_time(warm)}")
 
 
 def triangular(sizes=(200, 400)) -> None:
@@ -110,6 +139,7 @@ def main() -> None:
         finally:
             npdynamo.config.capture_for_loops = True
     triangular()
+    seidel()
     jacobi, (A, b) = _jacobi()
     print("jacobi n=400 (while_loop)  per solve")
     print(f"  numpy                    {fmt_time(measure(jacobi, A, b, 1e-10)['median'])}")
