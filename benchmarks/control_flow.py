@@ -35,6 +35,7 @@ import npdynamo  # noqa: E402
 from benchmarks.common import fmt_time, measure  # noqa: E402
 from examples.solver_loop import heat_stencil as stencil  # noqa: E402
 from examples.solver_loop import jacobi, make_system  # noqa: E402
+from tests.capture.triangular_programs import gauss_seidel  # noqa: E402
 
 
 def plain_stencil(u, T):
@@ -53,15 +54,6 @@ def cholesky(A):
         A[i, i:] -= A[:i, i] @ A[:i, i:]
         A[i, i:] /= np.sqrt(A[i, i])
     return A
-
-
-def gauss_seidel(A, b, x, sweeps):
-    """Gauss-Seidel by rows, in place: each row uses the rows above it from this sweep."""
-    n = b.shape[0]
-    for _ in range(sweeps):
-        for i in range(n):
-            x[i] = (b[i] - A[i, :i] @ x[:i] - A[i, i + 1:] @ x[i + 1:]) / A[i, i]
-    return x
 
 
 def seidel(n: int = 100, sweeps: int = 10) -> None:

@@ -15,7 +15,7 @@ from numba import njit
 
 from benchmarks.common import fmt_time, measure
 from npdynamo.backends.numba import approx
-from npdynamo.backends.numba.runtime import has_wide_vectors, prefer_wide_vectors
+from npdynamo.backends.numba.runtime import prefer_wide_vectors
 
 OPS = ["exp", "tanh", "log", "sin", "expm1", "log1p"]
 
@@ -29,11 +29,9 @@ def _loop(fn):
     return run
 
 
-def _wide_loop(fn):
+def wide_loop(fn):
     """The approximation's loop as the kernels get it: 512-bit vectors where the CPU has them
-    (``runtime.prefer_wide_vectors``)."""
-    if not has_wide_vectors():
-        return _loop(fn)
+    (``runtime.prefer_wide_vectors``; elsewhere the attribute changes nothing)."""
 
     @njit(error_model="numpy")
     def run(x, out):
@@ -61,7 +59,7 @@ def main() -> None:
             helper = approx.APPROXIMATIONS.get((name, np.dtype(dtype)))
             t_approx = None
             if helper:
-                t_approx = measure(_wide_loop(getattr(approx, helper)), x, out,
+                t_approx = measure(wide_loop(getattr(approx, helper)), x, out,
                                    samples=5)["median"]
             best = min(t for t in (t_libm, t_approx) if t is not None)
             choice = ("in kernel (approximation)" if t_approx is not None and best <= t_np * 1.1

@@ -98,18 +98,6 @@ def test_table_names_exist():
         assert callable(getattr(approx, helper))
 
 
-def _wide_kernel(fn):
-    from npdynamo.backends.numba.runtime import prefer_wide_vectors
-
-    @njit(error_model="numpy")
-    def run(x, out):
-        prefer_wide_vectors()
-        for i in range(x.shape[0]):
-            out[i] = fn(x[i])
-
-    return run
-
-
 @pytest.mark.parametrize("name", sorted(RUNNERS))
 def test_wide_vectors_give_the_same_bits(name):
     """512-bit vectorisation (``runtime.prefer_wide_vectors``) changes only the speed."""
@@ -117,7 +105,9 @@ def test_wide_vectors_give_the_same_bits(name):
     x = _inputs(dtype)
     want, got = np.empty_like(x), np.empty_like(x)
     RUNNERS[name](x, want)
-    _wide_kernel(getattr(approx, name))(x, got)
+    from benchmarks.transcendentals import wide_loop
+
+    wide_loop(getattr(approx, name))(x, got)
     np.testing.assert_array_equal(got, want)
 
 

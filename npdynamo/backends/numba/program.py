@@ -234,8 +234,7 @@ def _last_uses(steps: list, graph: Graph) -> dict[int, list[str]]:
     last: dict[Node, int] = {}
     for i, step in enumerate(steps):
         nodes = step.nodes if isinstance(step, FusionGroup) else [step]
-        reads = step.inputs if isinstance(step, FusionGroup) else step.all_input_nodes
-        for n in reads:
+        for n in _step_inputs(step):
             last[n] = i
         for n in (step.outputs if isinstance(step, FusionGroup) else nodes):
             produced.setdefault(n, i)
