@@ -20,7 +20,8 @@ demo: $(STAMP)
 	$(BIN)/python examples/train_mlp.py
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	@# one worker per core (pytest-xdist): the suite's time is mostly numba compiles, one core each
+	$(BIN)/python -m pytest -q -n auto
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check npdynamo tests benchmarks examples
