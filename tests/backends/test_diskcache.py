@@ -168,3 +168,40 @@ def test_a_damaged_cache_entry_is_rebuilt_and_reported_once(tmp_path, damage):
     assert str(kernels) in messages[0] and "rebuilt" in messages[0]
     count, hits, err, _ = run()
     assert count == 0 and hits >= 1 and err < 1e-12  # the rebuilt entry is used again
+
+
+FAST_LOAD_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np, npdynamo
+    from numba.core.registry import cpu_target
+    from benchmarks.workloads import gelu
+
+    scale = float(sys.argv[1])  # a new constant each process: a kernel no process has compiled
+
+    def other(x):
+        return np.sqrt(np.abs(x)) * scale + x
+
+    x = np.linspace(-3, 3, 200_000, dtype=np.float32)  # big enough for a parallel variant too
+    fn = npdynamo.compile(gelu, backend="numba")
+    errors = [float(np.abs(fn(x) - gelu(x)).max()) for _ in range(12)]  # past the tuning calls
+    registries = len(cpu_target.target_context._registries)
+    # a compile later in the same process works: numba's compiler loads the registries itself
+    errors.append(float(np.abs(npdynamo.compile(other, backend="numba")(x) - other(x)).max()))
+    print(registries, len(cpu_target.target_context._registries), max(errors))
+""")
+
+
+def test_a_warm_start_loads_kernels_without_numbas_registries(tmp_path):
+    """A fresh process that finds its kernels on disk runs them without importing numba's
+    typing and lowering registries (the bulk of a warm start-up); compiles after that work."""
+    env, root = _env(tmp_path)
+    runs = []
+    for scale in ("2.0", "3.0"):
+        out = subprocess.run([sys.executable, "-c", FAST_LOAD_SCRIPT, scale], env=env, cwd=root,
+                             capture_output=True, text=True, check=True)
+        before, after, err = out.stdout.split()
+        runs.append((int(before), int(after), float(err)))
+    assert runs[0][0] > 0  # the first process compiled: numba loaded its registries
+    assert runs[1][0] == 0  # the second only loaded machine code...
+    assert runs[1][1] > 0  # ...until it compiled a kernel of its own
+    assert runs[0][2] < 1e-5 and runs[1][2] < 1e-5

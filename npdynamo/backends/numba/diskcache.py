@@ -6,9 +6,10 @@ source together with the Python, NumPy and numba versions and the backend's own 
 The file's first line carries the SHA-256 digest of the rest. The module is compiled from the
 file's text and its kernels use ``cache=True``, so numba stores the machine code next to the
 file (``__pycache__/*.nbi``, ``*.nbc``) and a fresh process that generates the same source loads
-it instead of compiling. A process loads each module once and reuses it for every graph that
-produces the same kernel. When no cache directory can be created the kernel is compiled from
-memory, without the disk cache.
+it instead of compiling (without importing numba's typing and lowering registries, which only
+a compile needs: half of a warm start-up). A process loads each module once and reuses it for
+every graph that produces the same kernel. When no cache directory can be created the kernel is
+compiled from memory, without the disk cache.
 
 Nothing on disk is trusted: a kernel file whose text is not exactly the expected one (cut short,
 edited, another kernel's) is replaced before use, and a numba cache file that fails to load
@@ -184,6 +185,11 @@ def _guard_numba_cache(dispatcher: Dispatcher, path: str) -> None:
     load = cache.load_overload
 
     def checked_load(sig, target_context):
+        if not _registries_loaded(target_context):
+            with contextlib.suppress(Exception):  # whatever it lacks, the full load below has
+                found = _load_without_registries(cache, sig, target_context)
+                if found is not None:
+                    return found
         try:
             return load(sig, target_context)
         except Exception as exc:  # whatever unpickling a damaged file raises
@@ -193,3 +199,22 @@ def _guard_numba_cache(dispatcher: Dispatcher, path: str) -> None:
             return None  # numba compiles the kernel and saves fresh files
 
     cache.load_overload = checked_load
+
+
+def _registries_loaded(target_context) -> bool:
+    """Whether numba has imported its typing and lowering registries in this process (its first
+    compile does; about 0.15 s of a fresh process's first call)."""
+    return bool(getattr(target_context, "_registries", None))
+
+
+def _load_without_registries(cache, sig, target_context):
+    """The cached overload of ``sig`` loaded without importing numba's registries.
+
+    numba refreshes its context before every cache load so that a compile could follow; running
+    machine code from the cache needs only the runtime (NRT) that kernels' argument handling
+    calls into. A compile later in the process still refreshes the context first (numba's
+    compiler does that itself)."""
+    from numba.core.runtime import rtsys
+
+    rtsys.initialize(target_context)
+    return cache._load_overload(sig, target_context)
