@@ -34,7 +34,7 @@ def test_every_candidate_runs_once_untimed_then_timed_and_the_fastest_stays():
                   costing(clock, "c", 2.0, runs)]
     fn = tuning.fastest_of(candidates, decided.append, clock)
     # a (3x the best) is dropped after the first timed round: it cannot win
-    order = ["a", "b", "c"] + ["a", "a", "b", "b", "c", "c"] + ["b", "b", "c", "c"] * (
+    order = ["c", "b", "a"] + ["a", "a", "b", "b", "c", "c"] + ["b", "b", "c", "c"] * (
         tuning.TIMED_ROUNDS - 1)
     for i in range(len(order) + 5):
         assert fn(i) == (i + 1,)  # every call returns its own candidate's result
@@ -95,7 +95,7 @@ def test_activate_switches_the_program_before_each_run():
                             tuning.Candidate("s", run, activate("serial"))], lambda text: None)
     for i in range(2 * (1 + 2 * tuning.TIMED_ROUNDS)):
         fn(i)
-    assert seen == ["parallel", "serial"] + ["parallel"] * 2 + ["serial"] * 2 \
+    assert seen == ["serial", "parallel"] + ["parallel"] * 2 + ["serial"] * 2 \
         + ["parallel"] * 2 + ["serial"] * 2
     fn(0)
     assert seen[-1] == state["mode"]  # the winner stays activated
