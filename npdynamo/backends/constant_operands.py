@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from npdynamo.backends.fp_state import is_plain_ufunc_call
+from npdynamo.fx.codegen import operator_spelling
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta
@@ -53,8 +54,8 @@ def with_array_constants(graph: Graph) -> Graph | None:
 
 
 def _convertible(node: Node) -> list[int]:
-    if not is_plain_ufunc_call(node):
-        return []
+    if not is_plain_ufunc_call(node) or operator_spelling(node) is not None:
+        return []  # (scalar math spelt as an operator takes Python numbers as they are)
     meta = node.meta.get("val")
     if not isinstance(meta, ArrayMeta) or meta.dtype not in _FLOATS:
         return []

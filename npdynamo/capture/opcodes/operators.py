@@ -110,8 +110,14 @@ def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
         fast = fast_scalar_power(left, right) if symbol == "**" else None
         if fast is not None:
             return op_call(frame, ops.REGISTRY[fast], (raw(left),), {})
-        return op_call(frame, ops.BINARY_OPERATORS[symbol],
-                       (array_operand(frame, left), array_operand(frame, right)), {})
+        result = op_call(frame, ops.BINARY_OPERATORS[symbol],
+                         (array_operand(frame, left), array_operand(frame, right)), {})
+        if isinstance(result, ArrayValue) and result.meta.scalar and all(
+                side.meta.scalar if isinstance(side, ArrayValue) else True
+                for side in (left, right)):
+            # Python ran NumPy's scalar math here, not the ufunc: the backends spell it so
+            result.node.meta["operator"] = symbol
+        return result
     if isinstance(left, UserObjectValue) or isinstance(right, UserObjectValue):
         return user_binary_op(frame, symbol, left, right)
     if isinstance(left, (DictViewValue, SetValue)) or isinstance(right, (DictViewValue, SetValue)):
