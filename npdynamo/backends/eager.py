@@ -51,10 +51,16 @@ def _writes(graph: Graph, owned: bool = False) -> Writes:
     assign, roots = setitem_plan(graph, owned)
     into_inputs = in_place_plan(graph)
     into_views = view_update_plan(graph, assign)
-    return Writes(into_inputs=into_inputs, check=ufuncs_cannot_raise,
+    # a loop body writes the loop's copies of its carried arrays: a raise midway reruns the
+    # frame in Python on the caller's intact arrays, so no per-iteration check is needed
+    return Writes(into_inputs=into_inputs, check=_always if owned else ufuncs_cannot_raise,
                   assign=dict.fromkeys(assign), assign_inputs=dict.fromkeys(roots),
                   into_views=into_views,
                   into_temps=temporary_plan(graph, {*into_inputs, *into_views}))
+
+
+def _always() -> bool:
+    return True
 
 
 #: Loop op -> how many body inputs come before the carried values (fori_loop's index).
