@@ -21,7 +21,7 @@ from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.for_formation import lazy_range
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.opcalls import op_call
-from npdynamo.capture.opcodes.operators import binary_op
+from npdynamo.capture.opcodes.operators import binary_op, unary_op
 from npdynamo.capture.special_methods import user_len
 from npdynamo.capture.tables import BUILTINS, builtin
 from npdynamo.capture.translator import Frame
@@ -280,7 +280,7 @@ def _max(frame: Frame, target, args, kwargs):
 def _abs(frame: Frame, target, args, kwargs):
     (x,) = args
     if isinstance(x, ArrayValue):
-        return op_call(frame, ops.UNARY_OPERATORS["abs"], (x,), {})
+        return unary_op(frame, "abs", x)
     return _apply(abs, *_consts(frame, args, "abs"))
 
 

@@ -127,6 +127,10 @@ class _Emitter:
 
     def call(self, node: Node) -> str:
         symbol = operator_spelling(node)
+        if symbol == "abs":
+            return f"abs({self.expr(node.args[0])})"
+        if symbol is not None and len(node.args) == 1:
+            return f"{symbol}{self.expr(node.args[0])}"
         if symbol is not None:
             left, right = node.args
             return f"{self.expr(left)} {symbol} {self.expr(right)}"
@@ -167,6 +171,7 @@ _SCALAR_ARITHMETIC = {
     "add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floor_divide": "//",
     "remainder": "%", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
     "left_shift": "<<", "right_shift": ">>",
+    "negative": "-", "positive": "+", "invert": "~", "absolute": "abs",
 }
 _INT64 = 2**63
 
@@ -180,7 +185,8 @@ def operator_spelling(node: Node) -> str | None:
         symbol = _SCALAR_ARITHMETIC.get(name)
         if symbol != node.meta["operator"]:
             return None
-    if symbol is None or node.kwargs or len(node.args) != 2:
+    if symbol is None or node.kwargs or len(node.args) != getattr(
+            getattr(node.target, "impl", None), "nin", 2):
         return None
     if not any(isinstance(a, Node) for a in node.args):
         return None

@@ -1,4 +1,4 @@
-"""Arithmetic between NumPy scalars: compiled code runs what Python ran.
+"""Arithmetic on NumPy scalars: compiled code runs what Python ran.
 
 ``a[0] * a[1]`` on two int64 elements is NumPy's scalar math, not ``np.multiply``: it warns
 "overflow encountered in scalar multiply" (and raises under ``np.errstate(over="raise")``) where
@@ -72,6 +72,21 @@ def test_operators_between_numpy_scalars_warn_and_raise_like_python(symbol, dtyp
     a = np.array(values, dtype=dtype)
     for state in ({}, {"all": "raise"}):
         _same_run(_run(plain, a.copy(), state), _run(compiled, a.copy(), state))
+
+
+def _unary(a):
+    return -a[0], +a[0], abs(a[0]), ~a[1] if a.dtype.kind in "iu" else a[1]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_unary_operators_and_abs_of_numpy_scalars(dtype, data):
+    compiled = _COMPILED.setdefault(("unary", dtype), npdynamo.compile(_unary))
+    values = data.draw(st.lists(from_dtype(np.dtype(dtype)), min_size=2, max_size=2))
+    a = np.array(values, dtype=dtype)
+    for state in ({}, {"all": "raise"}):
+        _same_run(_run(_unary, a.copy(), state), _run(compiled, a.copy(), state))
 
 
 @pytest.mark.parametrize("backend", ["eager", "numba"])

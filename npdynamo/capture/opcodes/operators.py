@@ -112,12 +112,7 @@ def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
             return op_call(frame, ops.REGISTRY[fast], (raw(left),), {})
         result = op_call(frame, ops.BINARY_OPERATORS[symbol],
                          (array_operand(frame, left), array_operand(frame, right)), {})
-        if isinstance(result, ArrayValue) and result.meta.scalar and all(
-                side.meta.scalar if isinstance(side, ArrayValue) else True
-                for side in (left, right)):
-            # Python ran NumPy's scalar math here, not the ufunc: the backends spell it so
-            result.node.meta["operator"] = symbol
-        return result
+        return scalar_math(result, symbol, (left, right))
     if isinstance(left, UserObjectValue) or isinstance(right, UserObjectValue):
         return user_binary_op(frame, symbol, left, right)
     if isinstance(left, (DictViewValue, SetValue)) or isinstance(right, (DictViewValue, SetValue)):
@@ -136,6 +131,16 @@ def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
         except Exception as exc:
             raise UserCodeRaises(exc) from exc
     return _sequence_op(frame, symbol, left, right)
+
+
+def scalar_math(result: Value, symbol: str, operands: tuple) -> Value:
+    """``result`` of the operator ``symbol``, marked as NumPy's scalar math when every operand
+    is a NumPy scalar or a Python number: Python ran the scalar's own operator there, not the
+    ufunc (integer overflow warns; the backends spell it as the operator, ``fx.codegen``)."""
+    if isinstance(result, ArrayValue) and result.meta.scalar and all(
+            side.meta.scalar if isinstance(side, ArrayValue) else True for side in operands):
+        result.node.meta["operator"] = symbol
+    return result
 
 
 def _numbers_as_array(side: Value, other: Value) -> Value:
@@ -401,8 +406,10 @@ def _compare_op(frame: Frame, ins):
 
 
 def unary_op(frame: Frame, symbol: str, value: Value) -> Value:
+    """``<symbol> value``, or ``abs(value)`` for the symbol ``abs``."""
     if isinstance(value, ArrayValue):
-        return op_call(frame, ops.UNARY_OPERATORS[symbol], (value,), {})
+        return scalar_math(op_call(frame, ops.UNARY_OPERATORS[symbol], (value,), {}), symbol,
+                           (value,))
     if isinstance(value, ScalarInputValue) and symbol == "-" and (
             value.node.meta.get("val") == ScalarMeta(int)):
         negated = python_number_op(frame, "-", Const(0), value)  # -n is 0 - n for an int
