@@ -134,6 +134,9 @@ class _Emitter:
         if symbol is not None:
             left, right = node.args
             return f"{self.expr(left)} {symbol} {self.expr(right)}"
+        source = getattr(node.target, "source", None)  # an op's own spelling (``Op.source``)
+        if source is not None and (text := source(node.args, node.kwargs, self.expr)):
+            return text
         if node.target is REGISTRY.get("getitem") and len(node.args) == 2 and not node.kwargs:
             # ``x[i, j:]`` itself: the op's impl is this subscript, without a call around it
             return f"{self.expr(node.args[0])}[{self.subscript(node.args[1])}]"

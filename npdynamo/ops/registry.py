@@ -34,7 +34,9 @@ class Op:
     every array operand replaced by its ``ArrayMeta`` and returns the result's meta, raising the
     exception type NumPy would raise. ``defaults`` lists the static keywords the op accepts, in
     signature order, with their defaults; canonical kwargs only hold values that differ from
-    them. ``vjp`` is filled in by the autograd stage.
+    them. ``vjp`` is filled in by the autograd stage. ``source``, when an op sets it, spells a
+    call as generated Python code: ``source(args, kwargs, expr)`` with ``expr`` rendering one
+    argument, giving the text or None for the plain ``impl`` call.
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class Op:
         self.impure = impure
         self.defaults: dict[str, Any] = dict(defaults or {})
         self.vjp: Callable[..., Any] | None = None
+        self.source: Callable[[tuple, dict, Callable[[Any], str]], str | None] | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.impl(*args, **kwargs)
