@@ -158,3 +158,26 @@ def test_a_training_step_graph_fuses_without_a_cycle():
         warnings.simplefilter("error")  # a fallback to eager would warn
         out = npdynamo.explain(step, backend="numba")({k: v.copy() for k, v in p.items()}, x)
     assert out.graph_count == 1 and not out.backend_reports[0].fell_back
+
+
+def _norm_rows(x, y):
+    return np.linalg.norm(x - y[:, None], axis=2), (x * x).sum()
+
+
+def test_a_reduction_over_at_most_a_block_has_no_block_loop():
+    """A norm over each point's two coordinates folds them in place; a sum over a long axis
+    still folds blocks (float32 blocks are added in float64), and the results match NumPy's
+    within the sums' tolerance."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3000, 2)).astype(np.float32)
+    y = rng.standard_normal((4, 2)).astype(np.float32)
+    part = _groups(_norm_rows, x, y)
+    sources = {g.op_names: generate_kernel(g, parallel=False).source for g in part.groups}
+    (norm,) = [s for ops_, s in sources.items() if "norm" in ops_]
+    (total,) = [s for ops_, s in sources.items() if "sum" in ops_]
+    assert "for b2 in range(" not in norm and "radd(" in norm
+    assert "for b1 in range(" in total and "np.float64(part" in total
+    want = _norm_rows(x, y)
+    got = npdynamo.compile(_norm_rows, backend="numba")(x, y)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5)
