@@ -94,14 +94,17 @@ def owning_loops(graph: Graph) -> Graph | None:
         args = list(node.args)
         args[position] = forward
         node.args = tuple(args)
-        node.target = _owning_op(node.target, position + 1, written)
+        if written:
+            node.target = _owning_op(node.target, position + 1, written)
         changed = True
     return new if changed else None
 
 
 def _owning_body(body, offset: int, count: int) -> tuple[Callable, tuple[int, ...]] | None:
     """The body generated to write its carried arrays in place, and which carried positions
-    it writes; None when it writes none."""
+    it writes; None when neither it nor a loop inside it writes any. (A body whose inner loop
+    writes owns nothing itself: the inner loop copies once per outer iteration, instead of a
+    copy per inner one.)"""
     graph, _ = body.graph.copy()
     output = graph.output_node
     outs = output.args[0] if output is not None and output.args else ()
@@ -111,11 +114,12 @@ def _owning_body(body, offset: int, count: int) -> tuple[Callable, tuple[int, ..
         return None
     output.meta = {**output.meta, "write_back": {
         k: p.name for k, p in enumerate(holders) if _same_array_meta(p, p)}}
-    graph = owning_loops(graph) or graph  # (a copy: its placeholders keep their names)
+    nested = owning_loops(graph)  # (a copy: its placeholders keep their names)
+    graph = nested or graph
     writes = _writes(graph, owned=True)
     names = {*writes.into_inputs.values(), *(s.args[0].name for s in writes.assign_inputs)}
     written = tuple(k for k, p in enumerate(holders) if p.name in names)
-    if not written:
+    if not written and nested is None:
         return None
     return generate_function(graph, body.name, writes=writes), written
 
@@ -419,10 +423,17 @@ def may_alias(graph: Graph) -> dict[Node, frozenset[Node]]:
     return owners
 
 
+#: Ops whose result is always a new array of its own (NumPy's array creation functions).
+_NEW_ARRAYS = frozenset({
+    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
+    "arange", "linspace", "eye", "tri", "tril", "triu", "copy",
+})
+
+
 def _shared_memory(node: Node, owners: dict[Node, frozenset[Node]]) -> frozenset[Node]:
-    """The arrays whose memory ``node``'s value may share: a ufunc's result is a new array;
-    anything else (a view, a reshape, an op returning one of its operands) may be any of its
-    operands'."""
-    if is_plain_ufunc_call(node):
+    """The arrays whose memory ``node``'s value may share: a ufunc's result, or a created
+    array (``np.zeros``, ...), is a new array; anything else (a view, a reshape, an op
+    returning one of its operands) may be any of its operands'."""
+    if is_plain_ufunc_call(node) or _name(node) in _NEW_ARRAYS:
         return frozenset({node})
     return frozenset().union(*(owners.get(a, frozenset()) for a in node.all_input_nodes))

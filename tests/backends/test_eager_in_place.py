@@ -306,14 +306,17 @@ VALUES = ["1.5", "B[{c}:{c} + ({b} - {a})]", "V[:1]", "A[{a}:{b}]"]
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(STORES), st.sampled_from(VALUES),
                           st.integers(0, 3), st.integers(1, 3), st.integers(0, 2)),
-                min_size=1, max_size=6))
-def test_generated_slice_assignments_match_plain_numpy(steps):
-    lines = ["    B = A * 1.0", "    V = B[0:1]"]
+                min_size=1, max_size=6),
+       st.sampled_from(["A * 1.0", "np.zeros((6, 3))", "np.ones_like(A)", "np.eye(6, 3)",
+                        "np.arange(18.0).reshape(6, 3)"]))
+def test_generated_slice_assignments_match_plain_numpy(steps, start):
+    """``B`` a ufunc's result or a created array (np.zeros, ...): both are the graph's own."""
+    lines = [f"    B = {start}", "    V = B[0:1]"]
     for store, value, a, width, c in steps:
         b = a + width
         lines.append("    " + store.format(a=a, b=b, e=value.format(a=a, b=b, c=c)))
     lines.append("    return B, V")
-    namespace: dict = {}
+    namespace: dict = {"np": np}
     exec("def slices(A):\n" + "\n".join(lines), namespace)
     fn = namespace["slices"]
     A = np.random.default_rng(5).standard_normal((6, 3))
@@ -428,3 +431,55 @@ def test_generated_chains_of_temporaries_match_plain_numpy(steps):
 
     npdynamo.reset()
     check_same(chain, np.linspace(-1, 1, 6), np.linspace(2, -2, 6))
+
+
+# -- assignments into created arrays (np.zeros, np.ones, ...: arrays of the graph's own) ---------
+
+def filled_grid(x):
+    n = x.shape[0]
+    z = np.zeros((n, n, 3))
+    z[:, :, 0] = x.reshape(-1, 1)
+    z[:, :, 1] = x
+    return z.reshape(n * n, 3)
+
+
+def created_then_viewed(x):
+    z = np.ones((4, x.shape[0]))
+    first = z[0]  # a view, read after the assignment: it sees the write
+    z[0] = x
+    e = np.arange(4.0)
+    e[1:] = e[:-1]  # the value overlaps the target
+    f = np.full_like(x, 2.0)
+    f[::2] += x[::2]
+    return first.copy(), z, e, f, np.eye(3)[1]
+
+
+@pytest.mark.parametrize("fn", [filled_grid, created_then_viewed])
+def test_assignments_into_created_arrays_match_plain_numpy(fn):
+    check_same(fn, np.linspace(0.0, 1.0, 7), calls=3)
+
+
+def test_a_created_array_is_assigned_in_place():
+    compiled = npdynamo.compile(filled_grid)
+    compiled(np.linspace(0.0, 1.0, 7))
+    source = _generated(compiled)
+    assert "_setitem(" not in source and "zeros[:, :, 0] = " in source
+
+
+def test_a_numba_graph_without_kernels_runs_as_the_eager_graph():
+    """Nothing to fuse: the numba backend hands over the eager backend's code, in-place
+    assignments included (its own program would copy the grid at each assignment)."""
+    from npdynamo.backends.numba.backend import numba_backend
+
+    made = []
+
+    def backend(gm, example_inputs):
+        made.append(numba_backend(gm, example_inputs))
+        return made[-1]
+
+    compiled = npdynamo.compile(filled_grid, backend=backend)
+    x = np.linspace(0.0, 1.0, 7)
+    for _ in range(3):
+        assert_same_value(filled_grid(x), compiled(x))
+    (fn,) = made
+    assert "runs as the eager graph" in fn.npdynamo_report.tuning

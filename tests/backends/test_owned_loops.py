@@ -85,3 +85,31 @@ def test_the_body_writes_its_carried_array_in_place():
     assert owned is not None
     (loop,) = [n for n in owned.nodes if getattr(n.target, "name", "") == "fori_loop"]
     assert loop.target.impl.__name__ == "fori_loop_owning"
+
+
+def weighted_distances(A, B, W):
+    """Two nested loops filling a matrix element by element (numpy-benchmarks' ``wdist``)."""
+    m, n = A.shape[1], B.shape[1]
+    D = np.zeros((m, n))
+    for i in range(m):
+        for j in range(n):
+            d = (A[:, i] - B[:, j]) / W[:, i]
+            D[i, j] = np.sqrt((d**2).sum())
+    return D
+
+
+def test_an_inner_loop_writes_in_place_inside_an_outer_one():
+    """The inner loop owns the matrix (one copy per outer iteration, not one per element); the
+    outer body, which writes nothing itself, is generated around it."""
+    args = (RNG.random((6, 30)), RNG.random((6, 30)), RNG.random((6, 30)) + 0.5)
+    check_same(weighted_distances, *args, calls=3)
+    backend = CountingBackend()
+    npdynamo.compile(weighted_distances, backend=backend)(*args)
+    owned = owning_loops(backend.graphs[0].graph)
+    assert owned is not None
+    (outer,) = [n for n in owned.nodes if getattr(n.target, "name", "") == "fori_loop"]
+    assert outer.target.impl.__name__ != "fori_loop_owning"  # copies nothing itself
+    body = outer.args[2]  # the generated outer body: its inner loop is the owning one
+    inner = [v for v in body.__globals__.values()
+             if getattr(v, "__name__", "") == "fori_loop_owning"]
+    assert inner

@@ -193,6 +193,11 @@ def _tuned(
     """The program, or (``tuning``) whichever of its parallel and serial forms and the eager
     graph runs this graph fastest on its first warm calls."""
     if not program.kernel_names:
+        if not report.loops and not report.subgraphs:  # (else compiled loops or bodies)
+            # nothing for numba to run: the eager backend's code is the same NumPy calls, with
+            # its in-place writes (``z = np.zeros(...); z[:, :, 0] = x`` assigns, not copies)
+            report.tuning = "no kernels: runs as the eager graph (NumPy calls only)"
+            return _eager_with_report(eager, report)
         report.tuning = "no kernels: the program runs NumPy calls only"
         return program.fn
     if _has_symbolic_sizes(graph):
