@@ -193,3 +193,28 @@ def test_close_candidates_get_more_rounds_and_slow_losers_are_dropped():
         fn(i)
     assert decided[0].startswith("runs as settling")
     assert runs.count("numpy") == 3  # untimed, then one timed round: 12x slower, dropped
+
+
+def complex_filter(E, w, steps):
+    """A loop over complex values (which the loop writer does not compile): its body's kernels
+    run per iteration, against the eager graph's loop, which writes ``out`` in place."""
+    out = np.zeros(steps, dtype=np.complex128)
+    for i in range(steps):
+        est = np.sum(E[i:i + 4] * np.conj(w))
+        out[i] = (1.0 - abs(est) ** 2) * est
+        w += 1e-3 * np.conj(out[i]) * E[i:i + 4]
+    return out, w
+
+
+def test_a_graph_whose_only_kernels_are_in_its_loops_is_tuned_against_eager():
+    rng = np.random.default_rng(2)
+    E = rng.standard_normal(300) + 1j * rng.standard_normal(300)
+    w = np.zeros(4, dtype=np.complex128)
+    w[1] = 1.0
+    compiled = npdynamo.compile(complex_filter, backend="numba")
+    for _ in range(2 * (1 + 2 * (tuning.TIMED_ROUNDS + tuning.EXTRA_ROUNDS)) + 2):
+        got, want = compiled(E, w.copy(), 200), complex_filter(E, w.copy(), 200)
+        assert_close(got, want, rtol=1e-9)
+    (entry,) = npdynamo.capture.frames.compiled_entries(compiled)
+    text = entry.compiled.npdynamo_report.tuning
+    assert text.startswith("runs as ") and "eager" in text and "numba" in text

@@ -192,14 +192,13 @@ def _tuned(
 ) -> Callable:
     """The program, or (``tuning``) whichever of its parallel and serial forms and the eager
     graph runs this graph fastest on its first warm calls."""
-    if not program.kernel_names:
-        if not report.loops and not report.subgraphs:  # (else compiled loops or bodies)
-            # nothing for numba to run: the eager backend's code is the same NumPy calls, with
-            # its in-place writes (``z = np.zeros(...); z[:, :, 0] = x`` assigns, not copies)
-            report.tuning = "no kernels: runs as the eager graph (NumPy calls only)"
-            return _eager_with_report(eager, report)
-        report.tuning = "no kernels: the program runs NumPy calls only"
-        return program.fn
+    if not program.kernel_names and not report.loops and not report.subgraphs:
+        # nothing for numba to run: the eager backend's code is the same NumPy calls, with its
+        # in-place writes (``z = np.zeros(...); z[:, :, 0] = x`` assigns, not copies)
+        report.tuning = "no kernels: runs as the eager graph (NumPy calls only)"
+        return _eager_with_report(eager, report)
+    # (a graph whose only kernels are its loops' or branches' is tuned like any other: the
+    # eager graph's loops write their carried arrays in place, and may well be faster)
     if _has_symbolic_sizes(graph):
         # what is fastest at the first calls' sizes says nothing about other sizes: the
         # thread policy decides per call from the concrete size instead
