@@ -454,7 +454,16 @@ def created_then_viewed(x):
     return first.copy(), z, e, f, np.eye(3)[1]
 
 
-@pytest.mark.parametrize("fn", [filled_grid, created_then_viewed])
+def two_equal_creations(x):
+    a = np.zeros(x.shape[0])  # equal calls: merged or not, b never sees the write into a
+    b = np.zeros(x.shape[0])
+    a[0] = x[0]
+    c, d = np.ones_like(x), np.ones_like(x)
+    c[1] = 5.0
+    return a + b, b.sum(), c, d
+
+
+@pytest.mark.parametrize("fn", [filled_grid, created_then_viewed, two_equal_creations])
 def test_assignments_into_created_arrays_match_plain_numpy(fn):
     check_same(fn, np.linspace(0.0, 1.0, 7), calls=3)
 
