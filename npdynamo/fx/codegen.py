@@ -17,7 +17,7 @@ from npdynamo.errors import NpdynamoError
 from npdynamo.fx.node import Node, iter_nodes, target_name, to_identifier
 from npdynamo.fx.sizes import symbol_prelude
 from npdynamo.fx.subgraphs import is_subgraph
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.registry import REGISTRY
 from npdynamo.ops.symbolic import SymInt
 from npdynamo.ops.symbolic_code import python_source
@@ -184,7 +184,8 @@ def operator_spelling(node: Node) -> str | None:
     numbers), or None for a call of its op."""
     name = getattr(node.target, "name", None)
     symbol = _SCALAR_COMPARISONS.get(name)
-    if symbol is None and node.meta.get("operator") is not None:
+    written = symbol is None and node.meta.get("operator") is not None
+    if written:
         symbol = _SCALAR_ARITHMETIC.get(name)
         if symbol != node.meta["operator"]:
             return None
@@ -193,7 +194,10 @@ def operator_spelling(node: Node) -> str | None:
         return None
     if not any(isinstance(a, Node) for a in node.args):
         return None
-    return symbol if all(_real_scalar(a) for a in node.args) else None
+    # (what the user wrote as an operator may also have a Python number of the graph as an
+    # operand, ``float(a[0]) + a[1]``: Python's operator is what ran there)
+    return symbol if all(_real_scalar(a) or (written and _python_number(a))
+                         for a in node.args) else None
 
 
 def _real_scalar(a: Any) -> bool:
@@ -203,6 +207,12 @@ def _real_scalar(a: Any) -> bool:
     if type(a) is float or type(a) is bool:
         return True
     return type(a) is int and -_INT64 <= a < _INT64
+
+
+def _python_number(a: Any) -> bool:
+    """A graph value that is a Python int, float or bool (``float(x)``, a scalar input)."""
+    meta = a.meta.get("val") if isinstance(a, Node) else None
+    return type(meta) is ScalarMeta and meta.type in (int, float, bool)
 
 
 def _source_comment(node: Node) -> str | None:

@@ -142,3 +142,19 @@ def test_scalar_arithmetic_in_a_loop_body_is_spelt_as_operators():
     spelt = [operator_spelling(node) for g in graphs for node in g.nodes
              if getattr(node.target, "name", None) in ("subtract", "divide")]
     assert spelt and set(spelt) == {"-", "/"}
+
+
+def _with_python_numbers(a, s):
+    """NumPy scalars against Python numbers the graph computes or is given: ``float(a[0])``,
+    ``int(a[1])`` and the scalar argument ``s``."""
+    return float(a[0]) + a[1], a[1] * s, int(a[1]) - a[0], s / a[0]
+
+
+@pytest.mark.parametrize("values,s", [([1e308, 1e308], 10.0), ([0.0, -2.5], 3.0),
+                                      ([-1e300, 1e300], 1e300), ([2.0, np.nan], -0.0)])
+def test_numpy_scalars_with_python_numbers_of_the_graph(values, s):
+    compiled = _COMPILED.setdefault("python numbers", npdynamo.compile(_with_python_numbers))
+    a = np.array(values)
+    for state in ({}, {"all": "raise"}):
+        _same_run(_run(lambda x: _with_python_numbers(x, s), a.copy(), state),
+                  _run(lambda x: compiled(x, s), a.copy(), state))
