@@ -45,6 +45,7 @@ from npdynamo.backends.numba.lowering import (
     cast,
     dtype_ctor,
     literal,
+    wrapping_arithmetic,
 )
 from npdynamo.backends.numba.runtime import has_wide_vectors
 from npdynamo.fx.node import Node
@@ -63,6 +64,7 @@ from numba import njit, prange
 
 from npdynamo.backends.numba.approx import exp_f32, exp_f64, tanh_f32, tanh_f64
 from npdynamo.backends.numba.runtime import fmaximum, fminimum, prefer_wide_vectors, radd, rmul
+from npdynamo.backends.numba.runtime import wrapping_add, wrapping_mul, wrapping_sub
 
 '''
 
@@ -154,7 +156,7 @@ def _fold(kind: str, dtype: np.dtype, acc: str, value: str, vector: bool) -> str
             if vector:
                 return f"{'radd' if kind == 'sum' else 'rmul'}({acc}, {value})"
             return f"({acc} {'+' if kind == 'sum' else '*'} {value})"
-        return f"{dtype_ctor(dtype)}({acc} {'+' if kind == 'sum' else '*'} {value})"
+        return wrapping_arithmetic("+" if kind == "sum" else "*", acc, value, dtype)
     if dtype.kind == "f":
         return f"{'fmaximum' if kind == 'max' else 'fminimum'}({acc}, {value})"
     return f"({value} if {value} {'>' if kind == 'max' else '<'} {acc} else {acc})"

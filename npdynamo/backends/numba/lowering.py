@@ -160,11 +160,22 @@ def _result_meta(node: Node) -> ArrayMeta:
 Emitter = Callable[[tuple[np.dtype, ...], np.dtype, list[str]], str | None]
 
 
+_WRAPPING = {"+": "wrapping_add", "-": "wrapping_sub", "*": "wrapping_mul"}
+
+
+def wrapping_arithmetic(symbol: str, a: str, b: str, dtype: np.dtype) -> str:
+    """``a <symbol> b`` of ``dtype`` as kernel source, wrapping on integer overflow as NumPy
+    does (``runtime.wrapping_add``: numba's own signed operators leave overflow undefined)."""
+    if dtype == np.int64:
+        return f"{_WRAPPING[symbol]}(np.int64({a}), np.int64({b}))"
+    return _wrap(f"{a} {symbol} {b}", dtype)
+
+
 def _binary(symbol: str, bool_symbol: str | None = None) -> Emitter:
     def emit(ins, out, e):
         if out.kind == "b":
             return None if bool_symbol is None else f"({e[0]} {bool_symbol} {e[1]})"
-        return _wrap(f"{e[0]} {symbol} {e[1]}", out)
+        return wrapping_arithmetic(symbol, e[0], e[1], out)
 
     return emit
 
@@ -186,7 +197,7 @@ def _absolute(ins, out, e):
 
 
 def _square(ins, out, e):
-    return e[0] if out.kind == "b" else _wrap(f"{e[0]} * {e[0]}", out)
+    return e[0] if out.kind == "b" else wrapping_arithmetic("*", e[0], e[0], out)
 
 
 def _float_call(fn: str) -> Emitter:

@@ -7,6 +7,11 @@ that one instruction (allowing the reassociation of the sum, never ``nnan``/``ni
 ``maximum``/``minimum`` are LLVM's NaN-propagating intrinsics, which LLVM vectorises as
 reductions where a compare-and-select chain stays scalar.
 
+Signed 64-bit integer ``+``, ``-`` and ``*`` go through ``wrapping_add``/``sub``/``mul``: numba's
+own operators tell LLVM that signed overflow cannot happen, so ``(x + 1) > x`` became True for
+the largest int64 where NumPy wraps and says False. (Narrower integers are computed in int64 and
+converted back, which wraps exactly.)
+
 ``prefer_wide_vectors()`` lets LLVM vectorise the function it is called in with the widest
 vectors the CPU has. On AVX-512 CPUs LLVM prefers 256-bit vectors by default (wide ones may
 lower the clock on some models), which suits memory-bound loops; the exp/tanh polynomials of
@@ -38,28 +43,41 @@ def rmul(acc, value):
     return acc * value
 
 
-def _float_binary_intrinsic(llvm_name: str):
+def _same_type_binary(kind: type, build):
+    """An intrinsic of two arguments of one numba type of ``kind``, whose value is
+    ``build(context, builder, signature, args)``."""
+
     @intrinsic
     def call(typingctx, a, b):
-        if not (isinstance(a, types.Float) and a == b):
+        if not (isinstance(a, kind) and a == b):
             return None
-
-        def codegen(context, builder, signature, args):
-            ty = context.get_value_type(signature.return_type)
-            fnty = ir.FunctionType(ty, [ty, ty])
-            suffix = "f32" if a.bitwidth == 32 else "f64"
-            fn = cgutils.get_or_insert_function(builder.module, fnty, f"llvm.{llvm_name}.{suffix}")
-            return builder.call(fn, args)
-
-        return a(a, a), codegen
+        return a(a, b), build
 
     return call
 
 
+def _llvm_float_call(llvm_name: str):
+    def build(context, builder, signature, args):
+        ty = context.get_value_type(signature.return_type)
+        fnty = ir.FunctionType(ty, [ty, ty])
+        suffix = "f32" if signature.return_type.bitwidth == 32 else "f64"
+        fn = cgutils.get_or_insert_function(builder.module, fnty, f"llvm.{llvm_name}.{suffix}")
+        return builder.call(fn, args)
+
+    return build
+
+
 #: NaN-propagating max of two floats of one type (IEEE 754-2019 ``maximum``).
-fmaximum = _float_binary_intrinsic("maximum")
+fmaximum = _same_type_binary(types.Float, _llvm_float_call("maximum"))
 #: NaN-propagating min of two floats of one type (IEEE 754-2019 ``minimum``).
-fminimum = _float_binary_intrinsic("minimum")
+fminimum = _same_type_binary(types.Float, _llvm_float_call("minimum"))
+
+# numba marks signed integer arithmetic ``nsw`` (overflow is undefined), which lets LLVM fold
+# ``(a + 1) > a`` to True; the plain instructions wrap, as NumPy's loops do.
+#: Integer ``a + b``, ``a - b``, ``a * b`` that wrap around on overflow (NumPy's semantics).
+wrapping_add = _same_type_binary(types.Integer, lambda ctx, builder, sig, args: builder.add(*args))
+wrapping_sub = _same_type_binary(types.Integer, lambda ctx, builder, sig, args: builder.sub(*args))
+wrapping_mul = _same_type_binary(types.Integer, lambda ctx, builder, sig, args: builder.mul(*args))
 
 
 #: The LLVM function attribute that overrides the CPU's preferred vector width for one function.
