@@ -20,8 +20,9 @@ demo: $(STAMP)
 	$(BIN)/python examples/train_mlp.py
 
 test: $(STAMP)
-	@# one worker per core (pytest-xdist): the suite's time is mostly numba compiles, one core each
-	$(BIN)/python -m pytest -q -n auto
+	@# one worker per core (pytest-xdist): the suite's time is mostly numba compiles, one core each;
+	@# at most 8, as each worker holds numba and its compiled kernels (about 0.5 GB)
+	$(BIN)/python -m pytest -q -n auto --maxprocesses=8
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check npdynamo tests benchmarks examples
