@@ -21,7 +21,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	@# one worker per core (pytest-xdist): the suite's time is mostly numba compiles, one core each;
-	@# at most 8, as each worker holds numba and its compiled kernels (about 0.5 GB)
+	@# at most 8: each worker holds numba and the kernels it compiled (300 MB after 50 numba tests)
 	$(BIN)/python -m pytest -q -n auto --maxprocesses=8
 
 lint: $(STAMP)
