@@ -81,6 +81,11 @@ class ExplicitGraphBreak(GraphBreakReason):
     default_hint = "remove npdynamo.graph_break() to let the graphs on both sides fuse"
 
 
+class DisabledCall(GraphBreakReason):
+    kind = "disabled"
+    default_hint = "remove npdynamo.disable from the function to let its code be captured"
+
+
 KINDS = {
     cls.kind: cls
     for cls in (
@@ -91,6 +96,7 @@ KINDS = {
         SideEffectBreak,
         UnsupportedConstruct,
         ExplicitGraphBreak,
+        DisabledCall,
     )
 }
 

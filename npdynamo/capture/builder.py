@@ -150,6 +150,8 @@ class ValueBuilder:
         return GuardedConst(value, source, install)
 
     def _wrap_unguarded(self, value: object) -> Value:
+        if is_disabled(value):
+            return constant_value(value)
         if isinstance(value, types.FunctionType) and not is_trusted_name(value):
             return self.function(value, None)
         if isinstance(value, CompiledFunction):
@@ -231,6 +233,11 @@ class ValueBuilder:
             return Const(value, source)
         if kind in BOUND_BUILTIN_TYPES and _binds_an_object(value):
             return self.bound_builtin(value, source)
+        if is_disabled(value):
+            # an opaque callable: the call of it is the graph break (calls.call_value), so the
+            # code around it stays compiled; breaking at its load could leave a NULL on the stack
+            ctx.guard(source, GuardKind.ID, value)
+            return Const(value, source)
         if isinstance(value, CompiledFunction):  # called from a compiled function: inlined
             ctx.guard(source, GuardKind.ID, value)
             return self.function(original_function(value), None)
