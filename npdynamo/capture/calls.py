@@ -10,6 +10,7 @@ frames.
 from __future__ import annotations
 
 import types
+import warnings
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from npdynamo.capture.code import CO_GENERATOR, arg_layout
 from npdynamo.capture.containers import container_method, items_of
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.frames.compiled_function import CompiledFunction
+from npdynamo.capture.frames.disable import is_disabled
 from npdynamo.capture.frames.dispatch import original_function
 from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
@@ -108,6 +110,8 @@ def call_value(frame: Frame, fn: Value, args: list[Value], kwargs: dict[str, Val
     if kind_call is not None:  # a callable the translator models (a grad function)
         return kind_call(frame, fn, args, kwargs)
     if isinstance(fn, BoundMethodValue):
+        if isinstance(fn.func, Const):  # a disabled method: the call below breaks
+            return call_value(frame, fn.func, [fn.self_value, *args], kwargs)
         return inline_call(frame, fn.func, [fn.self_value, *args], kwargs)
     if isinstance(fn, MethodValue):
         if fn.self_value is None:
@@ -115,6 +119,12 @@ def call_value(frame: Frame, fn: Value, args: list[Value], kwargs: dict[str, Val
         return call_method(frame, fn.self_value, fn.name, args, kwargs)
     if isinstance(fn, Const):
         target = fn.value
+        if is_disabled(target):
+            name = getattr(target, "__qualname__", None) or repr(target)
+            raise frame.unsupported(
+                f"{name} is marked npdynamo.disable: the call runs in Python",
+                kind="disabled",
+            )
         owner = getattr(target, "__objclass__", None)
         if owner in METHOD_OWNERS and args:  # list.append(lst, v) is lst.append(v)
             return call_method(frame, args[0], target.__name__, args[1:], kwargs)
@@ -141,18 +151,35 @@ def call_value(frame: Frame, fn: Value, args: list[Value], kwargs: dict[str, Val
             and all(isinstance(a, Const) for a in args)
             and all(isinstance(v, Const) for v in kwargs.values())
         ):
-            try:
-                return wrap_result(
-                    target(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()})
-                )
-            except Exception as exc:
-                raise UserCodeRaises(exc) from exc
+            return wrap_result(fold_constants(
+                frame, target, *(a.value for a in args), **{k: v.value for k, v in kwargs.items()}
+            ))
         raise frame.unsupported(*_unknown_call_reason(target))
     if isinstance(fn, UserObjectValue):
         call = class_attribute(fn.obj, "__call__")
         if isinstance(call, types.FunctionType):
             return inline_call(frame, frame.ctx.builder.wrap(call, None), [fn, *args], kwargs)
     raise frame.unsupported(f"calling a {_describe(fn)} is not supported")
+
+
+def fold_constants(frame: Frame, compute, *args, **kwargs) -> object:
+    """``compute(*args, **kwargs)`` on constants at capture time, as the program would. A
+    computation that warns (``np.int8(100) + np.int8(100)``: overflow) is a graph break, so
+    Python warns at the user's line on every call, not once at capture; one that raises raises
+    in the user's program."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = compute(*args, **kwargs)
+        except Exception as exc:
+            raise UserCodeRaises(exc) from exc
+    if caught:
+        raise frame.unsupported(
+            f"this line warns ({caught[0].category.__name__}: {caught[0].message}), so it runs "
+            "in Python, which warns at every call",
+            "nothing to do, unless the warning points at a bug",
+        )
+    return value
 
 
 def _call_with_out(frame: Frame, fn: Const, args: list[Value], kwargs: dict[str, Value]) -> Value:

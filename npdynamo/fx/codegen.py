@@ -38,6 +38,8 @@ class _Emitter:
         self._bound: dict[int, str] = {}
         self._constants = 0
         self.symbols: dict[str, str] = {}  # symbol -> the local holding its value
+        # an op's lines -> its source (file, line, text); a node's lines name it, so are unique
+        self.located: dict[str, tuple] = {}
 
     def fresh(self, hint: str) -> str:
         # Node names rarely start with an underscore, so globals seldom need a suffix to differ.
@@ -280,6 +282,7 @@ def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, li
         if comment is not None and comment != last_comment:
             lines.append(f"{indent}{comment}")
         last_comment = comment
+        start = len(lines)
         target = writes.into_inputs.get(node) if into_inputs else None
         if target is None and node in writes.into_views:
             target = writes.into_views[node].name
@@ -297,6 +300,10 @@ def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, li
                          f"{emitter.target(node.target)}({', '.join(operands)})")
         else:
             lines.append(f"{indent}{node.name} = {emitter.call(node)}")
+        source = node.meta.get("source")
+        if source and source[1]:
+            for line in lines[start:]:
+                emitter.located.setdefault(line, source)
         # drop each temporary after its last use, so a large intermediate's memory is
         # reused by the next op instead of every call touching fresh pages
         if freed_after.get(node):
@@ -313,6 +320,15 @@ def generate_source(
     from the same line (``meta["source"]``, set by capture). ``writes``: a backend's choices of
     arrays to write into (see ``Writes``).
     """
+    source, namespace, _lines = generate_source_with_lines(graph, fn_name, writes)
+    return source, namespace
+
+
+def generate_source_with_lines(
+    graph: Graph, fn_name: str = "forward", writes: Writes | None = None
+) -> tuple[str, dict[str, Any], dict[int, tuple]]:
+    """``generate_source``, and for each generated line (1-based) an op of the line's source
+    (file, line, text), so the compiled function can carry the user's lines (``user_lines``)."""
     if not fn_name.isidentifier():
         raise ValueError(f"the generated function needs an identifier name, not {fn_name!r}")
     writes = writes or Writes()
@@ -338,4 +354,6 @@ def generate_source(
         if not isinstance(value, (tuple, list)):
             value = (value,)
         lines.append(f"    return {emitter.expr(tuple(value))}")
-    return "\n".join(lines) + "\n", emitter.globals
+    located = {i: emitter.located[line] for i, line in enumerate(lines, 1)
+               if line in emitter.located}
+    return "\n".join(lines) + "\n", emitter.globals, located

@@ -13,30 +13,45 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from npdynamo.fx.codegen import generate_source
+from npdynamo.fx.codegen import generate_source_with_lines
 from npdynamo.fx.display import format_table
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.subgraphs import register_subgraph_type
+from npdynamo.fx.user_lines import compile_at_user_lines, user_namespace
 
 _file_ids = itertools.count()
 
 
-def _compile(source: str, fn_name: str, namespace: dict[str, Any]) -> Callable[..., tuple]:
-    filename = f"<npdynamo-graph-{next(_file_ids)}>"
-    code = compile(source, filename, "exec")
-    namespace = {"__name__": "npdynamo.fx.generated", **namespace}
+def _compile(
+    source: str, fn_name: str, namespace: dict[str, Any], line_sources: dict[int, tuple]
+) -> Callable[..., tuple]:
+    """Compile the generated ``source``. Its code carries the user's file and lines where its
+    ops come from one file (``user_lines``), so NumPy's warnings and tracebacks name them; else
+    a ``<npdynamo-graph-N>`` file registered with ``linecache``."""
+    generated = f"<npdynamo-graph-{next(_file_ids)}>"
+    at_user = compile_at_user_lines(source, line_sources) if line_sources else None
+    if at_user is not None:
+        code, filename = at_user
+        namespace = {"__name__": "npdynamo.fx.generated", **user_namespace(filename), **namespace}
+    else:
+        code, filename = compile(source, generated, "exec"), generated
+        namespace = {"__name__": "npdynamo.fx.generated", **namespace}
     exec(code, namespace)
     fn = namespace[fn_name]
-    # An entry with no mtime is never evicted by linecache.checkcache; drop it with the function.
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    weakref.finalize(fn, linecache.cache.pop, filename, None)
+    # a name no region hook captures (``<...>``), whatever file the code names
+    label = f"<{generated[1:-1]}>"
+    fn.__code__ = fn.__code__.replace(co_name=label, co_qualname=label)
+    if at_user is None:
+        # An entry with no mtime is never evicted by linecache.checkcache; drop it with the fn.
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        weakref.finalize(fn, linecache.cache.pop, filename, None)
     return fn
 
 
 def generate_function(graph: Graph, name: str = "forward", **options: Any) -> Callable[..., tuple]:
     """The function ``generate_source(graph, name, **options)`` defines, compiled."""
-    source, namespace = generate_source(graph, name, **options)
-    return _compile(source, name, namespace)
+    source, namespace, line_sources = generate_source_with_lines(graph, name, **options)
+    return _compile(source, name, namespace, line_sources)
 
 
 @register_subgraph_type
@@ -53,8 +68,8 @@ class GraphModule:
     def recompile(self) -> None:
         """Regenerate ``code`` and ``forward`` after the graph was edited."""
         self.graph.lint()
-        source, namespace = generate_source(self.graph, self.name)
-        self.forward = _compile(source, self.name, namespace)
+        source, namespace, line_sources = generate_source_with_lines(self.graph, self.name)
+        self.forward = _compile(source, self.name, namespace, line_sources)
         self.code = source
 
     def generate_forward(self, **options: Any) -> Callable[..., tuple]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -26,6 +25,7 @@ from npdynamo.backends.numba.program import Program, direct_writes
 from npdynamo.backends.numba.subgraphs import compile_subgraphs
 from npdynamo.fx import passes
 from npdynamo.fx.graph import Graph
+from npdynamo.fx.user_lines import warn_at
 from npdynamo.logs import get_logger
 
 
@@ -95,7 +95,7 @@ def numba_backend(gm, example_inputs: list) -> Callable[..., tuple]:
     try:
         fn = _compile(gm, example_inputs, report, eager)
     except Exception as exc:  # never fail the user: any error means the eager backend
-        _fall_back(report, f"{type(exc).__name__}: {_first_line(exc)}")
+        _fall_back(report, f"{type(exc).__name__}: {_first_line(exc)}", gm.graph.nodes)
         fn = _eager_with_report(eager, report)
     report.compile_time_s = time.perf_counter() - start
     return fn
@@ -106,13 +106,14 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def _fall_back(report: NumbaReport, reason: str) -> None:
+def _fall_back(report: NumbaReport, reason: str, nodes) -> None:
+    """Run on eager from now on, warning once at the user's line of the first op (``nodes``)."""
     if report.fell_back:
         return
     report.fell_back = True
     report.reason = reason
-    warnings.warn(f"npdynamo: the numba backend could not compile a graph, so it runs on the "
-                  f"eager backend (NumPy): {reason}", NumbaFallbackWarning, stacklevel=2)
+    warn_at(nodes, f"npdynamo: the numba backend could not compile a graph, so it runs on the "
+            f"eager backend (NumPy): {reason}", NumbaFallbackWarning, fallback_stacklevel=3)
 
 
 def _eager_with_report(forward: Callable[..., tuple], report: NumbaReport) -> Callable:
@@ -176,7 +177,8 @@ def _compile(gm, example_inputs: list, report: NumbaReport,
 
     def on_fallback(group_index: int, reason: str) -> None:
         ops = ", ".join(part.groups[group_index].op_names)
-        _fall_back(report, f"the kernel of ops [{ops}] failed: {reason}")
+        _fall_back(report, f"the kernel of ops [{ops}] failed: {reason}",
+                   part.groups[group_index].nodes)
 
     program = Program(graph, part, kernels, eager, on_fallback)
     report.direct_writes = sorted(program.direct_writes.values())

@@ -9,7 +9,7 @@ import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.builder import constant_value, is_constant
-from npdynamo.capture.calls import op_call, raw
+from npdynamo.capture.calls import fold_constants, op_call, raw
 from npdynamo.capture.containers import (
     const_key,
     extend_list,
@@ -126,10 +126,7 @@ def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
                 f"the operator {symbol} on a {type(left.value).__qualname__} and a "
                 f"{type(right.value).__qualname__}"
             )
-        try:
-            return Const(PY_OPERATORS[symbol](left.value, right.value))
-        except Exception as exc:
-            raise UserCodeRaises(exc) from exc
+        return Const(fold_constants(frame, PY_OPERATORS[symbol], left.value, right.value))
     return _sequence_op(frame, symbol, left, right)
 
 
@@ -418,10 +415,7 @@ def unary_op(frame: Frame, symbol: str, value: Value) -> Value:
     if isinstance(value, Const):
         fn = {"-": operator.neg, "+": operator.pos, "~": operator.invert}[symbol]
         plain = value.value  # outside the try: a value only the run time knows refuses here
-        try:
-            return Const(fn(plain))
-        except Exception as exc:
-            raise UserCodeRaises(exc) from exc
+        return Const(fold_constants(frame, fn, plain))
     raise frame.unsupported(f"unary {symbol} on a {value.kind()}")
 
 
