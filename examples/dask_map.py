@@ -14,8 +14,6 @@ import tempfile
 import numpy as np
 
 import npdynamo
-from npdynamo.backends.numba.diskcache import kernel_loads
-from npdynamo.capture.frames import compiled_entries
 
 
 def standardise(block):
@@ -30,7 +28,8 @@ step = npdynamo.compile(standardise, backend="numba")
 
 def worker_report(step):
     """What one process did: its id, the entries its copy of ``step`` holds, its kernel loads."""
-    return {"pid": os.getpid(), "entries": len(compiled_entries(step)), **kernel_loads()}
+    report = npdynamo.inspect(step)
+    return {"pid": os.getpid(), "entries": len(report.entries), **report.kernels}
 
 
 def main(rows: int = 8000, columns: int = 64, chunk_rows: int = 1000) -> dict:

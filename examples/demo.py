@@ -5,7 +5,7 @@ built: the graph of canonical ops, its generated Python, the guards a later call
 that the result is exactly plain NumPy's. Part 2 builds two such graphs by hand to show the middle
 of the pipeline: shape/dtype propagation, the generated function, the same check.
 
-Run it with ``make demo`` (or ``python examples/demo.py``).
+Run it with ``python examples/demo.py`` (``make demo`` runs ``examples/train_mlp.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import numpy as np
 
 import npdynamo
 from npdynamo import fx, ops
-from npdynamo.capture.frames import compiled_entries
 from npdynamo.fx.passes import propagate_shapes
 
 
@@ -31,19 +30,19 @@ def capture_demo() -> None:
     gamma, beta = np.ones(8, np.float32), np.zeros(8, np.float32)
     compiled = npdynamo.compile(layernorm)
     result = compiled(x, gamma, beta)
-    (entry,) = compiled_entries(compiled)
+    (entry,) = npdynamo.inspect(compiled).entries
     print("=== captured: layernorm ===")
-    entry.graph_module.print_tabular()
-    print("\ngenerated code:\n" + entry.graph_module.code)
-    print("guards:\n  " + "\n  ".join(entry.guard_set.describe()))
+    entry.graph.graph_module.print_tabular()
+    print("\ngenerated code:\n" + entry.graph.code)
+    print("guards:\n  " + "\n  ".join(entry.guards))
     same = np.array_equal(result, layernorm(x, gamma, beta))
     print(f"\nresult {result.dtype}{list(result.shape)}, bitwise equal to plain NumPy: {same}")
     compiled(x * 2, gamma, beta)  # same shapes and dtypes: served by the same entry
-    print(f"entries after a second call with new values: {len(compiled_entries(compiled))}")
+    print(f"entries after a second call with new values: {len(npdynamo.inspect(compiled).entries)}")
     compiled(x[:2], gamma, beta)  # a new shape: a new entry, and the reason is recorded
-    print(f"entries after a call with a new shape: {len(compiled_entries(compiled))}")
-    print(f"why: {npdynamo.capture.frames.recompile_reasons(compiled)[-1]}")
-
+    report = npdynamo.inspect(compiled)
+    print(f"entries after a call with a new shape: {len(report.entries)}")
+    print(f"why: {report.recompile_reasons[-1]}")
 
 def gelu(x):
     """GELU, tanh approximation, in plain NumPy."""

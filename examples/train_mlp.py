@@ -23,7 +23,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import npdynamo  # noqa: E402
-from npdynamo.autograd import value_and_grad  # noqa: E402
+from npdynamo import value_and_grad  # noqa: E402
 
 SIZES = (784, 256, 10)
 SAMPLES = 2048

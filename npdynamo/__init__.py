@@ -11,6 +11,7 @@ from npdynamo.capture.builtins_table import graph_break
 from npdynamo.capture.dynamic_dims import mark_dynamic, mark_static
 from npdynamo.capture.explain import ExplainOutput, explain
 from npdynamo.capture.frames import compile, disable, enable, reset
+from npdynamo.capture.inspection import EntryInfo, GraphInfo, Inspection, inspect
 from npdynamo.control_flow import cond, fori_loop, while_loop
 from npdynamo.errors import (
     BackendCompilerFailed,
@@ -32,7 +33,10 @@ __all__ = [
     "InvalidBackend",
     "NpdynamoError",
     "Unsupported",
+    "EntryInfo",
     "ExplainOutput",
+    "GraphInfo",
+    "Inspection",
     "compile",
     "cond",
     "config",
@@ -43,6 +47,7 @@ __all__ = [
     "fx",
     "grad",
     "graph_break",
+    "inspect",
     "list_backends",
     "mark_dynamic",
     "mark_static",

@@ -50,6 +50,14 @@ def list_backends() -> list[str]:
     return sorted(_BACKENDS)
 
 
+def backend_name(backend: Backend) -> str:
+    """The name ``backend`` is registered under, else its own name (a callable passed in)."""
+    for name, fn in _BACKENDS.items():
+        if fn is backend:
+            return name
+    return getattr(backend, "__name__", None) or type(backend).__name__
+
+
 def lookup_backend(backend: str | Backend) -> Backend:
     """The backend callable for a name or a callable; unknown names raise ``InvalidBackend``."""
     if callable(backend):

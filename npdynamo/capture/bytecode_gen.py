@@ -151,6 +151,20 @@ def user_name(code: types.CodeType) -> str:
     return name
 
 
+def user_label(code: types.CodeType) -> str:
+    """How a report names the frame of ``code`` to the user: ``fit``, or for a resume function
+    ``fit (from line 44)``, the line of the user's code where it continues after a break."""
+    if not _RESUME_NAME.match(code.co_name):
+        return code.co_qualname
+    name = user_name(code)
+    key = next((k for k, made in list(_RESUME_CODES.items()) if made is code), None)
+    if key is not None:
+        for ins in decoded_instructions(key.code)[key.start:]:
+            if isinstance(ins, bc.Instr) and isinstance(ins.lineno, int) and ins.lineno > 0:
+                return f"{name} (from line {ins.lineno})"
+    return f"{name} (after a graph break)"
+
+
 @dataclass(frozen=True)
 class ResumeKey:
     code: types.CodeType

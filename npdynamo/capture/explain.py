@@ -16,6 +16,7 @@ from npdynamo.autograd.api import grad_spec
 from npdynamo.backends import lookup_backend
 from npdynamo.capture import explain_render
 from npdynamo.capture.break_reasons import GraphBreakReason
+from npdynamo.capture.bytecode_gen import user_label
 from npdynamo.capture.compile_frame import build_entry, wire
 from npdynamo.capture.frames.cache import cache_of
 from npdynamo.capture.frames.dispatch import original_function
@@ -101,7 +102,7 @@ class _Recorder:
 
     def __call__(self, entry, fn) -> None:
         out = self.output
-        name = fn.__code__.co_qualname
+        name = user_label(fn.__code__)  # "fit (from line 44)", not "__resume_at_..."
         if hasattr(entry.compiled, "report") and hasattr(entry.compiled, "partitions"):
             out.aot_functions.append(entry.compiled)
         if entry.graph_module is not None:
