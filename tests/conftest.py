@@ -1,15 +1,27 @@
 """Every test starts with no compiled entries (caches are shared per code object).
 
+The numba kernel cache of a test run is a temporary directory (made before npdynamo is imported,
+shared by the pytest-xdist workers, removed at the end), never the user's
+``~/.cache/npdynamo``; a run given ``NPDYNAMO_CACHE_DIR`` uses that directory and keeps it.
+
 Under CI (``CI`` set, as ``.ci/run`` runs) hypothesis is derandomized so a run is reproducible;
 local runs keep exploring new examples (``NPDYNAMO_TEST_STRESS=N`` explores N times more).
 """
 
 import os
+import shutil
+import tempfile
 
-import pytest
-from hypothesis import settings
+if "NPDYNAMO_CACHE_DIR" not in os.environ:  # the xdist workers inherit it from the controller
+    os.environ["NPDYNAMO_CACHE_DIR"] = tempfile.mkdtemp(prefix="npdynamo-tests-")
+    _MADE_CACHE_DIR = os.environ["NPDYNAMO_CACHE_DIR"]
+else:
+    _MADE_CACHE_DIR = None
 
-import npdynamo
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+import npdynamo  # noqa: E402
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
@@ -20,3 +32,8 @@ if os.environ.get("CI"):
 def _fresh_npdynamo():
     npdynamo.reset()
     yield
+
+
+def pytest_sessionfinish(session):
+    if _MADE_CACHE_DIR is not None and not hasattr(session.config, "workerinput"):
+        shutil.rmtree(_MADE_CACHE_DIR, ignore_errors=True)
