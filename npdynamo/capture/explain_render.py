@@ -19,6 +19,7 @@ import subprocess
 from collections.abc import Iterable
 
 from npdynamo.errors import NpdynamoError
+from npdynamo.fx.subgraphs import subgraphs_of
 from npdynamo.ops.meta import ScalarMeta
 from npdynamo.ops.symbolic import SymInt
 
@@ -208,6 +209,7 @@ _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1b1f24;background:#fff}
 h1{font-size:20px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
 code,pre,.src td.code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px}
+.src td.code{white-space:pre}
 table{border-collapse:collapse}td,th{padding:2px 8px;text-align:left;vertical-align:top}
 .src td.no{color:#888;text-align:right;user-select:none}
 .src tr.brk td.code{border-left:4px solid #d1242f}
@@ -220,9 +222,16 @@ margin-right:6px;vertical-align:middle;border:1px solid #0003}
 """
 
 
+#: light backgrounds far apart in hue and lightness, so no two graphs of a report look alike
+_PALETTE = ("#8ec5ff", "#ffb86b", "#8fe388", "#ff8f8f", "#c9a7f5", "#fff176", "#6fe0d8",
+            "#f7a6d8", "#c8b89a", "#d9d9d9")
+
+
 def graph_colour(i: int) -> str:
-    """A light background colour for graph ``i`` (1-based), distinct for neighbours."""
-    return f"hsl({(i * 137) % 360}, 70%, 86%)"
+    """A light background colour for graph ``i`` (1-based): the palette's, then hues."""
+    if 1 <= i <= len(_PALETTE):
+        return _PALETTE[i - 1]
+    return f"hsl({(i * 137) % 360}, 60%, 82%)"
 
 
 def to_html(out, title: str | None = None) -> str:
@@ -261,13 +270,24 @@ def _lines_by_graph(out) -> dict[tuple[str, int], list[int]]:
     """(filename, line) -> the graphs (1-based) holding an op from that line."""
     where: dict[tuple[str, int], list[int]] = {}
     for i, gm in enumerate(out.graphs, 1):
-        for node in _calls(gm):
+        for node in _calls_within(gm):
             source = node.meta.get("source")
             if source:
                 graphs = where.setdefault((str(source[0]), int(source[1])), [])
                 if i not in graphs:
                     graphs.append(i)
     return where
+
+
+def _calls_within(gm) -> list:
+    """The op nodes of ``gm`` and of its loops' and branches' subgraphs (their lines belong
+    to the graph holding the loop or branch)."""
+    found = []
+    for node in _calls(gm):
+        found.append(node)
+        for sub in subgraphs_of(node):
+            found += _calls_within(sub)
+    return found
 
 
 def _source_section(out) -> str:
@@ -357,6 +377,9 @@ def _node_kernels(report) -> dict[str, str]:
             kernels[name] = f"kernel {k} ({threads})"
     for name, why in getattr(report, "not_fused", []):
         kernels[name] = f"NumPy call: {why}"
+    for record in getattr(report, "loops", []):
+        kernels[record.node] = ("one compiled loop (numba)" if record.compiled
+                                else f"Python loop: {record.why}")
     return kernels
 
 
@@ -380,7 +403,10 @@ def _graphs_section(out) -> str:
             dtype = e(str(getattr(meta, "dtype", ""))) if meta is not None else ""
             source = node.meta.get("source")
             line = (f"{e(os.path.basename(str(source[0])))}:{source[1]}" if source else "")
-            became = e(kernels.get(node.name, "NumPy" if report is None else ""))
+            default = "NumPy" if report is None else ""
+            if subgraphs_of(node) and node.name not in kernels:
+                default = "runs its subgraphs (below)" if report is not None else default
+            became = e(kernels.get(node.name, default))
             parts.append(f"<tr><td><code>{e(node.name)}</code></td><td>{e(_op_name(node))}</td>"
                          f"<td>{shape}</td><td>{dtype}</td><td>{line}</td><td>{became}</td></tr>")
         parts.append(f"</table><details><summary>generated code</summary><pre>{e(gm.code)}"

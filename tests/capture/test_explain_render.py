@@ -24,6 +24,22 @@ def two_breaks_and_a_loop(x, steps):
     return (kinds.sum() + y).mean()
 
 
+def loop_with_a_branch(x):
+    y = x * 2.0
+    for _i in range(20):  # enough trips: one fori_loop node, the if in it a cond
+        if y.sum() > 0:
+            y = y * 0.5
+        else:
+            y = y + 1.0
+    return y
+
+
+#: where the browser test keeps its screenshot for a person to look at
+ARTEFACTS = os.environ.get("NPDYNAMO_TEST_ARTEFACTS") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    "build", "test-artefacts")
+
+
 def _explain(backend="eager", steps=4):
     x = np.linspace(-1.0, 1.0, 16)
     with contextlib.redirect_stdout(io.StringIO()):
@@ -107,6 +123,67 @@ def test_headless_chromium_loads_the_page_and_takes_a_screenshot(tmp_path):
     )
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    # a loop, a branch in it, and breaks: kept for a person to look at (indentation, colours)
+    with contextlib.redirect_stdout(io.StringIO()):
+        branchy = npdynamo.explain(loop_with_a_branch, backend="numba")(np.ones(4))
+    os.makedirs(ARTEFACTS, exist_ok=True)
+    for name, report in (("explain-breaks", out), ("explain-loop-branch", branchy)):
+        page = tmp_path / f"{name}.html"
+        report.to_html(str(page))
+        kept = os.path.join(ARTEFACTS, f"{name}.png")
+        subprocess.run(
+            [CHROMIUM, *_FLAGS, f"--user-data-dir={profile}", f"--screenshot={kept}",
+             "--window-size=1280,1600", page.as_uri()],
+            capture_output=True, timeout=120, check=True,
+        )
+        with open(kept, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def _source_rows(page: str) -> dict[str, str]:
+    """source text -> the style of its code cell, from the report's source table."""
+    rows = {}
+    for row in page.split("<tr")[1:]:
+        if "class='code'" not in row:
+            continue
+        cell = row.split("<td class='code'", 1)[1]
+        style, _, text = cell.partition(">")
+        rows[html.unescape(text.split("</td>", 1)[0])] = style
+    return rows
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_source_keeps_its_indentation_and_subgraph_lines_get_their_graphs_colour(backend):
+    with contextlib.redirect_stdout(io.StringIO()):
+        out = npdynamo.explain(loop_with_a_branch, backend=backend)(np.ones(4))
+    assert out.graph_count == 1
+    page = out.to_html()
+    assert ".src td.code{white-space:pre}" in page
+    rows = _source_rows(page)
+    colour = f"background:{explain_render.graph_colour(1)}"
+    for line in ("y = x * 2.0", "if y.sum() > 0:", "y = y * 0.5", "y = y + 1.0"):
+        (text,) = [t for t in rows if t.strip() == line]
+        assert colour in rows[text], line  # in the fori_loop's and cond's subgraphs too
+    assert "            y = y * 0.5" in rows  # indented as in the file: inside the if
+
+
+def test_graph_colours_are_far_apart():
+    colours = [explain_render.graph_colour(i) for i in range(1, 11)]
+    rgb = [tuple(int(c[k:k + 2], 16) for k in (1, 3, 5)) for c in colours]
+    distances = [sum((a - b) ** 2 for a, b in zip(p, q)) ** 0.5
+                 for i, p in enumerate(rgb) for q in rgb[i + 1:]]
+    assert min(distances) > 50
+
+
+def test_numba_report_does_not_contradict_itself():
+    with contextlib.redirect_stdout(io.StringIO()):
+        out = npdynamo.explain(loop_with_a_branch, backend="numba")(np.ones(4))
+    text = out.verbose()
+    assert "loop fori_loop" in text
+    assert "NumPy call fori_loop" not in text and "NumPy call cond" not in text
+    assert "NumPy call tuple_item" not in text
+    assert "not decided yet" not in text
+    assert "0 kernel(s)" not in text
 
 
 def test_dot_has_one_cluster_per_graph_and_per_kernel():

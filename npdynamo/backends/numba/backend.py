@@ -33,6 +33,11 @@ class NumbaFallbackWarning(UserWarning):
     """A graph runs on the eager backend because the numba backend could not compile it."""
 
 
+#: ``NumbaReport.tuning`` before the first warm calls timed the candidates
+TUNING_PENDING = ("the first warm calls time numba (parallel, serial) against NumPy calls and "
+                  "keep the fastest")
+
+
 @dataclass
 class NumbaReport:
     """What the numba backend did with one graph (shown by ``npdynamo.explain``)."""
@@ -54,7 +59,7 @@ class NumbaReport:
     #: inputs whose new values the trailing kernels compute straight into their own memory
     direct_writes: list[str] = field(default_factory=list)
     #: what the first warm calls chose (numba parallel / serial / eager) and their times
-    tuning: str = "not decided yet (chosen on the first warm calls)"
+    tuning: str = TUNING_PENDING
     dispatchers: list = field(default_factory=list, repr=False)  # the distinct numba kernels
 
     def compiled_kernels(self) -> int:
@@ -62,7 +67,18 @@ class NumbaReport:
         disk cache): one per kernel and argument types, never one per size."""
         return sum(len(d.overloads) for d in self.dispatchers)
 
+    def is_empty(self) -> bool:
+        """Nothing to report: no kernel, NumPy call, loop or subgraph (a branch passing its
+        inputs through)."""
+        return not (self.fell_back or self.kernels or self.not_fused or self.loops
+                    or self.subgraphs)
+
     def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self, nested: bool = False) -> str:
+        """The report's lines; ``nested`` (a subgraph's): no tuning line until one is chosen,
+        as the enclosing graph's line says how it is."""
         if self.fell_back:
             return f"numba backend: fell back to eager ({self.reason})"
         shared = (f" ({self.distinct} distinct)" if 0 < self.distinct < self.kernels else "")
@@ -76,12 +92,14 @@ class NumbaReport:
             lines.append(f"  NumPy call {name}: {why}")
         lines += [f"  {record}" for record in self.loops]
         for name, report in self.subgraphs:
-            inner = str(report).splitlines()
+            if report is None or report.is_empty():
+                continue  # a branch with no ops: nothing was compiled for it
+            inner = report.describe(nested=True).splitlines()
             lines.append(f"  subgraph {name}: {inner[0]}")
             lines += [f"  {line}" for line in inner[1:]]
         if self.direct_writes:
             lines.append(f"  written in place by the kernels: {', '.join(self.direct_writes)}")
-        if self.kernels:
+        if self.kernels and not (nested and self.tuning == TUNING_PENDING):
             lines.append(f"  {self.tuning}")
         return "\n".join(lines)
 
@@ -99,6 +117,16 @@ def numba_backend(gm, example_inputs: list) -> Callable[..., tuple]:
         fn = _eager_with_report(eager, report)
     report.compile_time_s = time.perf_counter() - start
     return fn
+
+
+def _control_flow(node) -> bool:
+    """A while_loop/fori_loop/cond node (its op takes subgraphs; by now they are compiled
+    callables), or the taking of one of its results."""
+    if getattr(node.target, "subgraph_inputs", None) is not None:
+        return True
+    source = node.args[0] if node.args else None
+    return getattr(node.target, "name", None) == "tuple_item" and getattr(
+        getattr(source, "target", None), "subgraph_inputs", None) is not None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -173,7 +201,10 @@ def _compile(gm, example_inputs: list, report: NumbaReport,
     report.distinct = len(distinct)
     distinct.update({id(k[3]): k[3] for k in kernels.values() if len(k) == 4})
     report.dispatchers = list(distinct.values())
-    report.not_fused = [(n.name, why) for n, why in part.not_fused.items()]
+    # a loop or branch node is reported by its loop record and its subgraphs' lines, not as
+    # a NumPy call (it is not one: numba runs its loop, or its branches' kernels)
+    report.not_fused = [(n.name, why) for n, why in part.not_fused.items()
+                        if not _control_flow(n)]
 
     def on_fallback(group_index: int, reason: str) -> None:
         ops = ", ".join(part.groups[group_index].op_names)
