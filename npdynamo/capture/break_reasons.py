@@ -6,6 +6,8 @@ records, which ``explain``, the ``graph_breaks`` log and ``Unsupported`` errors 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from npdynamo.capture.errors import Location
@@ -101,7 +103,22 @@ KINDS = {
 }
 
 
-def reason_from(exc) -> GraphBreakReason:
-    """The typed record of a ``CaptureUnsupported``."""
+def reason_from(exc, is_library: Callable[[str], bool] = lambda filename: False
+                ) -> GraphBreakReason:
+    """The typed record of a ``CaptureUnsupported``. A break inside library code (the
+    standard library's ``json.dumps``, an installed package) called from the user's code is
+    reported at the user's call, the library's frames summarised: that call runs in Python."""
     cls = KINDS.get(getattr(exc, "kind", ""), UnsupportedConstruct)
-    return cls(exc.reason, exc.hint or cls.default_hint, exc.location, list(exc.user_stack))
+    stack = list(exc.user_stack)
+    calls = [i for i, loc in enumerate(stack[:-1])
+             if not is_library(loc.filename) and is_library(stack[i + 1].filename)]
+    if exc.location is not None and is_library(exc.location.filename) and calls:
+        at = calls[-1]
+        callee = stack[at + 1]
+        where = "/".join(callee.filename.replace(os.sep, "/").split("/")[-2:])
+        return cls(
+            f"{callee.function or 'a function'} ({where}, library code) cannot be captured "
+            f"({exc.reason}), so this call runs in Python",
+            "nothing to do unless the call is on a hot path: then call it outside the "
+            "compiled function", stack[at], stack[:at + 1])
+    return cls(exc.reason, exc.hint or cls.default_hint, exc.location, stack)

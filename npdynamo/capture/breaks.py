@@ -34,6 +34,7 @@ from npdynamo.capture.entry import (
 )
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.frames.dispatch import mark_generated
+from npdynamo.capture.frames.region import is_library_file
 from npdynamo.capture.liveness import live_locals
 from npdynamo.capture.native_tail import native_stops
 from npdynamo.capture.rebuild import ValueRebuilder
@@ -329,6 +330,8 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
         return
     if not all(name.isidentifier() for name in fn.__code__.co_varnames):
         return  # a comprehension's code (its argument is ".0"): it runs natively
+    if is_library_file(fn.__code__.co_filename):
+        return  # library code (json.dumps) runs natively, as the region hook leaves it
     wrapper = context.compile_callee(fn)
     if isinstance(value, BoundMethodValue):
         stack[pos] = BoundMethodValue(

@@ -35,10 +35,12 @@ from npdynamo.capture import (  # noqa: F401
 )
 from npdynamo.capture.break_reasons import reason_from
 from npdynamo.capture.breaks import CannotBreak, build_break_entry
+from npdynamo.capture.bytecode_gen import user_label
 from npdynamo.capture.entry import CompiledEntry, finish_entry, python_entry
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
 from npdynamo.capture.frames.cache import on_reset
 from npdynamo.capture.frames.decorator import compile as compile_function
+from npdynamo.capture.frames.region import is_library_file
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.resume import CompileContext
 from npdynamo.capture.translator import CaptureContext, root_frame
@@ -97,8 +99,9 @@ def _capture(ctx: CaptureContext, fn: types.FunctionType, frame_args: tuple, ful
     except UserCodeRaises as exc:
         return python_entry(ctx, f"{type(exc.error).__name__}: {exc.error}")
     except CaptureUnsupported as exc:
-        reason = reason_from(exc)
-        logs.get_logger("graph_breaks").info("Graph break in %s: %s", fn.__qualname__, reason)
+        reason = reason_from(exc, is_library_file)
+        logs.get_logger("graph_breaks").info("Graph break in %s: %s", user_label(fn.__code__),
+                                             reason)
         if fullgraph:
             raise to_unsupported(exc) from None
         try:
@@ -145,15 +148,15 @@ def to_unsupported(exc: CaptureUnsupported) -> Unsupported:
 def _log_entry(entry: CompiledEntry) -> None:
     if logs.enabled("guards"):
         logs.get_logger("guards").info(
-            "Guards of %s:\n%s", entry.code.co_qualname, entry.guard_set.source
+            "Guards of %s:\n%s", user_label(entry.code), entry.guard_set.source
         )
     if entry.graph_module is not None and logs.enabled("graph_code"):
         logs.get_logger("graph_code").info(
-            "Graph of %s:\n%s", entry.code.co_qualname, entry.graph_module.code
+            "Graph of %s:\n%s", user_label(entry.code), entry.graph_module.code
         )
     if entry.fallback_reason and logs.get_logger("graph_breaks").isEnabledFor(logging.INFO):
         logs.get_logger("graph_breaks").info(
-            "%s runs in Python: %s", entry.code.co_qualname, entry.fallback_reason
+            "%s runs in Python: %s", user_label(entry.code), entry.fallback_reason
         )
 
 

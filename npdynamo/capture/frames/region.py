@@ -225,6 +225,12 @@ def _user_file(filename: str) -> bool:
     return verdict
 
 
+def is_library_file(filename: str) -> bool:
+    """A real file of the standard library or an installed package (not the user's code)."""
+    return (not filename.startswith("<") and os.path.isfile(filename)
+            and os.path.realpath(filename).startswith(_library_dirs()))
+
+
 def _library_dirs() -> tuple[str, ...]:
     global _skip_dirs
     if _skip_dirs is None:

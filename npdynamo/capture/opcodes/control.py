@@ -23,6 +23,7 @@ from npdynamo.capture.values import (
     DictValue,
     FunctionValue,
     IteratorValue,
+    LoopIteratorValue,
     Value,
 )
 
@@ -90,6 +91,13 @@ def _get_iter(frame: Frame, ins):
 @handler("FOR_ITER")
 def _for_iter(frame: Frame, ins):
     it = frame.stack[-1]
+    if isinstance(it, LoopIteratorValue):
+        raise frame.unsupported(
+            "this loop has a graph break in its body (see the other breaks), so Python runs "
+            "the loop: each step runs the graphs of the body",
+            "move what breaks the graph (a print, .item(), an unknown call) out of the loop, "
+            "so the whole loop can be captured",
+        )
     if not isinstance(it, IteratorValue) and not is_lazy(it):
         raise frame.unsupported(f"a for loop over a {it.kind()}")
     item = next_item(it)

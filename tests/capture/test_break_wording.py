@@ -1,0 +1,69 @@
+"""Break reasons in the user's words: they name the user's code and line, not the compiler's
+(no ``__resume_at_...`` names, no loop-iterator jargon), and a break inside library code
+(``json.dumps``) is one break at the user's call, whose call runs in Python."""
+
+import contextlib
+import io
+import json
+
+import numpy as np
+
+import npdynamo
+from tests.differential import check_same
+
+
+def fit(x, y, w, steps=4):
+    for step in range(steps):
+        err = x @ w - y
+        print("step", step)  # a graph break in the loop's body
+        w = w - 0.1 * (x.T @ err)
+    return w
+
+
+def dumps_inside(x):
+    y = np.abs(x) * 2
+    text = json.dumps(3)
+    return y + len(text)
+
+
+def _explain(fn, *args):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return npdynamo.explain(fn)(*args)
+
+
+def _fit_args():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((8, 3)), rng.standard_normal(8), np.zeros(3)
+
+
+def test_a_loop_stepped_by_python_says_why_in_the_users_words():
+    report = _explain(fit, *_fit_args())
+    text = report.verbose()
+    loop = [r for r in report.break_reasons if r.source_line.startswith("for step in")]
+    assert loop, text
+    assert "graph break in its body" in loop[0].reason
+    assert "out of the loop" in loop[0].hint
+    assert "loop iterator" not in text and "rewrite this line with NumPy" not in loop[0].hint
+
+
+def test_reports_name_the_users_function_not_resume_functions():
+    report = _explain(fit, *_fit_args())
+    assert "__resume_at" not in str(report) and "__resume_at" not in report.verbose()
+    assert "fit (from line " in str(report)
+    compiled = npdynamo.compile(fit)
+    with contextlib.redirect_stdout(io.StringIO()):
+        compiled(*_fit_args())
+    assert "__resume_at" not in str(npdynamo.inspect(compiled))
+
+
+def test_a_break_inside_the_standard_library_is_one_break_at_the_users_call():
+    report = _explain(dumps_inside, np.ones(3))
+    (reason,) = report.break_reasons
+    assert reason.filename == __file__ and reason.source_line == "text = json.dumps(3)"
+    assert "library code" in reason.reason and "runs in Python" in reason.reason
+    assert report.graph_count >= 1
+
+
+def test_the_library_call_runs_in_python_with_the_same_results():
+    check_same(dumps_inside, np.ones(3), calls=3)
+    check_same(dumps_inside, np.ones(3), backend="numba", calls=2)
