@@ -29,7 +29,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 readme-table: $(STAMP)
-	$(BIN)/python -m npdynamo.ops README.md
+	$(BIN)/python -m npdynamo.ops docs/capture.md
 
 bench: $(STAMP)
 	@# torch.compile is measured side by side when the bench extra installs; without it the

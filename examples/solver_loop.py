@@ -1,10 +1,11 @@
 """A solver loop captured as ONE graph: Jacobi iteration with ``npdynamo.while_loop``.
 
-Written with ``while err > tol:`` in plain Python, every iteration would be a graph break (the
-condition is an array value). Written with ``npdynamo.while_loop`` (the same few lines, as in
-``jax.lax``), the condition and the sweep become two subgraphs of one ``while_loop`` node: the
-whole solve is one graph, compiled once, whatever the number of iterations. Outside
-``npdynamo.compile`` the same function runs as the plain Python loop.
+Written with ``npdynamo.while_loop`` (as in ``jax.lax``), the condition and the sweep become two
+subgraphs of one ``while_loop`` node: the whole solve is one graph, compiled once, whatever the
+number of iterations. Outside ``npdynamo.compile`` the same function runs as the plain Python
+loop. A plain ``while step > tol:`` loop (``jacobi_plain``) is captured into the same one node
+when its body follows the rules of docs/control-flow.md; a ``print`` or a ``break`` in it would
+make each iteration a graph break.
 
 On the numba backend the loop, its condition and its sweep are one compiled function
 (``backends/numba/loop_program.py``): a solve is one call into compiled code.
@@ -34,6 +35,17 @@ def jacobi(A, b, tol):
         return new, np.abs(new - x).max()
 
     x, _ = npdynamo.while_loop(not_converged, sweep, (np.zeros_like(b), np.float64(np.inf)))
+    return x
+
+
+def jacobi_plain(A, b, tol):
+    """``jacobi`` with a plain ``while`` loop on the step size (an array value)."""
+    D = A.diagonal()
+    R = A - D * np.eye(A.shape[0])
+    x, step = np.zeros_like(b), np.float64(np.inf)
+    while step > tol:
+        new = (b - R @ x) / D
+        x, step = new, np.abs(new - x).max()
     return x
 
 

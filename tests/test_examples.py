@@ -36,6 +36,17 @@ def test_demo_tour_runs():
     assert "bitwise equal to plain NumPy: True" in out.getvalue()
 
 
+def test_a_plain_while_loop_on_an_array_is_captured_whole_too():
+    solver = _load("solver_loop")
+    A, b = solver.make_system(50)
+    report = npdynamo.explain(solver.jacobi_plain)(A, b, 1e-12)
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+    assert any(n.target.name == "while_loop" for n in report.graphs[0].graph.nodes
+               if n.op == "call_function")
+    np.testing.assert_array_equal(npdynamo.compile(solver.jacobi_plain)(A, b, 1e-12),
+                                  solver.jacobi_plain(A, b, 1e-12))
+
+
 def test_solver_loop_is_one_graph():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

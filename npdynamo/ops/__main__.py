@@ -1,4 +1,4 @@
-"""``python -m npdynamo.ops [README.md]``: regenerate the README's table of captured names."""
+"""``python -m npdynamo.ops [docs/capture.md]``: regenerate the table of captured names."""
 
 import sys
 

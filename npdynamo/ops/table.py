@@ -1,9 +1,9 @@
-"""The public NumPy names the ops stage captures, and the README table made from them.
+"""The public NumPy names the ops stage captures, and the documentation table made from them.
 
 ``supported_functions()`` lists every ``np.<name>``, ``np.linalg.<name>`` and ``ndarray.<name>``
 whose calls normalise to a canonical op (aliases such as ``np.abs``/``np.absolute`` are two public
-names of one op). ``python -m npdynamo.ops [README.md]`` (``make readme-table``) rewrites the
-table between the README's markers; a test checks that the committed README is up to date.
+names of one op). ``python -m npdynamo.ops [docs/capture.md]`` (``make readme-table``) rewrites
+the table between the markers of the user guide's capture page; a test checks it is up to date.
 """
 
 from __future__ import annotations
@@ -48,16 +48,16 @@ def table(columns: int = 6) -> str:
 
 
 def updated(text: str) -> str:
-    """``text`` (the README) with the table between the markers regenerated."""
+    """``text`` (``docs/capture.md``) with the table between the markers regenerated."""
     head, sep, rest = text.partition(BEGIN)
     if not sep or END not in rest:
-        raise ValueError(f"README has no {BEGIN} ... {END} markers")
+        raise ValueError(f"the page has no {BEGIN} ... {END} markers")
     tail = rest.partition(END)[2]
     return f"{head}{BEGIN}\n{table()}\n{END}{tail}"
 
 
 def main(argv: list[str]) -> int:
-    path = Path(argv[0] if argv else "README.md")
+    path = Path(argv[0] if argv else "docs/capture.md")
     path.write_text(updated(path.read_text()))
     return 0
 

@@ -2,8 +2,8 @@
 graph, no break): bitwise on the eager backend, at the documented tolerances on numba.
 
 Also: the k-means step of issue 14 is one graph whose ``norm`` the numba backend fuses,
-``supported_functions()`` and the README table agree, and ``empty``/``empty_like`` allocate
-zeros (no uninitialised memory can make results differ).
+``supported_functions()`` and the table in docs/capture.md agree, and ``empty``/``empty_like``
+allocate zeros (no uninitialised memory can make results differ).
 """
 
 from __future__ import annotations
@@ -159,8 +159,8 @@ def test_supported_functions_count_and_order():
 
 
 def test_readme_table_is_up_to_date():
-    readme = Path(__file__).resolve().parents[2] / "README.md"
-    text = readme.read_text()
+    page = Path(__file__).resolve().parents[2] / "docs" / "capture.md"
+    text = page.read_text()
     assert table.updated(text) == text, "run: make readme-table"
 
 
