@@ -1,8 +1,9 @@
 """``GraphModule``: a graph together with the Python function generated from it.
 
 This is what capture hands to the backends. The function is compiled once (and again on
-``recompile()``), and its source is registered with ``linecache`` so tracebacks through
-generated code show the generated lines.
+``recompile()``). Its code carries the user's file and lines (``user_lines``), so warnings and
+tracebacks from it name the user's code; the generated source is ``code`` here and each
+generated function's ``__npdynamo_source__``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def _compile(
     exec(code, namespace)
     fn = namespace[fn_name]
     # a name no region hook captures (``<...>``), whatever file the code names
+    fn.__npdynamo_source__ = source  # its code names the user's lines: here is the generated
     label = f"<{generated[1:-1]}>"
     fn.__code__ = fn.__code__.replace(co_name=label, co_qualname=label)
     if at_user is None:

@@ -31,15 +31,31 @@ def node_source(node: Node) -> Source | None:
 
 
 def user_module(filename: str) -> tuple[str, dict] | None:
-    """(``__name__``, globals) of the loaded module whose file is ``filename``, if any."""
-    wanted = os.path.realpath(filename) if os.path.isabs(filename) else filename
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if path and (path == filename or os.path.realpath(path) == wanted):
+    """(``__name__``, globals) of the loaded module whose file is ``filename``, if any: the
+    file name a code object carries is usually its module's ``__file__`` as is; else compared
+    through ``realpath`` (a symlink, a relative path), which costs a system call per module."""
+    modules = list(sys.modules.values())
+    if _misses.get(filename) == len(modules):  # looked for in vain, and nothing new loaded
+        return None
+    for same in (lambda path: path == filename, _same_real_path(filename)):
+        for module in modules:
+            path = getattr(module, "__file__", None)
             namespace = getattr(module, "__dict__", None)
-            if isinstance(namespace, dict):
+            if isinstance(path, str) and isinstance(namespace, dict) and same(path):
                 return module.__name__, namespace
+    _misses[filename] = len(modules)
     return None
+
+
+#: file name -> how many modules were loaded when no module was found for it
+_misses: dict[str, int] = {}
+
+
+def _same_real_path(filename: str):
+    if filename.startswith("<"):
+        return lambda path: False
+    wanted = os.path.realpath(filename)
+    return lambda path: os.path.realpath(path) == wanted
 
 
 def _registry_and_module(filename: str) -> tuple[dict | None, str | None]:

@@ -42,7 +42,7 @@ def _arrays(n=64, seed=0):
 
 def _generated(compiled) -> str:
     (entry,) = compiled_entries(compiled)
-    return inspect.getsource(entry.compiled)
+    return entry.compiled.__npdynamo_source__
 
 
 def _addresses(args):
