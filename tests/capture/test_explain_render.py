@@ -202,7 +202,8 @@ def test_render_without_graphviz_says_what_to_install(tmp_path, monkeypatch):
         out.render(str(tmp_path / "g.svg"))
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed (apt "
+                    "install graphviz); .ci/run installs it when it can")
 def test_render_with_graphviz_writes_the_file(tmp_path):
     path = str(tmp_path / "g.svg")
     assert _explain().render(path) == path and os.path.getsize(path) > 0
