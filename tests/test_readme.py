@@ -105,3 +105,20 @@ def test_figures_found_wrong_are_gone():
     assert "npdynamo_report" not in pages  # not an attribute users have: npdynamo.inspect is
     for stale in ("about 0.3 s", "0.26 s here", "1.1 s to the first result"):
         assert stale not in pages
+
+
+def test_the_dependencies_are_as_the_readme_says_and_torch_is_never_imported():
+    import subprocess
+    import sys
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = [re.split(r"[<>=\[ ]", d)[0] for d in project["dependencies"]]
+    assert names == ["numpy", "numba", "bytecode"]
+    assert "depends on NumPy (2.x), numba and bytecode; it never imports torch" in README
+    code = ("import sys, numpy as np, npdynamo\n"
+            "npdynamo.compile(lambda x: np.tanh(x) + 1)(np.ones(3))\n"
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"
