@@ -7,6 +7,7 @@ import contextlib
 import copy
 import io
 import types
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,6 +86,21 @@ def check_same(fn, *args, backend="eager", calls: int = 2, compiled=None, **kwar
     return compiled
 
 
+def check_same_warnings(fn, *args, backend="eager", calls: int = 2, **kwargs):
+    """``check_same``, and the ``RuntimeWarning``s each call gives (NumPy's floating-point
+    reports: category and text, in order) are the plain call's."""
+    compiled = npdynamo.compile(fn, backend=backend)
+    for _ in range(calls):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run = run_both(fn, compiled, args, kwargs, warned=caught)
+        if run.exc is None:
+            assert_same_value(run.expected, run.got)
+        assert_same_value(run.plain_args, run.comp_args, "args after the call")
+        assert run.warned[1] == run.warned[0], f"warned {run.warned[1]}, not {run.warned[0]}"
+    return compiled
+
+
 @dataclass
 class BothRuns:
     """One call of ``fn`` and of its compiled form, each on its own deep copy of the inputs."""
@@ -96,14 +112,18 @@ class BothRuns:
     plain_kwargs: dict
     comp_args: tuple
     comp_kwargs: dict
+    #: the RuntimeWarnings of the plain and of the compiled call (when recorded)
+    warned: tuple = ((), ())
 
 
-def run_both(fn, compiled, args: tuple, kwargs: dict) -> BothRuns:
+def run_both(fn, compiled, args: tuple, kwargs: dict, warned: list | None = None) -> BothRuns:
     """Run ``fn`` and ``compiled`` on copies of the same inputs; the same exception (type and
-    message) and the same printed output are asserted here, the rest is the caller's."""
+    message) and the same printed output are asserted here, the rest is the caller's.
+    ``warned``: the list a ``catch_warnings(record=True)`` around the call fills."""
     plain_args, plain_kwargs = copy.deepcopy((args, kwargs))
     comp_args, comp_kwargs = copy.deepcopy((args, kwargs))
     expected, exc, printed = run_capturing_stdout(fn, plain_args, plain_kwargs)
+    split = len(warned) if warned is not None else 0
     got, got_exc, got_printed = run_capturing_stdout(compiled, comp_args, comp_kwargs)
     if exc is not None:
         assert got_exc is not None, f"compiled call did not raise {exc!r}"
@@ -112,7 +132,10 @@ def run_both(fn, compiled, args: tuple, kwargs: dict) -> BothRuns:
     elif got_exc is not None:
         raise got_exc
     assert got_printed == printed, f"printed {got_printed!r}, expected {printed!r}"
-    return BothRuns(expected, got, exc, plain_args, plain_kwargs, comp_args, comp_kwargs)
+    runtime = [(w.category.__name__, str(w.message)) if w.category is RuntimeWarning else None
+               for w in warned or ()]
+    return BothRuns(expected, got, exc, plain_args, plain_kwargs, comp_args, comp_kwargs,
+                    (tuple(filter(None, runtime[:split])), tuple(filter(None, runtime[split:]))))
 
 
 class CountingBackend:

@@ -163,6 +163,8 @@ def _form(frame, pred: Value, then: tuple, other: tuple | None, merge: int | Non
     if cf.inside_expression(frame):
         raise frame.unsupported("the if statement sits inside an expression")
     if merge is None:
+        if frame.stack:  # a loop's iterator: a branch would return from inside the loop
+            raise frame.unsupported("the if statement returns from inside a loop")
         _form_returning(frame, pred, then[0], other[0])
         return
     live = live_locals(frame.code, merge)

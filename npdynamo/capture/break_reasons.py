@@ -88,9 +88,18 @@ class DisabledCall(GraphBreakReason):
     default_hint = "remove npdynamo.disable from the function to let its code be captured"
 
 
+class InternalError(GraphBreakReason):
+    """npdynamo itself failed on this line (a bug): the line runs in Python, never the user's
+    program fails for it."""
+
+    kind = "internal_error"
+    default_hint = "this is a bug in npdynamo; the line runs in Python meanwhile"
+
+
 KINDS = {
     cls.kind: cls
     for cls in (
+        InternalError,
         InputOutputBreak,
         DataDependentBranch,
         GraphValueToPython,

@@ -59,6 +59,11 @@ class UserCodeRaises(Exception):
         self.error = error
 
 
+def internal_error_reason(exc: BaseException) -> str:
+    """The break reason of an exception npdynamo itself raised while capturing a line."""
+    return f"npdynamo failed to capture this line ({type(exc).__name__}: {exc})"
+
+
 def format_reason(reason: str, hint: str, location: Location | None) -> str:
     text = reason
     if location is not None:

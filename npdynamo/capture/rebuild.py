@@ -56,6 +56,15 @@ IDENTITY_KINDS = (
 )
 
 
+def _is_view(value: Value) -> bool:
+    """An array rebuilt by an expression (a view of its base, a boolean-mask selection): one
+    object however many names and stack slots hold it, so a write or a ``.shape`` stored
+    through one (``np.multiply(Z, Z, Z)``) is seen through the others."""
+    if getattr(value, "masked_selection", False):
+        return True
+    return isinstance(value, ArrayValue) and value.source is None and value.base is not None
+
+
 def python_type(value: Value) -> type | None:
     """The Python type of the object a tracked value stands for, when known."""
     if isinstance(value, ArrayValue):
@@ -150,7 +159,7 @@ class ValueRebuilder:
         if key in self._memo:
             return self._memo[key]
         text = self._expr(value)
-        if isinstance(value, IDENTITY_KINDS) and not text.isidentifier():
+        if (isinstance(value, IDENTITY_KINDS) or _is_view(value)) and not text.isidentifier():
             name = f"v{len(self._memo)}"
             self.prelude.append(f"{name} = {text}")
             self._memo[key] = name
@@ -302,7 +311,13 @@ class ValueRebuilder:
             if isinstance(value, NullValue):
                 continue
             if isinstance(value, MethodValue) and value.self_value is None:
-                owner = python_type(stack[i + 1]) if i + 1 < len(stack) else None
+                above = stack[i + 1] if i + 1 < len(stack) else None
+                if isinstance(above, ArrayValue):
+                    # the method of the object's own type, as LOAD_ATTR found it: under
+                    # ``grad`` the array is a tracer, whose methods record onto the tape
+                    exprs.append(f"type({self.expr(above)}).{value.name}")
+                    continue
+                owner = python_type(above) if above is not None else None
                 if owner is None:
                     raise self.ctx.unsupported("a method whose owner type is unknown")
                 exprs.append(f"{self.bind(owner, 'TYPE')}.{value.name}")

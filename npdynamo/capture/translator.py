@@ -21,7 +21,13 @@ from npdynamo.autograd.tracer import tracer_value
 from npdynamo.capture.builder import ValueBuilder
 from npdynamo.capture.bytecode_gen import decoded_instructions, user_name
 from npdynamo.capture.code import CO_GENERATOR, CO_GENERATOR_LIKE, arg_names
-from npdynamo.capture.errors import CaptureUnsupported, Location, UserCodeRaises
+from npdynamo.capture.errors import (
+    CaptureUnsupported,
+    Location,
+    RollRefused,
+    UserCodeRaises,
+    internal_error_reason,
+)
 from npdynamo.capture.guards import (
     ClosureSource,
     Guard,
@@ -46,6 +52,7 @@ from npdynamo.capture.values import (
     Value,
     map_values,
 )
+from npdynamo.errors import NpdynamoError
 from npdynamo.fx import Graph
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.shape_guards import shape_guards
@@ -239,8 +246,11 @@ class CaptureContext:
             raise self.unsupported(
                 f"{op!r} with these arguments cannot be captured: {exc}"
             ) from exc
-        except Exception as exc:
+        except NUMPY_ERRORS as exc:  # what NumPy raises on these operands
             raise UserCodeRaises(exc) from exc
+        except Exception as exc:  # the rule's own failure: a break, never "your code raised"
+            raise self.unsupported(
+                f"{op!r}: {internal_error_reason(exc)}", kind="internal_error") from exc
         self.node_count += 1
         progress.op_captured(self)
         if self.node_count > GRAPH_NODE_LIMIT:
@@ -258,6 +268,15 @@ class CaptureContext:
             return TupleValue([self.call_op(ops.REGISTRY["tuple_item"], (ArrayValue(node), i),
                                             {}) for i in range(len(meta))])
         return ArrayValue(node)
+
+
+#: The exceptions a shape/dtype rule raises where NumPy itself would raise (its own kinds); any
+#: other exception out of a rule is a fault of the rule.
+NUMPY_ERRORS = (ValueError, TypeError, IndexError, KeyError, ArithmeticError)
+
+#: How the translator's parts talk to each other (and the user's npdynamo errors): they pass
+#: through a frame untouched; any other exception out of a handler is an internal error.
+CAPTURE_SIGNALS = (UserCodeRaises, RollRefused, ReachedBreak, NpdynamoError)
 
 
 def _identifier(text: str) -> str:
@@ -428,6 +447,16 @@ class Frame:
                 index = self.ip - 1
                 exc.root_position = (index, self.visits.get(index, 1))
             raise
+        except CAPTURE_SIGNALS:
+            raise
+        except Exception as exc:
+            # npdynamo's own failure on this instruction (a bug): never the user's traceback,
+            # a graph break at the instruction, which then runs in Python
+            unsupported = self.unsupported(internal_error_reason(exc), kind="internal_error")
+            if root:
+                index = self.ip - 1
+                unsupported.root_position = (index, self.visits.get(index, 1))
+            raise unsupported from exc
         finally:
             self.ctx.current = previous
             if root:

@@ -14,6 +14,7 @@ import numpy as np
 
 from npdynamo.ops.registry import REQUIRED, Op, UnsupportedArguments
 from npdynamo.ops.rules import NUMERIC_KINDS, as_index, as_size
+from npdynamo.ops.symbolic import SymInt
 
 #: NumPy's "argument not given" marker in signatures.
 NO_VALUE: Any = np._NoValue
@@ -94,7 +95,9 @@ def int_axis(name: str, value: object) -> int | None:
 
 
 def shape(name: str, value: object) -> tuple[int, ...]:
-    static(name, "shape", value)
+    # symbolic sizes (``x.reshape(y.shape)`` under dynamic shapes) are sizes the rules know
+    sizes = value if isinstance(value, (list, tuple)) else (value,)
+    static(name, "shape", tuple(d for d in sizes if not isinstance(d, SymInt)))
     if isinstance(value, (list, tuple)):
         return tuple(as_size(d, "shape") for d in value)
     try:

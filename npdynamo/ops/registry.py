@@ -69,6 +69,11 @@ class Op:
         """The result's meta from the operands' metas; computes no values."""
         return self.rule(*args, **kwargs)
 
+    def result_type(self, kwargs: Mapping[str, Any]) -> type:
+        """The class an op with several results returns them in: a plain tuple (``np.divmod``,
+        ``np.frexp``) unless the op sets its own (``np.linalg.svd``'s named tuple)."""
+        return tuple
+
     def __repr__(self) -> str:
         return f"ops.{self.name}"
 
