@@ -28,6 +28,7 @@ from npdynamo.capture.opcalls import normalize, normalized_op_call, op_call, raw
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
 from npdynamo.capture.tables import BUILTINS, OBJECT_METHODS, VALUE_CALLS
 from npdynamo.capture.translator import Frame
+from npdynamo.capture.ufunc_methods import ufunc_method
 from npdynamo.capture.values import (
     DELETED,
     NULL,
@@ -353,6 +354,8 @@ def call_method(
         return normalized_op_call(frame, normalized)
     if isinstance(obj, (ListValue, TupleValue, DictValue, SetValue)):
         return container_method(frame, obj, name, args, kwargs)
+    if isinstance(obj, Const) and isinstance(obj.value, np.ufunc):
+        return ufunc_method(frame, obj.value, name, args, kwargs)
     if isinstance(obj, Const) and is_constant(obj.value):
         # str.join, int.bit_length, dtype methods...: computed on the plain Python values
         method = getattr(obj.value, name, None)
@@ -373,6 +376,9 @@ def call_method(
         if result is not None:
             return result
     fn = get_attr(frame, obj, name)
+    if isinstance(fn, MethodValue) and fn.self_value is obj and fn.name == name:
+        # no kind models this method: calling it again would only come back here
+        raise frame.unsupported(f"the method .{name}() of a {obj.kind()} is not supported")
     return call_value(frame, fn, args, kwargs)
 
 
