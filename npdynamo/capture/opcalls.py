@@ -41,6 +41,7 @@ VIEW_OPS = frozenset(
         "swapaxes",
         "moveaxis",
         "diagonal",
+        "diag",
         "flip",
         "rot90",
         "broadcast_view",
@@ -115,7 +116,8 @@ def op_call(frame: Frame, op, args: tuple, kwargs: dict) -> Value:
             and isinstance(result, ArrayValue) and not result.meta.scalar):
         # NumPy returns a view here (basic indexing, reshape, transpose...): writes through one
         # must reach the other; integer-array indexing copies
-        if op.name != "getitem" or not has_array(args[1:]):
+        if (op.name != "getitem" or not has_array(args[1:])) and (
+                op.name != "diag" or args[0].meta.ndim == 2):  # np.diag(v) builds a matrix
             view_of(result, args[0], op, tuple(args), dict(kwargs))
     return result
 

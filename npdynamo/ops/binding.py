@@ -52,7 +52,7 @@ def functions(*names: str):
 
 
 #: Binders of NumPy functions that return a view of their operand (np.flip, np.rot90,
-#: np.atleast_*d, np.diag of a matrix), kept out of ``FUNCTIONS``: the capture stage tracks
+#: np.atleast_*d), kept out of ``FUNCTIONS``: the capture stage tracks
 #: writes through views only for the ops it lists (``capture.calls.VIEW_OPS``); until those ops
 #: are listed there, calling these functions stays a graph break rather than risk a stale view.
 VIEW_FUNCTIONS: dict[Any, Binder] = {}

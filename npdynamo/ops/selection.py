@@ -388,7 +388,7 @@ def _pad_binder(array, pad_width, mode="constant", **kwargs):
                    mode=mode, constant_values=fill)
 
 
-@view_functions("diag")
+@functions("diag")  # of a matrix a read-only view (capture.opcalls.VIEW_OPS), else a new array
 def _diag_binder(v, k=0):
     return C.canon(REGISTRY["diag"], [C.operand("diag", v)], k=C.as_index(k, "k"))
 

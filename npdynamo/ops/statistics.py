@@ -267,10 +267,19 @@ def _median_binder(name: str):
 def _q(name: str, q: object) -> object:
     C.static(name, "q", q)
     if is_py_scalar(q) and type(q) is not complex:
-        return q
+        return _percent(name, q)
     if isinstance(q, (list, tuple)):
-        return C.operand(name, q)
+        return tuple(_percent(name, v) for v in C.operand(name, q))
     raise UnsupportedArguments(f"{name}: q must be a Python number or a constant list")
+
+
+def _percent(name: str, q: object) -> object:
+    """A percentile given as a Python int is that float: NumPy divides it by 100 first, so
+    the result (dtype and value) is the float's for every method and dtype. (A quantile's int
+    q, 0 or 1, is not: NumPy then interpolates in the array's own dtype.)"""
+    if "percentile" in name and type(q) is int and abs(q) <= 2**53:
+        return float(q)
+    return q
 
 
 def _quantile_binder(name: str):

@@ -363,7 +363,6 @@ VIEWS = {
     "atleast_1d": np.atleast_1d,
     "atleast_2d": np.atleast_2d,
     "atleast_3d": np.atleast_3d,
-    "diag": np.diag,
 }
 
 
@@ -373,8 +372,7 @@ def test_view_returning_functions_stay_exact(name):
 
     def write_through(x):
         y = view(x)
-        if name != "diag":  # np.diag of a matrix is a read-only view
-            y[...] = y * 2
+        y[...] = y * 2
         x[0, 0] = 7.0
         return y + 0
 
@@ -383,9 +381,62 @@ def test_view_returning_functions_stay_exact(name):
                for r in report.break_reasons)
     check_same(write_through, M)
     # flips and rot90 are captured as view ops (a write through them is the break above);
-    # atleast_*d (may return the argument itself) and diag (a copy for 1-d input) are not
+    # atleast_*d (may return the argument itself) are not
     captured = name in ("flip", "fliplr", "flipud", "rot90")
     assert (f"np.{name}" in table.supported_functions()) == captured
+
+
+def diag_of_diag(s, M):
+    D = np.diag(np.diag(s))  # a vector's matrix, then that matrix's diagonal: a new array
+    d = np.diag(M)  # a read-only view of M: sees the write below
+    M[0, 0] = 7.0
+    return D, d + 0, np.diag(s, 1), np.diag(M, -1) * 2, np.diag(s[:2], -2)
+
+
+def write_into_diag_view(M):
+    d = np.diag(M)
+    d[0] = 1.0  # NumPy: assignment destination is read-only
+    return M
+
+
+def diag_of_a_cube(x):
+    return np.diag(x)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_diag_is_captured(backend):
+    s = np.arange(1.0, 4.0)
+    compiled = npdynamo.compile(diag_of_diag, backend=backend, fullgraph=True)
+    check_same(diag_of_diag, s, M.copy(), compiled=compiled)
+    check_same(write_into_diag_view, M.copy(), backend=backend)
+    check_same(diag_of_a_cube, np.ones((2, 2, 2)), backend=backend)
+    assert "np.diag" in table.supported_functions()
+
+
+def percentiles_by_ints(v):
+    return (np.percentile(v, 75), np.percentile(v, [0, 50, 100], axis=0),
+            np.nanpercentile(v, 33, keepdims=True), np.percentile(v, (25, 75.5)))
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "uint8", "int64"])
+def test_percentile_with_int_q_is_captured(backend, dtype):
+    v = (np.arange(12) * 5 % 12).reshape(3, 4).astype(dtype)
+    compiled = npdynamo.compile(percentiles_by_ints, backend=backend, fullgraph=True)
+    check_same(percentiles_by_ints, v, compiled=compiled)
+
+
+def quantile_by_int(v):
+    return np.quantile(v, 1)  # of ints, NumPy interpolates in the array's dtype: a break
+
+
+def percentile_out_of_range(v):
+    return np.percentile(v, 101)
+
+
+def test_int_q_elsewhere_matches_numpy():
+    check_same(quantile_by_int, np.arange(5))
+    check_same(percentile_out_of_range, np.arange(5.0))
 
 
 def linalg_of_singular(x):
