@@ -21,7 +21,7 @@ from npdynamo.fx.codegen import Writes
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.graph_module import generate_function
 from npdynamo.fx.node import Node
-from npdynamo.fx.subgraphs import nodes_with_subgraphs
+from npdynamo.fx.subgraphs import nodes_with_subgraphs, under_errstate
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.registry import Op
 from npdynamo.ops.symbolic_code import same_shape
@@ -50,6 +50,10 @@ def eager_forward(gm) -> Callable[..., tuple]:
 def _writes(graph: Graph, owned: bool = False) -> Writes:
     assign, roots = setitem_plan(graph, owned)
     into_inputs = in_place_plan(graph)
+    if under_errstate(graph) and not owned:
+        # an op in the user's np.errstate block may raise whatever the caller's state is:
+        # an input written before it would be seen by the frame rerun in Python
+        into_inputs, roots = {}, []
     into_views = view_update_plan(graph, assign)
     # a loop body writes the loop's copies of its carried arrays: a raise midway reruns the
     # frame in Python on the caller's intact arrays, so no per-iteration check is needed

@@ -30,6 +30,7 @@ from npdynamo.capture import (  # noqa: F401
     autodiff,
     builtins_table,
     control_flow,
+    errstate_blocks,
     opcodes,
     random_calls,
 )

@@ -103,6 +103,8 @@ class CaptureContext:
         self.unrolled_loops = {} if unrolled_loops is None else unrolled_loops
         #: what became of each loop met, once per text (``explain``)
         self.loop_notes: dict[str, None] = {}
+        #: the np.errstate modes the ops recorded now run under (``errstate_blocks.py``)
+        self.errstate: tuple = ()
         #: ``compile(dynamic=...)``; the symbols of this capture's dynamic input dimensions and
         #: the facts about them the op rules relied on (they become the entry's size guards)
         self.dynamic = dynamic
@@ -259,6 +261,8 @@ class CaptureContext:
                 "the rest continues in the next graph")
         node = self.graph.call_function(op, node_args, node_kwargs)
         node.meta["val"] = meta
+        if self.errstate:
+            node.meta["errstate"] = self.errstate
         loc = self.location()
         if loc is not None:
             node.meta["source"] = (loc.filename, loc.lineno, loc.source_line.strip())

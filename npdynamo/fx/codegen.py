@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from npdynamo.errors import NpdynamoError
 from npdynamo.fx.node import Node, iter_nodes, target_name, to_identifier
 from npdynamo.fx.sizes import symbol_prelude
@@ -276,8 +278,15 @@ class Writes:
 
 def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, list[Node]],
                 writes: Writes, into_inputs: bool, indent: str) -> list[str]:
-    lines, last_comment = [], None
+    lines, last_comment, open_state, outer = [], None, None, indent
     for node in nodes:
+        state = node.meta.get("errstate")
+        if state != open_state:  # a run of ops inside the user's ``with np.errstate(...)``
+            if state:
+                lines.append(f"{outer}with {emitter.bind(np.errstate, 'errstate')}"
+                             f"(**{emitter.expr(dict(state))}):")
+            open_state = state
+        indent = outer + "    " if state else outer
         comment = _source_comment(node)
         if comment is not None and comment != last_comment:
             lines.append(f"{indent}{comment}")

@@ -44,6 +44,14 @@ def nodes_with_subgraphs(graph: Graph) -> Iterator[Node]:
             yield node
 
 
+def under_errstate(graph: Graph) -> bool:
+    """Whether an op of ``graph`` or of its subgraphs runs inside the user's ``with
+    np.errstate(...)`` block (``node.meta["errstate"]``, set by capture)."""
+    return any("errstate" in node.meta for node in graph.nodes) or any(
+        under_errstate(sub.graph) for node in nodes_with_subgraphs(graph)
+        for sub in subgraphs_of(node))
+
+
 def in_subgraphs(graph: Graph, graph_pass: Callable[[Graph], int]) -> int:
     """Run ``graph_pass`` on every subgraph of ``graph`` (which descends further itself);
     regenerate the code of each subgraph it changed. Returns the sum of the counts."""

@@ -25,6 +25,7 @@ from npdynamo.backends.numba.program import Program, direct_writes
 from npdynamo.backends.numba.subgraphs import compile_subgraphs
 from npdynamo.fx import passes
 from npdynamo.fx.graph import Graph
+from npdynamo.fx.subgraphs import under_errstate
 from npdynamo.fx.user_lines import warn_at
 from npdynamo.logs import get_logger
 
@@ -110,6 +111,13 @@ def numba_backend(gm, example_inputs: list) -> Callable[..., tuple]:
     report = NumbaReport()
     start = time.perf_counter()
     eager = eager_forward(gm)  # the eager backend's code: a candidate, and the fallback
+    if under_errstate(gm.graph):
+        # kernels report no floating-point errors, where an op in the user's np.errstate
+        # block raises, warns or stays silent as that block says: NumPy runs the graph
+        report.reason = "ops inside a `with np.errstate(...)` block run on the eager backend"
+        fn = _eager_with_report(eager, report)
+        report.compile_time_s = time.perf_counter() - start
+        return fn
     try:
         fn = _compile(gm, example_inputs, report, eager)
     except Exception as exc:  # never fail the user: any error means the eager backend

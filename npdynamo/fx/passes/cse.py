@@ -70,7 +70,8 @@ def common_subexpression_elimination(graph: Graph) -> int:
             continue  # a loop or branch runs its own body: never merged with another
 
         kwargs = sorted(((repr(k), _key(v)) for k, v in node.kwargs.items()), key=lambda p: p[0])
-        key = (id(node.target), _key(node.args), tuple(kwargs))
+        # an op under another np.errstate reports its floating-point errors otherwise
+        key = (id(node.target), _key(node.args), tuple(kwargs), node.meta.get("errstate"))
         first = seen.setdefault(key, node)
         if first is not node:
             node.replace_all_uses_with(first)
