@@ -35,7 +35,7 @@ from npdynamo.capture import (  # noqa: F401
     random_calls,
 )
 from npdynamo.capture.break_reasons import reason_from
-from npdynamo.capture.breaks import CannotBreak, build_break_entry
+from npdynamo.capture.breaks import build_break_entry
 from npdynamo.capture.bytecode_gen import user_label
 from npdynamo.capture.entry import CompiledEntry, finish_entry, python_entry
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
@@ -45,7 +45,7 @@ from npdynamo.capture.frames.region import is_library_file
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.resume import CompileContext
 from npdynamo.capture.translator import CaptureContext, root_frame
-from npdynamo.errors import Unsupported
+from npdynamo.errors import NpdynamoError, Unsupported
 
 
 def build_entry(
@@ -107,10 +107,21 @@ def _capture(ctx: CaptureContext, fn: types.FunctionType, frame_args: tuple, ful
             raise to_unsupported(exc) from None
         try:
             return build_break_entry(ctx, frame_args, exc, reason, context)
-        except (CannotBreak, CaptureUnsupported, UserCodeRaises, RollRefused) as why:
+        except Exception as why:  # CannotBreak, a refusal, or npdynamo's own failure
+            if isinstance(why, NpdynamoError):
+                raise
             entry = python_entry(ctx, f"{reason.reason} (the frame runs in Python: {why})")
             entry.graph_break = reason
             return entry
+    except (RollRefused, NpdynamoError):
+        raise
+    except Exception as exc:
+        # npdynamo's own failure after the frame's capture (rebuilding its values, making the
+        # entry): never the user's traceback; the frame runs in Python, or Unsupported
+        why = f"npdynamo failed to build the compiled entry ({type(exc).__name__}: {exc})"
+        if fullgraph:
+            raise Unsupported(why) from exc
+        return python_entry(ctx, why)
 
 
 def wire(context: CompileContext) -> CompileContext:

@@ -184,3 +184,30 @@ def test_numpy_errors_from_a_rule_are_still_the_users():
     check_same(mismatch, np.ones(2), np.ones(3))
     with pytest.raises(ValueError, match="broadcast"):
         npdynamo.compile(mismatch, fullgraph=True)(np.ones(2), np.ones(3))
+
+
+def test_a_failure_while_building_the_entry_runs_the_frame_in_python(monkeypatch):
+    from npdynamo.capture import compile_frame
+
+    def broken(*args, **kwargs):
+        raise KeyError("the entry builder's own bug")
+
+    monkeypatch.setattr(compile_frame, "finish_entry", broken)
+    check_same(uses_sin, np.arange(4.0))
+    with pytest.raises(npdynamo.Unsupported, match="entry builder's own bug"):
+        npdynamo.compile(uses_sin, fullgraph=True)(np.arange(4.0))
+
+
+def test_a_failure_while_building_a_break_runs_the_frame_in_python(monkeypatch):
+    from npdynamo.capture import compile_frame
+
+    def broken(*args, **kwargs):
+        raise TypeError("the break builder's own bug")
+
+    def printing(x):
+        y = x + 1
+        print("y")
+        return y * 2
+
+    monkeypatch.setattr(compile_frame, "build_break_entry", broken)
+    check_same(printing, np.arange(4.0))
