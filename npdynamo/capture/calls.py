@@ -536,6 +536,7 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
         value = ctx.builder.wrap(raw_value, AttrSource(obj.source, name))
     else:
         raise UserCodeRaises(AttributeError(f"'{klass.__name__}' object has no attribute '{name}'"))
-    obj.attrs[name] = value
+    if not isinstance(value, BoundMethodValue):  # a method is bound anew on every read
+        obj.attrs[name] = value
     return value
 

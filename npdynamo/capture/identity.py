@@ -104,16 +104,17 @@ def same_object(frame: Frame, left: Value, right: Value) -> bool:
     """``left is right`` as CPython answers it; the facts the answer relies on become guards,
     or the question is refused (a graph break) where the answer is CPython's implementation
     detail."""
-    if left is right:
-        return True  # one tracked value is one object
     ctx = frame.ctx
     a, b = referent(ctx, left), referent(ctx, right)
     if _singleton(a) or _singleton(b):
         return _against_singleton(ctx, (left, a), (right, b))
     if "method" in (a.kind, b.kind):
+        # even one tracked value: two reads of ``obj.f`` share it, two objects in Python
         raise frame.unsupported(
             "`is` on a bound method: Python makes a new one each time the attribute is read"
         )
+    if left is right:
+        return True  # one tracked value is one object
     if "fresh" in (a.kind, b.kind):
         arrays = [isinstance(v, ArrayValue) or isinstance(r.obj, (np.ndarray, np.generic))
                   for v, r in ((left, a), (right, b))]
