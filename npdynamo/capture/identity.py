@@ -129,9 +129,9 @@ def same_object(frame: Frame, left: Value, right: Value) -> bool:
             _guard_type(ctx, left, a)
             _guard_type(ctx, right, b)
             return False
-        if a.kind == "read" and b.kind == "read":
-            return _related(ctx, a, b)
-        raise frame.unsupported("`is` between a number or string and a constant of the code")
+        raise frame.unsupported(
+            "`is` between a number or string and a constant of the code or one computed here"
+        )
     return _related(ctx, a, b)
 
 

@@ -183,8 +183,9 @@ POOL = [SENT, ALT, Kind.A, Kind.B, Bits.R, Rank.HIGH, None, 1, 2.5, "s", ARR,
         dataclasses.MISSING]
 #: What a comparison reads: arguments, a default and a keyword-only default (``d``, ``kd``), a
 #: closure cell (``c``), items of a tuple and a dict passed in, globals, enum members read
-#: through their class, a global alias of one, a class attribute, a module attribute.
-SUBJECTS = ["a", "b", "d", "kd", "c", "t[0]", "t[1]", "cfg['k']", "SENT", "ALT", "Kind.A",
+#: through their class, a global alias of one, a class attribute, a module attribute (``G1``
+#: and ``Holder.S`` are given another object before each call).
+SUBJECTS = ["a", "b", "d", "kd", "c", "t[0]", "t[1]", "cfg['k']", "SENT", "ALT", "G1", "Kind.A",
             "Kind.B", "KB", "Holder.S", "dataclasses.MISSING", "None"]
 COMPARISONS = ["{l} is {r}", "{l} is not {r}", "{l} == {r}", "{l} != {r}", "{l} in ({r}, {s})",
                "{l} not in ({r}, {s})"]
@@ -206,7 +207,7 @@ def identity_programs(draw):
 
 @st.composite
 def call_sequences(draw):
-    """(cell, calls): each call's arguments and the class attribute it runs with."""
+    """(cell, calls): each call's arguments and the global and class attribute it runs with."""
     item = st.sampled_from(POOL)
     calls = []
     for _ in range(draw(st.integers(1, 4))):
@@ -216,7 +217,7 @@ def call_sequences(draw):
         if draw(st.booleans()):
             kwargs["kd"] = draw(item)
         args = (draw(item), draw(item), (draw(item), draw(item)), {"k": draw(item)})
-        calls.append((args, kwargs, draw(item)))
+        calls.append((args, kwargs, draw(item), draw(item)))
     return draw(item), calls
 
 
@@ -230,8 +231,8 @@ def run_generated(source: str, cell, calls, backend: str) -> None:
     fn = namespace["make"](cell)
     compiled = npdynamo.compile(fn, backend=backend)
     try:
-        for i, (args, kwargs, held) in enumerate(calls):
-            Holder.S = held
+        for i, (args, kwargs, held, global_value) in enumerate(calls):
+            Holder.S, namespace["G1"] = held, global_value
             assert_same_outcome(outcome(fn, args, kwargs), outcome(compiled, args, kwargs),
                                 f"call {i}")
     except AssertionError as exc:
