@@ -105,6 +105,9 @@ class ValueBuilder:
         self._by_source: dict[Source, Value] = {}
         self._by_id: dict[int, tuple] = {}
         self._cells: dict[int, ExternalCell] = {}
+        #: id(tracked value) -> (tracked value, the object it was read as, its source): what
+        #: ``is`` compares (``identity.py``)
+        self._origins: dict[int, tuple[Value, object, Source | None]] = {}
 
     def wrap(self, value: object, source: Source | None) -> Value:
         if source is None:
@@ -123,9 +126,21 @@ class ValueBuilder:
                 return first_value
         wrapped = self._wrap(value, source)
         self._by_source[source] = wrapped
+        self._origins.setdefault(id(wrapped), (wrapped, value, source))
         if isinstance(value, MUTABLE_TYPES) or _is_user_object(value):
             self._by_id[id(value)] = (wrapped, source, value)
         return wrapped
+
+    def origin(self, value: Value) -> tuple[object, Source | None] | None:
+        """(the object ``value`` stands for, the source it was read from) for a value read from
+        the frame or remembered; None for a value the capture made or read without a source."""
+        seen = self._origins.get(id(value))
+        return seen[1:] if seen is not None and seen[0] is value else None
+
+    def remember_origin(self, value: Value, obj: object) -> None:
+        """``value`` stands for the existing object ``obj``, the same on every call (a tuple
+        constant of the code, which ``LOAD_CONST`` pushes as a tuple of its items)."""
+        self._origins[id(value)] = (value, obj, None)
 
     def external_cell(self, cell, source: Source | None) -> ExternalCell:
         """One tracked value per cell object: a store through one name is seen by all."""

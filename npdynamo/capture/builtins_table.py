@@ -20,6 +20,7 @@ from npdynamo.capture.containers import const_key, get_iter, items_of, new_set, 
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.for_formation import lazy_range
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
+from npdynamo.capture.identity import object_id
 from npdynamo.capture.opcalls import op_call
 from npdynamo.capture.opcodes.operators import binary_op, unary_op
 from npdynamo.capture.special_methods import user_len
@@ -317,6 +318,13 @@ def _plain(frame: Frame, target, args, kwargs):
     values = _consts(frame, [*args, *kwargs.values()], target.__name__)
     positional = values[: len(args)]
     return _apply(target, *positional, **dict(zip(names, values[len(args) :])))
+
+
+@builtin(id)
+def _id(frame: Frame, target, args, kwargs):
+    if len(args) != 1:
+        _apply(id, *args)  # raises CPython's own TypeError for the count
+    return Const(object_id(frame, args[0]))
 
 
 @builtin(isinstance)

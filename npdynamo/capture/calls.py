@@ -15,7 +15,12 @@ import warnings
 import numpy as np
 
 from npdynamo import ops
-from npdynamo.capture.builder import constant_value, is_constant, is_trusted_module
+from npdynamo.capture.builder import (
+    constant_value,
+    is_constant,
+    is_trusted_module,
+    is_trusted_name,
+)
 from npdynamo.capture.code import CO_GENERATOR, arg_layout
 from npdynamo.capture.containers import container_method, items_of
 from npdynamo.capture.errors import UserCodeRaises
@@ -460,6 +465,10 @@ def get_attr(frame: Frame, obj: Value, name: str) -> Value:
             return ctx.builder.wrap(attr, AttrSource(obj.source, name))
         if callable(attr) and not isinstance(value, type):
             return MethodValue(obj, name)
+        if isinstance(value, type) and obj.source is not None and not is_trusted_name(value):
+            # a user class's attribute (an enum member, a sentinel, a setting): the very object,
+            # re-read by the guards, since the class may be given another one
+            return ctx.builder.wrap(attr, AttrSource(obj.source, name))
         return (
             Const(attr)
             if is_constant(attr) or isinstance(value, type)
@@ -491,7 +500,9 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
     """``obj.name`` for a user object, as Python's attribute lookup would find it."""
     ctx = frame.ctx
     klass = type(obj.obj)
-    if klass.__getattribute__ is not object.__getattribute__ or hasattr(klass, "__getattr__"):
+    if klass.__getattribute__ is not object.__getattribute__ or class_attribute(
+        obj.obj, "__getattr__"
+    ) is not None:  # the class's own lookup: a metaclass's __getattr__ (EnumType's) is not it
         raise frame.unsupported(
             f"{klass.__qualname__} customises attribute access (__getattr__/__getattribute__)"
         )
@@ -531,6 +542,7 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
         value = ctx.builder.wrap(raw_value, AttrSource(obj.source, name))
     else:
         raise UserCodeRaises(AttributeError(f"'{klass.__name__}' object has no attribute '{name}'"))
-    obj.attrs[name] = value
+    if not isinstance(value, BoundMethodValue):  # a method is bound anew on every read
+        obj.attrs[name] = value
     return value
 

@@ -209,6 +209,9 @@ class ValueRebuilder:
             return f"{self.bind(value.cls, 'RESULT')}(" + ", ".join(
                 self.expr(v) for v in value.items) + ")"
         if isinstance(value, TupleValue):
+            origin = self.ctx.builder.origin(value)
+            if origin is not None:  # the code's own tuple constant: that very object
+                return self.namespace.bind(origin[0], "CONST")
             if value.items and all(isinstance(v, Const) for v in value.items):
                 # a tuple display of literals is one folded constant: two equal tuples made
                 # by the function would be one object

@@ -15,6 +15,7 @@ from npdynamo.capture import containers
 from npdynamo.capture.calls import class_attribute, inline_call
 from npdynamo.capture.containers import truthiness
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.identity import same_object
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import Const, UserObjectValue, Value
 
@@ -96,7 +97,7 @@ def _object_default(frame: Frame, value: Value, name: str, args: list[Value]):
     """``object``'s own comparison methods: identity for ``==``, the negated ``__eq__`` for
     ``!=``, NotImplemented for the orderings."""
     if name == "__eq__":
-        return Const(True) if value is args[0] else NOT_IMPLEMENTED
+        return Const(True) if same_object(frame, value, args[0]) else NOT_IMPLEMENTED
     if name == "__ne__":
         equal = _call_special(frame, value, "__eq__", args)
         if equal is NOT_IMPLEMENTED:
@@ -124,10 +125,8 @@ def user_binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Valu
         result = _call_special(frame, target, method, [other])
         if result is not NOT_IMPLEMENTED:
             return result
-    if symbol == "==":
-        return Const(left is right)
-    if symbol == "!=":
-        return Const(left is not right)
+    if symbol in ("==", "!="):  # neither side decides: identity does
+        return Const(same_object(frame, left, right) == (symbol == "=="))
     if comparing:
         message = (
             f"'{symbol}' not supported between instances of '{ltype.__name__}' and "

@@ -103,6 +103,10 @@ class GuardSet:
             self._index[guard.key()] = guard
             self.guards.append(guard)
 
+    def has(self, source: Source, kind: GuardKind) -> bool:
+        """Whether a guard of ``kind`` (a fact about one source, not a relation) is on it."""
+        return (source, kind, None) in self._index
+
     def ordered(self) -> list[Guard]:
         return sorted(self.guards, key=lambda g: g.kind)
 

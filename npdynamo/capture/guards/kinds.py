@@ -37,6 +37,7 @@ class GuardKind(enum.IntEnum):
     NONEMPTY_RANGE = 14  # expected ``NonEmptyRange``: the range of these bounds has an item
     WRITEABLE = 15  # arrays written in place (views) are still writeable (names expected)
     READ_ONLY = 16  # an array is read-only (a frame that writes it runs in Python)
+    NOT_ID = 17  # not the object seen at capture (an ``is`` that was False against it)
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,8 @@ class KindRules:
 
 
 def obj_text(obj: object) -> str:
+    if isinstance(obj, enum.Enum):
+        return repr(obj)
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     return f"<{type(obj).__name__} {name}>" if name else f"<{type(obj).__name__}>"
 
@@ -154,7 +157,8 @@ def value_text(value: object) -> str:
 def _check_id(e: str, exp: object, ns: Namespace) -> str:
     try:
         ref = weakref.ref(exp)  # never keep user objects alive through a guard
-        return f"{e} is {ns.bind(ref, 'R')}()"
+        # a dead reference answers None: then no value is the object seen (None included)
+        return f"{e} is {ns.bind(ref, 'R')}() is not None"
     except TypeError:
         return f"{e} is {ns.bind(exp, 'O')}"
 
@@ -221,6 +225,11 @@ KINDS: dict[GuardKind, KindRules] = {
         lambda name, exp, actual: (
             f"{name}: expected the object seen at capture ({obj_text(exp)}), got {obj_text(actual)}"
         ),
+    ),
+    GuardKind.NOT_ID: KindRules(
+        lambda e, exp, ns: f"not ({_check_id(e, exp, ns)})",
+        lambda name, exp: f"{name} is not {obj_text(exp)}",
+        lambda name, exp, actual: f"{name}: is now the object {obj_text(exp)}, which it was not",
     ),
     GuardKind.CONSTANT: KindRules(
         _check_constant, lambda name, exp: f"{name} == {exp!r}", _miss_constant

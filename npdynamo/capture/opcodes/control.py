@@ -13,6 +13,7 @@ from npdynamo.capture.containers import (
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.for_formation import LazyRange, form_for
 from npdynamo.capture.generators import is_lazy, next_item
+from npdynamo.capture.identity import same_object
 from npdynamo.capture.loop_formation import graph_condition
 from npdynamo.capture.opcodes.layout import do_call, pop_callable
 from npdynamo.capture.tables import handler
@@ -52,19 +53,19 @@ def _pop_jump_if_false(frame: Frame, ins):
     _jump_if(frame, ins, False)
 
 
-def _is_none(value: Value) -> bool:
-    return isinstance(value, Const) and value.value is None
+def _is_none(frame: Frame, value: Value) -> bool:
+    return same_object(frame, value, Const(None))
 
 
 @handler("POP_JUMP_IF_NONE", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE")
 def _pop_jump_if_none(frame: Frame, ins):
-    if _is_none(frame.pop()):
+    if _is_none(frame, frame.pop()):
         frame.jump(ins.arg)
 
 
 @handler("POP_JUMP_IF_NOT_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE")
 def _pop_jump_if_not_none(frame: Frame, ins):
-    if not _is_none(frame.pop()):
+    if not _is_none(frame, frame.pop()):
         frame.jump(ins.arg)
 
 

@@ -18,7 +18,7 @@ from npdynamo.capture.containers import (
 )
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import is_lazy, lazy_contains
-from npdynamo.capture.guards import GuardKind
+from npdynamo.capture.identity import same_object
 from npdynamo.capture.loop_formation import graph_condition, next_instruction
 from npdynamo.capture.masked import (
     MASKED_KINDS,
@@ -461,29 +461,7 @@ def _to_bool(frame: Frame, ins):
 def _is_op(frame: Frame, ins):
     right = frame.pop()
     left = frame.pop()
-    frame.push(Const(is_same(frame, left, right) != bool(ins.arg)))
-
-
-#: Objects of which CPython has exactly one: ``is`` on them is a fact about values.
-SINGLETON_TYPES = (type(None), bool, type(Ellipsis), type(NotImplemented))
-
-
-def is_same(frame: Frame, left: Value, right: Value) -> bool:
-    """``left is right``. Two constants read from different places (two equal floats) may or
-    may not be one object on a later call: the answer is guarded (or refused without sources)."""
-    if not (isinstance(left, Const) and isinstance(right, Const)):
-        return left is right
-    same = left.value is right.value
-    if left is right or isinstance(left.value, SINGLETON_TYPES) or isinstance(
-        right.value, SINGLETON_TYPES
-    ):
-        return same
-    if not is_constant(left.value) or not is_constant(right.value):
-        return same  # functions, modules, classes: guarded by identity where read
-    if left.source is None or right.source is None:
-        raise frame.unsupported("`is` between a number or string and a constant of the code")
-    frame.ctx.guard(left.source, GuardKind.ALIAS if same else GuardKind.DISTINCT, right.source)
-    return same
+    frame.push(Const(same_object(frame, left, right) != bool(ins.arg)))
 
 
 @handler("CONTAINS_OP")
@@ -511,8 +489,17 @@ def _contains_op(frame: Frame, ins):
         found = lazy_contains(frame, container, item)
     else:
         members = items_of(frame, container)
-        plain = [item, *members]
-        if not all(isinstance(m, Const) and is_constant(m.value) for m in plain):
+        if all(isinstance(m, Const) and is_constant(m.value) for m in [item, *members]):
+            found = item.value in [m.value for m in members]
+        elif isinstance(container, (TupleValue, ListValue)):
+            found = any(_contains_item(frame, m, item) for m in members)
+        else:  # a set hashes first; other iterables are stepped (and may be left part-way)
             raise frame.unsupported("`in` on values that are not Python constants")
-        found = item.value in [m.value for m in members]
     frame.push(Const(found != bool(ins.arg)))
+
+
+def _contains_item(frame: Frame, member: Value, item: Value) -> bool:
+    """One step of a sequence's ``in``, as CPython's: the same object, or ``member == item``."""
+    if same_object(frame, member, item):
+        return True
+    return truthiness(frame, binary_op(frame, "==", member, item))

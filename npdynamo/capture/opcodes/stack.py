@@ -21,6 +21,7 @@ from npdynamo.capture.values import (
     Const,
     ExternalCell,
     NullValue,
+    TupleValue,
     UserObjectValue,
     Value,
 )
@@ -56,7 +57,11 @@ def _swap(frame: Frame, ins):
 # -- loads and stores ------------------------------------------------------------------------
 @handler("LOAD_CONST")
 def _load_const(frame: Frame, ins):
-    frame.push(constant_value(ins.arg))
+    value = constant_value(ins.arg)
+    if isinstance(value, TupleValue) and ins.arg:
+        # the code's own tuple, the same object each time the instruction runs (``is``)
+        frame.ctx.builder.remember_origin(value, ins.arg)
+    frame.push(value)
 
 
 def _load_fast(frame: Frame, name):
