@@ -235,12 +235,12 @@ def _compile(gm, example_inputs: list, report: NumbaReport,
     if scheduled is not None:
         scheduled.report.decision = ""  # the tuning line says it
         report.schedule = scheduled.report
-    return _tuned(program, eager, report, graph, scheduled)
+    return _tuned(program, eager, report, graph, scheduled, gm.graph)
 
 
 def _tuned(
     program: Program, eager: Callable[..., tuple], report: NumbaReport, graph: Graph,
-    scheduled: scheduler.Candidate | None = None,
+    scheduled: scheduler.Candidate | None = None, eager_graph: Graph | None = None,
 ) -> Callable:
     """The program, or (``tuning``) whichever of its parallel and serial forms, its scheduled
     form (independent steps side by side) and the eager graph runs this graph fastest on its
@@ -249,6 +249,9 @@ def _tuned(
         # nothing for numba to run: the eager backend's code is the same NumPy calls, with its
         # in-place writes (``z = np.zeros(...); z[:, :, 0] = x`` assigns, not copies)
         report.tuning = "no kernels: runs as the eager graph (NumPy calls only)"
+        if eager_graph is not None:  # its independent calls side by side, when measured faster
+            eager = scheduler.tuned_eager(eager_graph, eager, may_alias(eager_graph))
+            report.schedule = getattr(eager, "npdynamo_report", None)
         return _eager_with_report(eager, report)
     # (a graph whose only kernels are its loops' or branches' is tuned like any other: the
     # eager graph's loops write their carried arrays in place, and may well be faster)

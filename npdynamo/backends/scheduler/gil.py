@@ -14,6 +14,7 @@ time to other processes too, so read the result as an upper bound.
 
 from __future__ import annotations
 
+import statistics
 import sys
 import threading
 import time
@@ -53,22 +54,30 @@ def _counting(seconds: float, busy: Callable[[], None] | None) -> tuple[float, i
     return counts[0], calls, elapsed
 
 
-def gil_held_fraction(fn: Callable, *args, seconds: float = 0.5,
+def gil_held_fraction(fn: Callable, *args, seconds: float = 0.5, rounds: int = 3,
                       switch_interval: float = 2e-5) -> float:
-    """The fraction (0 to 1) of ``fn(*args)``'s run time during which it holds the GIL."""
+    """The fraction (0 to 1) of ``fn(*args)``'s run time during which it holds the GIL.
+
+    ``seconds`` per measurement, in ``rounds`` rounds of the three (alone, counter idle,
+    counter beside ``fn``) so that a drift of the machine's load touches each alike; the
+    medians of the per-round values are used."""
     fn(*args)  # warm
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        fn(*args)
-        calls += 1
-    alone = (time.perf_counter() - start) / calls
+    window = seconds / rounds
+    alone, idle_rates, held = [], [], []
     old = sys.getswitchinterval()
-    sys.setswitchinterval(switch_interval)
     try:
-        idle_counts, _, idle_time = _counting(seconds, None)
-        counts, calls, elapsed = _counting(seconds, lambda: fn(*args))
+        for _ in range(rounds):
+            calls, start = 0, time.perf_counter()
+            while time.perf_counter() - start < window:
+                fn(*args)
+                calls += 1
+            alone.append((time.perf_counter() - start) / calls)
+            sys.setswitchinterval(switch_interval)
+            idle_counts, _, idle_time = _counting(window, None)
+            idle_rates.append(idle_counts / idle_time)
+            counts, calls, elapsed = _counting(window, lambda: fn(*args))
+            sys.setswitchinterval(old)
+            held.append((elapsed - counts / idle_rates[-1]) / (calls * alone[-1]))
     finally:
         sys.setswitchinterval(old)
-    counter_time = counts / (idle_counts / idle_time)
-    held = (elapsed - counter_time) / (calls * alone)
-    return min(1.0, max(0.0, held))
+    return min(1.0, max(0.0, statistics.median(held)))
