@@ -396,3 +396,16 @@ def test_gil_held_fraction_of_a_call_that_releases_the_gil_is_small():
 
     assert gil_held_fraction(time.sleep, 0.002, seconds=0.2) < 0.5
     assert 0.0 <= gil_held_fraction(python_loop, seconds=0.1) <= 1.0
+
+
+def test_an_interrupt_in_a_stream_is_raised_not_rerun(monkeypatch):
+    def interrupt():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "STEP_HOOK", interrupt)
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    rng = np.random.default_rng(12)
+    args = [rng.standard_normal((4, 4)) for _ in range(4)]
+    compiled = npdynamo.compile(branches)
+    with pytest.raises(KeyboardInterrupt):
+        compiled(*args)
