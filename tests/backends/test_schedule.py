@@ -409,3 +409,15 @@ def test_an_interrupt_in_a_stream_is_raised_not_rerun(monkeypatch):
     compiled = npdynamo.compile(branches)
     with pytest.raises(KeyboardInterrupt):
         compiled(*args)
+
+
+def test_explain_shows_the_streams_and_what_runs_side_by_side(monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    rng = np.random.default_rng(13)
+    args = [rng.standard_normal((8, 8)) for _ in range(4)]
+    for backend in BACKENDS:
+        report = npdynamo.explain(branches, backend=backend)(*args)
+        short = str(report)
+        assert "Schedule of graph 1: 2 streams" in short, short
+        assert "side by side: matmul | matmul_1" in short
+        assert "stream 1: matmul_1" in report.verbose()
