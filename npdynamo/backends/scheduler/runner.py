@@ -132,6 +132,13 @@ def _source(schedule: Schedule, params: list[str], outputs: tuple,
         body: list[str] = []
         waited: set[int] = set()
         loaded: set[Node] = set()
+        # each value this stream computes or takes, freed after its last use here (the serial
+        # forms free their temporaries the same way: the next allocation reuses the memory)
+        last_use = {node: i for i in members for node in (*steps[i].uses, *steps[i].defines)
+                    if node in defined_by}
+        freed: dict[int, list[str]] = {}
+        for node, i in last_use.items():
+            freed.setdefault(i, []).append(node.name)
         for i in members:
             step = steps[i]
             for p in sorted(schedule.preds[i]):
@@ -150,6 +157,8 @@ def _source(schedule: Schedule, params: list[str], outputs: tuple,
                 body.append(f"_env[{node.name!r}] = {node.name}")
             if i in events:
                 body.append(f"_ev[{events[i]}].set()")
+            if freed.get(i):
+                body.append(f"del {', '.join(sorted(freed[i]))}")
         lines += ["            " + line for line in body or ["pass"]]
         lines += ["    except BaseException as exc:", "        _fail.append(exc)",
                   "        _release(_ev)", ""]
