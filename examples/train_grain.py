@@ -116,19 +116,22 @@ def train(step, x, y, epochs: int, passes: int, how: str,
     per_epoch = len(x) // BATCH
     losses, seconds, values = [], [], []
     source = batches(x, y, epochs, passes, how, per_sample)
-    xb, yb = next(source)
-    start = time.perf_counter()
-    while True:
-        values.append(step(params, xb, yb))
-        if len(values) == per_epoch:
-            seconds.append(time.perf_counter() - start)
-            losses.append(float(np.mean(values)))
-            values = []
-            start = time.perf_counter()
-        try:
-            xb, yb = next(source)
-        except StopIteration:
-            return losses, seconds
+    try:
+        xb, yb = next(source)
+        start = time.perf_counter()
+        while True:
+            values.append(step(params, xb, yb))
+            if len(values) == per_epoch:
+                seconds.append(time.perf_counter() - start)
+                losses.append(float(np.mean(values)))
+                values = []
+                start = time.perf_counter()
+            try:
+                xb, yb = next(source)
+            except StopIteration:
+                return losses, seconds
+    finally:
+        getattr(source, "close", lambda: None)()  # Grain's threads and processes stop here
 
 
 def warm_up(step, x, y, calls: int = 60) -> None:
