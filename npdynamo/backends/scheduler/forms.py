@@ -157,7 +157,8 @@ def program_candidate(program, graph: Graph, partition, kernels: dict,
     ``kernels``: fusion group -> its kernel entry; ``calm_only``: the groups followed by a NumPy
     call (``program.needs_calm_state``)."""
     if (mode() == "never" or not _names_free(graph) or program.symbols
-            or len(program.step_lines) != len(partition.steps)):
+            or len(program.step_lines) != len(partition.steps)
+            or any(reserved(name) for name in program.globals)):
         return None
     steps = []
     for i, (item, lines) in enumerate(zip(partition.steps, program.step_lines)):
