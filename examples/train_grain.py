@@ -11,8 +11,8 @@ cost can be dialled (``--load-passes``). Three ways of feeding the step are time
 * Grain processes: ``mp_prefetch`` with worker processes.
 
 Prefetching can only overlap the step if the step lets go of the GIL while it computes: the
-compiled step holds it only in its guards and dispatch (``gil_held_fraction`` measures it and
-the example prints it). Each way trains a fresh copy of the same parameters on the same batches
+compiled step holds it only in its guards and dispatch (``npdynamo.gil_held_fraction``
+measures it and the example prints it). Each way trains a fresh copy of the same parameters on the same batches
 (the pipeline is seeded), so their losses agree.
 
     python examples/train_grain.py [--epochs 2] [--load-passes 4] [--quick]
@@ -34,7 +34,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_mlp  # noqa: E402
 
 import npdynamo  # noqa: E402
-from npdynamo.backends.scheduler import gil_held_fraction  # noqa: E402
 
 BATCH = train_mlp.BATCH
 
@@ -169,7 +168,7 @@ def main(argv: list[str] | None = None) -> dict:
     warm_up(step, x, y)
     load, run = per_batch_costs(step, x, y, args.load_passes)
     params = train_mlp.init_params()
-    held = gil_held_fraction(step, params, x[:BATCH], y[:BATCH], seconds=0.3)
+    held = npdynamo.gil_held_fraction(step, params, x[:BATCH], y[:BATCH], seconds=0.3)
     print(f"MLP {'->'.join(map(str, train_mlp.SIZES))}, {len(x)} samples, batch {BATCH}, "
           f"{epochs} epoch(s); per batch: load {load * 1e3:.2f} ms, step {run * 1e3:.2f} ms; "
           f"the compiled step holds the GIL {held:.0%} of its time")

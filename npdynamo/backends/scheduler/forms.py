@@ -158,7 +158,7 @@ def program_candidate(program, graph: Graph, partition, kernels: dict,
     call (``program.needs_calm_state``)."""
     if (mode() == "never" or not _names_free(graph) or program.symbols
             or len(program.step_lines) != len(partition.steps)
-            or any(reserved(name) for name in program.globals)):
+            or any(name in RESERVED for name in program.globals if name != "forward")):
         return None
     steps = []
     for i, (item, lines) in enumerate(zip(partition.steps, program.step_lines)):

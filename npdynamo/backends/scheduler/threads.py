@@ -3,8 +3,9 @@
 Streams after the first run on a small pool of daemon threads shared by every scheduled graph,
 one thread per extra stream at most (``workers``). OpenBLAS has a pool of its own: two matmuls
 side by side, each with every core, fight over the cores, so a scheduled call limits BLAS to one
-thread while it runs and puts the count back after (``BlasThreads``: ``threadpoolctl`` finds the
-BLAS libraries NumPy loaded; setting the count is one C call, about a microsecond). The limit is
+thread while it runs and puts the count back after (``BlasThreads``: ``threadpoolctl``, the
+``threads`` extra, finds the BLAS libraries NumPy loaded; setting the count is one C call, about
+a microsecond; without threadpoolctl BLAS keeps its pool). The limit is
 process-wide for that time: a BLAS call on another thread meanwhile runs on one thread too.
 Whether the scheduled form wins with it is measured by the tuner, never assumed.
 """
@@ -56,7 +57,7 @@ class BlasThreads:
             try:
                 import numpy  # noqa: F401  (BLAS is loaded with NumPy)
                 from threadpoolctl import ThreadpoolController
-            except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+            except ImportError:  # (the ``threads`` extra): BLAS keeps its pool
                 self._controllers = []
             else:
                 found = ThreadpoolController().select(user_api="blas").lib_controllers
