@@ -12,8 +12,8 @@ cost can be dialled (``--load-passes``). Three ways of feeding the step are time
 
 Prefetching can only overlap the step if the step lets go of the GIL while it computes: the
 compiled step holds it only in its guards and dispatch (``npdynamo.gil_held_fraction``
-measures it and the example prints it). Each way trains a fresh copy of the same parameters on the same batches
-(the pipeline is seeded), so their losses agree.
+measures it and the example prints it). Each way trains a fresh copy of the same parameters
+on the same batches (the pipeline is seeded), so their losses agree.
 
     python examples/train_grain.py [--epochs 2] [--load-passes 4] [--quick]
 """
