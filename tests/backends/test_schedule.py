@@ -421,3 +421,24 @@ def test_explain_shows_the_streams_and_what_runs_side_by_side(monkeypatch):
         assert "Schedule of graph 1: 2 streams" in short, short
         assert "side by side: matmul | matmul_1" in short
         assert "stream 1: matmul_1" in report.verbose()
+
+
+def test_ops_in_a_users_errstate_block_stay_serial(monkeypatch):
+    """Their own error state (here: underflow warns) is the serial form's to apply."""
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+
+    def blocks(x, y):
+        with np.errstate(under="warn"):
+            a = x * 1e-300
+        return a * 1e-300, np.exp(y)
+
+    x, y = np.full(3, 1e-10), np.linspace(0, 1, 3)
+    compiled = npdynamo.compile(blocks)
+    with warnings.catch_warnings(record=True) as plain:
+        warnings.simplefilter("always")
+        want = blocks(x, y)
+    with warnings.catch_warnings(record=True) as got_warnings:
+        warnings.simplefilter("always")
+        got = compiled(x, y)
+    assert_same_value(want, got)
+    assert [str(w.message) for w in got_warnings] == [str(w.message) for w in plain]

@@ -39,6 +39,7 @@ from npdynamo.backends.scheduler.runner import RESERVED, calm, reserved, schedul
 from npdynamo.fx.codegen import Emitter
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
+from npdynamo.fx.subgraphs import under_errstate
 from npdynamo.ops.random import GENERATOR_TYPES, GeneratorMeta
 
 #: A plan must save at least this much (estimated ns per call) to be offered to the tuner.
@@ -120,8 +121,9 @@ def eager_candidate(graph: Graph, serial: Callable[..., tuple],
                     aliases: dict[Node, frozenset[Node]]) -> Candidate | None:
     """The scheduled form of ``graph`` on the eager backend, or None (see the docstring).
     ``aliases``: which arrays each value may share memory with (``eager.may_alias``)."""
-    if mode() == "never" or not _names_free(graph) or graph.output_node is None:
-        return None
+    if (mode() == "never" or not _names_free(graph) or graph.output_node is None
+            or under_errstate(graph)):
+        return None  # (ops in a user's np.errstate block: their own state, in the serial form)
     emitter = Emitter({n.name for n in graph.nodes} | RESERVED)
     steps = []
     for node in graph.nodes:
@@ -156,7 +158,7 @@ def program_candidate(program, graph: Graph, partition, kernels: dict,
     """The scheduled form of a numba ``Program`` (see the module docstring), or None.
     ``kernels``: fusion group -> its kernel entry; ``calm_only``: the groups followed by a NumPy
     call (``program.needs_calm_state``)."""
-    if (mode() == "never" or not _names_free(graph) or program.symbols
+    if (mode() == "never" or not _names_free(graph) or program.symbols or under_errstate(graph)
             or len(program.step_lines) != len(partition.steps)
             or any(name in RESERVED for name in program.globals if name != "forward")):
         return None
