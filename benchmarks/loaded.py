@@ -3,7 +3,7 @@ taken by another process, side by side.
 
 For each workload, NumPy and the numba backend are timed on a quiet machine, then again while a
 child process spins on one core (the machine has two). Each condition compiles afresh, so the
-graph's tuning (``backends/numba/tuning.py``: numba parallel, numba serial or the eager graph,
+graph's tuning (``backends/tuning.py``: numba parallel, numba serial or the eager graph,
 whichever is fastest on the first warm calls) decides under that condition; the "untuned"
 column is the default parallel program with tuning off (``NPDYNAMO_NUMBA_TUNE=0``), what a
 parallel kernel whose thread loses its core costs without it. Ratios are NumPy time / compiled

@@ -33,6 +33,11 @@ if __name__ == "__main__":
     from benchmarks import loaded
 
     loaded.main()  # quiet against one core taken by another process
+    # The scheduler: independent ops side by side, a Grain loader beside the compiled step.
+    from benchmarks import schedule
+
+    print()
+    schedule.main()
     kmeans.main()  # np.linalg.norm as a fused reduction
     startup.main()
     # Dynamic shapes: a training step fed 20 batch sizes, graphs and kernels compiled.

@@ -7,6 +7,7 @@ guarded by shapes, dtypes and values, and the graph is compiled by a backend.
 from npdynamo import config, fx, ops
 from npdynamo.autograd import grad, value_and_grad
 from npdynamo.backends import list_backends, register_backend
+from npdynamo.backends.scheduler import gil_held_fraction
 from npdynamo.capture.builtins_table import graph_break
 from npdynamo.capture.dynamic_dims import mark_dynamic, mark_static
 from npdynamo.capture.explain import ExplainOutput, explain
@@ -45,6 +46,7 @@ __all__ = [
     "explain",
     "fori_loop",
     "fx",
+    "gil_held_fraction",
     "grad",
     "graph_break",
     "inspect",

@@ -52,6 +52,7 @@ def short_text(out) -> str:
                      + (f", {fell} graph(s) fell back to NumPy" if fell else ""))
         # per loop: one compiled program, or the Python loop and why
         lines += [f"  {loop}" for r in kernels for loop in getattr(r, "loops", ())]
+    lines += _schedule_lines(out.backend_reports)
     if out.aot_functions:
         lines.append(f"AOT autograd: {len(out.aot_functions)} forward/backward pair(s)")
     dynamic = dynamic_inputs(out.graphs)
@@ -63,6 +64,20 @@ def short_text(out) -> str:
         lines.append(f"Guards: {sum(len(g) for g in by_function.values())} ({counts}); "
                      "report.verbose() lists them")
     return "\n".join(lines)
+
+
+def _schedule_lines(reports: list) -> list[str]:
+    """The graphs the scheduler may run on several streams: their plan's first line and which
+    steps it runs side by side (``backends/scheduler``; ``verbose()`` has every stream)."""
+    lines = []
+    for i, report in enumerate(reports, 1):
+        schedule = getattr(report, "schedule", report)  # numba's report holds it; eager's is it
+        plan = getattr(schedule, "plan", None)
+        if not plan:
+            continue
+        lines.append(f"Schedule of graph {i}: {plan[0]}")
+        lines += [f"  {line}" for line in plan[1:] if line.startswith("side by side")]
+    return lines
 
 
 def _loop_lines(out, capped: bool) -> list[str]:

@@ -162,6 +162,11 @@ class _Emitter:
         return f"{self.target(node.target)}({', '.join(parts)})"
 
 
+#: The emitter, for a backend that generates its own arrangement of the graph's statements
+#: (``backends/scheduler``: one function per stream, each node's call spelt as here).
+Emitter = _Emitter
+
+
 #: Comparisons spelt as operators when both sides are NumPy scalars (or Python numbers): the
 #: scalar's own comparison gives the same ``np.bool_`` as the ufunc in ~15 ns instead of
 #: ~450 ns, and a loop condition (``while err > tol``) runs it once per iteration.

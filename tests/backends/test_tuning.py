@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import npdynamo
-from npdynamo.backends.numba import tuning
+from npdynamo.backends import tuning
 from npdynamo.backends.numba.backend import TUNING_PENDING
 from tests.backends.compare import assert_close
 

@@ -16,12 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from npdynamo import progress
-from npdynamo.backends.eager import eager_forward
-from npdynamo.backends.numba import diskcache, threads, tuning
+from npdynamo.backends import scheduler, tuning
+from npdynamo.backends.eager import eager_forward, may_alias
+from npdynamo.backends.numba import diskcache, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
 from npdynamo.backends.numba.loop_program import loop_programs
-from npdynamo.backends.numba.program import Program, direct_writes
+from npdynamo.backends.numba.program import Program, direct_writes, needs_calm_state
 from npdynamo.backends.numba.subgraphs import compile_subgraphs
 from npdynamo.fx import passes
 from npdynamo.fx.graph import Graph
@@ -61,6 +62,8 @@ class NumbaReport:
     direct_writes: list[str] = field(default_factory=list)
     #: what the first warm calls chose (numba parallel / serial / eager) and their times
     tuning: str = TUNING_PENDING
+    #: the scheduled form offered to the tuner (``backends/scheduler``), or None
+    schedule: scheduler.ScheduleReport | None = None
     dispatchers: list = field(default_factory=list, repr=False)  # the distinct numba kernels
 
     def compiled_kernels(self) -> int:
@@ -100,6 +103,8 @@ class NumbaReport:
             lines += [f"  {line}" for line in inner[1:]]
         if self.direct_writes:
             lines.append(f"  written in place by the kernels: {', '.join(self.direct_writes)}")
+        if self.schedule is not None:
+            lines += [f"  {line}" for line in str(self.schedule).splitlines()]
         if self.kernels and not (nested and self.tuning == TUNING_PENDING):
             lines.append(f"  {self.tuning}")
         return "\n".join(lines)
@@ -225,18 +230,28 @@ def _compile(gm, example_inputs: list, report: NumbaReport,
     log.info("numba program for graph %s:\n%s", gm.name, program.source)
     if part.groups and _concrete(example_inputs, graph):
         _warm_up(program, example_inputs, gm, log)
-    return _tuned(program, eager, report, graph)
+    scheduled = scheduler.program_candidate(program, graph, part, kernels, may_alias(graph),
+                                            needs_calm_state(part))
+    if scheduled is not None:
+        scheduled.report.decision = ""  # the tuning line says it
+        report.schedule = scheduled.report
+    return _tuned(program, eager, report, graph, scheduled, gm.graph)
 
 
 def _tuned(
-    program: Program, eager: Callable[..., tuple], report: NumbaReport, graph: Graph
+    program: Program, eager: Callable[..., tuple], report: NumbaReport, graph: Graph,
+    scheduled: scheduler.Candidate | None = None, eager_graph: Graph | None = None,
 ) -> Callable:
-    """The program, or (``tuning``) whichever of its parallel and serial forms and the eager
-    graph runs this graph fastest on its first warm calls."""
+    """The program, or (``tuning``) whichever of its parallel and serial forms, its scheduled
+    form (independent steps side by side) and the eager graph runs this graph fastest on its
+    first warm calls."""
     if not program.kernel_names and not report.loops and not report.subgraphs:
         # nothing for numba to run: the eager backend's code is the same NumPy calls, with its
         # in-place writes (``z = np.zeros(...); z[:, :, 0] = x`` assigns, not copies)
         report.tuning = "no kernels: runs as the eager graph (NumPy calls only)"
+        if eager_graph is not None:  # its independent calls side by side, when measured faster
+            eager = scheduler.tuned_eager(eager_graph, eager, may_alias(eager_graph))
+            report.schedule = getattr(eager, "npdynamo_report", None)
         return _eager_with_report(eager, report)
     # (a graph whose only kernels are its loops' or branches' is tuned like any other: the
     # eager graph's loops write their carried arrays in place, and may well be faster)
@@ -245,6 +260,10 @@ def _tuned(
         # thread policy decides per call from the concrete size instead
         report.tuning = "not tuned (its sizes vary per call: parallel chosen per call by size)"
         return program.fn
+    if scheduled is not None and scheduler.mode() == "always":
+        report.tuning = "runs scheduled (NPDYNAMO_SCHEDULE=always: not timed)"
+        scheduled.run.npdynamo_report = report
+        return scheduled.run
     if not tuning.tuning_enabled():
         report.tuning = "not tuned (NPDYNAMO_NUMBA_TUNE=0)"
         return program.fn
@@ -258,6 +277,8 @@ def _tuned(
         ]
     else:
         candidates.append(tuning.Candidate("numba", program.fn))
+    if scheduled is not None:
+        candidates.append(tuning.Candidate("numba scheduled", scheduled.run))
 
     def record(text: str) -> None:
         report.tuning = text

@@ -266,7 +266,10 @@ class Program:
                               for node, holder in entry[0].into.items()}
         self._writes_started = False  # whether a kernel emitted so far may write an input
         self._calm_only = needs_calm_state(partition)
+        #: each step's lines, without the ``del`` after it (the scheduler's streams run them)
+        self.step_lines: list[list[str]] = []
         for i, step in enumerate(partition.steps):
+            start = len(body)
             if isinstance(step, FusionGroup):
                 self._kernel_call(step, kernels[step], ns, body)
             else:
@@ -274,11 +277,14 @@ class Program:
                 # a draw has advanced its generator: from here a failing kernel must not rerun
                 # the whole call (it would draw again), only its own group
                 self._writes_started |= getattr(step.target, "impure", False)
+            self.step_lines.append(body[start:])
             if dead_after.get(i):
                 # free temporaries at once: NumPy reuses their memory for the next allocation,
                 # where fresh pages would cost a page fault each
                 body.append(f"del {', '.join(dead_after[i])}")
         sizes = symbol_reads(graph, ns.symbols, ns.symbol)
+        self.symbols = dict(ns.symbols)  # sizes read per call (the scheduler leaves those)
+        self.render = ns.render
         ns.values.update(_fell_back=False, _direct=True, _own=_own_copy, _calm=ufuncs_cannot_raise,
                          _parallel_from=threads.PARALLEL_MIN_ELEMENTS,
                          _eager=eager, _fallback=self._fallback,

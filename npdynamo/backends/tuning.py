@@ -1,12 +1,14 @@
 """Each compiled graph checks, on its first warm calls, which way of running it is fastest here.
 
-The last step of the numba backend. Whether a graph is fastest as fused kernels with parallel
-loops, as serial kernels, or as plain NumPy calls (the eager graph) depends on this machine, its
-load and the sizes: a parallel kernel whose thread loses its core waits for it, so with one core
-kept busy by another process the parallel version can be many times slower than the serial one,
-and a graph of a few tiny ops may run faster as NumPy calls than through a program. The graph is
-functional, so running the same call through either candidate is safe: every candidate returns
-what the eager backend returns (numba's within floating-point tolerance).
+The last step of the numba backend, and of the eager backend for a graph the scheduler could run
+on several threads (``backends/scheduler``). Whether a graph is fastest as fused kernels with
+parallel loops, as serial kernels, or as plain NumPy calls (the eager graph) depends on this
+machine, its load and the sizes: a parallel kernel whose thread loses its core waits for it, so
+with one core kept busy by another process the parallel version can be many times slower than
+the serial one, and a graph of a few tiny ops may run faster as NumPy calls than through a
+program. The graph is functional, so running the same call through either candidate is safe:
+every candidate returns what the eager backend returns (numba's within floating-point
+tolerance).
 
 So the callable returned to the entry runs each warm call through ONE candidate, in turn: a first
 round per candidate that is not counted (it may load a kernel or start numba's thread pool), then

@@ -1,0 +1,209 @@
+"""Serial against scheduled: independent ops side by side, and a loader beside the step.
+
+Part 1: each workload is compiled three times per backend: serial (``NPDYNAMO_SCHEDULE=never``),
+scheduled (``always``: the scheduled form, not timed against anything) and as a user gets it
+(``auto``: the tuner times both on the first warm calls and keeps the faster). Ratios are serial
+time / that time (> 1: faster than serial). Workloads: (a) two independent branches of equal
+cost, each single-threaded (BLAS limited to one thread with threadpoolctl, numba kernels
+serial); (b) the training step of a two-layer MLP (forward and backward); (c) Adam updates of six
+parameter arrays of mixed sizes; (d) an ensemble of four small MLPs on one batch.
+
+Part 2: the MLP of ``examples/train_grain.py`` trained from its Grain pipeline, the loader's
+per-batch cost dialled to about the step's: synchronous, Grain threads, Grain processes. With
+prefetch an epoch should take about max(load, step) per batch, synchronous their sum.
+
+    python benchmarks/schedule.py
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import types
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import npdynamo  # noqa: E402
+from benchmarks.common import fmt_time, interleaved  # noqa: E402
+from npdynamo.autograd import value_and_grad  # noqa: E402
+from npdynamo.capture.frames import compiled_entries  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def branches(x1, w1, x2, w2):
+    y1 = np.maximum(x1 @ w1, 0.0)
+    y2 = np.maximum(x2 @ w2, 0.0)
+    return y1, y2
+
+
+def mlp_loss(params, x, y):
+    h = np.maximum(x @ params["w1"] + params["b1"], 0.0)
+    logits = h @ params["w2"] + params["b2"]
+    logits = logits - logits.max(axis=1, keepdims=True)
+    logp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    return -logp[np.arange(x.shape[0]), y].mean()
+
+
+def mlp_step(params, x, y):
+    loss, grads = value_and_grad(mlp_loss)(params, x, y)
+    for k in params:
+        params[k] -= 0.01 * grads[k]
+    return loss
+
+
+def adam(params, grads, ms, vs, t):
+    b1, b2, lr, eps = 0.9, 0.999, 1e-3, 1e-8
+    for k in params:
+        ms[k] *= b1
+        ms[k] += (1 - b1) * grads[k]
+        vs[k] *= b2
+        vs[k] += (1 - b2) * grads[k] * grads[k]
+        params[k] -= lr * (ms[k] / (1 - b1**t)) / (np.sqrt(vs[k] / (1 - b2**t)) + eps)
+
+
+def ensemble(models, x):
+    return [np.tanh(x @ m["w1"] + m["b1"]) @ m["w2"] + m["b2"] for m in models]
+
+
+def _mlp(sizes, seed):
+    rng = np.random.default_rng(seed)
+    return {"w1": rng.standard_normal(sizes[:2]) / np.sqrt(sizes[0]), "b1": np.zeros(sizes[1]),
+            "w2": rng.standard_normal(sizes[1:]) / np.sqrt(sizes[1]), "b2": np.zeros(sizes[2])}
+
+
+def _adam_args():
+    shapes = [(1024, 512), (512,), (512, 512), (512,), (512, 64), (64,)]
+    params = {f"p{i}": RNG.standard_normal(s) for i, s in enumerate(shapes)}
+    grads = {k: RNG.standard_normal(v.shape) for k, v in params.items()}
+    return (params, grads, {k: np.zeros_like(v) for k, v in params.items()},
+            {k: np.zeros_like(v) for k, v in params.items()}, 3)
+
+
+CASES = [
+    ("(a) two branches, 1 thread each", branches, True,
+     lambda: tuple(RNG.standard_normal((384, 384)) for _ in range(4))),
+    ("(b) MLP 784-512-10 step, batch 512", mlp_step, False,
+     lambda: (_mlp((784, 512, 10), 1), RNG.standard_normal((512, 784)),
+              RNG.integers(0, 10, 512))),
+    ("(c) Adam, 6 arrays (1024x512 .. 64)", adam, False, _adam_args),
+    ("(d) ensemble of 4 MLPs 256-256-10, batch 512", ensemble, False,
+     lambda: ([_mlp((256, 256, 10), s) for s in range(4)], RNG.standard_normal((512, 256)))),
+]
+
+
+def _copy(fn, tag: str):
+    """``fn`` with a code object of its own: its own cache entries, compiled under the mode
+    in force when it is first called."""
+    code = fn.__code__.replace(co_name=f"{fn.__name__}_{tag}")
+    return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__,
+                              fn.__closure__)
+
+
+@contextlib.contextmanager
+def _env(**values):
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _compiled(fn, backend: str, mode: str, args: tuple, one_thread: bool):
+    """``fn`` compiled under ``NPDYNAMO_SCHEDULE=mode`` and warmed up there (the tuner's
+    calls included)."""
+    compiled = npdynamo.compile(_copy(fn, f"{backend}_{mode}"), backend=backend)
+    extra = {"NPDYNAMO_NUMBA_PARALLEL": "never"} if one_thread else {}
+    with _env(NPDYNAMO_SCHEDULE=mode, **extra):
+        for _ in range(40):
+            compiled(*args)
+    return compiled
+
+
+def _choice(compiled) -> str:
+    entries = compiled_entries(compiled)
+    report = getattr(entries[0].compiled, "npdynamo_report", None) if entries else None
+    text = str(report) if report is not None else ""
+    if "scheduled form" not in text:
+        return "serial (nothing to run side by side)"
+    for line in text.splitlines():
+        if "runs as" in line:
+            return line.strip().split(" (")[0].replace("runs as ", "")
+    return "?"
+
+
+def part_one() -> list[dict]:
+    from threadpoolctl import threadpool_limits
+
+    rows = []
+    for name, fn, one_thread, make in CASES:
+        limit = threadpool_limits(1, user_api="blas") if one_thread else contextlib.nullcontext()
+        with limit:
+            for backend in ("eager", "numba"):
+                args = make()
+                fns = {mode: _compiled(fn, backend, mode, args, one_thread)
+                       for mode in ("never", "always", "auto")}
+                times = interleaved(fns, args, samples=9)
+                serial = times["never"]["median"]
+                rows.append({"case": name, "backend": backend, "serial": serial,
+                             "scheduled": times["always"]["median"],
+                             "tuned": times["auto"]["median"], "choice": _choice(fns["auto"]),
+                             "others": times["never"]["others"]})
+    return rows
+
+
+def part_two() -> dict:
+    """The Grain training loop with the loader's cost about the step's (BLAS on one thread:
+    the step takes one core, the loader the other)."""
+    from threadpoolctl import threadpool_limits
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "examples"))
+    import train_grain
+    import train_mlp
+
+    x, y = train_mlp.make_data()
+    with threadpool_limits(1, user_api="blas"):
+        step = npdynamo.compile(train_mlp.step, backend="numba")
+        train_grain.warm_up(step, x, y)
+        load0, run = train_grain.per_batch_costs(step, x, y, 0, per_sample=False)
+        load8, _ = train_grain.per_batch_costs(step, x, y, 8, per_sample=False)
+        per_pass = max((load8 - load0) / 8, 1e-6)
+        passes = min(64, max(1, round((run - load0) / per_pass)))
+        load, run = train_grain.per_batch_costs(step, x, y, passes, per_sample=False)
+        out = {"passes": passes, "load": load, "step": run}
+        per_epoch = len(x) // train_grain.BATCH
+        for how in ("sync", "threads", "processes"):
+            _, seconds = train_grain.train(step, x, y, 2, passes, how, per_sample=False)
+            out[how] = min(seconds) / per_epoch
+    return out
+
+
+def main() -> None:
+    print("Scheduler: serial against scheduled (ratio = serial time / time; > 1 is faster)")
+    print(f"  {'workload':<46} {'backend':<7} {'serial':>11} {'scheduled':>11} "
+          f"{'ratio':>6} {'tuned':>11} {'ratio':>6}  tuner's choice")
+    for r in part_one():
+        print(f"  {r['case']:<46} {r['backend']:<7} {fmt_time(r['serial'])} "
+              f"{fmt_time(r['scheduled'])} {r['serial'] / r['scheduled']:5.2f}x "
+              f"{fmt_time(r['tuned'])} {r['serial'] / r['tuned']:5.2f}x  {r['choice']}"
+              f"  (others used {r['others']:.1f} cores)")
+    loop = part_two()
+    best = max(loop["load"], loop["step"])
+    print(f"\nTraining loop from Grain (numba step): per batch load {fmt_time(loop['load'])} "
+          f"({loop['passes']} preprocessing passes), step {fmt_time(loop['step'])}")
+    for how in ("sync", "threads", "processes"):
+        print(f"  {how:<10} {fmt_time(loop[how])} per batch = {loop[how] / best:.2f}x "
+              f"max(load, step), {loop[how] / (loop['load'] + loop['step']):.2f}x their sum")
+
+
+if __name__ == "__main__":
+    main()

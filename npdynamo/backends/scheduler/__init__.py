@@ -1,0 +1,59 @@
+"""The inter-operator scheduler: independent ops and kernels of a graph run side by side.
+
+Its place in the pipeline is the end of a backend: the eager backend (its ops) and the numba
+backend (its program's kernels and NumPy calls) hand it their serial form, and it returns the
+callable to run. In order: ``plan`` (steps, their dependencies with memory effects, streams by
+list scheduling), ``runner`` (one generated function per stream, events between them, the
+exact fallback to the serial form), ``threads`` (the worker pool, BLAS's pool via
+threadpoolctl), ``forms`` (a graph or a numba program as steps), ``gil`` (how much of a call
+holds the GIL). Whether a graph runs scheduled is measured by the tuner (``backends/tuning``),
+never assumed. ``docs/scheduling.md`` is the user's guide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from npdynamo.backends import tuning
+from npdynamo.backends.scheduler.forms import (
+    Candidate,
+    ScheduleReport,
+    eager_candidate,
+    mode,
+    program_candidate,
+)
+from npdynamo.backends.scheduler.gil import gil_held_fraction
+
+__all__ = ["Candidate", "ScheduleReport", "eager_candidate", "gil_held_fraction", "mode",
+           "program_candidate", "tuned_eager"]
+
+
+def tuned_eager(graph, serial: Callable[..., tuple], aliases) -> Callable[..., tuple]:
+    """The eager backend's callable for ``graph``: ``serial`` itself, or (when the graph has
+    independent parts worth running side by side) whichever of ``serial`` and the scheduled
+    form the tuner measures faster, carrying a ``ScheduleReport`` for ``explain``."""
+    candidate = eager_candidate(graph, serial, aliases)
+    if candidate is None:
+        return serial
+    report = candidate.report
+    if mode() == "always":
+        report.decision = "runs scheduled (NPDYNAMO_SCHEDULE=always: not timed)"
+        fn = candidate.run
+    elif not tuning.tuning_enabled():
+        report.decision = "runs serially (tuning is off: NPDYNAMO_NUMBA_TUNE=0)"
+        fn = _with_forward(serial)
+    else:
+        def record(text: str) -> None:
+            report.decision = text
+
+        fn = tuning.fastest_of([tuning.Candidate("serial", serial),
+                                tuning.Candidate("scheduled", candidate.run)], record)
+    fn.npdynamo_report = report
+    return fn
+
+
+def _with_forward(serial: Callable[..., tuple]) -> Callable[..., tuple]:
+    def run(*args):
+        return serial(*args)
+
+    return run

@@ -1,0 +1,448 @@
+"""The inter-operator scheduler: scheduled results are bitwise the serial ones, on both backends.
+
+Each function is compiled twice, serial (``NPDYNAMO_SCHEDULE=never``) and scheduled (``always``:
+every independent step on its own stream, not timed), with the tuner off, so the numba program
+runs its serial kernels both ways; results and the arguments' state afterwards are compared bit
+for bit, and with plain Python. A test hook pauses at random before each step, so the streams
+interleave in many orders.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import npdynamo
+from npdynamo.autograd import value_and_grad
+from npdynamo.backends.eager import may_alias
+from npdynamo.backends.numba import numba_backend
+from npdynamo.backends.scheduler import gil_held_fraction, runner, tuned_eager
+from npdynamo.backends.scheduler.plan import Step, assign_streams, dependencies
+from npdynamo.capture.frames import compiled_entries
+from npdynamo.fx import Graph, GraphModule
+from npdynamo.fx.node import Node
+from npdynamo.ops.meta import ArrayMeta
+from tests.backends.compare import assert_close
+from tests.backends.random_graphs import random_graphs
+from tests.differential import assert_same_value, check_same
+
+BACKENDS = ["eager", "numba"]
+
+
+@pytest.fixture(autouse=True)
+def _serial_kernels(monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "0")
+    monkeypatch.setenv("NPDYNAMO_NUMBA_PARALLEL", "never")
+
+
+@pytest.fixture
+def jitter(monkeypatch):
+    """Random pauses (0-300 us) before every step of the scheduled forms made meanwhile."""
+    rng = random.Random(7)
+    monkeypatch.setattr(runner, "STEP_HOOK", lambda: time.sleep(rng.random() * 3e-4))
+
+
+
+
+def run_both_forms(fn, args, backend, monkeypatch, calls=3):
+    """Serial and scheduled forms of ``fn`` on copies of ``args``: same results and arguments
+    after, bit for bit, on every call; returns the scheduled form's report."""
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "never")
+    serial = npdynamo.compile(fn, backend=backend)
+    serial_args = copy.deepcopy(args)
+    want = [serial(*serial_args) for _ in range(calls)]
+    npdynamo.reset()
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    scheduled = npdynamo.compile(fn, backend=backend)
+    got_args = copy.deepcopy(args)
+    got = [scheduled(*got_args) for _ in range(calls)]
+    assert_same_value(want, got)
+    assert_same_value(_state(serial_args), _state(got_args), "arguments after")
+    (entry,) = compiled_entries(scheduled)
+    report = entry.compiled.npdynamo_report
+    run = report.schedule.run if backend == "numba" else report.run
+    assert run.npdynamo_reruns == [0]  # every call completed scheduled
+    return report
+
+
+def check_plain(fn, args, backend):
+    """The compiled function (default schedule mode) against plain Python: bitwise on the eager
+    backend, within the documented tolerances on numba."""
+    if backend == "eager":
+        check_same(fn, *args, backend=backend)
+        return
+    compiled = npdynamo.compile(fn, backend=backend)
+    for _ in range(2):
+        plain_args, got_args = copy.deepcopy(args), copy.deepcopy(args)
+        assert_close(compiled(*got_args), fn(*plain_args))
+        assert_close(got_args, plain_args)
+
+
+def _state(value):
+    """Generators as their states (comparable), the rest as is."""
+    if isinstance(value, np.random.Generator):
+        return value.bit_generator.state
+    if isinstance(value, (list, tuple)):
+        return type(value)(_state(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _state(v) for k, v in value.items()}
+    return value
+
+
+def scheduled_text(report) -> str:
+    text = str(report)
+    assert "stream 1:" in text, text
+    assert "runs scheduled" in text or "runs as" in text, text
+    return text
+
+
+def branches(x1, w1, x2, w2):
+    y1 = np.maximum(x1 @ w1, 0.0)
+    y2 = np.maximum(x2 @ w2, 0.0)
+    return y1 + y2, y1.sum(), np.tanh(y2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_independent_branches(backend, monkeypatch, jitter):
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((16, 16)) for _ in range(4)]
+    report = run_both_forms(branches, args, backend, monkeypatch)
+    text = scheduled_text(report)
+    assert "side by side:" in text and "matmul" in text
+    check_plain(branches, args, backend)
+
+
+def views_and_updates(x, y, w, g):
+    a = x[:, :3]  # a view of an input, read after the input is updated
+    b = x.T * 2.0
+    x[0] += 1.0
+    c = a + 1.0
+    w -= 0.1 * g  # updates of inputs, computed into them where the backend can
+    y *= 2.0
+    s = np.exp(-y).sum()
+    return c, b, w.sum(), y + a.sum(), s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_views_and_in_place_updates_keep_their_order(backend, monkeypatch, jitter):
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal((5, 6)), rng.standard_normal(7), rng.standard_normal((4, 4)),
+            rng.standard_normal((4, 4))]
+    run_both_forms(views_and_updates, args, backend, monkeypatch)
+    check_plain(views_and_updates, args, backend)
+
+
+def draws(rng, x, y):
+    a = rng.standard_normal(x.shape)
+    b = np.tanh(y) * 3.0
+    c = rng.uniform(size=y.shape)
+    d = (x @ x.T).sum()
+    e = rng.standard_normal(4)
+    return a + x, b * c, d, e
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_draws_keep_program_order(backend, monkeypatch, jitter):
+    args = [np.random.default_rng(5), np.ones((6, 3)), np.linspace(-1, 1, 9)]
+    report = run_both_forms(draws, args, backend, monkeypatch, calls=4)
+    scheduled_text(report)
+    plain_args = copy.deepcopy(args)
+    want = draws(*plain_args)
+    npdynamo.reset()
+    compiled = npdynamo.compile(draws, backend=backend)
+    got_args = copy.deepcopy(args)
+    assert_same_value(want, compiled(*got_args))
+    assert_same_value(_state(plain_args), _state(got_args))
+
+
+def adam(params, grads, ms, vs, t):
+    b1, b2, lr, eps = 0.9, 0.999, 1e-3, 1e-8
+    for k in params:
+        ms[k] *= b1
+        ms[k] += (1 - b1) * grads[k]
+        vs[k] *= b2
+        vs[k] += (1 - b2) * grads[k] * grads[k]
+        params[k] -= lr * (ms[k] / (1 - b1**t)) / (np.sqrt(vs[k] / (1 - b2**t)) + eps)
+
+
+def adam_state(seed=2):
+    rng = np.random.default_rng(seed)
+    shapes = {"w1": (20, 12), "b1": (12,), "w2": (12, 7), "b2": (7,), "w3": (30,), "s": (3, 3)}
+    params = {k: rng.standard_normal(s) for k, s in shapes.items()}
+    grads = {k: rng.standard_normal(s) for k, s in shapes.items()}
+    zeros = lambda: {k: np.zeros(s) for k, s in shapes.items()}  # noqa: E731
+    return [params, grads, zeros(), zeros(), 3]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_adam_updates_of_six_arrays(backend, monkeypatch, jitter):
+    report = run_both_forms(adam, adam_state(), backend, monkeypatch)
+    scheduled_text(report)
+    check_plain(adam, adam_state(), backend)
+
+
+def mlp_loss(params, x, y):
+    h = np.maximum(x @ params["w1"] + params["b1"], 0.0)
+    logits = h @ params["w2"] + params["b2"]
+    logits = logits - logits.max(axis=1, keepdims=True)
+    logp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    return -logp[np.arange(x.shape[0]), y].mean()
+
+
+def mlp_step(params, x, y):
+    loss, grads = value_and_grad(mlp_loss)(params, x, y)
+    for k in params:
+        params[k] -= 0.1 * grads[k]
+    return loss
+
+
+def mlp_params(seed, sizes=(10, 8, 4)):
+    rng = np.random.default_rng(seed)
+    return {"w1": rng.standard_normal(sizes[:2]), "b1": np.zeros(sizes[1]),
+            "w2": rng.standard_normal(sizes[1:]), "b2": np.zeros(sizes[2])}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backward_graph_of_an_mlp(backend, monkeypatch, jitter):
+    rng = np.random.default_rng(3)
+    args = [mlp_params(3), rng.standard_normal((6, 10)), rng.integers(0, 4, 6)]
+    report = run_both_forms(mlp_step, args, backend, monkeypatch)
+    scheduled_text(report)
+
+
+def ensemble(models, x):
+    return [np.tanh(x @ m["w1"] + m["b1"]) @ m["w2"] for m in models]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ensemble_of_four_models(backend, monkeypatch, jitter):
+    rng = np.random.default_rng(4)
+    args = [[mlp_params(i) for i in range(4)], rng.standard_normal((5, 10))]
+    report = run_both_forms(ensemble, args, backend, monkeypatch)
+    assert "stream 1:" in str(report)
+
+
+def warns(x, y):
+    a = np.log(x)  # divide by zero at 0
+    b = np.sqrt(y) * 2.0  # invalid value for negatives
+    return a + 1.0, b
+
+
+def test_warnings_are_the_serial_ones_in_the_serial_order(monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    compiled = npdynamo.compile(warns)
+    x, y = np.array([0.0, 1.0, 2.0]), np.array([-1.0, 4.0, 9.0])
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as plain:
+            warnings.simplefilter("always")
+            want = warns(x, y)
+        with warnings.catch_warnings(record=True) as got_warnings:
+            warnings.simplefilter("always")
+            got = compiled(x, y)
+        assert_same_value(want, got)
+        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in plain]
+    with np.errstate(all="raise"), pytest.raises(FloatingPointError, match="divide by zero"):
+        compiled(x, y)
+    with np.errstate(all="ignore"):
+        assert_same_value(warns(x, y), compiled(x, y))
+    (entry,) = compiled_entries(compiled)
+    assert "runs scheduled" in str(entry.compiled.npdynamo_report)
+    # the two calls that warned were rerun serially; under errstate(raise) the serial form ran
+    # at once, and under all="ignore" the streams ran as they were
+    assert entry.compiled.npdynamo_reruns == [2]
+
+
+def test_calls_from_two_threads_at_once(monkeypatch):
+    """One scheduled call at a time: the other runs serially, and both are right."""
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    compiled = npdynamo.compile(branches)
+    rng = np.random.default_rng(8)
+    inputs = [[rng.standard_normal((40, 40)) for _ in range(4)] for _ in range(2)]
+    wants = [branches(*a) for a in inputs]
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(30):
+                assert_same_value(wants[k], compiled(*inputs[k]))
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_the_tuner_times_serial_and_scheduled_and_says_which_it_kept(monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "auto")
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "1")
+    rng = np.random.default_rng(9)
+    args = [rng.standard_normal((160, 160)) for _ in range(4)]
+    compiled = npdynamo.compile(branches)
+    want = branches(*args)
+    for _ in range(40):
+        assert_same_value(want, compiled(*args))
+    (entry,) = compiled_entries(compiled)
+    text = str(entry.compiled.npdynamo_report)
+    assert "stream 0:" in text and "runs as " in text
+    assert "serial" in text and "scheduled" in text  # both were timed
+
+
+def test_a_graph_with_nothing_to_run_side_by_side_is_left_serial(monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "auto")
+
+    def chain(x):
+        return np.tanh(np.exp(x) + 1.0).sum()
+
+    compiled = npdynamo.compile(chain)
+    x = np.linspace(0, 1, 50)
+    assert_same_value(chain(x), compiled(x))
+    (entry,) = compiled_entries(compiled)
+    assert getattr(entry.compiled, "npdynamo_report", None) is None
+
+
+def test_numba_report_shows_the_schedule(monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    rng = np.random.default_rng(10)
+    args = [rng.standard_normal((8, 8)) for _ in range(4)]
+    compiled = npdynamo.compile(branches, backend="numba")
+    assert_close(compiled(*args), branches(*args))
+    (entry,) = compiled_entries(compiled)
+    text = str(entry.compiled.npdynamo_report)
+    assert "numba backend, scheduled form: 2 streams" in text, text
+    assert "runs scheduled" in text
+
+
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(random_graphs(max_steps=12))
+def test_random_graphs_scheduled_are_bitwise_serial_on_both_backends(case):
+    """Elementwise chains and reductions taking any earlier value (so with independent parts),
+    on nan/inf/-0.0 and integer extremes, under ``all="ignore"`` (no step raises: the streams
+    really run) with random pauses before each step."""
+    rng = random.Random(11)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(runner, "STEP_HOOK", lambda: time.sleep(rng.random() * 1e-4))
+        mp.setenv("NPDYNAMO_NUMBA_TUNE", "0")
+        mp.setenv("NPDYNAMO_NUMBA_PARALLEL", "never")
+        gm = GraphModule(case.graph)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = gm.forward(*copy.deepcopy(case.inputs))
+            mp.setenv("NPDYNAMO_SCHEDULE", "always")
+            eager_run = tuned_eager(case.graph, gm.forward, may_alias(case.graph))
+            numba_run = numba_backend(gm, copy.deepcopy(case.inputs))
+            mp.setenv("NPDYNAMO_SCHEDULE", "never")
+            numba_serial = numba_backend(gm, copy.deepcopy(case.inputs))
+            for _ in range(2):
+                assert_same_value(want, eager_run(*copy.deepcopy(case.inputs)))
+                assert_same_value(numba_serial(*copy.deepcopy(case.inputs)),
+                                  numba_run(*copy.deepcopy(case.inputs)))
+        for run in (eager_run, numba_run):
+            report = getattr(run, "npdynamo_report", None)
+            schedule = getattr(report, "schedule", report)
+            if schedule is not None and getattr(schedule, "run", None) is not None:
+                assert schedule.run.npdynamo_reruns == [0]
+
+
+def _step(index, uses=(), defines=None, **kw):
+    node = Node(Graph(), f"v{index}", "call_function", None, (), {})
+    return Step(index, f"s{index}", [], (node,) if defines is None else defines, tuple(uses),
+                **kw)
+
+
+def test_dependencies_order_writes_after_readers_of_shared_memory_and_raising_steps():
+    graph = Graph()
+    x = graph.placeholder("x", ArrayMeta((3,), np.dtype("float64")))
+    view = Node(graph, "view", "call_function", None, (x,), {})
+    read_view = _step(0, uses=(view,), may_raise=False)
+    raises = _step(1, may_raise=True)
+    draw_a = _step(2, impure=True, may_raise=False)
+    independent = _step(3, may_raise=False)
+    draw_b = _step(4, impure=True, may_raise=False)
+    write_x = _step(5, uses=(), writes=(x,), may_raise=False)
+    steps = [read_view, raises, draw_a, independent, draw_b, write_x]
+    aliases = {x: frozenset({x}), view: frozenset({x})}
+    preds = dependencies(steps, aliases)
+    assert preds[3] == set()  # nothing orders an independent step
+    assert preds[4] == {2}  # draws keep their program order
+    assert preds[5] == {0, 1}  # after the view's reader and the step that may raise
+    schedule = assign_streams(steps, preds, 2, handover=0.0)
+    assert len(schedule.streams) == 2
+    for members in schedule.streams:
+        assert members == sorted(members)  # program order inside a stream: no deadlock
+
+
+def test_gil_held_fraction_of_a_call_that_releases_the_gil_is_small():
+    """(Only what holds on a busy machine too: a call that sleeps lets the counter run all
+    along; a Python loop's fraction is a fraction.)"""
+    def python_loop():
+        total = 0
+        for i in range(20_000):
+            total += i
+        return total
+
+    assert gil_held_fraction(time.sleep, 0.002, seconds=0.2) < 0.5
+    assert 0.0 <= gil_held_fraction(python_loop, seconds=0.1) <= 1.0
+
+
+class _Interrupt(BaseException):
+    """Stands for KeyboardInterrupt or SystemExit (not an ``Exception``)."""
+
+
+def test_an_interrupt_in_a_stream_is_raised_not_rerun(monkeypatch):
+    def interrupt():
+        raise _Interrupt
+
+    monkeypatch.setattr(runner, "STEP_HOOK", interrupt)
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    rng = np.random.default_rng(12)
+    args = [rng.standard_normal((4, 4)) for _ in range(4)]
+    compiled = npdynamo.compile(branches)
+    with pytest.raises(_Interrupt):
+        compiled(*args)
+
+
+def test_explain_shows_the_streams_and_what_runs_side_by_side(monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    rng = np.random.default_rng(13)
+    args = [rng.standard_normal((8, 8)) for _ in range(4)]
+    for backend in BACKENDS:
+        report = npdynamo.explain(branches, backend=backend)(*args)
+        short = str(report)
+        assert "Schedule of graph 1: 2 streams" in short, short
+        assert "side by side: matmul | matmul_1" in short
+        assert "stream 1: matmul_1" in report.verbose()
+
+
+def test_ops_in_a_users_errstate_block_stay_serial(monkeypatch):
+    """Their own error state (here: underflow warns) is the serial form's to apply."""
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+
+    def blocks(x, y):
+        with np.errstate(under="warn"):
+            a = x * 1e-300
+        return a * 1e-300, np.exp(y)
+
+    x, y = np.full(3, 1e-10), np.linspace(0, 1, 3)
+    compiled = npdynamo.compile(blocks)
+    with warnings.catch_warnings(record=True) as plain:
+        warnings.simplefilter("always")
+        want = blocks(x, y)
+    with warnings.catch_warnings(record=True) as got_warnings:
+        warnings.simplefilter("always")
+        got = compiled(x, y)
+    assert_same_value(want, got)
+    assert [str(w.message) for w in got_warnings] == [str(w.message) for w in plain]
