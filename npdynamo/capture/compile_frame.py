@@ -63,6 +63,7 @@ def build_entry(
     context = wire(context or default_context(backend, fullgraph, dynamic))
     start = time.perf_counter()
     unrolled: dict[tuple, str] = {}
+    steps = 0
     while True:  # again from the top for each for loop that could not be formed
         ctx = CaptureContext(
             fn, cells_as_argument=cells_as_argument, opaque_iterators=opaque_iterators,
@@ -74,10 +75,12 @@ def build_entry(
             entry = _capture(ctx, fn, frame_args, fullgraph, context)
         except RollRefused as refused:
             unrolled[refused.key] = refused.note
+            steps += ctx.steps
             continue
         break
     entry.loops = [*unrolled.values(), *ctx.loop_notes]
     entry.compile_time_s = time.perf_counter() - start
+    entry.steps = steps + ctx.steps
     entry.code = fn.__code__
     _log_entry(entry)
     if context.recorder is not None:
