@@ -69,6 +69,10 @@ LOOP_ITERATOR_TYPES = (
     type(iter([])), type(iter(())), type(iter(range(0))), type(iter(np.empty(0)))
 )
 LIST_ITERATOR = type(iter([]))
+#: Items a container made, read or iterated at capture time may have: each is a tracked value
+#: (guarded where read), so a longer one (``iter(range(1 << 1000))``, ``(0,) * 10**6``, a list
+#: of a million strings passed in) would cost capture time without bound: the capture breaks.
+MAX_ITEMS = 10_000
 CONSTANT_TYPES = (bool, int, float, complex, str, bytes, type(None), range, slice)
 #: Modules whose attributes are taken as fixed: reading ``np.exp`` installs no guard.
 TRUSTED_MODULES = ("numpy", "math", "operator", "builtins", "cmath", "npdynamo")
@@ -112,9 +116,10 @@ class ValueBuilder:
         cached = self._by_source.get(source)
         if cached is not None:
             return cached
-        if isinstance(value, MUTABLE_TYPES) or _is_user_object(value):
-            # one tracked value per object, so a mutation is seen through every name for it;
-            # later calls must pass the same object in both places
+        if _tracked_by_identity(value):
+            # one tracked value per object, so a mutation is seen through every name for it
+            # (and ``is`` between two names answers as Python would); later calls must pass
+            # the same object in both places
             seen = self._by_id.get(id(value))
             if seen is not None:
                 first_value, first_source, _keepalive = seen
@@ -123,7 +128,7 @@ class ValueBuilder:
                 return first_value
         wrapped = self._wrap(value, source)
         self._by_source[source] = wrapped
-        if isinstance(value, MUTABLE_TYPES) or _is_user_object(value):
+        if _tracked_by_identity(value):
             self._by_id[id(value)] = (wrapped, source, value)
         return wrapped
 
@@ -181,7 +186,7 @@ class ValueBuilder:
             return Const(value, source)
         if kind is tuple or kind is list:
             ctx.guard(source, GuardKind.TYPE, kind)
-            loader = lambda: [self.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
+            loader = lambda: self._items(value, source)  # noqa: E731
             if kind is tuple:
                 ctx.guard(source, GuardKind.LENGTH, len(value))
                 return TupleValue(None, source, loader=loader, length=len(value))
@@ -280,6 +285,16 @@ class ValueBuilder:
             return Const(value, source)
         ctx.guard(source, GuardKind.TYPE, kind)
         return UserObjectValue(value, source)
+
+    def _items(self, value: tuple | list, source: Source) -> list[Value]:
+        """The items of a tuple or list from outside, each wrapped and guarded where used."""
+        if len(value) > MAX_ITEMS:
+            raise self.ctx.unsupported(
+                f"{source.short()} is a {type(value).__name__} of more than {MAX_ITEMS:,} items,"
+                " each tracked at capture time",
+                "move the work on the long sequence out of the compiled function",
+            )
+        return [self.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
 
     def bound_builtin(self, value: object, source: Source) -> Value:
         """``obj.method`` of a builtin method (``rng.integers``, ``"{}".format``, ``lst.append``).
@@ -403,6 +418,12 @@ def _method_descriptor(owner: object, method: object) -> object | None:
 #: Objects whose identity matters: one tracked value per object (an iterator stepped through
 #: one name is stepped for every name holding it, e.g. a loop's iterator and a local).
 MUTABLE_TYPES = (np.ndarray, list, dict, set, *LOOP_ITERATOR_TYPES)
+
+
+def _tracked_by_identity(value: object) -> bool:
+    """Objects whose identity the capture keeps: mutable ones, and tuples, whose identity the
+    code can see (``sorted([a])[0] is a``) though no mutation can."""
+    return isinstance(value, (*MUTABLE_TYPES, tuple)) or _is_user_object(value)
 
 
 def _is_user_object(value: object) -> bool:

@@ -204,9 +204,21 @@ def exhausted_start(instrs: list, target: int) -> int:
     return i
 
 
+#: Instructions of code generated so far for the graph breaks of each original code object
+#: (``regenerated``): each break decodes and re-assembles the whole function, a cost in its size.
+_REGENERATED: dict[types.CodeType, int] = {}
+
+
+def regenerated(code: types.CodeType, more: int = 0) -> int:
+    """Instructions generated for ``code``'s breaks so far, after adding ``more``."""
+    _REGENERATED[code] = _REGENERATED.get(code, 0) + more
+    return _REGENERATED[code]
+
+
 def forget_resume_codes() -> None:
     """Drop every generated resume code (``npdynamo.reset()``): they hold the user's code."""
     _RESUME_CODES.clear()
+    _REGENERATED.clear()
     _ORIGINS.clear()
     _decoded.cache_clear()
 

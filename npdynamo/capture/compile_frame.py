@@ -99,6 +99,10 @@ def _capture(ctx: CaptureContext, fn: types.FunctionType, frame_args: tuple, ful
         return finish_entry(ctx, frame_args, rebuilder, f"return {result_expr}", context)
     except UserCodeRaises as exc:
         return python_entry(ctx, f"{type(exc.error).__name__}: {exc.error}")
+    except RecursionError:
+        # the capture's own recursion (values nested a thousand deep, a container that holds
+        # itself, deep inlined recursion) ran out of stack: Python runs the frame as written
+        return python_entry(ctx, "the capture recursed too deeply (deeply nested values or calls)")
     except CaptureUnsupported as exc:
         reason = reason_from(exc)
         logs.get_logger("graph_breaks").info("Graph break in %s: %s", fn.__qualname__, reason)
@@ -106,7 +110,8 @@ def _capture(ctx: CaptureContext, fn: types.FunctionType, frame_args: tuple, ful
             raise to_unsupported(exc) from None
         try:
             return build_break_entry(ctx, frame_args, exc, reason, context)
-        except (CannotBreak, CaptureUnsupported, UserCodeRaises, RollRefused) as why:
+        except (CannotBreak, CaptureUnsupported, UserCodeRaises, RollRefused,
+                RecursionError) as why:
             entry = python_entry(ctx, f"{reason.reason} (the frame runs in Python: {why})")
             entry.graph_break = reason
             return entry

@@ -167,7 +167,19 @@ def _check_constant(e: str, exp: object, ns: Namespace) -> str:
         return f"(type({e}) is float and {e} != {e})"
     if text is None:
         text = ns.bind(exp, "K")
-    return f"(type({e}) is {ns.bind(type(exp), 'T')} and {e} == {text})"
+    check = f"type({e}) is {ns.bind(type(exp), 'T')} and {e} == {text}"
+    if _equal_is_not_same(exp):
+        # equal values that are not the same value: their reprs tell them apart
+        check += f" and repr({e}) == {ns.bind(repr(exp), 'R')}"
+    return f"({check})"
+
+
+def _equal_is_not_same(exp: object) -> bool:
+    """Whether a value equal to ``exp`` (of its type) may still be a different value:
+    ``range(0) == range(-10)``, ``0.0 == -0.0``, ``(1,) == (1.0,)``, ``slice(1) == slice(1.0)``."""
+    if type(exp) is float:
+        return exp == 0.0
+    return type(exp) in (complex, range, slice, tuple) or isinstance(exp, np.generic)
 
 
 def _miss_constant(name: str, exp: object, actual: object) -> str:

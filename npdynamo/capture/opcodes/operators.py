@@ -11,6 +11,7 @@ from npdynamo import ops
 from npdynamo.capture.builder import constant_value, is_constant
 from npdynamo.capture.calls import op_call, raw
 from npdynamo.capture.containers import (
+    check_item_count,
     const_key,
     extend_list,
     items_of,
@@ -333,6 +334,7 @@ def _sequence_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
             raise frame.unsupported(f"a sequence times a {type(right.value).__name__}")
         if type(left) is TupleValue and right.value == 1:
             return left
+        check_item_count(frame, left.length() * int(right.value), f"a {left.kind()} repeated")
         return _plain_kind(left)(left.items * int(right.value))
     if symbol in ("==", "!="):
         left, right = _as_tuple(left), _as_tuple(right)
@@ -470,6 +472,9 @@ def _is_op(frame: Frame, ins):
     frame.push(Const(is_same(frame, left, right) != bool(ins.arg)))
 
 
+#: Kinds the builder wraps once per object (``builder._tracked_by_identity``).
+IDENTITY_KINDS = (ArrayValue, TupleValue, ListValue, DictValue, SetValue, UserObjectValue)
+
 #: Objects of which CPython has exactly one: ``is`` on them is a fact about values.
 SINGLETON_TYPES = (type(None), bool, type(Ellipsis), type(NotImplemented))
 
@@ -478,7 +483,13 @@ def is_same(frame: Frame, left: Value, right: Value) -> bool:
     """``left is right``. Two constants read from different places (two equal floats) may or
     may not be one object on a later call: the answer is guarded (or refused without sources)."""
     if not (isinstance(left, Const) and isinstance(right, Const)):
-        return left is right
+        same = left is right
+        if not same and isinstance(left, IDENTITY_KINDS) and isinstance(right, IDENTITY_KINDS) \
+                and left.source is not None and right.source is not None:
+            # two objects from outside (the builder wraps one object once): distinct on this
+            # call, and the entry holds only while they stay so
+            frame.ctx.guard(left.source, GuardKind.DISTINCT, right.source)
+        return same
     same = left.value is right.value
     if left is right or isinstance(left.value, SINGLETON_TYPES) or isinstance(
         right.value, SINGLETON_TYPES
