@@ -173,7 +173,7 @@ class ValueBuilder:
                 f"{source.short()} is a {kind.__qualname__} (an ndarray subclass)",
                 "pass a plain numpy.ndarray (np.asarray(x))",
             )
-        if kind in (bool, type(None)) or value is Ellipsis:
+        if kind in (bool, type(None)) or value is Ellipsis or value is NotImplemented:
             return self.guarded_const(value, source)
         if isinstance(value, (np.floating, np.complexfloating)):
             # data (a loss, a max): a graph input, so a new value does not recompile

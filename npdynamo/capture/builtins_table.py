@@ -89,6 +89,11 @@ def _range(frame: Frame, target, args, kwargs):
 
 @builtin(enumerate, keywords=("start",))
 def _enumerate(frame: Frame, target, args, kwargs):
+    if not args or len(args) + len(kwargs) > 2:
+        if kwargs.keys() - {"start"}:
+            raise frame.unsupported("enumerate() with its iterable given by keyword")
+        # a wrong argument count: Python's own error (it names only counts)
+        _apply_raw(enumerate, *[()] * len(args), **dict.fromkeys(kwargs, 0))
     start = args[1] if len(args) > 1 else kwargs.get("start", Const(0))
     if not (isinstance(start, Const) and type(start.value) is int):
         raise frame.unsupported("enumerate() with a start that is not a Python int")

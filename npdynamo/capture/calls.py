@@ -364,7 +364,9 @@ def load_method(frame: Frame, obj: Value, name: str) -> tuple[Value, Value]:
     """What ``LOAD_METHOD`` / method-form ``LOAD_ATTR`` leaves: (method, self) or (NULL, attr)."""
     if isinstance(obj, (ArrayValue, ListValue, TupleValue, DictValue, SetValue)):
         kind = CONTAINER_TYPES[type(obj)]
-        if callable(getattr(kind, name, None)) and name not in ("T",):
+        # CPython's LOAD_METHOD pushes (method, self) only for a plain method of the class; a
+        # classmethod (dict.fromkeys) or a static one comes bound, beside a NULL
+        if isinstance(class_attribute_of_type(kind, name), METHOD_KINDS):
             return MethodValue(None, name), obj
     if isinstance(obj, UserObjectValue):
         attr = class_attribute(obj.obj, name)
@@ -373,14 +375,22 @@ def load_method(frame: Frame, obj: Value, name: str) -> tuple[Value, Value]:
     return NULL, get_attr(frame, obj, name)
 
 
+#: Class attributes that LOAD_METHOD leaves unbound, beside their object.
+METHOD_KINDS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)
+
+
+def class_attribute_of_type(kind: type, name: str):
+    for klass in kind.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
+
+
 # -- attributes ------------------------------------------------------------------------------
 def class_attribute(obj, name):
-    for klass in type(obj).__mro__:
-        if name in klass.__dict__:
-            attr = klass.__dict__[name]
-            # a compiled function in a class body binds, and is inlined, as the one it compiles
-            return (original_function(attr) or attr) if isinstance(attr, CompiledFunction) else attr
-    return None
+    attr = class_attribute_of_type(type(obj), name)
+    # a compiled function in a class body binds, and is inlined, as the one it compiles
+    return (original_function(attr) or attr) if isinstance(attr, CompiledFunction) else attr
 
 
 ARRAY_CONSTANT_ATTRS = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")
