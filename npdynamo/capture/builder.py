@@ -421,9 +421,10 @@ MUTABLE_TYPES = (np.ndarray, list, dict, set, *LOOP_ITERATOR_TYPES)
 
 
 def _tracked_by_identity(value: object) -> bool:
-    """Objects whose identity the capture keeps: mutable ones, and tuples, whose identity the
-    code can see (``sorted([a])[0] is a``) though no mutation can."""
-    return isinstance(value, (*MUTABLE_TYPES, tuple)) or _is_user_object(value)
+    """Objects whose identity the capture keeps: mutable ones, and tuples and functions, whose
+    identity the code can see (``sorted([a])[0] is a``, ``g is f``) though no mutation can."""
+    return isinstance(value, (*MUTABLE_TYPES, tuple, types.FunctionType)) or _is_user_object(
+        value)
 
 
 def _is_user_object(value: object) -> bool:

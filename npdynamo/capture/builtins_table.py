@@ -10,6 +10,7 @@ is called as ``handler(frame, target, args, kwargs)``.
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.for_formation import lazy_range
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.opcalls import op_call
-from npdynamo.capture.opcodes.operators import binary_op, unary_op
+from npdynamo.capture.opcodes.operators import binary_op, is_same, unary_op
 from npdynamo.capture.special_methods import user_len
 from npdynamo.capture.tables import BUILTINS, builtin
 from npdynamo.capture.translator import Frame
@@ -103,6 +104,16 @@ def _enumerate(frame: Frame, target, args, kwargs):
         mode="enumerate", inner=[get_iter(frame, args[0])], count=start.value,
         python_type=enumerate,
     )
+
+
+@builtin(operator.is_, operator.is_not)
+def _is(frame: Frame, target, args, kwargs):
+    """``operator.is_(a, b)``: the ``is`` operator's own model (a computed string is not a
+    constant of the code, whatever its value)."""
+    if len(args) != 2:
+        _apply_raw(target, *[None] * len(args))  # Python's error for the argument count
+    same = is_same(frame, args[0], args[1])
+    return Const(same if target is operator.is_ else not same)
 
 
 @builtin(zip, keywords=("strict",))

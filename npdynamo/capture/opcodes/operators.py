@@ -479,10 +479,28 @@ IDENTITY_KINDS = (ArrayValue, TupleValue, ListValue, DictValue, SetValue, UserOb
 SINGLETON_TYPES = (type(None), bool, type(Ellipsis), type(NotImplemented))
 
 
+def _object_of(value: Value):
+    """The Python object a user object's or a non-constant ``Const``'s value is; else None."""
+    if isinstance(value, UserObjectValue):
+        return value.obj
+    if isinstance(value, Const) and not is_constant(value.value) and value.value is not None:
+        return value.value
+    return None
+
+
 def is_same(frame: Frame, left: Value, right: Value) -> bool:
     """``left is right``. Two constants read from different places (two equal floats) may or
     may not be one object on a later call: the answer is guarded (or refused without sources)."""
     if not (isinstance(left, Const) and isinstance(right, Const)):
+        objects = _object_of(left), _object_of(right)
+        if left is not right and objects[0] is not None and objects[1] is not None:
+            # an object from outside against a constant object (a sentinel read as a global of
+            # an inlined function): the objects themselves answer, the sourced side guarded
+            # by identity so that another object recompiles
+            for side in (left, right):
+                if side.source is not None:
+                    frame.ctx.guard(side.source, GuardKind.ID, _object_of(side))
+            return objects[0] is objects[1]
         same = left is right
         if not same and isinstance(left, IDENTITY_KINDS) and isinstance(right, IDENTITY_KINDS) \
                 and left.source is not None and right.source is not None:
