@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import io
 import json
+import os
 import signal
 import sys
 import time
@@ -170,8 +171,6 @@ def install_recorder() -> Recorder:
 def main(argv: list[str]) -> int:
     global TEST_TIMEOUT_S
     module_name, mode, out_path, *skip = argv
-    import os
-
     TEST_TIMEOUT_S = float(os.environ.get("CONFORMANCE_TEST_TIMEOUT", TEST_TIMEOUT_S))
     signal.signal(signal.SIGALRM, _on_alarm)
     from test import support
@@ -187,8 +186,7 @@ def main(argv: list[str]) -> int:
         recorder = install_recorder()
     with open(out_path, "a") as out:
         result = Result(out, recorder)
-        # the tests' own output is not the report's
-        sys.stdout = io.StringIO() if os.environ.get("CONFORMANCE_QUIET", "1") == "1" else sys.stdout
+        sys.stdout = io.StringIO()  # the tests' own output is not the report's
         unittest.TestSuite(tests).run(result)
     return 0
 
