@@ -135,7 +135,11 @@ def call_value(frame: Frame, fn: Value, args: list[Value], kwargs: dict[str, Val
         if normalized is not None:
             return normalized_op_call(frame, normalized)
         if isinstance(target, type) and issubclass(target, BaseException):
-            return Const(target(*(raw(a) for a in args)))
+            if kwargs or not all(isinstance(a, Const) for a in args):
+                # AttributeError(name=..., obj=...), an exception holding a list or an array:
+                # made by Python, not from the constants alone
+                raise frame.unsupported(f"creating a {target.__name__} with these arguments")
+            return Const(_apply_exception(target, [a.value for a in args]))
         if (
             _pure_on_constants(target)
             and all(isinstance(a, Const) for a in args)
@@ -377,6 +381,13 @@ def load_method(frame: Frame, obj: Value, name: str) -> tuple[Value, Value]:
 
 #: Class attributes that LOAD_METHOD leaves unbound, beside their object.
 METHOD_KINDS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)
+
+
+def _apply_exception(target: type, args: list) -> BaseException:
+    try:
+        return target(*args)
+    except Exception as exc:  # SyntaxError("msg", (1, 2, 3)): its own constructor's error
+        raise UserCodeRaises(exc) from exc
 
 
 def class_attribute_of_type(kind: type, name: str):

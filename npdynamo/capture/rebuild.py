@@ -287,6 +287,10 @@ class ValueRebuilder:
     def _function(self, fn: FunctionValue) -> str:
         if fn.fn is not None:
             return self.bind(fn.fn, "FN")
+        if fn.annotated:  # FunctionType(...) would come back with empty __annotations__
+            raise self.ctx.unsupported(
+                f"the function {fn.name} made inside the function has annotations, which "
+                "cannot be handed back to Python here")
         closure = "None"
         if fn.closure:
             if not all(id(cell) in self.frame_cells for cell in fn.closure):

@@ -262,3 +262,32 @@ def test_identity_of_functions_and_sentinels(backend):
     point = dataclasses.make_dataclass("Point", [("x", int), ("y", list)])
     check_fidelity(function_identity_after_break, backend=backend)
     check_fidelity(dataclass_helpers, point(1, [2]), backend=backend)
+
+
+# -- exceptions and functions made in the frame keep what Python gives them (test_exceptions,
+# -- test_functools.TestSingleDispatch) --------------------------------------------------------
+def exception_with_keywords():
+    e = AttributeError("x", name="carry", obj=5)
+    return e.name, e.obj, e.args
+
+
+def exception_constructor_error():
+    try:
+        SyntaxError("bad bad", ("bad.py", 1, 2))
+    except TypeError as error:
+        return str(error)
+
+
+def annotated_function_handed_back():
+    def f(x: int) -> str:
+        return str(x)
+
+    return f.__annotations__, f(3), f
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [
+    exception_with_keywords, exception_constructor_error, annotated_function_handed_back,
+])
+def test_exceptions_and_functions_made_here(fn, backend):
+    check_fidelity(fn, backend=backend)
