@@ -315,6 +315,9 @@ def _rewrite_for_resume(ins: bc.Instr, cells: set[str], passed: set[str]) -> lis
     name = ins.name
     if isinstance(ins.arg, bc.CellVar):
         return [bc.Instr(name, _as_free(ins.arg), lineno=ins.lineno)]
+    if PY >= (3, 13) and name == "LOAD_FAST" and isinstance(ins.arg, str) and ins.arg in cells:
+        # 3.13's LOAD_CLOSURE of an argument that is also a cell decodes as a plain local
+        return [bc.Instr(name, bc.FreeVar(ins.arg), lineno=ins.lineno)]
     if PY < (3, 12):
         return [ins]
     if name == "LOAD_FAST" and isinstance(ins.arg, str) and ins.arg not in passed:

@@ -291,3 +291,14 @@ def annotated_function_handed_back():
 ])
 def test_exceptions_and_functions_made_here(fn, backend):
     check_fidelity(fn, backend=backend)
+
+
+# -- an argument that is also a cell, closed over after a break (3.13: test_tuple) -------------
+def argument_cell_closed_over_after_break(tp, n):
+    print("break")
+    return tuple(tp([o]) for o in range(n))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_argument_cell_closed_over_after_break(backend):
+    check_fidelity(argument_cell_closed_over_after_break, tuple, 3, backend=backend)

@@ -178,6 +178,8 @@ def main(argv: list[str]) -> int:
     support.use_resources = []  # as regrtest without -u: no slow or resource-hungry tests
     warnings.simplefilter("ignore")  # as regrtest's default; a test checking warnings sets its own
     module = importlib.import_module(f"test.{module_name}")
+    import npdynamo  # noqa: F401  (both modes: gc-heavy tests then walk the same heap)
+
     skipped = set(skip)
     tests = [t for t in method_tests(module) if t.id() not in skipped]
     recorder = None
