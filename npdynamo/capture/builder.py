@@ -420,11 +420,16 @@ def _method_descriptor(owner: object, method: object) -> object | None:
 MUTABLE_TYPES = (np.ndarray, list, dict, set, *LOOP_ITERATOR_TYPES)
 
 
+#: Builtin types whose objects the capture keeps one tracked value for (see below); iterators
+#: also advance once however many names they are read through.
+IDENTITY_TYPES = (*MUTABLE_TYPES, tuple, types.FunctionType, *ITERATOR_TYPES, enumerate, zip,
+                  map, filter, reversed)
+
+
 def _tracked_by_identity(value: object) -> bool:
     """Objects whose identity the capture keeps: mutable ones, and tuples and functions, whose
     identity the code can see (``sorted([a])[0] is a``, ``g is f``) though no mutation can."""
-    return isinstance(value, (*MUTABLE_TYPES, tuple, types.FunctionType)) or _is_user_object(
-        value)
+    return isinstance(value, IDENTITY_TYPES) or _is_user_object(value)
 
 
 def _is_user_object(value: object) -> bool:

@@ -302,3 +302,23 @@ def argument_cell_closed_over_after_break(tp, n):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_argument_cell_closed_over_after_break(backend):
     check_fidelity(argument_cell_closed_over_after_break, tuple, 3, backend=backend)
+
+
+# -- nan items and iterators reached through two names (test_contains, test_enumerate) ---------
+def nan_items_compare_by_identity(values):
+    container = list(values)
+    print("break")
+    return container == list(values), container == container, [float("nan")] == [float("nan")]
+
+
+def enumerate_seen_through_two_names():
+    e = enumerate("abc")
+    f = iter(e)
+    print("break")
+    return f == e, f is e, next(f), list(e)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nan_items_and_iterators_through_two_names(backend):
+    check_fidelity(nan_items_compare_by_identity, (float("nan"), 1, None, "abc"), backend=backend)
+    check_fidelity(enumerate_seen_through_two_names, backend=backend)

@@ -358,6 +358,10 @@ def _sequences_equal(frame: Frame, a: Value, b: Value) -> bool:
     for x, y in zip(a.items, b.items):
         if x is y:
             continue
+        if _is_nan(x) and _is_nan(y):  # one nan object equals itself, as CPython compares
+            if not is_same(frame, x, y):
+                return False
+            continue
         if not truthiness(frame, binary_op(frame, "==", _as_tuple(x), _as_tuple(y))):
             return False
     return True
@@ -477,6 +481,11 @@ IDENTITY_KINDS = (ArrayValue, TupleValue, ListValue, DictValue, SetValue, UserOb
 
 #: Objects of which CPython has exactly one: ``is`` on them is a fact about values.
 SINGLETON_TYPES = (type(None), bool, type(Ellipsis), type(NotImplemented))
+
+
+def _is_nan(value: Value) -> bool:
+    return isinstance(value, Const) and type(value.value) in (float, complex) and (
+        value.value != value.value)
 
 
 def _object_of(value: Value):
