@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean readme-table
+.PHONY: demo test lint bench clean readme-table conformance
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,12 @@ test: $(STAMP)
 	@# one worker per core (pytest-xdist): the suite's time is mostly numba compiles, one core each;
 	@# at most 8: each worker holds numba and the kernels it compiled (300 MB after 50 numba tests)
 	$(BIN)/python -m pytest -q -n auto --maxprocesses=8
+
+conformance: $(STAMP)
+	@# CPython's own Lib/test modules (of the venv's Python) with every test method compiled on the
+	@# eager backend; lists the tests that pass plainly and fail compiled. Slow (tens of minutes):
+	@# not part of make test. Another Python: make conformance VENV=.venv-312 PYTHON=python3.12
+	$(BIN)/python -m tests.conformance.runner
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check npdynamo tests benchmarks examples

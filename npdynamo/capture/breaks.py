@@ -64,6 +64,13 @@ CALLS = {"CALL", "CALL_KW", "CALL_FUNCTION_EX"}
 BOOL_MAKERS = {"TO_BOOL", "COMPARE_OP", "CONTAINS_OP", "IS_OP"}
 
 
+#: Instructions of generated code (broken frames, resume functions: each a whole copy of the
+#: function) one function's graph breaks may cost; past it a break's frame runs on natively to
+#: its end. About 2 s of the bytecode library's work: a 100-instruction function can break about
+#: 200 times, a 4,000-instruction test method (a long list of asserts, each a break) 5 times.
+REGENERATION_BUDGET = 20_000
+
+
 class CannotBreak(Exception):
     """No graph break is possible here: the frame runs in Python."""
 
@@ -147,11 +154,18 @@ def build_break_entry(
     prefix, source = generated_function(
         ctx, "prefix", graph.compiled, inputs, rebuilder, tail, frame_cells=True
     )
+    original_code = (original or (code,))[0]
+    spent = gen.regenerated(original_code, len(gen.decoded_instructions(original_code)))
     try:
-        stops = _native_tail(code, start, index, kinds, local_names, context, fn.__globals__)
-        fallthrough, branch = (None, None) if stops else _continuations(
-            code, start, index, kinds, local_names, context, fn.__globals__
-        )
+        if spent > REGENERATION_BUDGET:
+            # capture has cost this function enough: the frame runs on natively after the
+            # break, to its end (plain Python, exact; only slower than more graphs would be)
+            stops, fallthrough, branch = (), None, None
+        else:
+            stops = _native_tail(code, start, index, kinds, local_names, context, fn.__globals__)
+            fallthrough, branch = (None, None) if stops else _continuations(
+                code, start, index, kinds, local_names, context, fn.__globals__
+            )
     except Exception as error:  # the bytecode library refused the layout: never a crash
         raise CannotBreak(f"cannot generate the resume function ({error})") from error
     plan = gen.BreakPlan(

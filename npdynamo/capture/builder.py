@@ -69,6 +69,10 @@ LOOP_ITERATOR_TYPES = (
     type(iter([])), type(iter(())), type(iter(range(0))), type(iter(np.empty(0)))
 )
 LIST_ITERATOR = type(iter([]))
+#: Items a container made, read or iterated at capture time may have: each is a tracked value
+#: (guarded where read), so a longer one (``iter(range(1 << 1000))``, ``(0,) * 10**6``, a list
+#: of a million strings passed in) would cost capture time without bound: the capture breaks.
+MAX_ITEMS = 10_000
 CONSTANT_TYPES = (bool, int, float, complex, str, bytes, type(None), range, slice)
 #: Modules whose attributes are taken as fixed: reading ``np.exp`` installs no guard.
 TRUSTED_MODULES = ("numpy", "math", "operator", "builtins", "cmath", "npdynamo")
@@ -115,9 +119,10 @@ class ValueBuilder:
         cached = self._by_source.get(source)
         if cached is not None:
             return cached
-        if isinstance(value, MUTABLE_TYPES) or _is_user_object(value):
-            # one tracked value per object, so a mutation is seen through every name for it;
-            # later calls must pass the same object in both places
+        if _tracked_by_identity(value):
+            # one tracked value per object, so a mutation is seen through every name for it
+            # (and ``is`` between two names answers as Python would); later calls must pass
+            # the same object in both places
             seen = self._by_id.get(id(value))
             if seen is not None:
                 first_value, first_source, _keepalive = seen
@@ -127,7 +132,7 @@ class ValueBuilder:
         wrapped = self._wrap(value, source)
         self._by_source[source] = wrapped
         self._origins.setdefault(id(wrapped), (wrapped, value, source))
-        if isinstance(value, MUTABLE_TYPES) or _is_user_object(value):
+        if _tracked_by_identity(value):
             self._by_id[id(value)] = (wrapped, source, value)
         return wrapped
 
@@ -185,7 +190,7 @@ class ValueBuilder:
                 f"{source.short()} is a {kind.__qualname__} (an ndarray subclass)",
                 "pass a plain numpy.ndarray (np.asarray(x))",
             )
-        if kind in (bool, type(None)) or value is Ellipsis:
+        if kind in (bool, type(None)) or value is Ellipsis or value is NotImplemented:
             return self.guarded_const(value, source)
         if isinstance(value, (np.floating, np.complexfloating)):
             # data (a loss, a max): a graph input, so a new value does not recompile
@@ -198,7 +203,7 @@ class ValueBuilder:
             return Const(value, source)
         if kind is tuple or kind is list:
             ctx.guard(source, GuardKind.TYPE, kind)
-            loader = lambda: [self.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
+            loader = lambda: self._items(value, source)  # noqa: E731
             if kind is tuple:
                 ctx.guard(source, GuardKind.LENGTH, len(value))
                 return TupleValue(None, source, loader=loader, length=len(value))
@@ -302,6 +307,16 @@ class ValueBuilder:
             return Const(value, source)
         ctx.guard(source, GuardKind.TYPE, kind)
         return UserObjectValue(value, source)
+
+    def _items(self, value: tuple | list, source: Source) -> list[Value]:
+        """The items of a tuple or list from outside, each wrapped and guarded where used."""
+        if len(value) > MAX_ITEMS:
+            raise self.ctx.unsupported(
+                f"{source.short()} is a {type(value).__name__} of more than {MAX_ITEMS:,} items,"
+                " each tracked at capture time",
+                "move the work on the long sequence out of the compiled function",
+            )
+        return [self.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
 
     def bound_builtin(self, value: object, source: Source) -> Value:
         """``obj.method`` of a builtin method (``rng.integers``, ``"{}".format``, ``lst.append``).
@@ -425,6 +440,18 @@ def _method_descriptor(owner: object, method: object) -> object | None:
 #: Objects whose identity matters: one tracked value per object (an iterator stepped through
 #: one name is stepped for every name holding it, e.g. a loop's iterator and a local).
 MUTABLE_TYPES = (np.ndarray, list, dict, set, *LOOP_ITERATOR_TYPES)
+
+
+#: Builtin types whose objects the capture keeps one tracked value for (see below); iterators
+#: also advance once however many names they are read through.
+IDENTITY_TYPES = (*MUTABLE_TYPES, tuple, types.FunctionType, *ITERATOR_TYPES, enumerate, zip,
+                  map, filter, reversed)
+
+
+def _tracked_by_identity(value: object) -> bool:
+    """Objects whose identity the capture keeps: mutable ones, and tuples and functions, whose
+    identity the code can see (``sorted([a])[0] is a``, ``g is f``) though no mutation can."""
+    return isinstance(value, IDENTITY_TYPES) or _is_user_object(value)
 
 
 def _is_user_object(value: object) -> bool:

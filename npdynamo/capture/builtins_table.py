@@ -10,6 +10,7 @@ is called as ``handler(frame, target, args, kwargs)``.
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from npdynamo.capture.containers import const_key, get_iter, items_of, new_set, 
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.for_formation import lazy_range
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
-from npdynamo.capture.identity import object_id
+from npdynamo.capture.identity import object_id, same_object
 from npdynamo.capture.opcalls import op_call
 from npdynamo.capture.opcodes.operators import binary_op, unary_op
 from npdynamo.capture.special_methods import user_len
@@ -90,6 +91,11 @@ def _range(frame: Frame, target, args, kwargs):
 
 @builtin(enumerate, keywords=("start",))
 def _enumerate(frame: Frame, target, args, kwargs):
+    if not args or len(args) + len(kwargs) > 2:
+        if kwargs.keys() - {"start"}:
+            raise frame.unsupported("enumerate() with its iterable given by keyword")
+        # a wrong argument count: Python's own error (it names only counts)
+        _apply_raw(enumerate, *[()] * len(args), **dict.fromkeys(kwargs, 0))
     start = args[1] if len(args) > 1 else kwargs.get("start", Const(0))
     if not (isinstance(start, Const) and type(start.value) is int):
         raise frame.unsupported("enumerate() with a start that is not a Python int")
@@ -99,6 +105,16 @@ def _enumerate(frame: Frame, target, args, kwargs):
         mode="enumerate", inner=[get_iter(frame, args[0])], count=start.value,
         python_type=enumerate,
     )
+
+
+@builtin(operator.is_, operator.is_not)
+def _is(frame: Frame, target, args, kwargs):
+    """``operator.is_(a, b)``: the ``is`` operator's own model (a computed string is not a
+    constant of the code, whatever its value)."""
+    if len(args) != 2:
+        _apply_raw(target, *[None] * len(args))  # Python's error for the argument count
+    same = same_object(frame, args[0], args[1])
+    return Const(same if target is operator.is_ else not same)
 
 
 @builtin(zip, keywords=("strict",))

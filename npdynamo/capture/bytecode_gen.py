@@ -218,9 +218,21 @@ def exhausted_start(instrs: list, target: int) -> int:
     return i
 
 
+#: Instructions of code generated so far for the graph breaks of each original code object
+#: (``regenerated``): each break decodes and re-assembles the whole function, a cost in its size.
+_REGENERATED: dict[types.CodeType, int] = {}
+
+
+def regenerated(code: types.CodeType, more: int = 0) -> int:
+    """Instructions generated for ``code``'s breaks so far, after adding ``more``."""
+    _REGENERATED[code] = _REGENERATED.get(code, 0) + more
+    return _REGENERATED[code]
+
+
 def forget_resume_codes() -> None:
     """Drop every generated resume code (``npdynamo.reset()``): they hold the user's code."""
     _RESUME_CODES.clear()
+    _REGENERATED.clear()
     _ORIGINS.clear()
     _decoded.cache_clear()
 
@@ -317,6 +329,9 @@ def _rewrite_for_resume(ins: bc.Instr, cells: set[str], passed: set[str]) -> lis
     name = ins.name
     if isinstance(ins.arg, bc.CellVar):
         return [bc.Instr(name, _as_free(ins.arg), lineno=ins.lineno)]
+    if PY >= (3, 13) and name == "LOAD_FAST" and isinstance(ins.arg, str) and ins.arg in cells:
+        # 3.13's LOAD_CLOSURE of an argument that is also a cell decodes as a plain local
+        return [bc.Instr(name, bc.FreeVar(ins.arg), lineno=ins.lineno)]
     if PY < (3, 12):
         return [ins]
     if name == "LOAD_FAST" and isinstance(ins.arg, str) and ins.arg not in passed:

@@ -151,7 +151,11 @@ def call_value(frame: Frame, fn: Value, args: list[Value], kwargs: dict[str, Val
         if normalized is not None:
             return normalized_op_call(frame, normalized)
         if isinstance(target, type) and issubclass(target, BaseException):
-            return Const(target(*(raw(a) for a in args)))
+            if kwargs or not all(isinstance(a, Const) for a in args):
+                # AttributeError(name=..., obj=...), an exception holding a list or an array:
+                # made by Python, not from the constants alone
+                raise frame.unsupported(f"creating a {target.__name__} with these arguments")
+            return Const(_apply_exception(target, [a.value for a in args]))
         if (
             _pure_on_constants(target)
             and all(isinstance(a, Const) for a in args)
@@ -402,7 +406,9 @@ def load_method(frame: Frame, obj: Value, name: str) -> tuple[Value, Value]:
     """What ``LOAD_METHOD`` / method-form ``LOAD_ATTR`` leaves: (method, self) or (NULL, attr)."""
     if isinstance(obj, (ArrayValue, ListValue, TupleValue, DictValue, SetValue)):
         kind = CONTAINER_TYPES[type(obj)]
-        if callable(getattr(kind, name, None)) and name not in ("T",):
+        # CPython's LOAD_METHOD pushes (method, self) only for a plain method of the class; a
+        # classmethod (dict.fromkeys) or a static one comes bound, beside a NULL
+        if isinstance(class_attribute_of_type(kind, name), METHOD_KINDS):
             return MethodValue(None, name), obj
     if isinstance(obj, UserObjectValue):
         attr = class_attribute(obj.obj, name)
@@ -411,14 +417,29 @@ def load_method(frame: Frame, obj: Value, name: str) -> tuple[Value, Value]:
     return NULL, get_attr(frame, obj, name)
 
 
+#: Class attributes that LOAD_METHOD leaves unbound, beside their object.
+METHOD_KINDS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)
+
+
+def _apply_exception(target: type, args: list) -> BaseException:
+    try:
+        return target(*args)
+    except Exception as exc:  # SyntaxError("msg", (1, 2, 3)): its own constructor's error
+        raise UserCodeRaises(exc) from exc
+
+
+def class_attribute_of_type(kind: type, name: str):
+    for klass in kind.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
+
+
 # -- attributes ------------------------------------------------------------------------------
 def class_attribute(obj, name):
-    for klass in type(obj).__mro__:
-        if name in klass.__dict__:
-            attr = klass.__dict__[name]
-            # a compiled function in a class body binds, and is inlined, as the one it compiles
-            return (original_function(attr) or attr) if isinstance(attr, CompiledFunction) else attr
-    return None
+    attr = class_attribute_of_type(type(obj), name)
+    # a compiled function in a class body binds, and is inlined, as the one it compiles
+    return (original_function(attr) or attr) if isinstance(attr, CompiledFunction) else attr
 
 
 ARRAY_CONSTANT_ATTRS = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")

@@ -66,6 +66,7 @@ def build_entry(
     context = wire(context or default_context(backend, fullgraph, dynamic))
     start = time.perf_counter()
     unrolled: dict[tuple, str] = {}
+    steps = 0
     while True:  # again from the top for each for loop that could not be formed
         ctx = CaptureContext(
             fn, cells_as_argument=cells_as_argument, opaque_iterators=opaque_iterators,
@@ -77,10 +78,12 @@ def build_entry(
             entry = _capture(ctx, fn, frame_args, fullgraph, context)
         except RollRefused as refused:
             unrolled[refused.key] = refused.note
+            steps += ctx.steps
             continue
         break
     entry.loops = [*unrolled.values(), *ctx.loop_notes]
     entry.compile_time_s = time.perf_counter() - start
+    entry.steps = steps + ctx.steps
     entry.code = fn.__code__
     _log_entry(entry)
     if context.recorder is not None:
@@ -99,6 +102,10 @@ def _capture(ctx: CaptureContext, fn: types.FunctionType, frame_args: tuple, ful
         return finish_entry(ctx, frame_args, rebuilder, f"return {result_expr}", context)
     except UserCodeRaises as exc:
         return python_entry(ctx, f"{type(exc.error).__name__}: {exc.error}")
+    except RecursionError:
+        # the capture's own recursion (values nested a thousand deep, a container that holds
+        # itself, deep inlined recursion) ran out of stack: Python runs the frame as written
+        return python_entry(ctx, "the capture recursed too deeply (deeply nested values or calls)")
     except CaptureUnsupported as exc:
         reason = reason_from(exc, is_library_file)
         logs.get_logger("graph_breaks").info("Graph break in %s: %s", user_label(fn.__code__),

@@ -6,10 +6,12 @@ came from outside would be a side effect on the caller's data, which is refused 
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from npdynamo import ops
-from npdynamo.capture.builder import constant_value, is_constant
+from npdynamo.capture.builder import MAX_ITEMS, constant_value, is_constant
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.generators import drain, is_lazy
 from npdynamo.capture.opcalls import op_call
@@ -160,6 +162,7 @@ def get_iter(frame: Frame, value: Value) -> Value:
         )
     if isinstance(value, Const) and isinstance(value.value, (range, tuple, str, bytes, frozenset)):
         plain = value.value
+        check_item_count(frame, _length(plain), f"iterating over a {type(plain).__name__}")
         return IteratorValue(
             items=[constant_value(v) for v in plain],
             python_type=type(iter(plain)),
@@ -173,6 +176,22 @@ def get_iter(frame: Frame, value: Value) -> Value:
                 for i in range(frame.ctx.concrete(value.meta.shape[0]))]
         return IteratorValue(items=rows, python_type=type(iter(np.empty(1))))
     raise frame.unsupported(f"iterating over a {value.kind()} is not supported")
+
+
+def check_item_count(frame: Frame, count: float, what: str) -> None:
+    """Break (the code runs in Python) where ``count`` items would be tracked one by one."""
+    if count > MAX_ITEMS:
+        raise frame.unsupported(
+            f"{what} of more than {MAX_ITEMS:,} items, each tracked at capture time",
+            "move the work on the long sequence out of the compiled function",
+        )
+
+
+def _length(plain) -> float:
+    try:
+        return len(plain)
+    except OverflowError:  # a range longer than sys.maxsize
+        return float("inf")
 
 
 def set_insert(frame: Frame, s: SetValue, new: list[Value]) -> None:
@@ -310,6 +329,15 @@ def _dict_method(frame: Frame, d: DictValue, name: str, args: list[Value], kwarg
     raise frame.unsupported(f"the dict method .{name}() is not supported")
 
 
+def _index_argument(frame: Frame, name: str, arg: Value):
+    if not isinstance(arg, Const):
+        raise frame.unsupported(f"the position given to .{name}() is a {arg.kind()}")
+    try:
+        return operator.index(arg.value)
+    except TypeError as exc:
+        raise UserCodeRaises(exc) from exc
+
+
 def _sequence_method(frame: Frame, seq, name: str, args: list[Value]) -> Value:
     items = seq.items
     if name == "append":
@@ -319,10 +347,10 @@ def _sequence_method(frame: Frame, seq, name: str, args: list[Value]) -> Value:
         items.extend(items_of(frame, args[0]))
         return Const(None)
     if name == "insert":
-        items.insert(args[0].value, args[1])
+        items.insert(_index_argument(frame, name, args[0]), args[1])
         return Const(None)
     if name == "pop":
-        return items.pop(args[0].value if args else -1)
+        return items.pop(_index_argument(frame, name, args[0]) if args else -1)
     if name == "clear":
         items.clear()
         return Const(None)
@@ -332,11 +360,19 @@ def _sequence_method(frame: Frame, seq, name: str, args: list[Value]) -> Value:
     if name == "copy":
         return ListValue(list(items))
     if name in ("index", "count", "remove"):
-        if not all(isinstance(v, Const) for v in items) or not isinstance(args[0], Const):
+        # Python's own method on the plain items with every argument (index's start and stop
+        # too): identity before equality, as CPython compares
+        if not all(isinstance(v, Const) and is_constant(v.value) for v in [*items, *args]):
             raise frame.unsupported(f".{name}() on a sequence holding graph values")
         plain = [v.value for v in items]
+        values = [a.value for a in args]
+        # Python's own method, for its errors too (tuple.index(x): x not in tuple)
+        method = getattr(tuple(plain) if isinstance(seq, TupleValue) else list(plain), name)
+        try:
+            result = method(*values)
+        except (TypeError, ValueError) as exc:
+            raise UserCodeRaises(exc) from exc
         if name == "remove":
-            del items[plain.index(args[0].value)]
-            return Const(None)
-        return Const(getattr(plain, name)(args[0].value))
+            del items[plain.index(*values)]
+        return Const(result)
     raise frame.unsupported(f"the sequence method .{name}() is not supported")

@@ -41,6 +41,8 @@ class CompiledEntry:
     fallback_reason: str | None = None
     graph_break: GraphBreakReason | None = None
     compile_time_s: float = 0.0
+    #: instructions the capture stepped through, retries included (capture time per instruction)
+    steps: int = 0
     run_source: str = ""
     code: types.CodeType | None = None
     notes: list[str] = field(default_factory=list)

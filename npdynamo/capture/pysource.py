@@ -34,6 +34,8 @@ class Namespace:
 
 def literal(value: object) -> str | None:
     """Source text for ``value`` when its repr is a faithful literal, else None."""
+    if type(value) is int and value.bit_length() > 4_000:
+        return None  # its repr may pass sys.get_int_max_str_digits() (a ValueError)
     if value is None or value is Ellipsis or type(value) in (bool, int, str):
         return repr(value)
     if type(value) is float:

@@ -123,6 +123,10 @@ def _pure_snapshot(it: IteratorValue) -> bool:
     return it.mode == "items" and it.source is None and it.watch is None
 
 
+#: Containers nested deeper than this are not rebuilt as one expression (the frame runs in Python).
+MAX_NESTING = 100
+
+
 class ValueRebuilder:
     """Renders tracked values as Python expressions inside a generated function."""
 
@@ -135,6 +139,7 @@ class ValueRebuilder:
         #: the side effects written back after the graph (set by ``record_side_effects``)
         self.effects: list[str] = []
         self._memo: dict[int, str] = {}
+        self._building: set[int] = set()
         self.nodes: list = []
         self.index: dict = {}
         #: how many expressions read each graph output (an output read once, by its write-back
@@ -158,7 +163,17 @@ class ValueRebuilder:
         key = id(value)
         if key in self._memo:
             return self._memo[key]
-        text = self._expr(value)
+        if key in self._building:
+            # a container that holds itself (d[1] = d): one display cannot build it
+            raise self.ctx.unsupported(f"a {value.kind()} that contains itself cannot be rebuilt")
+        if len(self._building) > MAX_NESTING:  # one display per level: Python's parser and
+            raise self.ctx.unsupported(         # stack would not take much more
+                f"values nested more than {MAX_NESTING} deep cannot be rebuilt")
+        self._building.add(key)
+        try:
+            text = self._expr(value)
+        finally:
+            self._building.discard(key)
         if (isinstance(value, IDENTITY_KINDS) or _is_view(value)) and not text.isidentifier():
             name = f"v{len(self._memo)}"
             self.prelude.append(f"{name} = {text}")
@@ -284,6 +299,10 @@ class ValueRebuilder:
     def _function(self, fn: FunctionValue) -> str:
         if fn.fn is not None:
             return self.bind(fn.fn, "FN")
+        if fn.annotated:  # FunctionType(...) would come back with empty __annotations__
+            raise self.ctx.unsupported(
+                f"the function {fn.name} made inside the function has annotations, which "
+                "cannot be handed back to Python here")
         closure = "None"
         if fn.closure:
             if not all(id(cell) in self.frame_cells for cell in fn.closure):

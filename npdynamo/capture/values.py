@@ -314,6 +314,8 @@ class FunctionValue(Value):
     closure: tuple = ()  # CellValue (made here) or ExternalCell (read from a function object)
     fn: types.FunctionType | None = None
     source: Source | None = None
+    #: made with annotations (``def f(x: int)``): kept for calls, but not rebuilt
+    annotated: bool = False
 
 
 @dataclass(eq=False)

@@ -151,7 +151,10 @@ def value_text(value: object) -> str:
         return str(value)
     if isinstance(value, type):
         return value.__qualname__
-    return repr(value)
+    try:
+        return repr(value)
+    except ValueError:  # an int past sys.get_int_max_str_digits()
+        return f"<{type(value).__name__} of {value.bit_length()} bits>"
 
 
 def _check_id(e: str, exp: object, ns: Namespace) -> str:
@@ -171,7 +174,27 @@ def _check_constant(e: str, exp: object, ns: Namespace) -> str:
         return f"(type({e}) is float and {e} != {e})"
     if text is None:
         text = ns.bind(exp, "K")
-    return f"(type({e}) is {ns.bind(type(exp), 'T')} and {e} == {text})"
+    check = f"type({e}) is {ns.bind(type(exp), 'T')} and {e} == {text}"
+    exact = _exact_repr(exp) if _equal_is_not_same(exp) else None
+    if exact is not None:
+        # equal values that are not the same value: their reprs tell them apart
+        check += f" and repr({e}) == {ns.bind(exact, 'R')}"
+    return f"({check})"
+
+
+def _exact_repr(exp: object) -> str | None:
+    try:
+        return repr(exp)
+    except ValueError:  # an int past sys.get_int_max_str_digits(): no float equals it anyway
+        return None
+
+
+def _equal_is_not_same(exp: object) -> bool:
+    """Whether a value equal to ``exp`` (of its type) may still be a different value:
+    ``range(0) == range(-10)``, ``0.0 == -0.0``, ``(1,) == (1.0,)``, ``slice(1) == slice(1.0)``."""
+    if type(exp) is float:
+        return exp == 0.0
+    return type(exp) in (complex, range, slice, tuple) or isinstance(exp, np.generic)
 
 
 def _miss_constant(name: str, exp: object, actual: object) -> str:

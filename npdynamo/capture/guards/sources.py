@@ -163,4 +163,9 @@ def remaining_items(iterator) -> tuple:
     reduced = iterator.__reduce__()
     seq = reduced[1][0] if reduced[1] else ()
     position = reduced[2] if len(reduced) > 2 else None
-    return tuple(seq) if position is None else tuple(seq[position:])
+    # the iterator reads its sequence's own storage: a subclass's __getitem__ or __iter__ is
+    # not called (nor may it be: it is user code), so the builtin base slices it
+    base = next((b for b in (tuple, list, str, bytes, range) if isinstance(seq, b)), None)
+    if base is None:
+        return tuple(seq) if position is None else tuple(seq[position:])
+    return tuple(base.__getitem__(seq, slice(position or 0, None)))

@@ -176,10 +176,11 @@ def _make_function_312(frame: Frame, ins):
     flags = ins.arg
     closure = tuple(frame.pop().items) if flags & 0x08 else ()
     if flags & 0x04:
-        frame.pop()  # annotations do not change what the function computes
+        frame.pop()  # annotations do not change what the function computes (see ``annotated``)
     kwdefaults = dict(frame.pop().items) if flags & 0x02 else {}
     defaults = tuple(frame.pop().items) if flags & 0x01 else ()
-    frame.push(FunctionValue(code, frame.globals, code.co_name, defaults, kwdefaults, closure))
+    frame.push(FunctionValue(code, frame.globals, code.co_name, defaults, kwdefaults, closure,
+                             annotated=bool(flags & 0x04)))
 
 
 @handler("MAKE_FUNCTION", since=(3, 13))
@@ -199,6 +200,8 @@ def _set_function_attribute(frame: Frame, ins):
         fn.kwdefaults = dict(value.items)
     elif flag == 0x01:
         fn.defaults = tuple(value.items)
+    elif flag == 0x04:
+        fn.annotated = True
     frame.push(fn)
 
 

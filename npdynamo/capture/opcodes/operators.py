@@ -11,6 +11,7 @@ from npdynamo import ops
 from npdynamo.capture.builder import constant_value, is_constant
 from npdynamo.capture.calls import fold_constants, op_call, raw
 from npdynamo.capture.containers import (
+    check_item_count,
     const_key,
     extend_list,
     items_of,
@@ -330,6 +331,7 @@ def _sequence_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
             raise frame.unsupported(f"a sequence times a {type(right.value).__name__}")
         if type(left) is TupleValue and right.value == 1:
             return left
+        check_item_count(frame, left.length() * int(right.value), f"a {left.kind()} repeated")
         return _plain_kind(left)(left.items * int(right.value))
     if symbol in ("==", "!="):
         left, right = _as_tuple(left), _as_tuple(right)
@@ -337,6 +339,11 @@ def _sequence_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
             same = _sequences_equal(frame, left, right)
             return Const(same if symbol == "==" else not same)
     raise frame.unsupported(f"the operator {symbol} on {left.kind()} and {right.kind()}")
+
+
+def _is_nan(value: Value) -> bool:
+    return isinstance(value, Const) and type(value.value) in (float, complex) and (
+        value.value != value.value)
 
 
 def _sequences_equal(frame: Frame, a: Value, b: Value) -> bool:
@@ -352,6 +359,10 @@ def _sequences_equal(frame: Frame, a: Value, b: Value) -> bool:
         return False
     for x, y in zip(a.items, b.items):
         if x is y:
+            continue
+        if _is_nan(x) and _is_nan(y):  # one nan object equals itself, as CPython compares
+            if not same_object(frame, x, y):
+                return False
             continue
         if not truthiness(frame, binary_op(frame, "==", _as_tuple(x), _as_tuple(y))):
             return False
