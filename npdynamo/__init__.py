@@ -7,6 +7,7 @@ guarded by shapes, dtypes and values, and the graph is compiled by a backend.
 from npdynamo import config, fx, ops
 from npdynamo.autograd import grad, value_and_grad
 from npdynamo.backends import list_backends, register_backend
+from npdynamo.backends.tiers import synchronize
 from npdynamo.capture.builtins_table import graph_break
 from npdynamo.capture.dynamic_dims import mark_dynamic, mark_static
 from npdynamo.capture.explain import ExplainOutput, explain
@@ -56,6 +57,7 @@ __all__ = [
     "reset",
     "set_logs",
     "supported_functions",
+    "synchronize",
     "value_and_grad",
     "while_loop",
 ]
