@@ -48,7 +48,7 @@ def numba_backend(gm, example_inputs: list) -> Callable[..., tuple]:
         # kernels report no floating-point errors, where an op in the user's np.errstate
         # block raises, warns or stays silent as that block says: NumPy runs the graph
         report.reason = "ops inside a `with np.errstate(...)` block run on the eager backend"
-        fn = _eager_with_report(eager, report)
+        fn = with_report(eager, report)
         report.compile_time_s = time.perf_counter() - start
         return fn
     try:

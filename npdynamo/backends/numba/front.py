@@ -29,6 +29,7 @@ from npdynamo.backends import tiers
 from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.numba import workers
 from npdynamo.backends.numba.report import NumbaReport
+from npdynamo.fx.subgraphs import under_errstate
 
 _preparing: weakref.WeakSet = weakref.WeakSet()
 
@@ -63,7 +64,8 @@ class Pending:
 
 def start(gm: Any, example_inputs: list) -> tiers.Tiered | None:
     """The graph's eager tier, compiled in the background; ``None``: compile it now."""
-    if not (config.tiered and workers.available() and _concrete(example_inputs, gm)):
+    if not (config.tiered and workers.available() and _concrete(example_inputs, gm)) or \
+            under_errstate(gm.graph):  # runs on the eager backend anyway: nothing to compile
         return None
     progress.end_capture()
     report = NumbaReport()
