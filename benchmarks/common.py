@@ -6,6 +6,7 @@ import statistics
 import time
 import timeit
 
+import npdynamo
 from benchmarks.quiet import foreign_load, wait_until_quiet
 
 #: Warm calls before a function is timed: enough for a numba graph's tuning to finish (about 15
@@ -19,11 +20,16 @@ WARM_S = 0.5
 
 def warm_up(fn, *args) -> None:
     """Call ``fn(*args)`` ``WARM_CALLS`` times, or for ``WARM_S`` seconds when even its fastest
-    call so far would make ``WARM_CALLS`` calls take longer."""
+    call so far would make ``WARM_CALLS`` calls take longer. After the first call, wait for the
+    numba tier's background compiles: warm calls are the compiled tier's."""
     start = fastest = None
-    for _ in range(WARM_CALLS):
+    for k in range(WARM_CALLS):
         t0 = time.perf_counter()
         fn(*args)
+        if k == 0:
+            npdynamo.synchronize()
+            t0 = time.perf_counter()
+            fn(*args)
         t1 = time.perf_counter()
         start = t0 if start is None else start
         fastest = t1 - t0 if fastest is None else min(fastest, t1 - t0)

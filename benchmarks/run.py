@@ -54,3 +54,8 @@ if __name__ == "__main__":
 
     print()
     external.main()
+    # The first calls end to end (tiers, workers), each kernel in a fresh process.
+    from benchmarks import first_call
+
+    print()
+    first_call.main()

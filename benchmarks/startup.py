@@ -44,7 +44,8 @@ def _child(code: str, env: dict) -> tuple[list[float], float]:
 def main() -> None:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NPDYNAMO_CACHE_DIR=cache)
+        # the blocking compile's start-up (tiers: benchmarks/first_call.py)
+        env = dict(os.environ, NPDYNAMO_CACHE_DIR=cache, NPDYNAMO_TIERED="0")
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         (numba_import,), _ = _child(IMPORT_NUMBA, env)
         (cold, cold_imports), cold_total = _child(CHILD, env)

@@ -111,6 +111,8 @@ def ms_per_step(step_fn, x, y) -> float:
     xb, yb = x[:BATCH], y[:BATCH]
     for _ in range(3):  # warm up (compiles)
         step_fn(params, xb, yb)
+    npdynamo.synchronize()  # numba's kernels compile in the background: time them, not NumPy
+    step_fn(params, xb, yb)
     times = []
     for _ in range(TIMED_STEPS):
         start = time.perf_counter()

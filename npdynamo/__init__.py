@@ -8,6 +8,7 @@ from npdynamo import config, fx, ops
 from npdynamo.autograd import grad, value_and_grad
 from npdynamo.backends import list_backends, register_backend
 from npdynamo.backends.scheduler import gil_held_fraction
+from npdynamo.backends.tiers import synchronize
 from npdynamo.capture.builtins_table import graph_break
 from npdynamo.capture.dynamic_dims import mark_dynamic, mark_static
 from npdynamo.capture.explain import ExplainOutput, explain
@@ -58,6 +59,7 @@ __all__ = [
     "reset",
     "set_logs",
     "supported_functions",
+    "synchronize",
     "value_and_grad",
     "while_loop",
 ]

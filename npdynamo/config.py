@@ -27,6 +27,16 @@ for_loop_min_trips: int = 16
 #: one); False: a graph break at its test, each side continuing in its own resume function.
 capture_if_branches: bool = True
 
+#: The numba backend's tiers: a new graph runs on the eager tier (its NumPy calls) from its first
+#: call while worker processes compile its kernels into the disk cache, and switches to them at
+#: a call boundary once they are there (``npdynamo.synchronize()`` waits for that). False (or
+#: ``NPDYNAMO_TIERED=0``): the first call compiles the kernels itself, as a blocking compile.
+tiered: bool = os.environ.get("NPDYNAMO_TIERED", "1").strip().lower() not in (
+    "0", "false", "off", "no")
+
+#: Compile worker processes at most; ``None``: one per core, bounded by the memory available.
+compile_workers: int | None = None
+
 #: Debugging / testing: every capture runs the frame in plain Python instead of a graph.
 force_fallback: bool = bool(os.environ.get("NPDYNAMO_FORCE_FALLBACK"))
 

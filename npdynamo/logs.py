@@ -2,7 +2,7 @@
 
 Every stage logs through the standard ``logging`` module on a logger named ``npdynamo.<topic>``;
 a topic switched on gets a stderr handler at INFO. Topics: graph_breaks, recompiles, guards,
-graph_code, bytecode, output_code, aot_graphs, dynamic, tuning.
+graph_code, bytecode, output_code, aot_graphs, dynamic, tuning, tiers.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ TOPICS = (
     "aot_graphs",
     "dynamic",
     "tuning",
+    "tiers",
 )
 _handler: logging.Handler | None = None
 

@@ -10,7 +10,11 @@ then one every ``INTERVAL_S`` while it lasts; quick compiles print nothing.
 captured stderr stay readable.
 
 The capture side is one call per recorded op (``op_captured``, from ``CaptureContext.call_op``):
-it counts, and looks at the clock every ``_CHECK_EVERY`` ops only.
+it counts, and looks at the clock every ``_CHECK_EVERY`` ops only. A backend's long step (one
+numba kernel can compile for many seconds) is bracketed by ``busy()``: a timer thread prints the
+lines due meanwhile. The same thread reports the background compiles of the numba tiers
+(``background``): ``npdynamo: compiling f (x.py:3) in the background: kernels 2/7, 4.0 s; the
+eager tier runs its calls``, and when the compiled tier takes over, if a line was shown.
 """
 
 from __future__ import annotations
@@ -53,23 +57,28 @@ class Compile:
         self.kernels_total = 0
         self.start = self.last = time.perf_counter()
         self.next_line = self.start + _threshold()
+        self.busy = 0  # backend steps under way (``busy()``): the timer thread prints for them
 
-    def touch(self) -> None:
-        """Work happened now; print a line if one is due."""
-        now = self.last = time.perf_counter()
+    def touch(self, now: float | None = None) -> None:
+        """Work happened now (or the timer looked at a busy compile); print a line if due."""
+        now = time.perf_counter() if now is None else now
+        self.last = now
         if now >= self.next_line and enabled():
             self.next_line = now + INTERVAL_S
             parts = [f"graph {self.graphs}", f"{self.ops:,} ops captured"]
             if self.kernels_total:
                 parts.append(f"kernels {self.kernels_done}/{self.kernels_total}")
             parts.append(f"{now - self.start:.1f} s")
-            text = f"npdynamo: compiling {self.what}: {', '.join(parts)}\n"
-            with _lock:
-                try:
-                    sys.stderr.write(text)
-                    sys.stderr.flush()
-                except (OSError, ValueError):  # a closed or broken stderr is no reason to fail
-                    pass
+            _write(f"npdynamo: compiling {self.what}: {', '.join(parts)}")
+
+
+def _write(line: str) -> None:
+    with _lock:
+        try:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed or broken stderr is no reason to fail
+            pass
 
 
 #: Work separated by a longer pause belongs to another compile.
@@ -115,6 +124,101 @@ def end_capture() -> None:
     _capture_ctx = None
     if _current is not None:
         _current.touch()
+
+
+def current_what() -> str:
+    """What the current compile is of (``f (file.py:3)``), for a background compile's lines."""
+    return _current.what if _current is not None else "a graph"
+
+
+class busy:  # noqa: N801 - used as ``with progress.busy():``
+    """A backend step that may take long without calling back: the timer prints its lines."""
+
+    def __enter__(self) -> None:
+        self.compile = _compile("a graph")
+        self.compile.busy += 1
+        _ensure_timer()
+
+    def __exit__(self, *exc: object) -> None:
+        self.compile.busy -= 1
+        self.compile.touch()
+
+
+class Background:
+    """One graph compiling in the background (a numba tier); ``status()`` gives its progress."""
+
+    def __init__(self, what: str, status: object) -> None:
+        self.what = what
+        self.status = status
+        self.start = time.perf_counter()
+        self.next_line = self.start + _threshold()
+        self.shown = False
+
+    def tick(self, now: float) -> None:
+        if now >= self.next_line and enabled():
+            self.next_line = now + INTERVAL_S
+            self.shown = True
+            _write(f"npdynamo: compiling {self.what} in the background: {self.status()}, "
+                   f"{now - self.start:.1f} s; the eager tier runs its calls")
+
+    def finished(self, text: str) -> None:
+        """The compiled tier took over (``text`` says when); printed if a line was shown."""
+        with _lock:
+            _backgrounds.discard(self)
+        if self.shown and enabled():
+            _write(f"npdynamo: {self.what}: {text}")
+
+
+_backgrounds: set[Background] = set()
+_timer: threading.Thread | None = None
+#: Seconds between two looks of the timer thread.
+TICK_S = 0.25
+
+
+def background(what: str, status: object) -> Background:
+    """Show the progress of a background compile of ``what`` until ``finished``."""
+    handle = Background(what, status)
+    with _lock:
+        _backgrounds.add(handle)
+    _ensure_timer()
+    return handle
+
+
+def _ensure_timer() -> None:
+    global _timer
+    with _lock:
+        if _timer is None or not _timer.is_alive():
+            _timer = threading.Thread(target=_tick, name="npdynamo-progress", daemon=True)
+            _timer.start()
+
+
+def _tick() -> None:
+    """The timer thread: prints what is due; ends when nothing is left to watch."""
+    global _timer
+    while True:
+        time.sleep(TICK_S)
+        now = time.perf_counter()
+        current = _current
+        if current is not None and current.busy > 0:
+            current.touch(now)
+        with _lock:
+            watched = list(_backgrounds)
+            if not watched and (current is None or current.busy <= 0):
+                _timer = None
+                return
+        for handle in watched:
+            handle.tick(now)
+
+
+def _after_fork_child() -> None:
+    global _timer, _lock
+    _lock = threading.Lock()
+    _timer = None
+    _backgrounds.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_child)
 
 
 def kernels(done: int, total: int) -> None:

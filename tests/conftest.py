@@ -4,6 +4,11 @@ The numba kernel cache of a test run is a temporary directory (made before npdyn
 shared by the pytest-xdist workers, removed at the end), never the user's
 ``~/.cache/npdynamo``; a run given ``NPDYNAMO_CACHE_DIR`` uses that directory and keeps it.
 
+The numba backend compiles blocking here (``config.tiered`` off, and ``NPDYNAMO_TIERED=0`` for
+the subprocesses tests start), so that every test asserting kernels, tuning or reports sees the
+compiled tier from the first call; the tier tests (``tests/backends/test_tiers.py``) turn tiers
+on themselves.
+
 Under CI (``CI`` set, as ``.ci/run`` runs) hypothesis is derandomized so a run is reproducible;
 local runs keep exploring new examples (``NPDYNAMO_TEST_STRESS=N`` explores N times more).
 """
@@ -23,6 +28,8 @@ from hypothesis import settings  # noqa: E402
 
 import npdynamo  # noqa: E402
 
+os.environ["NPDYNAMO_TIERED"] = "0"
+npdynamo.config.tiered = False
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")

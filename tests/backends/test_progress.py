@@ -3,6 +3,8 @@ to 0 s here), off with ``NPDYNAMO_PROGRESS=0``, silent for quick compiles."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -55,3 +57,37 @@ def test_quick_compiles_print_nothing(monkeypatch, capsys):
     monkeypatch.delenv("NPDYNAMO_PROGRESS", raising=False)
     _compile_and_run("eager")
     assert "npdynamo" not in capsys.readouterr().err
+
+
+def _stderr_until(capsys, text: str) -> str:
+    seen = ""
+    for _ in range(1000):  # the timer thread prints within a few ticks
+        seen += capsys.readouterr().err
+        if text in seen:
+            break
+        time.sleep(0.01)
+    return seen
+
+
+def test_the_timer_prints_while_a_backend_step_is_busy(monkeypatch, capsys):
+    # one long numba compile calls nothing back: the timer thread prints its lines
+    monkeypatch.setenv("NPDYNAMO_PROGRESS_AFTER", "0")
+    monkeypatch.delenv("NPDYNAMO_PROGRESS", raising=False)
+    monkeypatch.setattr(progress, "INTERVAL_S", 0.0)
+    monkeypatch.setattr(progress, "TICK_S", 0.01)
+    with progress.busy():
+        progress.kernels(0, 3)
+        err = _stderr_until(capsys, "kernels 0/3")
+    assert "npdynamo: compiling" in err and "kernels 0/3" in err
+
+
+def test_the_timer_shows_a_background_compile_and_its_switch(monkeypatch, capsys):
+    monkeypatch.setenv("NPDYNAMO_PROGRESS_AFTER", "0")
+    monkeypatch.delenv("NPDYNAMO_PROGRESS", raising=False)
+    monkeypatch.setattr(progress, "TICK_S", 0.01)
+    handle = progress.background("f (x.py:1)", lambda: "kernels 1/2")
+    err = _stderr_until(capsys, "in the background")
+    handle.finished("the compiled tier took over at call 3")
+    err += capsys.readouterr().err
+    assert "npdynamo: compiling f (x.py:1) in the background: kernels 1/2" in err
+    assert "npdynamo: f (x.py:1): the compiled tier took over at call 3" in err

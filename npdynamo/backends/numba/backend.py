@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from npdynamo import progress
 from npdynamo.backends import scheduler, tuning
 from npdynamo.backends.eager import eager_forward, may_alias
-from npdynamo.backends.numba import diskcache, threads
+from npdynamo.backends.numba import diskcache, front, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
 from npdynamo.backends.numba.loop_program import loop_programs
 from npdynamo.backends.numba.program import Program, direct_writes, needs_calm_state
+from npdynamo.backends.numba.report import TUNING_PENDING, NumbaReport  # noqa: F401
 from npdynamo.backends.numba.subgraphs import compile_subgraphs
 from npdynamo.fx import passes
 from npdynamo.fx.graph import Graph
@@ -35,83 +36,11 @@ class NumbaFallbackWarning(UserWarning):
     """A graph runs on the eager backend because the numba backend could not compile it."""
 
 
-#: ``NumbaReport.tuning`` before the first warm calls timed the candidates
-TUNING_PENDING = ("the first warm calls time numba (parallel, serial) against NumPy calls and "
-                  "keep the fastest")
-
-
-@dataclass
-class NumbaReport:
-    """What the numba backend did with one graph (shown by ``npdynamo.explain``)."""
-
-    kernels: int = 0
-    distinct: int = 0  # kernels after sharing one among structurally identical groups
-    groups: list[tuple[str, ...]] = field(default_factory=list)  # op names per fusion group
-    group_nodes: list[tuple[str, ...]] = field(default_factory=list)  # node names, the same
-    parallel: list[bool | None] = field(default_factory=list)  # per kernel; None: per call
-    not_fused: list[tuple[str, str]] = field(default_factory=list)  # (node, why) run in NumPy
-    thread_policy: str = ""
-    fell_back: bool = False
-    reason: str | None = None
-    compile_time_s: float = 0.0
-    kernel_files: list[str] = field(default_factory=list)
-    subgraphs: list = field(default_factory=list)  # (name, NumbaReport) of branches, loop bodies
-    #: per while_loop/fori_loop node: one compiled loop program, or the Python loop and why
-    loops: list = field(default_factory=list)
-    #: inputs whose new values the trailing kernels compute straight into their own memory
-    direct_writes: list[str] = field(default_factory=list)
-    #: what the first warm calls chose (numba parallel / serial / eager) and their times
-    tuning: str = TUNING_PENDING
-    #: the scheduled form offered to the tuner (``backends/scheduler``), or None
-    schedule: scheduler.ScheduleReport | None = None
-    dispatchers: list = field(default_factory=list, repr=False)  # the distinct numba kernels
-
-    def compiled_kernels(self) -> int:
-        """Machine-code versions of this graph's kernels so far (compiled or loaded from the
-        disk cache): one per kernel and argument types, never one per size."""
-        return sum(len(d.overloads) for d in self.dispatchers)
-
-    def is_empty(self) -> bool:
-        """Nothing to report: no kernel, NumPy call, loop or subgraph (a branch passing its
-        inputs through)."""
-        return not (self.fell_back or self.kernels or self.not_fused or self.loops
-                    or self.subgraphs)
-
-    def __str__(self) -> str:
-        return self.describe()
-
-    def describe(self, nested: bool = False) -> str:
-        """The report's lines; ``nested`` (a subgraph's): no tuning line until one is chosen,
-        as the enclosing graph's line says how it is."""
-        if self.fell_back:
-            return f"numba backend: fell back to eager ({self.reason})"
-        shared = (f" ({self.distinct} distinct)" if 0 < self.distinct < self.kernels else "")
-        lines = [f"numba backend: {self.kernels} kernel(s){shared}, {self.thread_policy}, "
-                 f"compiled in {self.compile_time_s:.2f} s"]
-        for ops, par in zip(self.groups, self.parallel):
-            how = ("parallel" if par else "serial") if par is not None else \
-                f"parallel from {threads.PARALLEL_MIN_ELEMENTS} elements, chosen per call"
-            lines.append(f"  kernel ({how}): {', '.join(ops)}")
-        for name, why in self.not_fused:
-            lines.append(f"  NumPy call {name}: {why}")
-        lines += [f"  {record}" for record in self.loops]
-        for name, report in self.subgraphs:
-            if report is None or report.is_empty():
-                continue  # a branch with no ops: nothing was compiled for it
-            inner = report.describe(nested=True).splitlines()
-            lines.append(f"  subgraph {name}: {inner[0]}")
-            lines += [f"  {line}" for line in inner[1:]]
-        if self.direct_writes:
-            lines.append(f"  written in place by the kernels: {', '.join(self.direct_writes)}")
-        if self.schedule is not None:
-            lines += [f"  {line}" for line in str(self.schedule).splitlines()]
-        if self.kernels and not (nested and self.tuning == TUNING_PENDING):
-            lines.append(f"  {self.tuning}")
-        return "\n".join(lines)
-
-
 def numba_backend(gm, example_inputs: list) -> Callable[..., tuple]:
     """Compile ``gm`` into fused numba kernels; see the module docstring."""
+    tiered = front.start(gm, example_inputs)
+    if tiered is not None:  # the eager tier runs until the workers' kernels are on disk
+        return tiered
     progress.end_capture()
     report = NumbaReport()
     start = time.perf_counter()
@@ -120,14 +49,14 @@ def numba_backend(gm, example_inputs: list) -> Callable[..., tuple]:
         # kernels report no floating-point errors, where an op in the user's np.errstate
         # block raises, warns or stays silent as that block says: NumPy runs the graph
         report.reason = "ops inside a `with np.errstate(...)` block run on the eager backend"
-        fn = _eager_with_report(eager, report)
+        fn = with_report(eager, report)
         report.compile_time_s = time.perf_counter() - start
         return fn
     try:
-        fn = _compile(gm, example_inputs, report, eager)
+        fn = build(gm, example_inputs, report, eager).finish()
     except Exception as exc:  # never fail the user: any error means the eager backend
-        _fall_back(report, f"{type(exc).__name__}: {_first_line(exc)}", gm.graph.nodes)
-        fn = _eager_with_report(eager, report)
+        fall_back(report, f"{type(exc).__name__}: {_first_line(exc)}", gm.graph.nodes)
+        fn = with_report(eager, report)
     report.compile_time_s = time.perf_counter() - start
     return fn
 
@@ -142,12 +71,25 @@ def _control_flow(node) -> bool:
         getattr(source, "target", None), "subgraph_inputs", None) is not None
 
 
+def compile_for_cache(gm, example_inputs: list, part: int = 0, parts: int = 1) -> Callable:
+    """A compile worker's work (``compile_worker``): the blocking compile of ``gm``, kernels
+    run once on the example inputs even where the graph draws random numbers (nothing here is
+    the user's), only the kernels of ``part`` of ``parts`` compiled."""
+    report = NumbaReport()
+    eager = eager_forward(gm)
+    built = build(gm, example_inputs, report, eager)
+    compiles = bool(built.program.kernel_names) or any(r.compiled for r in report.loops)
+    built.warm = compiles and _concrete(example_inputs, built.graph, impure_ok=True)
+    built.part = (part, parts)
+    return built.finish()
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else ""
 
 
-def _fall_back(report: NumbaReport, reason: str, nodes) -> None:
+def fall_back(report: NumbaReport, reason: str, nodes) -> None:
     """Run on eager from now on, warning once at the user's line of the first op (``nodes``)."""
     if report.fell_back:
         return
@@ -157,7 +99,7 @@ def _fall_back(report: NumbaReport, reason: str, nodes) -> None:
             f"eager backend (NumPy): {reason}", NumbaFallbackWarning, fallback_stacklevel=3)
 
 
-def _eager_with_report(forward: Callable[..., tuple], report: NumbaReport) -> Callable:
+def with_report(forward: Callable[..., tuple], report: NumbaReport) -> Callable:
     def eager(*args):
         return forward(*args)
 
@@ -175,8 +117,44 @@ def prepare_graph(graph: Graph) -> Graph:
     return graph
 
 
-def _compile(gm, example_inputs: list, report: NumbaReport,
-             eager: Callable[..., tuple]) -> Callable[..., tuple]:
+@dataclass
+class Built:
+    """A graph's program, built but not yet run: ``finish()`` compiles (or loads) its kernels
+    on the example inputs and tunes it. The tiered backend calls it once a worker has put
+    the kernels in the disk cache, so that it only loads them."""
+
+    gm: object
+    example_inputs: list
+    report: NumbaReport
+    eager: Callable[..., tuple]
+    graph: Graph
+    program: Program
+    #: whether finishing runs the kernels on the example inputs (compiling them now)
+    warm: bool
+    #: (part, parts) of a compile worker: only the kernels of that part compile
+    part: tuple[int, int] = (0, 1)
+    #: the program's kernel name -> positions of its output arguments
+    outputs: dict[str, list[int]] = field(default_factory=dict)
+    #: the fusion partition and its kernels, from which the scheduler offers its form
+    fusion: object = None
+    kernels: dict = field(default_factory=dict)
+
+    def finish(self) -> Callable[..., tuple]:
+        log = get_logger("output_code")
+        if self.warm:
+            _warm_up(self.program, self.example_inputs, self.gm, log, self)
+        scheduled = scheduler.program_candidate(
+            self.program, self.graph, self.fusion, self.kernels, may_alias(self.graph),
+            needs_calm_state(self.fusion))
+        if scheduled is not None:
+            scheduled.report.decision = ""  # the tuning line says it
+            self.report.schedule = scheduled.report
+        return _tuned(self.program, self.eager, self.report, self.graph, scheduled,
+                      self.gm.graph)
+
+
+def build(gm, example_inputs: list, report: NumbaReport, eager: Callable[..., tuple]) -> Built:
+    """The graph's ``Built`` program: passes, fusion, kernel sources and modules, no compile."""
     graph = prepare_graph(gm.graph)
     # a loop the loop writer can express runs as one compiled function; the subgraphs are
     # compiled on their own too (called by the Python loop each iteration when it cannot)
@@ -221,21 +199,23 @@ def _compile(gm, example_inputs: list, report: NumbaReport,
 
     def on_fallback(group_index: int, reason: str) -> None:
         ops = ", ".join(part.groups[group_index].op_names)
-        _fall_back(report, f"the kernel of ops [{ops}] failed: {reason}",
-                   part.groups[group_index].nodes)
+        fall_back(report, f"the kernel of ops [{ops}] failed: {reason}",
+                  part.groups[group_index].nodes)
 
     program = Program(graph, part, kernels, eager, on_fallback)
     report.direct_writes = sorted(program.direct_writes.values())
     program.fn.npdynamo_report = report
     log.info("numba program for graph %s:\n%s", gm.name, program.source)
-    if part.groups and _concrete(example_inputs, graph):
-        _warm_up(program, example_inputs, gm, log)
-    scheduled = scheduler.program_candidate(program, graph, part, kernels, may_alias(graph),
-                                            needs_calm_state(part))
-    if scheduled is not None:
-        scheduled.report.decision = ""  # the tuning line says it
-        report.schedule = scheduled.report
-    return _tuned(program, eager, report, graph, scheduled, gm.graph)
+    outputs = {}
+    for entry in kernels.values():
+        for ks, dispatcher in zip(entry[::2], entry[1::2]):
+            outputs[id(dispatcher)] = [i for i, a in enumerate(ks.args) if a.kind == "output"]
+    outputs = {name: outputs.get(id(program.globals[name]), [])
+               for name in program.kernel_names}
+    compiles = bool(part.groups) or any(record.compiled for record in report.loops)
+    return Built(gm, example_inputs, report, eager, graph, program,
+                 compiles and _concrete(example_inputs, graph), outputs=outputs,
+                 fusion=part, kernels=kernels)
 
 
 def _tuned(
@@ -252,7 +232,7 @@ def _tuned(
         if eager_graph is not None:  # its independent calls side by side, when measured faster
             eager = scheduler.tuned_eager(eager_graph, eager, may_alias(eager_graph))
             report.schedule = getattr(eager, "npdynamo_report", None)
-        return _eager_with_report(eager, report)
+        return with_report(eager, report)
     # (a graph whose only kernels are its loops' or branches' is tuned like any other: the
     # eager graph's loops write their carried arrays in place, and may well be faster)
     if _has_symbolic_sizes(graph):
@@ -293,27 +273,44 @@ def _has_symbolic_sizes(graph: Graph) -> bool:
                for d in getattr(p.meta.get("val"), "shape", ()))
 
 
-def _concrete(example_inputs: list, graph: Graph) -> bool:
-    if any(getattr(n.target, "impure", False) for n in graph.nodes):
+def _concrete(example_inputs: list, graph: Graph, impure_ok: bool = False) -> bool:
+    if not impure_ok and any(getattr(n.target, "impure", False) for n in graph.nodes):
         return False  # running it at compile time would be visible (e.g. random state)
     return len(example_inputs) == len(graph.placeholders) and not any(
         type(x).__name__ in ("ArrayMeta", "ScalarMeta") for x in example_inputs)
 
 
-def _warm_up(program: Program, example_inputs: list, gm, log: logging.Logger) -> None:
+def _warm_up(program: Program, example_inputs: list, gm, log: logging.Logger,
+             built: Built) -> None:
     """Compile every kernel now (one run on the example inputs), with progress when slow."""
     names = program.kernel_names
+    part, parts = built.part
+    if parts > 1:  # a worker's share: the other kernels only zero their outputs
+        for k, name in enumerate(names):
+            if k % parts != part:
+                program.globals[name] = _stand_in(built.outputs.get(name, []))
+        names = [name for k, name in enumerate(names) if k % parts == part]
     progress.kernels(0, len(names))
     seen: set[int] = set()
 
     def compiled(index: int, seconds: float) -> None:
-        if index not in seen:
+        if program.kernel_names[index] in names and index not in seen:
             seen.add(index)
             log.debug("numba: kernel %d/%d compiled or loaded in %.2f s", index + 1,
                       len(names), seconds)
             progress.kernels(len(seen), len(names))
 
     try:
-        program.warm_up(example_inputs, compiled)
+        with progress.busy():
+            program.warm_up(example_inputs, compiled)
     except Exception:  # noqa: S110 - a NumPy call raised: the real call raises it again
         pass
+
+
+def _stand_in(outputs: list[int]) -> Callable:
+    """A kernel that only zeroes its outputs (a compile worker's kernels of other parts)."""
+    def kernel(*args):
+        for i in outputs:
+            args[i][...] = 0
+
+    return kernel

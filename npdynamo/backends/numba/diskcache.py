@@ -102,17 +102,33 @@ def load_kernel_module(source_template: str) -> tuple[types.ModuleType, str, str
     """
     directory = cache_dir()
     source = source_template.replace("cache={cache}", f"cache={directory is not None}")
-    key = source_key(source)
+    return _load(source, directory, "k", source_key(source))
+
+
+def load_loop_module(source: str, namespace: dict, described: str) -> tuple[types.ModuleType, str]:
+    """Load a loop program's module (``loop_program``): ``source`` run in a module holding
+    ``namespace`` (the objects its names stand for, which ``described`` identifies: the key
+    covers both, so numba's cached machine code, which has them built in, is reused only for
+    the same ones). Returns the module and its file path (``"<memory>"`` without a cache)."""
+    directory = cache_dir()
+    key = source_key(f"{described}\n{source}")
+    module, path, _ = _load(source, directory, "l", key, namespace)
+    return module, path
+
+
+def _load(source: str, directory: Path | None, prefix: str, key: str,
+          namespace: dict | None = None) -> tuple[types.ModuleType, str, str]:
     if key in _loaded:
         module = _loaded[key]
         return module, getattr(module, "__file__", None) or "<memory>", source
-    name = f"{_PACKAGE}.k_{key}"
+    name = f"{_PACKAGE}.{prefix}_{key}"
     module = types.ModuleType(name)
+    module.__dict__.update(namespace or {})
     if directory is None:
         path = "<memory>"
         exec(compile(source, f"<npdynamo-kernel-{key}>", "exec"), module.__dict__)
     else:
-        path = str(directory / f"k_{key}.py")
+        path = str(directory / f"{prefix}_{key}.py")
         text = file_text(source)
         _ensure_file(path, text)
         # compiled from the checked text, not re-read by an import (no .pyc to go stale)
@@ -121,7 +137,7 @@ def load_kernel_module(source_template: str) -> tuple[types.ModuleType, str, str
         exec(compile(text, path, "exec"), module.__dict__)
         kernel = getattr(module, "kernel", None)
         if isinstance(kernel, Dispatcher) and hasattr(kernel._cache, "_cache_file"):
-            _guard_numba_cache(kernel, path)
+            guard_numba_cache(kernel, path)
     _loaded[key] = module
     return module, path, source
 
@@ -178,7 +194,7 @@ def _remove_numba_files(path: str) -> None:
             f.unlink()
 
 
-def _guard_numba_cache(dispatcher: Dispatcher, path: str) -> None:
+def guard_numba_cache(dispatcher: Dispatcher, path: str) -> None:
     """Make a failing load of numba's cache files a cache miss (files deleted, kernel rebuilt)
     instead of an error that would send every later process to the eager backend."""
     cache = dispatcher._cache

@@ -36,15 +36,20 @@ Exactness:
 
 from __future__ import annotations
 
+import hashlib
+import types
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, objmode
+from numba.core.dispatcher import Dispatcher
 from numba.core.errors import NumbaError, NumbaWarning
+from numba.core.types import Type as NumbaType
 
+from npdynamo.backends.numba import diskcache
 from npdynamo.backends.numba.loop_writer import (
     LOOP_OPS,
     NotCompilable,
@@ -68,6 +73,7 @@ class LoopRecord:
     why: str = ""
     runs: int = 0  # calls that ran the compiled loop (a test sees the fast path was taken)
     numpy_ops: tuple[str, ...] = ()  # ops the compiled loop calls back in NumPy
+    dispatcher: Any = field(default=None, repr=False)  # the compiled loop's numba function
 
     def __str__(self) -> str:
         if self.compiled:
@@ -164,12 +170,22 @@ class LoopCall:
         self.impl = node.target.impl
         self.record = record
         self.source = "\n".join(writer.lines) + "\n"
-        exec(compile(self.source, f"<npdynamo-loop-{node.name}>", "exec"), writer.globals)
+        described = _described(writer.globals)
+        path = "<memory>"
+        if described is not None:  # a file in the kernel cache: numba caches its machine code
+            module, path = diskcache.load_loop_module(self.source, writer.globals, described)
+            loop = module.loop
+        else:
+            exec(compile(self.source, f"<npdynamo-loop-{node.name}>", "exec"), writer.globals)
+            loop = writer.globals["loop"]
         # bounds checked: an index out of range raises (and the Python loop then raises
         # NumPy's IndexError) instead of reading outside the array
         # NumPy calls in object mode hold the GIL: nogil only without them
-        self.jit = njit(boundscheck=True, error_model="numpy", nogil=not writer.numpy_ops)(
-            writer.globals["loop"])
+        self.jit = njit(boundscheck=True, error_model="numpy", nogil=not writer.numpy_ops,
+                        cache=path != "<memory>")(loop)
+        if path != "<memory>":
+            diskcache.guard_numba_cache(self.jit, path)
+        record.dispatcher = self.jit
         self.convert = [_converter(m) for m in node.meta.get("val") or ()]
         first = 0 if self.op == "while_loop" else 2  # the carried values' parameters
         self.carried = (first, first + len(self.convert))
@@ -203,6 +219,41 @@ class LoopCall:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NumbaWarning)
             return self.jit(*flat)
+
+
+def _described(namespace: dict) -> str | None:
+    """A text that identifies every object a loop's source names (numba builds them into the
+    machine code it caches), or ``None`` when one has no stable identity (then no disk cache)."""
+    parts = []
+    for name in sorted(namespace):
+        text = _identity(namespace[name])
+        if text is None:
+            return None
+        parts.append(f"{name}={text}")
+    return ";".join(parts)
+
+
+def _identity(obj: Any) -> str | None:
+    if isinstance(obj, Dispatcher):  # a kernel: its module's name is its source's key
+        return f"kernel {obj.py_func.__module__}"
+    if isinstance(obj, types.ModuleType):
+        return f"module {obj.__name__}"
+    if obj is objmode:
+        return "numba.objmode"
+    if isinstance(obj, (bool, int, float, complex, str)):
+        return f"{type(obj).__name__} {obj!r}"
+    if isinstance(obj, np.generic):
+        return f"scalar {obj.dtype.str} {obj.tobytes().hex()}"
+    if isinstance(obj, np.ndarray):
+        digest = hashlib.sha256(np.ascontiguousarray(obj).tobytes()).hexdigest()
+        return f"array {obj.dtype.str} {obj.shape} {digest}"
+    if isinstance(obj, (np.dtype, NumbaType)):
+        return f"{type(obj).__name__} {obj}"
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    module = getattr(obj, "__module__", None) or ("numpy" if isinstance(obj, np.ufunc) else None)
+    if qualname and module and "<" not in qualname:  # importable: a function, a ufunc, a class
+        return f"{type(obj).__name__} {module}.{qualname}"
+    return None
 
 
 def loop_programs(graph: Graph, prepare: Callable[[Graph], Graph]) -> list[LoopRecord]:

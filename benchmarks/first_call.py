@@ -1,0 +1,206 @@
+"""The first calls, end to end: a kernel compiled on numba against plain NumPy (``make bench``).
+
+For each kernel of ``../shared/external/numpy-benchmarks`` (``#setup:``/``#run:`` lines, as in
+``external.py``) and ``../shared/external/numba-examples`` (``manifest.json``, size "S"), read
+at run time, a fresh process with an empty ``NPDYNAMO_CACHE_DIR`` times:
+
+* the first N calls (N = 1, 10, 100) of the plain function, cumulative;
+* the same N calls of ``npdynamo.compile(fn, backend="numba")``, capture and compile included
+  (tiers as configured: by default the eager tier serves calls while workers compile);
+* the time from the first compiled call until the compiled tier serves calls (every graph
+  switched: ``npdynamo.synchronize()`` after the 100 calls if it was not yet);
+* capture time per bytecode instruction of the kernel (``npdynamo.explain`` on the eager
+  backend, in the same process after the above).
+
+The target of issue 24: N compiled calls take at most 1.2x plain NumPy's N calls + 0.5 s. Rows
+over it are marked ``>``. Calls run on the same (copied once) inputs; a kernel that writes its
+arguments drifts the same way plain and compiled.
+
+    python benchmarks/first_call.py [--only a,b] [--suite numpy-benchmarks,numba-examples]
+                                    [--blocking] [--timeout S] [--external DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+EXTERNAL = Path(__file__).resolve().parents[1].parent / "shared/external"
+COUNTS = (1, 10, 100)
+BUDGET_RATIO, BUDGET_S = 1.2, 0.5
+
+CHILD = r"""
+import ast, copy, dis, json, sys, time, warnings
+import numpy as np
+
+kind, where, name = sys.argv[1], sys.argv[2], sys.argv[3]
+counts = [int(c) for c in sys.argv[4].split(",")]
+
+def load():
+    if kind == "numpy-benchmarks":
+        source = open(where).read()
+        setup = run = None
+        for line in source.splitlines():
+            if line.startswith("#setup:"):
+                setup = line.split(":", 1)[1].strip()
+            elif line.startswith("#run:"):
+                run = line.split(":", 1)[1].strip()
+        call = ast.parse(run, mode="eval").body
+        ns = {"__name__": "kernel"}
+        exec(compile(source, where, "exec"), ns)
+        exec(setup, ns)
+        args = []
+        for a in call.args:
+            node = a.value if isinstance(a, ast.Starred) else a
+            value = eval(compile(ast.Expression(node), "<run>", "eval"), ns)
+            args.extend(value) if isinstance(a, ast.Starred) else args.append(value)
+        return ns[call.func.id], args, {}
+    ns = {"__name__": "kernel"}
+    path = where + "/numpy_impl.py"
+    exec(compile(open(path).read(), path, "exec"), ns)
+    ins = {"__name__": "inputs"}
+    exec(compile(open(where + "/inputs.py").read(), where + "/inputs.py", "exec"), ins)
+    args, kwargs = ins["make_inputs"]("S")
+    return ns[name], list(args), kwargs
+
+def timed(fn, args, kwargs, after=None):
+    marks, ready = {}, None
+    start = time.perf_counter()
+    for k in range(1, max(counts) + 1):
+        fn(*args, **kwargs)
+        now = time.perf_counter()
+        if after is not None and ready is None and after():
+            ready = now - start
+        if k in counts:
+            marks[k] = now - start
+    return marks, ready, start
+
+row = {}
+try:
+    fn, args, kwargs = load()
+    row["numpy"], _, _ = timed(fn, copy.deepcopy(args), copy.deepcopy(kwargs))
+    import npdynamo
+    from npdynamo.backends import tiers
+    compiled = npdynamo.compile(fn, backend="numba")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        marks, ready, start = timed(compiled, copy.deepcopy(args), copy.deepcopy(kwargs),
+                                    lambda: tiers.pending() == 0)
+        if ready is None:
+            npdynamo.synchronize()
+            ready = time.perf_counter() - start
+    row["numba"], row["ready_s"] = marks, ready
+    report = npdynamo.explain(fn)(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+    instructions = sum(1 for _ in dis.get_instructions(fn))
+    row["capture_us_per_instr"] = report.compile_time_s / max(instructions, 1) * 1e6
+    row["instructions"] = instructions
+except BaseException as exc:
+    row["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
+print("ROW" + json.dumps(row))
+"""
+
+
+def kernels(suites: list[str], only: set[str],
+            external: Path = EXTERNAL) -> list[tuple[str, str, str, str]]:
+    """(suite, location, function name, row label) of every kernel found."""
+    found = []
+    if "numpy-benchmarks" in suites:
+        folder = external / "numpy-benchmarks"
+        for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
+            if "#run:" in path.read_text():
+                found.append(("numpy-benchmarks", str(path), "", path.stem))
+    if "numba-examples" in suites:
+        manifest = external / "numba-examples" / "manifest.json"
+        if manifest.is_file():
+            for k in json.loads(manifest.read_text())["kernels"]:
+                found.append(("numba-examples", str(manifest.parent / k["folder"]),
+                              k["numpy_function"], k["name"]))
+    return [k for k in found if not only or k[3] in only]
+
+
+def run_one(suite: str, where: str, name: str, blocking: bool, timeout: float) -> dict:
+    """One kernel in a fresh process with an empty kernel cache."""
+    with tempfile.TemporaryDirectory(prefix="npdynamo-first-call-") as cache:
+        env = {**os.environ, "NPDYNAMO_CACHE_DIR": cache, "NPDYNAMO_PROGRESS": "0",
+               "NPDYNAMO_TIERED": "0" if blocking else "1",
+               "PYTHONPATH": os.pathsep.join(filter(None, [
+                   str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]))}
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-c", CHILD, suite, where, name, ",".join(map(str, COUNTS))],
+                capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timeout after {timeout:.0f} s"}
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("ROW")]
+    if not rows:
+        return {"error": f"exit {proc.returncode}: {proc.stderr[-200:]}"}
+    return json.loads(rows[-1][3:])
+
+
+def within(numpy_s: float, numba_s: float) -> bool:
+    return numba_s <= BUDGET_RATIO * numpy_s + BUDGET_S
+
+
+def table(rows: list[tuple[str, dict]]) -> str:
+    head = (f"{'kernel':26s}" + "".join(f" {'numpy x' + str(n):>10s} {'numba':>8s}" for n in COUNTS)
+            + f" {'ready':>7s} {'capture':>11s}")
+    lines = [head, "-" * len(head)]
+    ready = []
+    met = dict.fromkeys(COUNTS, 0)
+    for label, row in rows:
+        if "error" in row:
+            lines.append(f"{label:26s} ERROR {row['error']}")
+            continue
+        line = f"{label:26s}"
+        for n in COUNTS:
+            a, b = row["numpy"][str(n)], row["numba"][str(n)]
+            ok = within(a, b)
+            met[n] += ok
+            line += f" {a:9.3f}s {b:7.3f}s{' ' if ok else '>'}"
+        ready.append(row["ready_s"])
+        line += f" {row['ready_s']:6.2f}s {row['capture_us_per_instr']:8.0f}us/i"
+        lines.append(line)
+    lines.append("-" * len(head))
+    measured = len(ready)
+    for n in COUNTS:
+        lines.append(f"first {n} call(s) within {BUDGET_RATIO}x NumPy + {BUDGET_S} s: "
+                     f"{met[n]}/{measured}")
+    if ready:
+        lines.append(f"compiled tier serving calls after: median {statistics.median(ready):.2f} s,"
+                     f" max {max(ready):.2f} s")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated kernel names")
+    parser.add_argument("--suite", default="numpy-benchmarks,numba-examples")
+    parser.add_argument("--blocking", action="store_true", help="tiers off (NPDYNAMO_TIERED=0)")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--external", type=Path, default=EXTERNAL,
+                        help="the folder holding numpy-benchmarks and numba-examples")
+    opts = parser.parse_args([] if argv is None else argv)
+    mode = "blocking compile" if opts.blocking else "tiered"
+    print(f"== the first calls end to end, numba backend ({mode}) vs NumPy, fresh process and "
+          "empty kernel cache per kernel")
+    found = kernels(opts.suite.split(","), set(filter(None, opts.only.split(","))),
+                    opts.external)
+    if not found:
+        print(f"skipped: no kernels under {opts.external} (it sits next to the project's own "
+              "checkout)")
+        return
+    rows = []
+    for suite, where, name, label in found:
+        rows.append((label, run_one(suite, where, name, opts.blocking, opts.timeout)))
+        print(f"  {label}: done", file=sys.stderr, flush=True)
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,123 @@
+"""One compile worker process, and the payload it is sent: a graph compiled into the disk cache.
+
+The caller's process pickles a job (``tiering.dumps``): the graph module, the example inputs, the
+backend's knobs from ``npdynamo.config`` and which part of the graph's kernels to compile. The
+worker (``main``, started by ``workers.py``) runs the numba backend on it exactly as the caller
+would have (same passes, same kernel sources, so the same disk-cache keys), including the
+warm-up run that makes numba compile each kernel and store its machine code next to the kernel
+file. It answers with what the backend reported (a fallback and its reason, kernel counts); the
+kernels themselves travel through the disk cache, never through the socket.
+
+A graph split into parts (``part`` of ``parts``) compiles only the kernels whose index falls in
+its part; the others are replaced by stand-ins that zero their outputs (types and shapes are
+what the compile needs, not values), so two workers compile one graph's kernels side by side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+import warnings
+from typing import Any
+
+from npdynamo import config
+
+#: How much lower a worker's scheduling priority is than its caller's: at 5 (a third of the
+#: weight) two workers on two cores leave the caller a whole core; at 10 (a tenth) a machine
+#: busy with other processes starved a 10 s compile into 4 minutes.
+NICENESS = 5
+
+
+def compile_payload(payload: bytes, on_kernels: Any = None) -> dict:
+    """Compile one job here (the worker's work; also callable in-process by tests)."""
+    from npdynamo import progress
+    from npdynamo.backends.numba import backend
+
+    gm, example_inputs, settings, part, parts = pickle.loads(payload)
+    environ = settings.pop("environ", {})
+    for name in [k for k in os.environ if k.startswith("NPDYNAMO_") or k == "XDG_CACHE_HOME"]:
+        del os.environ[name]
+    os.environ.update(environ, NPDYNAMO_PROGRESS="0", NPDYNAMO_TIERED="0")
+    for name, value in settings.items():
+        setattr(config, name, value)
+    config.tiered = False
+    if on_kernels is not None:
+        progress.kernels = _counting(on_kernels)
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn = backend.compile_for_cache(gm, example_inputs, part, parts)
+    report = fn.npdynamo_report
+    return {"fell_back": report.fell_back, "reason": report.reason,
+            "kernels": report.kernels, "seconds": time.perf_counter() - start,
+            "warnings": [str(w.message) for w in caught][:5]}
+
+
+def _counting(send: Any) -> Any:
+    done = total = 0
+
+    def kernels(d: int, t: int) -> None:
+        nonlocal done, total
+        if d == 0:
+            total += t
+        else:
+            done += 1
+        send(done, total)
+
+    return kernels
+
+
+def main(fd: int, parent: int) -> None:
+    """The worker's loop: receive a payload, compile it, answer; until the socket closes."""
+    from multiprocessing.connection import Connection
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
+    _die_with(parent)
+    # the caller's eager-tier calls come first: a compile takes the CPU time they leave
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)
+    conn = Connection(fd)
+    from npdynamo.backends.numba import backend  # noqa: F401 - numba loaded before the 1st job
+
+    def send_kernels(done: int, total: int) -> None:
+        conn.send(("kernels", done, total))
+
+    while True:
+        try:
+            payload = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        try:
+            answer = ("done", compile_payload(payload, send_kernels))
+        except BaseException as exc:  # noqa: BLE001 - the caller decides what a failure means
+            answer = ("error", f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(answer)
+        except (EOFError, OSError):
+            return
+
+
+def _die_with(parent: int) -> None:
+    """Exit when the process that started this worker exits, whatever way it does."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(0)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()

@@ -1,0 +1,139 @@
+"""The numba backend's first answer: a graph's eager tier, before numba is even imported.
+
+Importing numba takes a good part of a second, and a graph's first call should cost what
+NumPy costs. So with tiers on (``config.tiered``) and concrete example inputs, ``start``
+returns the graph's ``Tiered`` callable at once, running its eager tier, and a background
+thread of this process does the rest: it imports the backend, builds the graph's program
+(fusion, kernel sources, kernel modules: no compile) and hands the kernels that are not in the
+disk cache yet to the compile workers (``tiering.prepare``). The switch to the compiled tier
+then waits for the thread and the workers; with every kernel already on disk it comes at the
+next call (a load).
+
+The thread's work is light (an import and code generation); the main thread's calls run
+meanwhile. Whatever goes wrong in it (an error, a fork that left the thread behind in the
+parent) makes the switch compile the graph in the caller's thread, as without tiers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from npdynamo import config, progress
+from npdynamo.backends import tiers
+from npdynamo.backends.eager import eager_forward
+from npdynamo.backends.numba import workers
+from npdynamo.backends.numba.report import NumbaReport
+from npdynamo.fx.subgraphs import under_errstate
+
+_preparing: weakref.WeakSet = weakref.WeakSet()
+
+
+class Pending:
+    """One graph on its way to the compiled tier: prepared by the thread, then compiled by
+    workers (``jobs``, or none when everything is on disk or cannot be sent)."""
+
+    def __init__(self, gm: Any, example_inputs: list, report: NumbaReport,
+                 eager: Callable[..., tuple]) -> None:
+        self.gm, self.example_inputs, self.report, self.eager = gm, example_inputs, report, eager
+        self.prepared = threading.Event()
+        self.built: Any = None  # the backend's ``Built`` program
+        self.jobs: Any = None  # ``tiering.Jobs``
+        self.error: str | None = None  # why preparing failed (then the switch compiles)
+
+    def done(self) -> bool:
+        return self.prepared.is_set() and (self.jobs is None or self.jobs.done())
+
+    def wait(self, timeout: float | None = None) -> bool:
+        start = time.monotonic()
+        if not self.prepared.wait(timeout):
+            return False
+        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
+        return self.jobs is None or self.jobs.wait(left)
+
+    def status(self) -> str:
+        if not self.prepared.is_set():
+            return "preparing"
+        return self.jobs.status() if self.jobs is not None else "loading"
+
+
+def start(gm: Any, example_inputs: list) -> tiers.Tiered | None:
+    """The graph's eager tier, compiled in the background; ``None``: compile it now."""
+    if not (config.tiered and workers.available() and _concrete(example_inputs, gm)) or \
+            under_errstate(gm.graph):  # runs on the eager backend anyway: nothing to compile
+        return None
+    progress.end_capture()
+    report = NumbaReport()
+    report.tier = "runs on the eager tier while its kernels compile in the background"
+    eager = eager_forward(gm)
+    pending = Pending(gm, example_inputs, report, eager)
+    begun = time.perf_counter()
+    shown = progress.background(progress.current_what(), pending.status)
+    holder: list[tiers.Tiered] = []
+
+    def finish(job: Pending) -> Callable[..., tuple] | None:
+        return _stages()[1](job, holder[0], begun, shown)
+
+    with_report = _with_report(eager, report)
+    result = tiers.Tiered(with_report, pending, finish, report)
+    holder.append(result)
+    _preparing.add(pending)
+    threading.Thread(target=_prepare, args=(pending,), name="npdynamo-prepare",
+                     daemon=True).start()
+    return result
+
+
+#: (prepare, finish) of the numba side (``tiering``), installed when it is imported
+_installed: list[tuple[Callable, Callable]] = []
+
+
+def install(prepare: Callable[[Pending], None], finish: Callable[..., Any]) -> None:
+    """Called by ``tiering`` at its import: the numba side of the tiers."""
+    _installed[:] = [(prepare, finish)]
+
+
+def _stages() -> tuple[Callable, Callable]:
+    if not _installed:  # imported here, off the caller's thread: it imports numba
+        importlib.import_module("npdynamo.backends.numba.tiering")
+    return _installed[0]
+
+
+def _prepare(pending: Pending) -> None:
+    try:
+        _stages()[0](pending)
+    except BaseException as exc:  # noqa: BLE001 - the switch compiles in the caller instead
+        pending.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        pending.prepared.set()
+
+
+def _with_report(eager: Callable[..., tuple], report: NumbaReport) -> Callable[..., tuple]:
+    def run(*args):
+        return eager(*args)
+
+    run.npdynamo_report = report
+    return run
+
+
+def _concrete(example_inputs: list, gm: Any) -> bool:
+    # real values to run the kernels on (a subgraph's or an AOT graph's metas are not)
+    return len(example_inputs) == len(gm.graph.placeholders) and not any(
+        type(x).__name__ in ("ArrayMeta", "ScalarMeta") for x in example_inputs)
+
+
+def _after_fork_child() -> None:
+    # the preparing thread stayed in the parent: the child's switch compiles these itself
+    for pending in list(_preparing):
+        if not pending.prepared.is_set():
+            pending.error = "forked"
+            pending.prepared = threading.Event()
+            pending.prepared.set()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_child)

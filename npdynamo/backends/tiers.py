@@ -1,0 +1,105 @@
+"""Tiered execution: a graph runs on its eager tier until its compiled tier is ready.
+
+A backend whose compile takes long (numba) returns a ``Tiered`` callable instead of blocking
+the first call: every call runs the eager tier (the graph's NumPy calls, as the eager backend
+runs them) while a background job compiles. At a call boundary after the job has finished, the
+first caller to get there *switches*: it runs the backend's ``finish`` (for numba: load the
+kernels the worker left in the disk cache, tune) and from then on every call runs what that
+returned. Other threads calling meanwhile keep running the eager tier; no call ever waits for a
+compile, and no call runs half on one tier. Once switched, the entry that calls this graph is
+redirected to the compiled callable (``npdynamo_redirects``, as the tuner does), so the
+eager tier's check costs nothing any more.
+
+``synchronize()`` waits for every pending job and switches its graph (benchmarks and tests:
+after it, calls run compiled). The module knows nothing of numba: the backend hands over the
+job (anything with ``done()``/``wait()``) and ``finish``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+_pending: weakref.WeakSet = weakref.WeakSet()
+_pending_lock = threading.Lock()
+
+
+class Tiered:
+    """The callable a tiered backend returns for one graph (see the module docstring)."""
+
+    def __init__(self, eager: Callable[..., tuple], job: Any,
+                 finish: Callable[[Any], Callable[..., tuple]], report: Any = None) -> None:
+        self._run = eager
+        self.job = job
+        self._finish = finish
+        self._lock = threading.Lock()
+        self.switched = False
+        self.eager_calls = 0  # calls the eager tier ran (reports say when the switch came)
+        self.started = time.perf_counter()
+        if report is not None:
+            self.npdynamo_report = report
+        #: who calls this through a name they can rebind: given the compiled callable
+        self.npdynamo_redirects: list[Callable[[Callable], None]] = []
+        with _pending_lock:
+            _pending.add(self)
+
+    def __call__(self, *inputs: Any) -> tuple:
+        if not self.switched and self.job.done() and self._lock.acquire(blocking=False):
+            try:
+                self._switch()
+            finally:
+                self._lock.release()
+        if not self.switched:
+            self.eager_calls += 1
+        return self._run(*inputs)
+
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait for the job and switch now; False if ``timeout`` passed first."""
+        while not self.switched:
+            if not self.job.wait(timeout):
+                return False
+            with self._lock:
+                if not self.switched:
+                    self._switch()
+        return True
+
+    def _switch(self) -> None:
+        compiled = self._finish(self.job)
+        if compiled is None:  # the backend resubmitted the job (``self.job`` is the new one)
+            return
+        self._run = compiled
+        self.switched = True
+        with _pending_lock:
+            _pending.discard(self)
+        later = getattr(compiled, "npdynamo_redirects", None)
+        for redirect in self.npdynamo_redirects:
+            redirect(compiled)
+        if later is not None:  # the tuner redirects them again once it has chosen
+            later.extend(self.npdynamo_redirects)
+
+
+def synchronize(timeout: float | None = None) -> bool:
+    """Wait until every graph compiling in the background has switched to its compiled tier.
+
+    Returns False if ``timeout`` (seconds, for all of them) passed first. Calls made after it
+    returns True run the compiled tier (numba's kernels, or the eager graph where the backend
+    fell back)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        with _pending_lock:
+            waiting = list(_pending)
+        if not waiting:
+            return True
+        for tiered in waiting:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not tiered.settle(left):
+                return False
+
+
+def pending() -> int:
+    """Graphs still running on their eager tier."""
+    with _pending_lock:
+        return len(_pending)

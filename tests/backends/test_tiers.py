@@ -1,0 +1,273 @@
+"""The numba backend's tiers: eager from the first call, kernels compiled by worker processes.
+
+Each test gets an empty kernel cache (a warm one needs no worker) and tiers on. Results are
+compared with plain NumPy on both tiers; the process tests (exit, Ctrl-C, fork) run a script in
+a subprocess and check that no worker process outlives it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import npdynamo
+from npdynamo.backends import tiers
+from npdynamo.backends.numba import diskcache
+from npdynamo.backends.numba.backend import numba_backend
+from npdynamo.backends.numba.diskcache import KernelCacheWarning
+from npdynamo.backends.numba.tiering import CompileWorkerWarning
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _tiered(monkeypatch, tmp_path):
+    monkeypatch.setenv("NPDYNAMO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(npdynamo.config, "tiered", True)
+    monkeypatch.setattr(diskcache, "_loaded", {})  # this test's kernels come from its cache
+    yield
+    npdynamo.synchronize(timeout=120)
+
+
+def step(a, b):
+    c = np.exp(a) * b + 1.0
+    return c.sum(axis=-1), np.tanh(c @ b.T) - 1.0
+
+
+def inputs(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return rng.random((30, 20)), rng.random((30, 20))
+
+
+def spied():
+    """``step`` compiled on the numba backend, and the list of what the backend returned."""
+    made = []
+
+    def backend(gm, example_inputs):
+        made.append(numba_backend(gm, example_inputs))
+        return made[-1]
+
+    return npdynamo.compile(step, backend=backend), made
+
+
+def check(fn, seed: int = 0) -> None:
+    a, b = inputs(seed)
+    got, want = fn(a.copy(), b.copy()), step(a, b)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-12)
+
+
+def test_eager_tier_first_then_the_loaded_kernels():
+    fn, made = spied()
+    before = diskcache.kernel_loads()
+    check(fn)
+    (tiered,) = made
+    assert isinstance(tiered, tiers.Tiered)
+    report = tiered.npdynamo_report
+    assert "eager tier" in report.tier
+    check(fn, 1)
+    assert npdynamo.synchronize(timeout=120)
+    assert report.kernels >= 2
+    assert tiered.switched and tiers.pending() == 0
+    check(fn, 2)
+    after = diskcache.kernel_loads()
+    # this process loaded the worker's machine code from the disk cache, compiled nothing
+    assert after["from_disk"] > before["from_disk"]
+    assert after["compiled"] == before["compiled"]
+    assert "the compiled tier took over at call" in report.tier
+    assert "tiers: the compiled tier took over" in str(report)
+    assert not report.fell_back
+
+
+def test_the_switch_under_threads():
+    fn, made = spied()
+    check(fn)
+    errors = []
+
+    def calls(seed):
+        try:
+            for k in range(40):
+                check(fn, seed * 100 + k)
+                if k == 20 and seed == 0:
+                    npdynamo.synchronize(timeout=120)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=calls, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert made[0].switched
+    check(fn)
+
+
+def test_a_worker_killed_mid_compile(monkeypatch):
+    monkeypatch.setattr(npdynamo.config, "compile_workers", 1)
+    fn, made = spied()
+    check(fn)
+    assert made[0].job.prepared.wait(120)
+    (job,) = made[0].job.jobs.jobs
+    for _ in range(1200):
+        if job.worker_pid is not None or job.done():
+            break
+        time.sleep(0.05)
+    os.kill(job.worker_pid, signal.SIGKILL)  # on its job (or just done: then nothing is lost)
+    with pytest.warns(CompileWorkerWarning, match="died"):
+        assert npdynamo.synchronize(timeout=120)
+    check(fn, 3)
+    assert made[0].switched and not made[0].npdynamo_report.fell_back
+
+
+def test_an_error_in_a_worker(monkeypatch):
+    from npdynamo.backends.numba import tiering
+
+    monkeypatch.setattr(tiering, "dumps", lambda *args: b"not a pickle")
+    fn, made = spied()
+    check(fn)
+    with pytest.warns(CompileWorkerWarning, match="UnpicklingError"):
+        assert npdynamo.synchronize(timeout=120)
+    check(fn, 4)  # compiled in this process instead
+    assert made[0].switched and not made[0].npdynamo_report.fell_back
+
+
+def test_a_damaged_cache_file_written_by_a_worker(tmp_path):
+    fn, made = spied()
+    check(fn)
+    assert made[0].job.wait(120)
+    files = sorted((tmp_path / "cache" / "kernels" / "__pycache__").glob("*.nbc"))
+    assert files
+    for f in files:
+        f.write_bytes(b"garbage")
+    with pytest.warns(KernelCacheWarning, match="unreadable"):
+        assert npdynamo.synchronize(timeout=120)
+    check(fn, 5)
+    assert not made[0].npdynamo_report.fell_back
+
+
+def test_the_pool_runs_jobs_of_different_graphs():
+    @npdynamo.compile(backend="numba")
+    def other(x):
+        return np.sin(x) * 2.0 + x
+
+    fn, _ = spied()
+    check(fn)
+    x = np.linspace(0.0, 1.0, 50)
+    np.testing.assert_allclose(other(x), np.sin(x) * 2.0 + x, rtol=1e-6)
+    assert tiers.pending() == 2
+    assert npdynamo.synchronize(timeout=120)
+    np.testing.assert_allclose(other(x + 1), np.sin(x + 1) * 2.0 + x + 1, rtol=1e-6)
+
+
+def test_tiers_off_compile_at_the_first_call(monkeypatch):
+    monkeypatch.setattr(npdynamo.config, "tiered", False)
+    fn, made = spied()
+    check(fn)
+    assert not isinstance(made[0], tiers.Tiered)
+    assert tiers.pending() == 0
+
+
+# -- processes: nothing outlives the caller -----------------------------------------------------
+SCRIPT = """
+import os, sys, time
+import numpy as np
+import npdynamo
+from npdynamo.backends.numba import workers
+
+@npdynamo.compile(backend="numba")
+def step(a, b):
+    c = np.exp(a) * b + 1.0
+    return c.sum(axis=-1), np.tanh(c @ b.T) - 1.0
+
+a, b = np.ones((30, 20)), np.ones((30, 20))
+want = [w.copy() for w in (np.exp(a) * b + 1.0,)]
+step(a, b)
+for _ in range(600):
+    if workers.pool().pids():
+        break
+    time.sleep(0.05)
+print("PIDS", *workers.pool().pids(), flush=True)
+"""
+
+
+def _run(tail: str, tmp_path, **kwargs) -> subprocess.Popen:
+    env = dict(os.environ, NPDYNAMO_TIERED="1", NPDYNAMO_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(ROOT), NPDYNAMO_PROGRESS="0")
+    return subprocess.Popen([sys.executable, "-c", SCRIPT + textwrap.dedent(tail)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def _pids(line: str) -> list[int]:
+    assert line.startswith("PIDS"), line
+    pids = [int(p) for p in line.split()[1:]]
+    assert pids
+    return pids
+
+
+def _gone(pids: list[int]) -> bool:
+    for _ in range(200):  # they are killed at once; reaping may take a moment
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_interpreter_exit_with_compiles_pending(tmp_path):
+    proc = _run("", tmp_path)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert _gone(_pids(out.splitlines()[0]))
+
+
+def test_ctrl_c_with_compiles_pending(tmp_path):
+    proc = _run("print('SLEEP', flush=True); time.sleep(120)", tmp_path,
+                start_new_session=True)
+    pids = _pids(proc.stdout.readline())
+    assert proc.stdout.readline().startswith("SLEEP")
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    assert _gone(pids)
+
+
+def test_fork_after_the_pool_started(tmp_path):
+    proc = _run("""
+        pid = os.fork()
+        if pid == 0:
+            got = step(a, b)
+            ok = npdynamo.synchronize(timeout=120)
+            got = step(a, b)
+            print("CHILD", ok, np.allclose(got[0], want[0].sum(axis=-1)), flush=True)
+            print("CHILDPIDS", *workers.pool().pids(), flush=True)
+            sys.exit(0)
+        _, status = os.waitpid(pid, 0)
+        ok = npdynamo.synchronize(timeout=120)
+        print("PARENT", os.waitstatus_to_exitcode(status), ok, flush=True)
+    """, tmp_path)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    lines = out.splitlines()
+    pids = _pids(lines[0])
+    assert "CHILD True True" in lines
+    assert "PARENT 0 True" in lines
+    child_pids = next(line for line in lines if line.startswith("CHILDPIDS")).split()[1:]
+    assert not set(map(int, child_pids)) & set(pids)  # the child's workers are its own
+    assert _gone(pids + [int(p) for p in child_pids])
