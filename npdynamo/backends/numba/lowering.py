@@ -8,9 +8,10 @@ through its NumPy ``impl`` between kernels, so the table only lists what it gets
 
 Integer and boolean results are exact (narrow integers are computed wider and wrapped back to
 their dtype, as NumPy's loops wrap). Float results round as NumPy's loops do, except where the
-module docstrings of ``approx`` (exp, tanh) and ``codegen`` (reduction order) say otherwise.
-Transcendentals without a vectorisable approximation stay NumPy calls: inside a numba loop they
-would be scalar libm calls, slower than NumPy's SIMD loops (``benchmarks/transcendentals.py``).
+module docstrings of ``approx`` (exp, tanh, log) and ``codegen`` (reduction order) say
+otherwise, and for the other transcendentals (``LIBM_OPS``), scalar libm calls within 3 ulps of
+NumPy's SIMD loops. Every float ufunc NumPy computes within a few ulps has kernel code, so a long
+elementwise graph is one kernel whatever functions it calls.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ KERNEL_DTYPES = frozenset(
               np.uint64, np.float32, np.float64)
 )
 #: Ops whose values are worth keeping in a buffer rather than recomputing in a later loop.
-EXPENSIVE_OPS = frozenset({"exp", "tanh"})
+EXPENSIVE_OPS = frozenset({"exp", "tanh", "log", "sin", "cos", "tan", "arcsin", "arccos",
+                           "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "log2",
+                           "log10", "log1p", "expm1", "exp2", "cbrt", "arctan2", "hypot",
+                           "logaddexp", "logaddexp2", "fmod", "float_power"})
 REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "any", "all", "norm"})
 #: Loop dtypes a symbolic size (a Python int below 2**53 in practice) converts to exactly as
 #: NumPy converts it; narrower integers would need NumPy's range check (OverflowError).
@@ -354,8 +358,35 @@ def _approx(name: str) -> Emitter:
     return emit
 
 
-for _name in ("exp", "tanh"):
+for _name in ("exp", "tanh", "log"):
     UFUNC_EMITTERS[_name] = _approx(_name)
+
+
+def _float_calls(fn: str) -> Emitter:
+    """A float ufunc of any arity computed by numba's own scalar ``np.<fn>`` (libm), for the
+    loops whose inputs all have the output's float dtype."""
+    def emit(ins, out, e):
+        if out.kind != "f" or any(d != out for d in ins):
+            return None
+        return f"np.{fn}({', '.join(e)})"
+
+    return emit
+
+
+# Float ufuncs without a vectorised approximation: scalar libm calls in the kernel (within 3
+# ulps of NumPy's results for float32 and float64, nan/inf/zeros as NumPy; measured over their
+# ranges). A loop with a call does not vectorise, but the graph around the call stays fused:
+# one pass over memory instead of one per op, so a long chain with one log1p or sin is still
+# one kernel. (remainder, floor_divide and heaviside are left out: numba's differ from NumPy
+# at zeros, infinities and signs.)
+LIBM_OPS = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
+            "arccosh", "arctanh", "log2", "log10", "log1p", "expm1", "exp2", "cbrt",
+            "deg2rad", "rad2deg", "arctan2", "hypot", "copysign", "logaddexp", "logaddexp2",
+            "nextafter", "fmod", "float_power")
+for _name in LIBM_OPS:
+    UFUNC_EMITTERS[_name] = _float_calls(_name)
+UFUNC_EMITTERS["signbit"] = (
+    lambda ins, out, e: f"np.signbit({e[0]})" if ins[0].kind == "f" and out.kind == "b" else None)
 
 
 # -- lowering a node -------------------------------------------------------------------------
@@ -545,4 +576,5 @@ def lower_reduction(node: Node) -> Reduction:
         return Reduction(name, Operand(src, src_meta.dtype), axes, keepdims, out, out)
     if name in ("max", "min"):
         return Reduction(name, Operand(src, src_meta.dtype), axes, keepdims, out, out)
-    return Reduction(name, Operand(src, src_meta.dtype), axes, keepdims, np.dtype(bool), out)
+    # any/all read their elements as booleans (x != 0: nan is true, as in NumPy)
+    return Reduction(name, Operand(src, np.dtype(bool)), axes, keepdims, np.dtype(bool), out)
