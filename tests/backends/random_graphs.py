@@ -58,6 +58,8 @@ BINARY = [
     "bitwise_and",
     "bitwise_or",
     "bitwise_xor",
+    "floor_divide",
+    "remainder",
 ]
 #: Ops whose kernel code rounds differently from NumPy (``approx``, libm calls), drawn anywhere in
 #: a graph when ``transcendental`` is set (reductions of their inputs before them, broadcasts

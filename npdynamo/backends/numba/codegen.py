@@ -63,8 +63,9 @@ import numpy as np
 from numba import njit, prange
 
 from npdynamo.backends.numba.approx import exp_f32, exp_f64, log_f32, log_f64, tanh_f32, tanh_f64
-from npdynamo.backends.numba.runtime import (fmaximum, fminimum, prefer_wide_vectors, radd, rmul,
-                                             wrapping_add, wrapping_mul, wrapping_sub)
+from npdynamo.backends.numba.runtime import (
+    floor_divide_f32, floor_divide_f64, fmaximum, fminimum, prefer_wide_vectors, radd,
+    remainder_f32, remainder_f64, rmul, wrapping_add, wrapping_mul, wrapping_sub)
 
 '''
 

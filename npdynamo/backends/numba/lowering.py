@@ -33,10 +33,9 @@ KERNEL_DTYPES = frozenset(
               np.uint64, np.float32, np.float64)
 )
 #: Ops whose values are worth keeping in a buffer rather than recomputing in a later loop.
-EXPENSIVE_OPS = frozenset({"exp", "tanh", "log", "sin", "cos", "tan", "arcsin", "arccos",
-                           "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "log2",
-                           "log10", "log1p", "expm1", "exp2", "cbrt", "arctan2", "hypot",
-                           "logaddexp", "logaddexp2", "fmod", "float_power"})
+EXPENSIVE_OPS = frozenset("exp tanh log sin cos tan arcsin arccos arctan sinh cosh arcsinh "
+                          "arccosh arctanh log2 log10 log1p expm1 exp2 cbrt arctan2 hypot "
+                          "logaddexp logaddexp2 fmod float_power".split())
 REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "any", "all", "norm"})
 #: Loop dtypes a symbolic size (a Python int below 2**53 in practice) converts to exactly as
 #: NumPy converts it; narrower integers would need NumPy's range check (OverflowError).
@@ -362,6 +361,14 @@ for _name in ("exp", "tanh", "log"):
     UFUNC_EMITTERS[_name] = _approx(_name)
 
 
+def _same_float(ins: tuple[np.dtype, ...], out: np.dtype) -> bool:
+    return out.kind == "f" and all(d == out for d in ins)
+
+
+def _bits(dtype: np.dtype) -> str:
+    return f"f{dtype.itemsize * 8}"
+
+
 def _float_calls(fn: str) -> Emitter:
     """A float ufunc of any arity computed by numba's own scalar ``np.<fn>`` (libm), for the
     loops whose inputs all have the output's float dtype."""
@@ -373,18 +380,33 @@ def _float_calls(fn: str) -> Emitter:
     return emit
 
 
-# Float ufuncs without a vectorised approximation: scalar libm calls in the kernel (within 3
-# ulps of NumPy's results for float32 and float64, nan/inf/zeros as NumPy; measured over their
-# ranges). A loop with a call does not vectorise, but the graph around the call stays fused:
-# one pass over memory instead of one per op, so a long chain with one log1p or sin is still
-# one kernel. (remainder, floor_divide and heaviside are left out: numba's differ from NumPy
-# at zeros, infinities and signs.)
+# Float ufuncs without a vectorised approximation: scalar libm calls (within 3 ulps of NumPy's,
+# nan/inf/zeros as NumPy's, measured). A loop with a call does not vectorise, but the graph
+# around it stays one pass over memory. (Float // and % are NumPy's own steps, ``runtime``:
+# numba's np.remainder differs from NumPy's at zeros, infinities and signs.)
 LIBM_OPS = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
             "arccosh", "arctanh", "log2", "log10", "log1p", "expm1", "exp2", "cbrt",
             "deg2rad", "rad2deg", "arctan2", "hypot", "copysign", "logaddexp", "logaddexp2",
             "nextafter", "fmod", "float_power")
 for _name in LIBM_OPS:
     UFUNC_EMITTERS[_name] = _float_calls(_name)
+UFUNC_EMITTERS["floor_divide"] = (
+    lambda ins, out, e: f"floor_divide_{_bits(out)}({e[0]}, {e[1]})" if _same_float(ins, out)
+    else None)
+UFUNC_EMITTERS["remainder"] = (
+    lambda ins, out, e: f"remainder_{_bits(out)}({e[0]}, {e[1]})" if _same_float(ins, out)
+    else None)
+
+
+def _heaviside(ins, out, e):
+    if not _same_float(ins, out):
+        return None
+    x, h0 = e
+    return (f"({literal(0, out)} if {x} < 0 else ({h0} if {x} == 0 else "
+            f"({x} if {x} != {x} else {literal(1, out)})))")
+
+
+UFUNC_EMITTERS["heaviside"] = _heaviside
 UFUNC_EMITTERS["signbit"] = (
     lambda ins, out, e: f"np.signbit({e[0]})" if ins[0].kind == "f" and out.kind == "b" else None)
 
