@@ -106,3 +106,20 @@ def test_transcendental_then_a_reduction_of_its_input(fn, reduce, shape):
         compiled = npdynamo.compile(f, backend="numba")
         for _ in range(2):
             assert_close(compiled(x), f(x))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("exponent", [6, -3, 1.5, 0.3, -0.5, 7.0])
+def test_float_power_by_a_constant_is_kernel_code(exponent, dtype):
+    def f(x):
+        return (x + 0.0) ** exponent * 2
+
+    x = np.concatenate([np.random.default_rng(2).uniform(0.01, 5, 200),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, -2.0, 1.0]]).astype(dtype)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("error", NumbaFallbackWarning)
+        out = npdynamo.explain(f, backend="numba")(x)
+        (report,) = out.backend_reports
+        assert report.kernels == 1 and not report.not_fused, str(report)
+        got = npdynamo.compile(f, backend="numba")(x)
+        assert_close(got, f(x), rtol=1e-6 if dtype == np.float32 else 2e-15)

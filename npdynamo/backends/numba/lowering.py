@@ -479,7 +479,7 @@ def _lower_power(node: Node, meta: ArrayMeta) -> Lowered:
     ins = np.power.resolve_dtypes((_operand_key("power", base), _operand_key("power", exponent),
                                    None), casting="same_kind")
     out = ins[-1]
-    if out != meta.dtype or k is None or ins[0] != out:
+    if out != meta.dtype or ins[0] != out or (k is None and out.kind != "f"):
         raise NotFusible("power with this exponent runs as a NumPy call")
     # Integer powers wrap exactly like NumPy's repeated squaring; for floats only x**1 and x**2
     # are exact (the simplify pass rewrites x**3 and x**4, within its documented tolerance).
@@ -489,6 +489,11 @@ def _lower_power(node: Node, meta: ArrayMeta) -> Lowered:
     elif out.kind == "f" and k in (1, 2):
         def emit(e, _k=k):
             return f"({e[0]} * {e[0]})" if _k == 2 else e[0]
+    elif out.kind == "f" and type(exponent) in (int, float):
+        # libm pow with the exponent as a float (numba's x ** int multiplies, rounding
+        # otherwise): within 2 ulps of NumPy's power
+        def emit(e, _c=exponent, _o=out):
+            return f"np.power({e[0]}, {literal(_c, _o)})"
     else:
         raise NotFusible(f"power {exponent!r} on {out} runs as a NumPy call")
     return Lowered((Operand(base, out),), out, emit)
