@@ -1,5 +1,6 @@
 """NumPy kernels nobody on this project wrote, plain and compiled: correctness, graphs and
-breaks, and warm speed against NumPy (``make bench``).
+breaks, and warm speed against NumPy (``make bench``); then numba's own examples against their
+hand-written numba versions (``numba_examples.py``).
 
 The folder is the public numpy-benchmarks collection (read at run time, never copied here; see
 ``../shared/external/README.md``). Each kernel file carries ``#setup: <statements>`` and
@@ -12,6 +13,7 @@ follows, then the totals: kernels correct per backend, the share captured as one
 break, the geometric-mean speed-up per backend, and the reason of every remaining break.
 
     python benchmarks/external.py [DIR] [--backends eager,numba] [--no-time] [--only a,b]
+                                  [--suite all|numpy-benchmarks|numba-examples]
 """
 
 from __future__ import annotations
@@ -191,7 +193,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-time", action="store_true", help="skip the warm timings")
     parser.add_argument("--only", default="", help="comma-separated kernel file stems")
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--suite", default="all",
+                        choices=["all", "numpy-benchmarks", "numba-examples"])
     opts = parser.parse_args([] if argv is None else argv)
+    if opts.suite != "numba-examples":
+        _numpy_benchmarks(opts)
+    if opts.suite != "numpy-benchmarks":
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+        from benchmarks import numba_examples
+
+        print()
+        only = ["--only", opts.only] if opts.only and opts.suite == "numba-examples" else []
+        numba_examples.main((["--no-time"] if opts.no_time else []) + only)
+
+
+def _numpy_benchmarks(opts: argparse.Namespace) -> None:
     print("== external NumPy kernels (numpy-benchmarks), plain vs compiled")
     if not opts.folder.is_dir():
         print(f"skipped: {opts.folder} is not there (it sits next to the project's own "

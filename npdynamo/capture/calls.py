@@ -31,7 +31,7 @@ from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
 from npdynamo.capture.opcalls import normalize, normalized_op_call, op_call, raw, raw_sizes
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
-from npdynamo.capture.tables import BUILTINS, OBJECT_METHODS, VALUE_CALLS
+from npdynamo.capture.tables import BUILTINS, OBJECT_METHODS, VALUE_CALLS, VALUE_METHODS
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.ufunc_methods import ufunc_method
 from npdynamo.capture.values import (
@@ -328,6 +328,8 @@ def inline_call(
 def call_method(
     frame: Frame, obj: Value, name: str, args: list[Value], kwargs: dict[str, Value]
 ) -> Value:
+    if type(obj) in VALUE_METHODS:
+        return VALUE_METHODS[type(obj)][1](frame, obj, name, args, kwargs)
     if isinstance(obj, ArrayValue):
         convert = {"item": "item", "__float__": float, "__int__": int}.get(name)
         if convert is not None and not args and not kwargs:
@@ -514,6 +516,8 @@ def get_attr(frame: Frame, obj: Value, name: str) -> Value:
         return obj.self_value if name == "__self__" else obj.func
     if isinstance(obj, IteratorValue):
         raise frame.unsupported("attributes of iterators are not supported")
+    if name in VALUE_METHODS.get(type(obj), ((),))[0]:
+        return MethodValue(obj, name)
     raise frame.unsupported(f"reading .{name} of a {_describe(obj)} is not supported")
 
 

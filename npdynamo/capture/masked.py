@@ -1,4 +1,5 @@
-"""``x[mask] op= v`` under capture: an augmented assignment through a boolean mask.
+"""``x[mask] op= v`` under capture: an augmented assignment through a boolean mask; also
+``f(x[mask]).sum()`` and ``.mean()`` of a selection, one op (``masked_reduce``).
 
 Python runs it as ``tmp = x[mask]; tmp op= v; x[mask] = tmp``. The read alone has a size that
 depends on the mask (a graph break when it is used otherwise), but here it is only updated and
@@ -19,9 +20,15 @@ from npdynamo import ops
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.opcalls import op_call, raw
 from npdynamo.capture.side_effects import write_array
+from npdynamo.capture.tables import VALUE_METHODS
 from npdynamo.capture.values import ArrayValue, Const, Value
 from npdynamo.ops.indexing import boolean_mask
-from npdynamo.ops.writes import evaluate_masked, mask_update_rule, program_meta
+from npdynamo.ops.writes import (
+    MASKED_REDUCTIONS,
+    evaluate_masked,
+    mask_update_rule,
+    program_meta,
+)
 
 
 @dataclass(eq=False)
@@ -127,6 +134,20 @@ def masked_binary(frame, symbol: str, left: Value, right: Value) -> MaskedExpr:
     except Exception as exc:
         raise UserCodeRaises(exc) from exc
     return expr
+
+
+def masked_reduction(frame, value: Value, name: str, args: list, kwargs: dict) -> Value:
+    """``x[mask].sum()``, ``f(x[mask], y[mask]).mean()``: one ``masked_reduce`` node, the
+    selection never made a graph value (the numba backend folds it as a masked loop)."""
+    if name not in MASKED_REDUCTIONS or args or kwargs:
+        raise frame.unsupported(f"x[mask].{name}() with arguments is not captured")
+    return op_call(frame, ops.REGISTRY["masked_reduce"],
+                   (value.leaves[0].mask, *(leaf.array for leaf in value.leaves)),
+                   {"program": value.program, "kind": name})
+
+
+for _kind in (MaskedRead, MaskedExpr):
+    VALUE_METHODS[_kind] = (frozenset(MASKED_REDUCTIONS), masked_reduction)
 
 
 def masked_assign(frame, container: Value, index: Value, value: Value) -> bool:

@@ -19,6 +19,8 @@ the translator back for anything but the ``Frame`` type.
 * ``OBJECT_METHODS``: exact type of an object from outside (``np.random.Generator``) ->
   ``(attribute(frame, obj, name), call(frame, obj, name, args, kwargs))``: the methods the
   translator models on it (``random_calls.py``); either returns None for other names.
+* ``VALUE_METHODS``: tracked value kind -> ``(names, call(frame, value, name, args, kwargs))``:
+  the methods the translator models on a value of its own (``x[mask].sum()``: ``masked.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ HANDLERS: dict[str, Callable] = {}
 BUILTINS: dict[object, Callable] = {}
 VALUE_CALLS: dict[type, Callable] = {}
 OBJECT_METHODS: dict[type, tuple[Callable, Callable]] = {}
+VALUE_METHODS: dict[type, tuple[frozenset, Callable]] = {}
 
 
 def handler(*names: str, since=(3, 11), until=(3, 13)):

@@ -275,6 +275,33 @@ register(Op("mask_apply", _mask_apply, _mask_apply_rule, differentiable=False,
             defaults={"program": REQUIRED}))
 
 
+# -- f(x[mask], ...).sum() / .mean() (capture/masked.py) -----------------------------------
+#: Reductions of a masked expression captured as one op.
+MASKED_REDUCTIONS = ("sum", "mean")
+
+
+def _masked_reduce(mask, *arrays, program: tuple, kind: str):
+    return getattr(evaluate_masked(program, mask, arrays), kind)()
+
+
+def _masked_reduce_rule(mask: object, *arrays: object, program: tuple, kind: str) -> ArrayMeta:
+    mask_meta = boolean_mask(mask)
+    if mask_meta is None or kind not in MASKED_REDUCTIONS:
+        raise UnsupportedArguments("masked_reduce: the index is not one boolean array")
+    metas = [to_meta("masked_reduce", a) for a in arrays]
+    for meta in metas:
+        REGISTRY["setitem"].infer(meta, (mask,), 0)  # the mask fits the array (IndexError)
+    value = program_meta(program, [ArrayMeta((2, *m.shape[mask_meta.ndim:]), m.dtype)
+                                   for m in metas])
+    if not isinstance(value, ArrayMeta):
+        raise UnsupportedArguments("masked_reduce: a value that is not an array")
+    return REGISTRY[kind].infer(value)
+
+
+register(Op("masked_reduce", _masked_reduce, _masked_reduce_rule, differentiable=False,
+            defaults={"program": REQUIRED, "kind": REQUIRED}))
+
+
 # -- the write-back ------------------------------------------------------------------------
 def _written(name: str, target: object, op: Op, args: tuple, kwargs: dict) -> Composite:
     if not C.is_array_value(target) or isinstance(target, np.generic):

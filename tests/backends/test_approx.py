@@ -1,4 +1,4 @@
-"""The vectorisable exp/tanh of the numba kernels against NumPy over their whole input range."""
+"""The vectorisable exp/tanh/log of the numba kernels against NumPy over their whole input range."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def _kernel(fn):
 
 
 RUNNERS = {
-    name: _kernel(getattr(approx, name)) for name in ("exp_f32", "exp_f64", "tanh_f32", "tanh_f64")
+    name: _kernel(getattr(approx, name))
+    for name in ("exp_f32", "exp_f64", "tanh_f32", "tanh_f64", "log_f32", "log_f64")
 }
 
 
@@ -34,6 +35,8 @@ def _inputs(dtype):
         rng.standard_normal(5000) * 1e-4,
         np.logspace(lo_exp, 3, 5000),  # subnormal ... huge, both signs
         -np.logspace(lo_exp, 3, 5000),
+        np.geomspace(fi.smallest_subnormal, fi.max, 20000, dtype=dtype),  # log's whole range
+        1.0 + rng.uniform(-0.3, 0.42, 5000),  # log near its zero
         [
             0.0,
             -0.0,

@@ -137,6 +137,20 @@ def mask_apply_case(draw):
     return Case((a, mask, a, other), {"program": program}, unsupported_ok=True)
 
 
+@st.composite
+def masked_reduce_case(draw):
+    a = fill(draw(st.sampled_from([(3, 4), (4,)])), draw(_KINDS), draw(st.integers(0, 9)))
+    mask = fill(draw(st.sampled_from([a.shape, a.shape[:1], (5,)])), np.dtype(bool), 1)
+    other = fill(a.shape, draw(_KINDS), 3)
+    program = draw(st.sampled_from([
+        (("leaf", 0),), (("leaf", 0), ("const", 2), ("op", "*")),
+        (("leaf", 0), ("leaf", 1), ("op", "-"), ("const", 1.5), ("op", "+")),
+        (("leaf", 1), ("const", 2), ("op", "**")), (("leaf", 0), ("leaf", 1), ("op", ">")),
+    ]))
+    kind = draw(st.sampled_from(["sum", "mean"]))
+    return Case((mask, a, other), {"program": program, "kind": kind}, unsupported_ok=True)
+
+
 _DRAWS = [
     (False, "random", (), {"size": (2, 3)}), (False, "normal", (np.zeros(3), 1.0), {}),
     (False, "normal", (0.0, np.ones((2, 1))), {"size": (2, 4)}),
@@ -196,6 +210,7 @@ def decomposition_cases() -> dict:
         "put_along_axis": put_along_axis_case(),
         "mask_update": mask_update_case(),
         "mask_apply": mask_apply_case(),
+        "masked_reduce": masked_reduce_case(),
         "draw": draw_case(),
         "shuffled": shuffled_case(),
         "real": part_case(),

@@ -22,6 +22,7 @@ from npdynamo.backends.numba import diskcache, front, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
 from npdynamo.backends.numba.loop_program import loop_programs
+from npdynamo.backends.numba.masked_loops import expand_masked_reductions
 from npdynamo.backends.numba.program import Program, direct_writes, needs_calm_state
 from npdynamo.backends.numba.report import TUNING_PENDING, NumbaReport  # noqa: F401
 from npdynamo.backends.numba.subgraphs import compile_subgraphs
@@ -110,6 +111,7 @@ def with_report(forward: Callable[..., tuple], report: NumbaReport) -> Callable:
 def prepare_graph(graph: Graph) -> Graph:
     """A simplified copy of ``graph`` for code generation (the input graph is not changed)."""
     graph, _ = graph.copy()
+    expand_masked_reductions(graph)
     passes.simplify(graph)
     passes.constant_fold(graph)
     passes.common_subexpression_elimination(graph)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from npdynamo.backends.numba.folds import fold, fold_start
 from npdynamo.backends.numba.fusion import FusionGroup, IndexMap, broadcast_map
 from npdynamo.backends.numba.lowering import (
     Lowered,
@@ -45,7 +46,6 @@ from npdynamo.backends.numba.lowering import (
     cast,
     dtype_ctor,
     literal,
-    wrapping_arithmetic,
 )
 from npdynamo.backends.numba.runtime import has_wide_vectors
 from npdynamo.fx.node import Node
@@ -62,9 +62,10 @@ _HEADER = '''"""npdynamo numba kernel (generated; do not edit): {summary}."""
 import numpy as np
 from numba import njit, prange
 
-from npdynamo.backends.numba.approx import exp_f32, exp_f64, tanh_f32, tanh_f64
-from npdynamo.backends.numba.runtime import (fmaximum, fminimum, prefer_wide_vectors, radd, rmul,
-                                             wrapping_add, wrapping_mul, wrapping_sub)
+from npdynamo.backends.numba.approx import exp_f32, exp_f64, log_f32, log_f64, tanh_f32, tanh_f64
+from npdynamo.backends.numba.runtime import (
+    floor_divide_f32, floor_divide_f64, fmaximum, fminimum, prefer_wide_vectors, radd,
+    remainder_f32, remainder_f64, rmul, wrapping_add, wrapping_mul, wrapping_sub)
 
 '''
 
@@ -131,37 +132,6 @@ def _range(lo: str, hi: str) -> str:
     return f"range({hi})" if lo == "0" else f"range(np.uint64({lo}), np.uint64({hi}))"
 
 
-def _init(kind: str, dtype: np.dtype) -> str:
-    if kind == "sum":
-        # +0.0, as NumPy's add.reduce starts from it (a sum of -0.0s is +0.0 there too)
-        return literal(0.0 if dtype.kind == "f" else 0, dtype)
-    if kind == "prod":
-        return literal(1, dtype)
-    if kind in ("any", "all"):
-        return "False" if kind == "any" else "True"
-    if dtype.kind == "b":
-        return "False" if kind == "max" else "True"
-    if dtype.kind == "f":
-        return literal(-np.inf if kind == "max" else np.inf, dtype)
-    info = np.iinfo(dtype)
-    return literal(info.min if kind == "max" else info.max, dtype)
-
-
-def _fold(kind: str, dtype: np.dtype, acc: str, value: str, vector: bool) -> str:
-    """``acc`` folded with ``value``; ``vector`` marks the hot loop (reassociable helpers)."""
-    if kind in ("any", "all") or dtype.kind == "b":
-        return f"({acc} | {value})" if kind in ("any", "max") else f"({acc} & {value})"
-    if kind in ("sum", "prod"):
-        if dtype.kind == "f":
-            if vector:
-                return f"{'radd' if kind == 'sum' else 'rmul'}({acc}, {value})"
-            return f"({acc} {'+' if kind == 'sum' else '*'} {value})"
-        return wrapping_arithmetic("+" if kind == "sum" else "*", acc, value, dtype)
-    if dtype.kind == "f":
-        return f"{'fmaximum' if kind == 'max' else 'fminimum'}({acc}, {value})"
-    return f"({value} if {value} {'>' if kind == 'max' else '<'} {acc} else {acc})"
-
-
 class _KernelWriter:
     def __init__(self, group: FusionGroup, parallel: bool, into: dict[Node, Node]) -> None:
         self.g = group
@@ -177,6 +147,7 @@ class _KernelWriter:
         self.args: list[KernelArg] = []
         self.param: dict[int, str] = {}  # id(input node or constant) -> parameter name
         self.extent_src: dict[int, str] = {}
+        self.preamble: dict[str, str] = {}  # reads of 0-d inputs, before the loops
         self.lines: list[str] = []
         # Names local to the kernel (position in the group, not the graph's node names), so
         # structurally identical groups (a loop body unrolled N times) give the same source:
@@ -245,20 +216,29 @@ class _KernelWriter:
 
     def _buffered_before(self, node: Node, phase: int) -> bool:
         """Whether ``node``'s elements were stored to a buffer in an earlier phase."""
-        return (node in self.outputs or node in self.spill_host) and self.avail[node] < phase
+        if node in self.spill_host:
+            return self.spill_phase[node] < phase
+        return node in self.outputs and self.avail[node] < phase
 
     def _plan_spills(self, phases: list[_Phase]) -> None:
+        """Keep an expensive value needed by several phases in a free output buffer: stored
+        by the first phase that computes it (not necessarily the first phase that could: a
+        tanh read only after a reduction of the inputs is computed after it), read back by
+        the later ones."""
         self.spill_host: dict[Node, Node] = {}
+        self.spill_phase: dict[Node, int] = {}
+        first_use: dict[Node, int] = {}
         last_use: dict[Node, int] = {}
         for ph in phases:
             for node in self._needed(ph.roots, ph.index):
+                first_use.setdefault(node, ph.index)
                 last_use[node] = ph.index
         hosts = [o for o in self.g.outputs if self.in_loop(o)]
         used: set[Node] = set()
         for node in self.g.nodes:
             low = self.g.lowered[node]
             if (node in self.outputs or not isinstance(low, Lowered) or not low.expensive
-                    or last_use.get(node, -1) <= self.avail[node]):
+                    or last_use.get(node, -1) <= first_use.get(node, -1)):
                 continue
             for host in hosts:
                 if (host not in used and _meta(host).dtype == low.dtype
@@ -266,7 +246,8 @@ class _KernelWriter:
                         and self.avail[host] >= last_use[node]):
                     used.add(host)
                     self.spill_host[node] = host
-                    phases[self.avail[node]].spills.append(node)
+                    self.spill_phase[node] = first_use[node]
+                    phases[first_use[node]].spills.append(node)
                     break
 
     # -- parameters and element reads --------------------------------------------------------
@@ -309,7 +290,15 @@ class _KernelWriter:
             for t, k in enumerate(idx):
                 if k is not None:
                     self.extent_src.setdefault(k, f"{name}.shape[{t}]")
-            expr = name if meta.scalar else f"{name}[{_index(idx)}]"
+            if meta.scalar:
+                expr = name
+            elif not meta.shape:
+                # a 0-d array read once before the loops: inside a prange body numba's parfor
+                # lowering passes it as a scalar, which has no [()]
+                expr = f"{name}_0d"
+                self.preamble.setdefault(expr, f"    {expr} = {name}[()]")
+            else:
+                expr = f"{name}[{_index(idx)}]"
             src = meta.dtype
         else:
             return literal(value, operand.dtype)
@@ -395,7 +384,7 @@ class _KernelWriter:
             if acc.red.square:
                 src = f"({src} * {src})"
             target = acc.part if acc.blocked else acc_of[acc.node]
-            self.emit(f"{target} = {_fold(acc.red.kind, acc.red.acc_dtype, target, src, True)}",
+            self.emit(f"{target} = {fold(acc.red.kind, acc.red.acc_dtype, target, src, True)}",
                       depth)
         for node in ph.spills:
             self._store(node, depth, self.spill_host[node])
@@ -420,14 +409,14 @@ class _KernelWriter:
                 self.emit(f"for b{k} in range({lo}, {hi}, {BLOCK}):", depth)
                 depth += 1
                 for a in blocked:
-                    self.emit(f"{a.part} = {_init(a.red.kind, a.red.acc_dtype)}", depth)
+                    self.emit(f"{a.part} = {fold_start(a.red.kind, a.red.acc_dtype)}", depth)
                 self.emit(f"for i{k} in {_range(f'b{k}', f'min(b{k} + {BLOCK}, {hi})')}:",
                           depth)
                 self._phase_body(ph, depth + 1, acc_of)
                 for a in blocked:
                     total = acc_of[a.node]
                     part = cast(a.part, a.red.acc_dtype, a.total)
-                    self.emit(f"{total} = {_fold(a.red.kind, a.total, total, part, False)}",
+                    self.emit(f"{total} = {fold(a.red.kind, a.total, total, part, False)}",
                               depth)
                 return
             self.emit(f"for i{k} in {_range(lo, hi)}:", depth)
@@ -455,7 +444,7 @@ class _KernelWriter:
             self._phase_body(ph, depth, acc_of)
         elif self.outer_axes or not self.parallel:
             for a in ph.accs:
-                self.emit(f"{a.name} = {_init(a.red.kind, a.total)}", depth)
+                self.emit(f"{a.name} = {fold_start(a.red.kind, a.total)}", depth)
             divisions = self._row_divisions(ph) if self.outer_axes else {}
             if divisions:
                 self._loops_by_reciprocal(ph, depth, acc_of, divisions)
@@ -481,15 +470,15 @@ class _KernelWriter:
         self.emit("for c in prange(nch):", depth)
         inner = {a.node: f"c{a.name}" for a in ph.accs}
         for a in ph.accs:
-            self.emit(f"{inner[a.node]} = {_init(a.red.kind, a.total)}", depth + 1)
+            self.emit(f"{inner[a.node]} = {fold_start(a.red.kind, a.total)}", depth + 1)
         self._loops(ph, depth + 1, inner, f"c * ch|min(n{k0}, c * ch + ch)")
         for a in ph.accs:
             self.emit(f"parts{self.local[a.node]}[c] = {inner[a.node]}", depth + 1)
         for a in ph.accs:
-            self.emit(f"{a.name} = {_init(a.red.kind, a.total)}", depth)
+            self.emit(f"{a.name} = {fold_start(a.red.kind, a.total)}", depth)
         self.emit("for c in range(nch):", depth)
         for a in ph.accs:
-            folded = _fold(a.red.kind, a.total, a.name, f"parts{self.local[a.node]}[c]", False)
+            folded = fold(a.red.kind, a.total, a.name, f"parts{self.local[a.node]}[c]", False)
             self.emit(f"{a.name} = {folded}", depth + 1)
 
     def _outer_loop(self, depth: int) -> int:
@@ -542,17 +531,18 @@ class _KernelWriter:
         params = ", ".join(a.name for a in self.args)
         flags = f"parallel={self.parallel}, error_model=\"numpy\", nogil=True, cache={{cache}}"
         body = _widened(self.lines) if _computes_polynomials(self.lines) else self.lines
-        lines = [f"@njit({flags})", f"def kernel({params}):", *extents, *body]
+        lines = [f"@njit({flags})", f"def kernel({params}):", *extents,
+                 *self.preamble.values(), *body]
         summary = ", ".join(self.g.op_names)
         source = _HEADER.format(summary=summary) + "\n".join(lines) + "\n"
         return KernelSource(self.g, source, self.args, self.parallel, into=dict(self.into))
 
 
-_POLYNOMIAL_CALL = re.compile(r"\b(?:exp|tanh)_f(?:32|64)\(")
+_POLYNOMIAL_CALL = re.compile(r"\b(?:exp|tanh|log)_f(?:32|64)\(")
 
 
 def _computes_polynomials(lines: list[str]) -> bool:
-    """Whether the kernel calls the exp/tanh approximations, on a CPU with 512-bit vectors."""
+    """Whether the kernel calls the exp/tanh/log approximations, on a CPU with 512-bit vectors."""
     return has_wide_vectors() and any(_POLYNOMIAL_CALL.search(line) for line in lines)
 
 

@@ -8,9 +8,10 @@ through its NumPy ``impl`` between kernels, so the table only lists what it gets
 
 Integer and boolean results are exact (narrow integers are computed wider and wrapped back to
 their dtype, as NumPy's loops wrap). Float results round as NumPy's loops do, except where the
-module docstrings of ``approx`` (exp, tanh) and ``codegen`` (reduction order) say otherwise.
-Transcendentals without a vectorisable approximation stay NumPy calls: inside a numba loop they
-would be scalar libm calls, slower than NumPy's SIMD loops (``benchmarks/transcendentals.py``).
+module docstrings of ``approx`` (exp, tanh, log) and ``codegen`` (reduction order) say
+otherwise, and for the other transcendentals (``LIBM_OPS``), scalar libm calls within 3 ulps of
+NumPy's SIMD loops. Every float ufunc NumPy computes within a few ulps has kernel code, so a long
+elementwise graph is one kernel whatever functions it calls.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ KERNEL_DTYPES = frozenset(
               np.uint64, np.float32, np.float64)
 )
 #: Ops whose values are worth keeping in a buffer rather than recomputing in a later loop.
-EXPENSIVE_OPS = frozenset({"exp", "tanh"})
+EXPENSIVE_OPS = frozenset("exp tanh log sin cos tan arcsin arccos arctan sinh cosh arcsinh "
+                          "arccosh arctanh log2 log10 log1p expm1 exp2 cbrt arctan2 hypot "
+                          "logaddexp logaddexp2 fmod float_power".split())
 REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "any", "all", "norm"})
 #: Loop dtypes a symbolic size (a Python int below 2**53 in practice) converts to exactly as
 #: NumPy converts it; narrower integers would need NumPy's range check (OverflowError).
@@ -354,8 +357,58 @@ def _approx(name: str) -> Emitter:
     return emit
 
 
-for _name in ("exp", "tanh"):
+for _name in ("exp", "tanh", "log"):
     UFUNC_EMITTERS[_name] = _approx(_name)
+
+
+def _same_float(ins: tuple[np.dtype, ...], out: np.dtype) -> bool:
+    return out.kind == "f" and all(d == out for d in ins)
+
+
+def _bits(dtype: np.dtype) -> str:
+    return f"f{dtype.itemsize * 8}"
+
+
+def _float_calls(fn: str) -> Emitter:
+    """A float ufunc of any arity computed by numba's own scalar ``np.<fn>`` (libm), for the
+    loops whose inputs all have the output's float dtype."""
+    def emit(ins, out, e):
+        if out.kind != "f" or any(d != out for d in ins):
+            return None
+        return f"np.{fn}({', '.join(e)})"
+
+    return emit
+
+
+# Float ufuncs without a vectorised approximation: scalar libm calls (within 3 ulps of NumPy's,
+# nan/inf/zeros as NumPy's, measured). A loop with a call does not vectorise, but the graph
+# around it stays one pass over memory. (Float // and % are NumPy's own steps, ``runtime``:
+# numba's np.remainder differs from NumPy's at zeros, infinities and signs.)
+LIBM_OPS = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
+            "arccosh", "arctanh", "log2", "log10", "log1p", "expm1", "exp2", "cbrt",
+            "deg2rad", "rad2deg", "arctan2", "hypot", "copysign", "logaddexp", "logaddexp2",
+            "nextafter", "fmod", "float_power")
+for _name in LIBM_OPS:
+    UFUNC_EMITTERS[_name] = _float_calls(_name)
+UFUNC_EMITTERS["floor_divide"] = (
+    lambda ins, out, e: f"floor_divide_{_bits(out)}({e[0]}, {e[1]})" if _same_float(ins, out)
+    else None)
+UFUNC_EMITTERS["remainder"] = (
+    lambda ins, out, e: f"remainder_{_bits(out)}({e[0]}, {e[1]})" if _same_float(ins, out)
+    else None)
+
+
+def _heaviside(ins, out, e):
+    if not _same_float(ins, out):
+        return None
+    x, h0 = e
+    return (f"({literal(0, out)} if {x} < 0 else ({h0} if {x} == 0 else "
+            f"({x} if {x} != {x} else {literal(1, out)})))")
+
+
+UFUNC_EMITTERS["heaviside"] = _heaviside
+UFUNC_EMITTERS["signbit"] = (
+    lambda ins, out, e: f"np.signbit({e[0]})" if ins[0].kind == "f" and out.kind == "b" else None)
 
 
 # -- lowering a node -------------------------------------------------------------------------
@@ -426,7 +479,7 @@ def _lower_power(node: Node, meta: ArrayMeta) -> Lowered:
     ins = np.power.resolve_dtypes((_operand_key("power", base), _operand_key("power", exponent),
                                    None), casting="same_kind")
     out = ins[-1]
-    if out != meta.dtype or k is None or ins[0] != out:
+    if out != meta.dtype or ins[0] != out or (k is None and out.kind != "f"):
         raise NotFusible("power with this exponent runs as a NumPy call")
     # Integer powers wrap exactly like NumPy's repeated squaring; for floats only x**1 and x**2
     # are exact (the simplify pass rewrites x**3 and x**4, within its documented tolerance).
@@ -436,6 +489,11 @@ def _lower_power(node: Node, meta: ArrayMeta) -> Lowered:
     elif out.kind == "f" and k in (1, 2):
         def emit(e, _k=k):
             return f"({e[0]} * {e[0]})" if _k == 2 else e[0]
+    elif out.kind == "f" and type(exponent) in (int, float):
+        # libm pow with the exponent as a float (numba's x ** int multiplies, rounding
+        # otherwise): within 2 ulps of NumPy's power
+        def emit(e, _c=exponent, _o=out):
+            return f"np.power({e[0]}, {literal(_c, _o)})"
     else:
         raise NotFusible(f"power {exponent!r} on {out} runs as a NumPy call")
     return Lowered((Operand(base, out),), out, emit)
@@ -545,4 +603,5 @@ def lower_reduction(node: Node) -> Reduction:
         return Reduction(name, Operand(src, src_meta.dtype), axes, keepdims, out, out)
     if name in ("max", "min"):
         return Reduction(name, Operand(src, src_meta.dtype), axes, keepdims, out, out)
-    return Reduction(name, Operand(src, src_meta.dtype), axes, keepdims, np.dtype(bool), out)
+    # any/all read their elements as booleans (x != 0: nan is true, as in NumPy)
+    return Reduction(name, Operand(src, np.dtype(bool)), axes, keepdims, np.dtype(bool), out)

@@ -12,6 +12,10 @@ own operators tell LLVM that signed overflow cannot happen, so ``(x + 1) > x`` b
 the largest int64 where NumPy wraps and says False. (Narrower integers are computed in int64 and
 converted back, which wraps exactly.)
 
+``floor_divide_f32``/``_f64`` and ``remainder_f32``/``_f64`` are NumPy's float ``//`` and ``%``
+(its ``npy_divmod``: ``fmod``, the sign fixed to the divisor's, the quotient snapped to an
+integer), step for step, so their results are NumPy's bit for bit.
+
 ``prefer_wide_vectors()`` lets LLVM vectorise the function it is called in with the widest
 vectors the CPU has. On AVX-512 CPUs LLVM prefers 256-bit vectors by default (wide ones may
 lower the clock on some models), which suits memory-bound loops; the exp/tanh polynomials of
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 from functools import cache
 
+import numpy as np
 from llvmlite import binding, ir
 from numba import njit, types
 from numba.core import cgutils
@@ -105,3 +110,40 @@ def has_wide_vectors() -> bool:
         return bool(binding.get_host_cpu_features().get("avx512f"))
     except Exception:  # pragma: no cover - no feature query on this platform
         return False
+
+
+def _float_divmod(dtype: type):
+    """NumPy's ``npy_divmod`` for floats of ``dtype``: ``(a // b, a % b)`` for ``b != 0``."""
+    zero, one, half = dtype(0.0), dtype(1.0), dtype(0.5)
+
+    @njit(error_model="numpy")
+    def divmod_(a, b):
+        mod = np.fmod(a, b)
+        div = (a - mod) / b
+        if mod != zero:
+            if (b < zero) != (mod < zero):
+                mod += b
+                div -= one
+        else:
+            mod = np.copysign(zero, b)
+        if div != zero:
+            floordiv = np.floor(div)
+            if div - floordiv > half:
+                floordiv += one
+        else:
+            floordiv = np.copysign(zero, a / b)
+        return floordiv, mod
+
+    @njit(error_model="numpy")
+    def floor_divide(a, b):
+        return a / b if b == zero else divmod_(a, b)[0]
+
+    @njit(error_model="numpy")
+    def remainder(a, b):
+        return np.fmod(a, b) if b == zero else divmod_(a, b)[1]
+
+    return floor_divide, remainder
+
+
+floor_divide_f32, remainder_f32 = _float_divmod(np.float32)
+floor_divide_f64, remainder_f64 = _float_divmod(np.float64)

@@ -1,0 +1,88 @@
+"""``f(x[mask]).sum()`` and ``.mean()``: one graph (the selection is never a graph value), bitwise
+NumPy on the eager backend, and on numba a masked loop in one kernel (no NumPy call left) at the
+kernels' tolerances; a mask over leading axes only stays a NumPy call, still one graph."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import npdynamo
+from npdynamo.backends.numba import NumbaFallbackWarning
+from tests.backends.compare import check_one_graph
+
+rng = np.random.default_rng(5)
+
+
+def lennard_jones(cluster):
+    diff = cluster[:, np.newaxis, :] - cluster[np.newaxis, :, :]
+    d = np.triu(np.sqrt((diff * diff).sum(-1)))
+    r = d[d > 1e-6]
+    sr6 = (1. / r) ** 6
+    return (4. * (sr6 * sr6 - sr6)).sum()
+
+
+def masked_mean(x, y):
+    m = x > 0.25
+    return (x[m] * 2 - y[m]).mean(), x[m].sum()
+
+
+def count_and_mean_of_ints(a):
+    m = a % 3 == 0
+    return (a[m] > 4).sum(), a[m].mean(), (a[m] * a[m]).sum()
+
+
+def empty_selection(x):
+    return x[x > 10].mean(), x[x > 10].sum()
+
+
+def rows_selected(x, keep):
+    return (x[keep] * 2).sum()
+
+
+CASES = [
+    (lennard_jones, (rng.random((40, 3)),)),
+    (masked_mean, (rng.random((30, 7)), rng.random((30, 7)))),
+    (masked_mean, (rng.random(3000).astype(np.float32), rng.random(3000).astype(np.float32))),
+    (count_and_mean_of_ints, (rng.integers(-9, 9, (6, 50)),)),
+    (count_and_mean_of_ints, (rng.integers(-9, 9, 50).astype(np.int8),)),
+    (empty_selection, (rng.random(20),)),
+]
+
+
+def _numpy_calls(fn, args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NumbaFallbackWarning)
+        out = npdynamo.explain(fn, backend="numba")(*args)
+    assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
+    (report,) = out.backend_reports
+    assert not report.fell_back, report.reason
+    return [name for name, _ in report.not_fused]
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice")
+@pytest.mark.parametrize(("fn", "args"), CASES, ids=[f"{c[0].__name__}-{i}"
+                                                     for i, c in enumerate(CASES)])
+def test_masked_reduction_is_one_graph_and_a_masked_loop(fn, args):
+    with np.errstate(all="ignore"):
+        check_one_graph(fn, args)
+        calls = _numpy_calls(fn, args)
+    assert not [c for c in calls if c.startswith("masked_reduce")], calls
+
+
+def test_a_mask_over_leading_axes_stays_a_numpy_call():
+    x, keep = rng.random((5, 4)), np.array([True, False, True, True, False])
+    check_one_graph(rows_selected, (x, keep))
+    assert any(c.startswith("masked_reduce") for c in _numpy_calls(rows_selected, (x, keep)))
+
+
+def test_masked_sum_with_arguments_breaks_but_runs():
+    def f(x):
+        return x[x > 0.5].sum(axis=0)
+
+    x = rng.random(10)
+    out = npdynamo.explain(f)(x)
+    assert out.graph_break_count == 1 and "arguments" in str(out)
+    assert npdynamo.compile(f)(x) == f(x)
