@@ -123,9 +123,13 @@ def test_a_worker_killed_mid_compile(monkeypatch):
         if job.worker_pid is not None or job.done():
             break
         time.sleep(0.05)
-    os.kill(job.worker_pid, signal.SIGKILL)  # on its job (or just done: then nothing is lost)
-    with pytest.warns(CompileWorkerWarning, match="died"):
+    finished_first = job.done()  # a kernel already on disk: the worker can beat the kill
+    os.kill(job.worker_pid, signal.SIGKILL)
+    if finished_first:  # nothing was lost: no warning, and the compiled tier takes over
         assert npdynamo.synchronize(timeout=120)
+    else:
+        with pytest.warns(CompileWorkerWarning, match="died"):
+            assert npdynamo.synchronize(timeout=120)
     check(fn, 3)
     assert made[0].switched and not made[0].npdynamo_report.fell_back
 
