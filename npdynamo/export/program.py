@@ -252,7 +252,7 @@ class ExportedProgram:
 
     def to_onnx(self, path: str | None = None, opset: int | None = None):
         """Write (and return) the program as an ONNX model."""
-        from npdynamo.export.onnx_writer import to_onnx
+        from npdynamo.export.onnx_export import to_onnx
         return to_onnx(self, path, opset)
 
     def to_python(self, path: str) -> None:
