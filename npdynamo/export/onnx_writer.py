@@ -2,9 +2,9 @@
 
 The graph is walked once in order; each canonical op is lowered by its entry in
 ``onnx_ops.py``/``onnx_shapes.py`` to ONNX nodes (an op without one raises ``ExportError``
-naming it: ``onnx_export.onnx_supported_ops()`` lists those that have one). Inputs keep their names; symbolic
-dimensions become ONNX dimension parameters named after their ``Dim``; constants (weights)
-become initializers. The model's outputs are the graph's outputs in order (``out0``, ...):
+naming it: ``onnx_export.onnx_supported_ops()`` lists those that have one). Inputs keep their
+names; symbolic dimensions become ONNX dimension parameters named after their ``Dim``; constants
+(weights) become initializers. The model's outputs are the graph's outputs in order (``out0``, ...):
 the values returned, then the new values of the arrays the program writes (``ep.mutations``).
 A size a shape argument needs at run time (``reshape(x, (s0, -1))``) is read from the input it
 comes from (``Shape``). ``cond`` becomes ``If`` and ``while_loop``/``fori_loop`` become

@@ -41,7 +41,7 @@ from npdynamo.errors import InvalidArgument, Unsupported
 from npdynamo.export.program import Dim, ExportedProgram, InputSpec, InvalidDim
 from npdynamo.fx.passes.cse import common_subexpression_elimination
 from npdynamo.fx.passes.dce import dead_code_elimination
-from npdynamo.ops.symbolic import Fact, FactRecorder, compare
+from npdynamo.ops.symbolic import Fact, FactRecorder, SymInt, compare, free_symbols
 from npdynamo.ops.symbolic_code import symbol_name
 
 _LEAF_TYPES = (bool, int, float, complex, str, type(None))
@@ -79,7 +79,7 @@ def export(fn: Callable, *args: Any, dynamic_shapes: Any = None,
     frame_args = tuple(values[n] for n in names)
     unrolled: dict[tuple, str] = {}
     while True:
-        ctx = CaptureContext(fn, dynamic=False, unrolled_loops=unrolled)
+        ctx = _ExportContext(fn, dynamic=False, unrolled_loops=unrolled)
         try:
             result = root_frame(ctx, frame_args).run()
             check_written_arrays(ctx)
@@ -90,6 +90,20 @@ def export(fn: Callable, *args: Any, dynamic_shapes: Any = None,
             raise exc.error from None
         except CaptureUnsupported as exc:
             raise to_unsupported(exc) from None
+
+
+class _ExportContext(CaptureContext):
+    """A capture that remembers where Python code specialised a symbolic size (for the error
+    that says which line pinned a ``Dim``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pinned: list[tuple[Any, Any]] = []
+
+    def concrete(self, size: Any) -> Any:
+        if isinstance(size, SymInt):
+            self.pinned.append((size, self.location()))
+        return super().concrete(size)
 
 
 def _plain_function(fn: Callable) -> tuple[types.FunctionType, object]:
@@ -321,20 +335,27 @@ def _dims(ctx: CaptureContext, inputs: list[InputSpec], dim_of: dict, fn):
                 first[dim.name] = size
     facts = [*ctx.facts.facts, *recorder.facts]
     for fact in ctx.facts.facts:
-        _refuse_specialised(fact, dims, fn)
+        _refuse_specialised(fact, dims, fn, ctx.pinned)
     return dims, list({f.key: f for f in facts}.values())
 
 
-def _refuse_specialised(fact: Fact, dims: dict, fn) -> None:
+def _refuse_specialised(fact: Fact, dims: dict, fn, pinned: list) -> None:
     if fact.rel != "==" or len(fact.expr.terms) != 1:
         return
     ((mono, coeff),) = fact.expr.terms
     if len(mono) == 1 and coeff == 1 and getattr(mono[0], "name", None) in dims:
         name = dims[mono[0].name][0]
-        raise Unsupported(
-            f"npdynamo.export: {fn.__qualname__} needs the dynamic dimension {name} to be "
-            f"exactly {fact.value} (Python code read the size, e.g. range(x.shape[0]), or an op "
-            f"required it); drop the Dim or keep the size symbolic")
+        where = next((loc for size, loc in pinned if loc is not None and
+                      mono[0].name in free_symbols(size)), None)
+        at = (f"Python code at {where.filename}:{where.lineno} reads it: "
+              f"{where.source_line.strip()}" if where is not None else
+              "an op or Python code needs that one size")
+        error = Unsupported(
+            f"npdynamo.export: {fn.__qualname__} specialises the dynamic dimension {name} to "
+            f"{fact.value} ({at}); drop the Dim, or keep the size symbolic (x.shape[0] passed "
+            "straight to an op, np.zeros_like, reshape(-1, ...))")
+        error.location = where
+        raise error
 
 
 def _text(path: tuple) -> str:
