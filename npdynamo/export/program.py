@@ -119,6 +119,7 @@ class ExportedProgram:
     def check(self, values: list) -> None:
         """Raise ``InputSpecError`` unless ``values`` (one per input) fit the input spec."""
         bindings: dict[str, int] = {}
+        named: dict[str, int] = {}  # a Dim's name -> its size in this call
         for spec, value in zip(self.inputs, values):
             if spec.kind == "constant":
                 continue
@@ -139,8 +140,8 @@ class ExportedProgram:
                                              f"got {got} (shape {value.shape})")
                     continue
                 user, low, high = self.dims.get(sym, (sym, 2, None))
-                if sym in bindings and bindings[sym] != got:
-                    raise InputSpecError(f"{where}: dimension {d} is {user} = {bindings[sym]} "
+                if named.setdefault(user, got) != got:
+                    raise InputSpecError(f"{where}: dimension {d} is {user} = {named[user]} "
                                          f"(from an earlier argument), got {got}")
                 if got < low or (high is not None and got > high):
                     raise InputSpecError(f"{where}: dimension {d} ({user}) must lie in "

@@ -25,7 +25,7 @@ from npdynamo.capture.compile_frame import to_unsupported
 from npdynamo.capture.dynamic_dims import mark_dynamic
 from npdynamo.capture.entry import check_written_arrays
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
-from npdynamo.capture.guards import ItemSource, LocalSource
+from npdynamo.capture.guards import AttrSource, ItemSource, LocalSource
 from npdynamo.capture.translator import CaptureContext, root_frame
 from npdynamo.capture.values import (
     ArrayValue,
@@ -183,8 +183,9 @@ def _array_dims(spec: Any, value: np.ndarray, path: tuple) -> dict[int, Dim]:
 def _program(ctx: CaptureContext, result: Value, values: dict, user_params: list[str],
              dim_of: dict, fn) -> ExportedProgram:
     effects = ctx.side_effects
-    if effects.mutations or effects.global_stores:
-        what = effects.mutations[0].kind if effects.mutations else "a global assignment"
+    changes = [m for m in effects.mutations if not _stores_back(m)]
+    if changes or effects.global_stores:
+        what = changes[0].kind if changes else "a global assignment"
         raise Unsupported(f"npdynamo.export: {fn.__qualname__} changes Python state ({what}); "
                           "an exported program may only return values and write arrays")
     graph = ctx.graph
@@ -220,6 +221,19 @@ def _program(ctx: CaptureContext, result: Value, values: dict, user_params: list
         graph=graph, inputs=inputs, fixed_args=_fixed_leaves(values, user_params, inputs),
         params=user_params, output_tree=tree, mutations=mutations, constants=constants,
         dims=dims, facts=facts, name=fn.__name__)
+
+
+def _stores_back(m) -> bool:
+    """``d[k] += x`` / ``obj.w -= g``: the array written in place is stored back into the slot
+    it was read from, which changes nothing but the array (a mutation the program keeps)."""
+    if m.kind not in ("dict_set", "attr_set") or len(m.args) != 2:
+        return False
+    key, value = m.args
+    base = getattr(m.target, "source", None)
+    if not isinstance(value, ArrayValue) or base is None:
+        return False
+    slot = ItemSource(base, key) if m.kind == "dict_set" else AttrSource(base, key)
+    return value.source == slot
 
 
 def _input_specs(ctx: CaptureContext, user_params: list[str]):
