@@ -79,7 +79,7 @@ def test_one_dim_name_is_one_size():
     ep = npdynamo.export(f, np.ones((4, 2)), np.ones((4, 3)),
                          dynamic_shapes=({0: Dim("n")}, {0: Dim("n")}))
     ep(np.ones((6, 2)), np.ones((6, 3)))
-    with pytest.raises(InputSpecError, match=r"dimension 0 is n = 6 \(from an earlier argument\), got 5"):
+    with pytest.raises(InputSpecError, match=r"dimension 0 is n = 6 \(from an earlier .*got 5"):
         ep(np.ones((6, 2)), np.ones((5, 3)))
 
 
