@@ -21,6 +21,7 @@ import json
 import math
 import os
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,8 @@ def read(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
     except ArchiveError:
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
-            UnicodeDecodeError, NotImplementedError, RuntimeError, KeyError) as exc:
+            UnicodeDecodeError, NotImplementedError, RuntimeError, KeyError, RecursionError,
+            TypeError, AttributeError, IndexError, zlib.error) as exc:
         raise ArchiveError(f"{where} is not a readable npdynamo export archive: "
                            f"{type(exc).__name__}: {exc}") from None
 
