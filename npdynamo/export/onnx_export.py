@@ -1,8 +1,9 @@
 """``ExportedProgram.to_onnx``: write an exported program as an ONNX model.
 
-Joins the lowering (``onnx_writer.Lowering``) with the op tables (``onnx_ops`` for elementwise
-ops, reductions and linear algebra; ``onnx_shapes`` for shapes, creation, indexing and control
-flow), checks the model with ``onnx.checker`` and saves it. Needs the ``onnx`` extra.
+Joins the lowering (``onnx_writer.Lowering``) with the op tables (``onnx_ops``: elementwise ops,
+reductions, linear algebra; ``onnx_shapes``: shapes, creation, indexing, control flow;
+``onnx_numeric``: statistics, scans, sorting), checks the model with ``onnx.checker`` and saves
+it. Needs the ``onnx`` extra.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from npdynamo.export import onnx_ops, onnx_shapes
+from npdynamo.export import onnx_numeric, onnx_ops, onnx_shapes
 from npdynamo.export.onnx_writer import OPSET, Lowering
 
 if TYPE_CHECKING:
     from npdynamo.export.program import ExportedProgram
 
-LOWERINGS = {**onnx_ops.LOWERINGS, **onnx_shapes.LOWERINGS}
+LOWERINGS = {**onnx_ops.LOWERINGS, **onnx_shapes.LOWERINGS, **onnx_numeric.LOWERINGS}
 
 
 def onnx_supported_ops() -> list[str]:

@@ -49,6 +49,10 @@ def _no_kwargs(kwargs: dict, allowed: tuple = ()) -> None:
 
 
 # -- elementwise ---------------------------------------------------------------------------------
+#: ONNX ops ONNX Runtime implements for float32 only (no float64 kernel)
+FLOAT32_ONLY = frozenset(["Asin", "Acos", "Atan", "Sinh", "Asinh", "Acosh", "Atanh", "Det"])
+
+
 def _elementwise(onnx_op: str, compute: str = "out", kinds: str = "") -> Callable:
     """``onnx_op`` on the operands cast to the result dtype (``compute="out"``) or to the
     dtype NumPy compares in (``"common"``); ``kinds``: the dtype kinds allowed."""
@@ -59,6 +63,8 @@ def _elementwise(onnx_op: str, compute: str = "out", kinds: str = "") -> Callabl
             out if compute == "out" else _compute(L, args))
         if kinds and work.kind not in kinds:
             raise ExportError(f"{onnx_op} for dtype {work} has no exact ONNX form")
+        if onnx_op in FLOAT32_ONLY and work != np.float32:
+            raise ExportError(f"ONNX Runtime computes {onnx_op} in float32 only, not {work}")
         result = L.add(onnx_op, [L.value(a, work) for a in args])
         return L.cast(result, work if compute == "out" else np.bool_, out)
 
@@ -78,8 +84,8 @@ def _composite(fn: Callable, kinds: str = "f") -> Callable:
 
 
 _FLOAT_UNARY = {
-    "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "sin": "Sin", "cos": "Cos", "tan": "Tan",
-    "arcsin": "Asin", "arccos": "Acos", "arctan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
+    "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "sin": "Sin", "cos": "Cos",
+    "arcsin": "Asin", "arccos": "Acos", "arctan": "Atan", "sinh": "Sinh",
     "tanh": "Tanh", "arcsinh": "Asinh", "arccosh": "Acosh", "arctanh": "Atanh",
     "floor": "Floor", "ceil": "Ceil", "rint": "Round", "reciprocal": "Reciprocal",
 }
@@ -147,6 +153,10 @@ LOWERINGS.update(not_equal=_not_equal, isinf=_isinf, isfinite=_isfinite,
                  bitwise_xor=_bitwise("BitwiseXor", "Xor"),
                  invert=_bitwise("BitwiseNot", "Not"))
 
+# tan as sin / cos (ONNX Runtime has no float64 Tan); cosh from exp (no cancellation)
+LOWERINGS["tan"] = _composite(lambda L, t, x: L.add("Div", [L.add("Sin", [x]), L.add("Cos", [x])]))
+LOWERINGS["cosh"] = _composite(lambda L, t, x: L.add("Mul", [L.add("Add", [
+    L.add("Exp", [x]), L.add("Exp", [L.add("Neg", [x])])]), L.const(0.5, t)]))
 LOWERINGS["square"] = _composite(lambda L, t, x: L.add("Mul", [x, x]), "fiu")
 LOWERINGS["conjugate"] = _composite(lambda L, t, x: L.add("Identity", [x]), "fiub")
 LOWERINGS["exp2"] = _composite(lambda L, t, x: L.add("Pow", [L.const(2, t), x]))

@@ -107,10 +107,8 @@ def _at_least(L: Lowering, node: Node, x: Any, n: int) -> str:
     value, nd = _as(L, node, x), _nd(x)
     if nd >= n:
         return value
-    axes = {1: [[0]], 2: [[0], [0, 1]], 3: [[0, 2], [0, 2], [2]]}[n][min(nd, n - 1) if n == 3
-                                                                       else nd]
-    if n == 3 and nd == 0:
-        axes = [0, 1, 2]
+    # NumPy's placement: (N,) -> (1, N) and (1, N, 1); (M, N) -> (M, N, 1)
+    axes = {1: {0: [0]}, 2: {0: [0, 1], 1: [0]}, 3: {0: [0, 1, 2], 1: [0, 2], 2: [2]}}[n][nd]
     return L.add("Unsqueeze", [value, L.ints(axes)])
 
 
@@ -154,8 +152,6 @@ LOWERINGS.update(
     moveaxis=_moveaxis, expand_dims=_expand_dims, squeeze=_squeeze, broadcast_to=_expand,
     broadcast_view=_expand, concatenate=_concatenate, stack=_stack, vstack=_vstack,
     hstack=_hstack, flip=_flip, tile=_tile, tril=_trilu(0), triu=_trilu(1),
-    atleast_1d=lambda L, node, x: _at_least(L, node, x, 1),
-    atleast_2d=lambda L, node, x: _at_least(L, node, x, 2),
 )
 
 
