@@ -208,13 +208,10 @@ class _Writer:
         if fn.__name__ == "<lambda>":
             body = f"    return {_lambda_source(fn)}"
         else:
-            source, defined = _function_source(fn)
+            source, defined = _function_source(fn, self.expr)
             body = textwrap.indent(source, "    ") + f"\n    return {defined}"
-        if defaults and fn.__name__ != "<lambda>":
-            # the defaults are literals written in the source; check that they are
-            for d in defaults:
-                if type(d) not in (*_LITERALS, tuple):
-                    return _fail(fn)
+        if defaults and fn.__name__ == "<lambda>":
+            return _fail(fn)
         self.lines += [f"def {name}_factory():", *outer, *free, body, "", "",
                        f"{name} = {name}_factory()", "", ""]
         return name
@@ -241,16 +238,25 @@ def _lambda_source(fn: types.FunctionType) -> str:
     return _fail(fn)
 
 
-def _function_source(fn: types.FunctionType) -> tuple[str, str]:
-    """``fn``'s definition without annotations (they may name typing helpers), and the name
-    it defines."""
+def _function_source(fn: types.FunctionType, expr: Any) -> tuple[str, str]:
+    """``fn``'s definition without annotations (they may name typing helpers), its defaults
+    written as the values they are (``dtype=_FLOAT64`` -> ``dtype=np.dtype('<f8')``), and the
+    name it defines."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
         return _fail(fn)
     (node,) = tree.body
-    if not isinstance(node, ast.FunctionDef) or node.decorator_list or fn.__kwdefaults__:
+    if not isinstance(node, ast.FunctionDef) or node.decorator_list:
         return _fail(fn)
+    values = list(fn.__defaults__ or ())
+    if len(values) != len(node.args.defaults):
+        return _fail(fn)
+    node.args.defaults = [ast.parse(expr(v), mode="eval").body for v in values]
+    kw = fn.__kwdefaults__ or {}
+    node.args.kw_defaults = [None if a.arg not in kw else
+                             ast.parse(expr(kw[a.arg]), mode="eval").body
+                             for a in node.args.kwonlyargs]
     node.returns = None
     for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
                 node.args.vararg, node.args.kwarg):
