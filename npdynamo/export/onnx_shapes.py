@@ -212,8 +212,39 @@ LOWERINGS.update(
 
 
 # -- indexing ------------------------------------------------------------------------------------
+def _int_array(item: Any) -> bool:
+    return isinstance(item, Node) and isinstance(item.meta.get("val"), ArrayMeta) \
+        and item.meta["val"].dtype.kind in "iu" and item.meta["val"].shape != ()
+
+
+def _gather_indices(L: Lowering, x: Any, items: list) -> str:
+    """Index arrays over the leading axes of ``x`` as one GatherND/ScatterND index tensor
+    (broadcast together, negative indices wrapped as NumPy does)."""
+    values = [L.value(i, np.int64) for i in items]
+    zero = values[0]
+    for v in values[1:]:
+        zero = L.add("Add", [zero, v])
+    zero = L.add("Mul", [zero, L.const(0, np.int64)])
+    data = L.value(x, _out_meta_dtype(x))
+    columns = []
+    for d, v in enumerate(values):
+        v = L.add("Add", [v, zero])
+        size = L.add("Squeeze", [L.add("Shape", [data], start=d, end=d + 1), L.ints([0])])
+        wrapped = L.add("Where", [L.add("Less", [v, L.const(0, np.int64)]),
+                                  L.add("Add", [v, size]), v])
+        columns.append(L.add("Unsqueeze", [wrapped, L.ints([-1])]))
+    return L.add("Concat", columns, axis=-1)
+
+
+def _out_meta_dtype(x: Any) -> np.dtype:
+    meta = x.meta.get("val")
+    return meta.dtype if isinstance(meta, ArrayMeta) else _scalar_dtype(meta)
+
+
 def _getitem(L: Lowering, node: Node, x: Any, index: Any) -> str:
     items = list(index) if type(index) is tuple else [index]
+    if len(items) > 1 and all(_int_array(i) for i in items) and len(items) <= _nd(x):
+        return L.add("GatherND", [_as(L, node, x), _gather_indices(L, x, items)])
     n = _nd(x)
     used = sum(1 for i in items if i is not None and i is not Ellipsis)
     if Ellipsis in items:
@@ -265,7 +296,21 @@ def _tuple_item(L: Lowering, node: Node, t: Any, i: int) -> str:
     return L.scope.env[t][i]
 
 
-LOWERINGS.update(getitem=_getitem, tuple_item=_tuple_item)
+def _index_add(L: Lowering, node: Node, x: Any, index: Any, value: Any) -> str:
+    """``np.add.at`` on a copy: ScatterND adding every update, repeated indices included."""
+    items = list(index) if type(index) is tuple else [index]
+    if not all(_int_array(i) for i in items) or len(items) > _nd(x):
+        raise ExportError("index_add at indices other than integer arrays")
+    out = _out(node)
+    data = L.value(x, out)
+    indices = _gather_indices(L, x, items)
+    shape = L.add("Concat", [L.add("Shape", [indices], end=-1),
+                             L.add("Shape", [data], start=len(items))], axis=0)
+    updates = L.add("Expand", [L.value(value, out), shape])
+    return L.add("ScatterND", [data, indices, updates], reduction="add")
+
+
+LOWERINGS.update(getitem=_getitem, tuple_item=_tuple_item, index_add=_index_add)
 
 
 # -- control flow --------------------------------------------------------------------------------

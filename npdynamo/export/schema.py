@@ -2,8 +2,8 @@
 
 Written by ``ExportedProgram.save`` and read by ``npdynamo.load`` (``archive.py``). The reader
 never evaluates anything from the file: every value is rebuilt from a closed vocabulary of JSON
-forms, and an op is resolved by name through the op registry only (``ops.REGISTRY``: the
-allow-list). Anything outside the vocabulary raises ``ArchiveError``.
+forms, and an op is resolved by name through the op registry only (``ops.REGISTRY`` and the
+backward ops of ``autograd/backward_ops.py``: the allow-list). Anything outside the vocabulary raises ``ArchiveError``.
 
 Graph (version 1)::
 
@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from npdynamo.autograd.backward_ops import BACKWARD_OPS
 from npdynamo.errors import NpdynamoError
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.fx.node import Node, map_arg
@@ -45,6 +46,8 @@ DTYPES = frozenset(
      "float16", "float32", "float64", "longdouble", "complex64", "complex128", "clongdouble"])
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
 _SCALAR_TYPES = {"int": int, "float": float, "complex": complex}
+#: The allow-list of ops an archive may name: the canonical ops and those of backward graphs.
+OPS = {**REGISTRY, **BACKWARD_OPS}
 #: The limits a loaded graph must keep within (a hostile file must not exhaust memory).
 MAX_NODES = 200_000
 MAX_DEPTH = 64
@@ -73,7 +76,7 @@ class GraphWriter:
         out: dict[str, Any] = {"name": node.name, "op": node.op}
         if node.op == "call_function":
             name = getattr(node.target, "name", None)
-            if REGISTRY.get(name) is not node.target:
+            if OPS.get(name) is not node.target:
                 raise ExportError(f"node {node.name} calls {node.target!r}, not a canonical op")
             out["target"] = name
         out["args"] = [self.value(a) for a in node.args]
@@ -184,9 +187,9 @@ class GraphReader:
                 node = graph.placeholder(name)
             elif kind == "call_function":
                 target = _field(item, "target", str)
-                if target not in REGISTRY:
+                if target not in OPS:
                     raise ArchiveError(f"unknown op {target!r} (not in npdynamo's op registry)")
-                node = graph.call_function(REGISTRY[target], args, kwargs, name=name)
+                node = graph.call_function(OPS[target], args, kwargs, name=name)
             elif kind == "output":
                 if len(args) != 1:
                     raise ArchiveError("the output node takes one argument")

@@ -80,5 +80,9 @@ CASES = {
                             np.take(x, np.array([1, 0]), axis=1), np.take(x, np.array([5])),
                             np.take_along_axis(x, np.array([[2, 0, 1]] * 4), axis=1),
                             np.sort(x, axis=1), np.sort(x, axis=0)), (X, INTS)),
+    "gather_scatter": (lambda x: (
+        x[np.array([0, 1, 3]), np.array([2, 0, -1])], x[np.arange(4), np.array([0, 2, 1, 1])],
+        npdynamo.grad(lambda a: (a[np.array([0, 0, 3]), np.array([1, 1, 2])] ** 2).sum())(x)),
+        (X,)),
     "py": (lambda x: (float(x.shape[0]) * x, x * abs(-2.0)), (X,)),
 }
