@@ -3,7 +3,8 @@
 Written by ``ExportedProgram.save`` and read by ``npdynamo.load`` (``archive.py``). The reader
 never evaluates anything from the file: every value is rebuilt from a closed vocabulary of JSON
 forms, and an op is resolved by name through the op registry only (``ops.REGISTRY`` and the
-backward ops of ``autograd/backward_ops.py``: the allow-list). Anything outside the vocabulary raises ``ArchiveError``.
+backward ops of ``autograd/backward_ops.py``: the allow-list). Anything outside the vocabulary
+raises ``ArchiveError``.
 
 Graph (version 1)::
 
