@@ -217,7 +217,7 @@ def _int_array(item: Any) -> bool:
         and item.meta["val"].dtype.kind in "iu" and item.meta["val"].shape != ()
 
 
-def _gather_indices(L: Lowering, x: Any, items: list) -> str:
+def _gather_indices(L: Lowering, data: str, items: list) -> str:
     """Index arrays over the leading axes of ``x`` as one GatherND/ScatterND index tensor
     (broadcast together, negative indices wrapped as NumPy does)."""
     values = [L.value(i, np.int64) for i in items]
@@ -225,7 +225,6 @@ def _gather_indices(L: Lowering, x: Any, items: list) -> str:
     for v in values[1:]:
         zero = L.add("Add", [zero, v])
     zero = L.add("Mul", [zero, L.const(0, np.int64)])
-    data = L.value(x, _out_meta_dtype(x))
     columns = []
     for d, v in enumerate(values):
         v = L.add("Add", [v, zero])
@@ -242,15 +241,19 @@ def _out_meta_dtype(x: Any) -> np.dtype:
 
 
 def _getitem(L: Lowering, node: Node, x: Any, index: Any) -> str:
+    return _select(L, _as(L, node, x), _nd(x), index)
+
+
+def _select(L: Lowering, value: str, n: int, index: Any) -> str:
+    """``value[index]`` for an ONNX value of ``n`` dimensions."""
     items = list(index) if type(index) is tuple else [index]
-    if len(items) > 1 and all(_int_array(i) for i in items) and len(items) <= _nd(x):
-        return L.add("GatherND", [_as(L, node, x), _gather_indices(L, x, items)])
-    n = _nd(x)
+    if len(items) > 1 and all(_int_array(i) for i in items) and len(items) <= n:
+        return L.add("GatherND", [value, _gather_indices(L, value, items)])
     used = sum(1 for i in items if i is not None and i is not Ellipsis)
     if Ellipsis in items:
         at = items.index(Ellipsis)
         items[at:at + 1] = [slice(None)] * (n - used)
-    value, axis, advanced = _as(L, node, x), 0, 0
+    axis, advanced = 0, 0
     for item in items:
         if item is None:
             value = L.add("Unsqueeze", [value, L.ints([axis])])
@@ -303,14 +306,38 @@ def _index_add(L: Lowering, node: Node, x: Any, index: Any, value: Any) -> str:
         raise ExportError("index_add at indices other than integer arrays")
     out = _out(node)
     data = L.value(x, out)
-    indices = _gather_indices(L, x, items)
+    indices = _gather_indices(L, data, items)
     shape = L.add("Concat", [L.add("Shape", [indices], end=-1),
                              L.add("Shape", [data], start=len(items))], axis=0)
     updates = L.add("Expand", [L.value(value, out), shape])
     return L.add("ScatterND", [data, indices, updates], reduction="add")
 
 
-LOWERINGS.update(getitem=_getitem, tuple_item=_tuple_item, index_add=_index_add)
+def _setitem(L: Lowering, node: Node, x: Any, index: Any, value: Any) -> str:
+    """A copy of ``x`` with ``x[index] = value``: the flat positions ``index`` selects (the
+    same indexing applied to ``arange(size).reshape(shape)``) are overwritten by
+    ScatterElements. Index arrays could repeat a position, where NumPy keeps the last write
+    and ONNX leaves the order open: only slices, ints and None are written here."""
+    items = index if type(index) is tuple else (index,)
+    if any(isinstance(i, Node) and not _is_index_scalar(i) for i in items):
+        raise ExportError("an assignment through index arrays or a mask")
+    out = _out(node)
+    data = L.value(x, out)
+    shape = L.add("Shape", [data])
+    count = L.add("ReduceProd", [shape], keepdims=1)
+    positions = L.add("Reshape", [L.add("Range", [L.const(0, np.int64),
+                                                  L.add("Squeeze", [count, L.ints([0])]),
+                                                  L.const(1, np.int64)]), shape])
+    chosen = _select(L, positions, _nd(x), index)
+    updates = L.add("Expand", [L.value(value, out), L.add("Shape", [chosen])])
+    flat = L.add("ScatterElements", [
+        L.add("Reshape", [data, L.ints([-1])]), L.add("Reshape", [chosen, L.ints([-1])]),
+        L.add("Reshape", [updates, L.ints([-1])])], axis=0)
+    return L.add("Reshape", [flat, shape])
+
+
+LOWERINGS.update(getitem=_getitem, tuple_item=_tuple_item, index_add=_index_add,
+                 setitem=_setitem)
 
 
 # -- control flow --------------------------------------------------------------------------------

@@ -86,3 +86,16 @@ CASES = {
         (X,)),
     "py": (lambda x: (float(x.shape[0]) * x, x * abs(-2.0)), (X,)),
 }
+
+
+def _writes(x):
+    y = x.copy()
+    y[1] = 0.0
+    y[:, 2] = y[:, 0] * 2
+    y[::2, 1:] += 1
+    y[-1, -1] = 5
+    y[None, 0] = np.arange(3.0)
+    return (y,)
+
+
+CASES["setitem"] = (_writes, (X,))
