@@ -179,15 +179,15 @@ def _sort(L: Lowering, node: Node, x: Any, axis: Any = -1, stable: Any = None) -
 def _roll(L: Lowering, node: Node, x: Any, shift: Any = 0, axis: Any = None) -> str:
     if not isinstance(shift, int) or not isinstance(axis, int):
         raise ExportError("roll by a tuple of shifts or over the flattened array")
-    size = node.meta["val"].shape[axis]
-    if type(size) is not int:
-        raise ExportError("roll along a dynamic dimension")
-    k = shift % size if size else 0
-    if k == 0:
-        return L.value(x, _out(node))
-    head = _getitem(L, node, x, (slice(None),) * (axis % _ndim(x)) + (slice(size - k, None),))
-    tail = _getitem(L, node, x, (slice(None),) * (axis % _ndim(x)) + (slice(None, size - k),))
-    return L.add("Concat", [head, tail], axis=axis % _ndim(x))
+    axis %= _ndim(x)
+    value = L.value(x, _out(node))
+    size = L.add("Shape", [value], start=axis, end=axis + 1)
+    # the last (shift mod size) entries come first; Mod with fmod=0 floors as Python does
+    cut = L.add("Sub", [size, L.add("Mod", [L.ints([shift]), size], fmod=0)])
+    axes = L.ints([axis])
+    head = L.add("Slice", [value, cut, L.ints([np.iinfo(np.int64).max]), axes])
+    tail = L.add("Slice", [value, L.ints([0]), cut, axes])
+    return L.add("Concat", [head, tail], axis=axis)
 
 
 def _diff(L: Lowering, node: Node, x: Any, n: int = 1, axis: int = -1, prepend: Any = None,
@@ -209,6 +209,26 @@ def _column_stack(L: Lowering, node: Node, arrays: Any) -> str:
     parts = [L.add("Unsqueeze", [L.value(a, _out(node)), L.ints([1])]) if _ndim(a) == 1
              else L.value(a, _out(node)) for a in arrays]
     return L.add("Concat", parts, axis=1)
+
+
+def _py_dtype(L: Lowering, node: Node) -> np.dtype:
+    out = _out(node)
+    if out.kind not in "bif":
+        raise ExportError(f"Python arithmetic on {out}")
+    return np.dtype(np.int64) if out.kind == "b" else out
+
+
+def _py_binary(onnx_op: str) -> Callable:
+    """Python's ``+ - *`` on numbers of the graph (a loop index, a size): int64 or float64."""
+    def lower(L: Lowering, node: Node, a: Any, b: Any) -> str:
+        t = _py_dtype(L, node)
+        return L.add(onnx_op, [L.value(a, t), L.value(b, t)])
+    return lower
+
+
+# Python's // and % floor where ONNX's Div truncates, and a loop index feeding them keeps a loop
+# from being rolled today: only + - * (exact on int64) are written
+LOWERINGS.update(py_add=_py_binary("Add"), py_sub=_py_binary("Sub"), py_mul=_py_binary("Mul"))
 
 
 LOWERINGS.update(

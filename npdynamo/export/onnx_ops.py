@@ -266,14 +266,22 @@ def _var(L: Lowering, node: Node, x: Any, axis: Any = None, dtype: Any = None, d
          keepdims: bool = False, **kw: Any) -> str:
     _no_kwargs(kw)
     out = _out(node)
-    if out.kind != "f" or ddof != 0:
-        raise ExportError("var/std with ddof != 0 or a non-float dtype")
+    if out.kind != "f" or not isinstance(ddof, int):
+        raise ExportError("var/std of a non-float dtype or with a computed ddof")
     value = L.value(x, out)
     axes = _axes(L, x, axis)
     extra = [] if axes is None else [L.ints(axes)]
     mean = L.add("ReduceMean", [value, *extra], keepdims=1)
     dev = L.add("Sub", [value, mean])
-    return L.add("ReduceMean", [L.add("Mul", [dev, dev]), *extra], keepdims=int(bool(keepdims)))
+    squares = L.add("Mul", [dev, dev])
+    if ddof == 0:
+        return L.add("ReduceMean", [squares, *extra], keepdims=int(bool(keepdims)))
+    # NumPy: sum of squares / (n - ddof), n the count of the reduced elements
+    total = L.add("ReduceSum", [squares, *extra], keepdims=int(bool(keepdims)))
+    shape = L.add("Shape", [value])
+    sizes = shape if axes is None else L.add("Gather", [shape, L.ints(axes)])
+    n = L.cast(L.add("ReduceProd", [sizes], keepdims=0), np.int64, out)
+    return L.add("Div", [total, L.add("Sub", [n, L.const(ddof, out)])])
 
 
 LOWERINGS["var"] = _var

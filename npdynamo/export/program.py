@@ -26,7 +26,7 @@ from npdynamo.errors import NpdynamoError
 from npdynamo.export import archive
 from npdynamo.export.schema import ArchiveError, GraphReader, GraphWriter, sym_data
 from npdynamo.fx import Graph, GraphModule
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import Fact, SymInt
 from npdynamo.ops.symbolic_code import symbol_name
 
@@ -125,8 +125,15 @@ class ExportedProgram:
                 continue
             where = f"{self.name}: argument {_path_text(spec.path)}"
             meta = spec.meta
-            if not isinstance(value, np.ndarray):
-                raise InputSpecError(f"{where} must be a NumPy array, got {type(value).__name__}")
+            if isinstance(meta, ScalarMeta):  # a Python number the graph takes as input
+                if type(value) is not meta.type:
+                    raise InputSpecError(f"{where} must be a Python {meta.type.__name__}, got "
+                                         f"{type(value).__name__}")
+                continue
+            kind = np.generic if meta.scalar else np.ndarray  # np.float64(1.0) vs an array
+            if not isinstance(value, kind):
+                what = "a NumPy scalar" if meta.scalar else "a NumPy array"
+                raise InputSpecError(f"{where} must be {what}, got {type(value).__name__}")
             if value.dtype != meta.dtype:
                 raise InputSpecError(f"{where}: expected dtype {meta.dtype}, got {value.dtype}")
             if value.ndim != len(meta.shape):
@@ -163,14 +170,14 @@ class ExportedProgram:
             if key not in self.params or key in bound:
                 raise InputSpecError(f"{self.name}: unexpected or repeated argument {key!r}")
             bound[key] = value
+        for path, value in self.fixed_args:  # a default that was used at export
+            if len(path) == 1 and path[0] not in bound:
+                bound[path[0]] = value
         needed = {s.path[0] for s in self.inputs if s.kind == "input"}
         needed |= {p[0] for p, _v in self.fixed_args}
         missing = [p for p in self.params if p in needed and p not in bound]
         if missing:
             raise InputSpecError(f"{self.name}: missing argument(s) {', '.join(missing)}")
-        for path, value in self.fixed_args:  # a default that was used at export
-            if len(path) == 1 and path[0] not in bound:
-                bound[path[0]] = value
         return bound
 
     def _position(self, name: str) -> int:

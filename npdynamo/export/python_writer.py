@@ -17,7 +17,9 @@ import ast
 import dis
 import functools
 import inspect
+import operator  # noqa: F401  (generated modules name its functions)
 import os
+import sys
 import textwrap
 import types
 from typing import TYPE_CHECKING, Any
@@ -52,6 +54,7 @@ def to_python(ep: ExportedProgram, path: str | os.PathLike) -> None:
         "",
         "import functools  # noqa: F401",
         "import math  # noqa: F401",
+        "import operator  # noqa: F401",
         "import os",
         "",
         "import numpy as np",
@@ -181,8 +184,13 @@ class _Writer:
         if isinstance(obj, types.BuiltinFunctionType) and isinstance(
                 getattr(obj, "__self__", None), np.ufunc):
             return f"{self.expr(obj.__self__)}.{obj.__name__}"
-        if isinstance(obj, types.BuiltinFunctionType) and obj.__module__ in ("builtins", "math"):
-            return obj.__name__ if obj.__module__ == "builtins" else f"math.{obj.__name__}"
+        if isinstance(obj, types.BuiltinFunctionType) and obj.__module__ in (
+                "builtins", "math", "_operator"):
+            module = {"builtins": "", "math": "math.", "_operator": "operator."}[obj.__module__]
+            if obj.__module__ != "builtins" and getattr(
+                    sys.modules[module[:-1]], obj.__name__, None) is not obj:
+                return _fail(obj)
+            return module + obj.__name__
         if isinstance(obj, types.FunctionType):
             return self.function(obj, hint)
         return _fail(obj)

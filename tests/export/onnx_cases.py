@@ -85,6 +85,8 @@ CASES = {
         npdynamo.grad(lambda a: (a[np.array([0, 0, 3]), np.array([1, 1, 2])] ** 2).sum())(x)),
         (X,)),
     "py": (lambda x: (float(x.shape[0]) * x, x * abs(-2.0)), (X,)),
+    "ddof": (lambda x: (x.var(ddof=1), x.std(axis=0, ddof=1), np.var(x, axis=(0, 1), ddof=2)),
+             (X,)),
 }
 
 
@@ -99,3 +101,13 @@ def _writes(x):
 
 
 CASES["setitem"] = (_writes, (X,))
+
+
+def _index_math(e):
+    out = np.zeros((2, 3))
+    for i in range(60):  # rolled: the slice bounds are Python ints computed in the graph
+        out = out + e[:, i * 2:i * 2 + 3] * 0.5 + e[:, 3 * i - 1 + 1:3 * i + 3]
+    return (out,)
+
+
+CASES["python_numbers"] = (_index_math, (_r.standard_normal((2, 200)),))

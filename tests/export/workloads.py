@@ -57,6 +57,10 @@ def sgd_step(w, x, y):
     return (err * err).mean()
 
 
+def rolled_rows(x):
+    return np.roll(x, 2, axis=0) - np.roll(x, -1, axis=1)
+
+
 def halve(x):
     while np.abs(x).max() > 1.0:
         x = x * 0.5
@@ -117,6 +121,7 @@ WORKLOADS = [
              lambda n, r: (r.standard_normal((3, 2)), r.standard_normal((n, 3)),
                            r.standard_normal((n, 2))),
              [None, {0: N}, {0: N}], mutates=True),
+    Workload("rolled_rows", rolled_rows, lambda n, r: (r.standard_normal((n, 3)),), [{0: N}]),
     Workload("halve", halve, lambda n, r: (r.standard_normal((n, 3)) * 20,), [{0: N}]),
     Workload("branch", branch, lambda n, r: (r.standard_normal((n, 3)) + r.choice([-2, 2]),),
              [{0: N}], sizes=[5, 9, 2, 4, 7]),
