@@ -43,7 +43,14 @@ def to_python(ep: ExportedProgram, path: str | os.PathLike) -> None:
     writer = _Writer()
     gm = ep.graph_module()
     main = writer.graph(gm)
-    params = ", ".join(ep.params)
+    # trailing parameters fixed at export (a default the call left out) keep that default
+    fixed = {p[0]: v for p, v in ep.fixed_args if len(p) == 1}
+    names = list(ep.params)
+    defaults: list[str] = []
+    while names and names[-1] in fixed:
+        name = names.pop()
+        defaults.insert(0, f"{name}={writer.expr(fixed[name])}")
+    params = ", ".join([*names, *defaults])
     lines = [
         f'"""{ep.name}: exported by npdynamo; needs only NumPy.',
         "",
