@@ -200,12 +200,9 @@ def _clip(L: Lowering, node: Node, x: Any, lo: Any = None, hi: Any = None, **kw:
 
 def _astype(L: Lowering, node: Node, x: Any, dtype: Any = None, **kw: Any) -> str:
     _no_kwargs(kw, ("copy", "casting"))
-    out = _out(node)
-    source = _compute(L, (x,))
-    if source.kind == "f" and out.kind in "iu":
-        # NumPy truncates toward zero, as ONNX Cast does; out-of-range values differ
-        pass
-    return L.value(x, out)
+    # a Cast: float -> int truncates toward zero in both (values out of range differ: NumPy's
+    # result for them is undefined too)
+    return L.value(x, _out(node))
 
 
 def _copy(L: Lowering, node: Node, x: Any, **kw: Any) -> str:

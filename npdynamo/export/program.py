@@ -27,7 +27,7 @@ from npdynamo.export import archive
 from npdynamo.export.schema import ArchiveError, GraphReader, GraphWriter, sym_data
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
-from npdynamo.ops.symbolic import Fact, SymInt
+from npdynamo.ops.symbolic import Fact, SymInt, free_symbols
 from npdynamo.ops.symbolic_code import symbol_name
 
 
@@ -109,7 +109,7 @@ class ExportedProgram:
             got = _at(bound, path, self.name)
             if type(got) is not type(expected) or got != expected:
                 raise InputSpecError(
-                    f"{self.name}: argument {_path_text(path)} was {expected!r} when the program "
+                    f"{self.name}: argument {path_text(path)} was {expected!r} when the program "
                     f"was exported (its graph is specialised to it), got {got!r}")
         values = [self.constants[s.name] if s.kind == "constant" else _at(bound, s.path, self.name)
                   for s in self.inputs]
@@ -123,7 +123,7 @@ class ExportedProgram:
         for spec, value in zip(self.inputs, values):
             if spec.kind == "constant":
                 continue
-            where = f"{self.name}: argument {_path_text(spec.path)}"
+            where = f"{self.name}: argument {path_text(spec.path)}"
             meta = spec.meta
             if isinstance(meta, ScalarMeta):  # a Python number the graph takes as input
                 if type(value) is not meta.type:
@@ -216,11 +216,11 @@ class ExportedProgram:
     def __str__(self) -> str:
         lines = [f"ExportedProgram {self.name}:", "  inputs:"]
         for spec in self.inputs:
-            where = _path_text(spec.path) if spec.kind == "input" else "constant"
+            where = path_text(spec.path) if spec.kind == "input" else "constant"
             lines.append(f"    {spec.name}: {spec.meta.dtype}{self.shape_text(spec.meta.shape)}"
                          f"  [{where}]")
         for path, value in self.fixed_args:
-            lines.append(f"    {_path_text(path)} = {value!r}  [fixed]")
+            lines.append(f"    {path_text(path)} = {value!r}  [fixed]")
         if self.dims:
             lines.append("  dims:")
             for sym, (user, low, high) in self.dims.items():
@@ -391,7 +391,6 @@ def _check_str(v: Any) -> str:
 
 
 def _fact_symbols(fact: Fact) -> list[str]:
-    from npdynamo.ops.symbolic import free_symbols
     return sorted(free_symbols(fact.expr))
 
 
@@ -401,12 +400,13 @@ def _at(bound: Mapping[str, Any], path: tuple, name: str) -> Any:
         for key in path:
             value = value[key]
     except (KeyError, IndexError, TypeError):
-        raise InputSpecError(f"{name}: argument {_path_text(path)} is missing (the program was "
+        raise InputSpecError(f"{name}: argument {path_text(path)} is missing (the program was "
                              "exported with it)") from None
     return value
 
 
-def _path_text(path: tuple) -> str:
+def path_text(path: tuple) -> str:
+    """``params['w']`` for the path ``("params", "w")`` of an argument leaf."""
     return (str(path[0]) + "".join(f"[{k!r}]" for k in path[1:])) if path else "?"
 
 

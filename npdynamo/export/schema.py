@@ -35,7 +35,7 @@ import numpy as np
 from npdynamo.autograd.backward_ops import BACKWARD_OPS
 from npdynamo.errors import NpdynamoError
 from npdynamo.fx import Graph, GraphModule
-from npdynamo.fx.node import Node, map_arg
+from npdynamo.fx.node import Node
 from npdynamo.fx.subgraphs import is_subgraph
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.registry import REGISTRY
@@ -368,15 +368,3 @@ def _field(data: Any, key: str, kind: type) -> Any:
     if type(data) is not dict or key not in data:
         raise ArchiveError(f"missing field {key!r}")
     return _check(data[key], kind)
-
-
-def graph_nodes(graph: Graph) -> list[Node]:
-    """Every node of ``graph`` and of its subgraphs (for op listings)."""
-    out = []
-    for node in graph.nodes:
-        out.append(node)
-        map_arg(node.args, lambda n: n)
-        for a in node.args:
-            if is_subgraph(a):
-                out += graph_nodes(a.graph)
-    return out

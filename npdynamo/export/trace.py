@@ -38,7 +38,7 @@ from npdynamo.capture.values import (
     Value,
 )
 from npdynamo.errors import InvalidArgument, Unsupported
-from npdynamo.export.program import Dim, ExportedProgram, InputSpec, InvalidDim
+from npdynamo.export.program import Dim, ExportedProgram, InputSpec, InvalidDim, path_text
 from npdynamo.fx.passes.cse import common_subexpression_elimination
 from npdynamo.fx.passes.dce import dead_code_elimination
 from npdynamo.ops.symbolic import Fact, FactRecorder, SymInt, compare, free_symbols
@@ -141,7 +141,7 @@ def _prepare(value: Any, path: tuple, spec: Any, dim_of: dict, fn) -> Any:
         copy = value.copy()
         for d, dim in dims.items():
             if value.shape[d] < 2:
-                raise InvalidDim(f"npdynamo.export: dimension {d} of {_text(path)} is "
+                raise InvalidDim(f"npdynamo.export: dimension {d} of {path_text(path)} is "
                                  f"{dim.name} but its example size is {value.shape[d]}; give "
                                  "an example of size >= 2 (sizes 0 and 1 are specialised)")
             mark_dynamic(copy, d)
@@ -155,7 +155,7 @@ def _prepare(value: Any, path: tuple, spec: Any, dim_of: dict, fn) -> Any:
         specs = spec if isinstance(spec, dict) else {}
         return {k: _prepare(v, (*path, k), specs.get(k), dim_of, fn) for k, v in value.items()}
     if spec is not None:
-        raise InvalidDim(f"dynamic_shapes gives dimensions for {_text(path)}, which is not an "
+        raise InvalidDim(f"dynamic_shapes gives dimensions for {path_text(path)}, which is not an "
                          "array")
     return value
 
@@ -168,14 +168,14 @@ def _array_dims(spec: Any, value: np.ndarray, path: tuple) -> dict[int, Dim]:
     elif isinstance(spec, (tuple, list)):
         items = enumerate(spec)
     else:
-        raise InvalidDim(f"dynamic_shapes for {_text(path)}: give {{dim: Dim(...)}} or a tuple "
+        raise InvalidDim(f"dynamic_shapes for {path_text(path)}: give {{dim: Dim(...)}} or a tuple "
                          "of Dim/None per dimension")
     out = {}
     for d, dim in items:
         if dim is None:
             continue
         if not isinstance(dim, Dim) or type(d) is not int or not -value.ndim <= d < value.ndim:
-            raise InvalidDim(f"dynamic_shapes for {_text(path)}: bad entry {d!r}: {dim!r}")
+            raise InvalidDim(f"dynamic_shapes for {path_text(path)}: bad entry {d!r}: {dim!r}")
         out[d % value.ndim] = dim
     return out
 
@@ -316,7 +316,7 @@ def _fixed_leaves(values: dict, user_params: list[str], inputs: list[InputSpec])
             out.append((path, value))
         else:
             raise InvalidArgument(
-                f"npdynamo.export: argument {_text(path)} is a {type(value).__name__}; an "
+                f"npdynamo.export: argument {path_text(path)} is a {type(value).__name__}; an "
                 "exported program takes arrays, Python numbers, strings, None, and "
                 "tuples/lists/dicts of them")
 
@@ -370,7 +370,3 @@ def _refuse_specialised(fact: Fact, dims: dict, fn, pinned: list) -> None:
             "straight to an op, np.zeros_like, reshape(-1, ...))")
         error.location = where
         raise error
-
-
-def _text(path: tuple) -> str:
-    return str(path[0]) + "".join(f"[{k!r}]" for k in path[1:])
