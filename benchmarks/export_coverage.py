@@ -10,7 +10,7 @@ again (bitwise), ONNX Runtime (float32 rtol 1e-5, float64 1e-10) and the NumPy-o
 prints one row per kernel, the totals per target, and warm milliseconds of npdynamo numba and
 ONNX Runtime where both run (rough: medians of a few calls on a shared machine).
 
-    python benchmarks/export_coverage.py [DIR] [--only a,b]
+    python -m benchmarks.export_coverage [DIR] [--only a,b]
 """
 
 from __future__ import annotations
