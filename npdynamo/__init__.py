@@ -4,16 +4,16 @@ Put ``@npdynamo.compile`` on a NumPy function: its bytecode is captured into a g
 guarded by shapes, dtypes and values, and the graph is compiled by a backend.
 """
 
-from npdynamo import config, fx, ops
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from npdynamo import config, export, fx, ops
 from npdynamo.autograd import grad, value_and_grad
 from npdynamo.backends import list_backends, register_backend
 from npdynamo.backends.scheduler import gil_held_fraction
 from npdynamo.backends.tiers import synchronize
-from npdynamo.capture.builtins_table import graph_break
-from npdynamo.capture.dynamic_dims import mark_dynamic, mark_static
-from npdynamo.capture.explain import ExplainOutput, explain
-from npdynamo.capture.frames import compile, disable, enable, reset
-from npdynamo.capture.inspection import EntryInfo, GraphInfo, Inspection, inspect
 from npdynamo.control_flow import cond, fori_loop, while_loop
 from npdynamo.errors import (
     BackendCompilerFailed,
@@ -23,8 +23,43 @@ from npdynamo.errors import (
     NpdynamoError,
     Unsupported,
 )
+from npdynamo.export import Dim, ExportedProgram, load
 from npdynamo.logs import set_logs
 from npdynamo.ops.table import supported_functions
+
+# The capture stage (the front end) is imported on first use of one of its names, so that a
+# process that only loads and runs exported programs (``npdynamo.load``) never imports it.
+_CAPTURE_NAMES = {
+    "graph_break": "npdynamo.capture.builtins_table",
+    "mark_dynamic": "npdynamo.capture.dynamic_dims",
+    "mark_static": "npdynamo.capture.dynamic_dims",
+    "ExplainOutput": "npdynamo.capture.explain",
+    "explain": "npdynamo.capture.explain",
+    "compile": "npdynamo.capture.frames",
+    "disable": "npdynamo.capture.frames",
+    "enable": "npdynamo.capture.frames",
+    "reset": "npdynamo.capture.frames",
+    "EntryInfo": "npdynamo.capture.inspection",
+    "GraphInfo": "npdynamo.capture.inspection",
+    "Inspection": "npdynamo.capture.inspection",
+    "inspect": "npdynamo.capture.inspection",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "capture":
+        return importlib.import_module("npdynamo.capture")
+    module = _CAPTURE_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'npdynamo' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_CAPTURE_NAMES, "capture"})
+
 
 __version__ = "0.1.0"
 
@@ -35,8 +70,10 @@ __all__ = [
     "InvalidBackend",
     "NpdynamoError",
     "Unsupported",
+    "Dim",
     "EntryInfo",
     "ExplainOutput",
+    "ExportedProgram",
     "GraphInfo",
     "Inspection",
     "compile",
@@ -45,6 +82,7 @@ __all__ = [
     "disable",
     "enable",
     "explain",
+    "export",
     "fori_loop",
     "fx",
     "gil_held_fraction",
@@ -52,6 +90,7 @@ __all__ = [
     "graph_break",
     "inspect",
     "list_backends",
+    "load",
     "mark_dynamic",
     "mark_static",
     "ops",
@@ -59,6 +98,7 @@ __all__ = [
     "reset",
     "set_logs",
     "supported_functions",
+    "synchronize",
     "synchronize",
     "value_and_grad",
     "while_loop",
