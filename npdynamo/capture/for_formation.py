@@ -58,7 +58,7 @@ from npdynamo.capture.values import (
 from npdynamo.ops.control_flow import FORI_LOOP
 from npdynamo.ops.loop_index import mentions_index
 from npdynamo.ops.meta import ScalarMeta
-from npdynamo.ops.symbolic import SymbolicDecision, SymInt, compare
+from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymInt, compare
 from npdynamo.ops.symbolic_code import symbol_name
 
 
@@ -245,15 +245,17 @@ def _guard_nonempty(ctx, lower, upper, var: str) -> bool:
     sizes = [b.expr if isinstance(b, ScalarInputValue) else b for b in (lower, upper)]
     if None not in sizes and any(isinstance(b, SymInt) for b in sizes):
         # sizes (an outer loop's index among them): decided for every iteration, or a guard
-        with ctx.facts:
+        with FactRecorder() as trial:  # kept only when decided: no guard for an undecided end
             try:
                 nonempty = compare(sizes[1], ">", sizes[0])
             except SymbolicDecision:
                 if not any(mentions_index(b) for b in sizes):
                     raise
                 return True  # empty for some outer iterations only
-            if not nonempty:
-                raise ctx.unsupported(f"the range of the loop over {var} is empty")
+        for fact in trial.facts:
+            ctx.facts.add(fact)
+        if not nonempty:
+            raise ctx.unsupported(f"the range of the loop over {var} is empty")
         return False
     given = [b for b in (lower, upper) if isinstance(b, ScalarInputValue)]
     if given:
