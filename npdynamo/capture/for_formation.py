@@ -9,9 +9,11 @@ statement is held back (``LazyRange``: its bounds are not read, so not guarded, 
   (``break``, ``return``, ``raise``, ``yield``, ``try``/``with``, stores to cells or globals);
 * the range has step 1 and at least ``config.for_loop_min_trips`` iterations now, or a bound
   that changes with an outer rolled loop's index (``for j in range(i, n)``: it cannot unroll
-  inside that body), whose range must then be non-empty for every outer iteration;
+  inside that body), whose range may then be empty for some outer iterations (``range(i)``
+  at ``i = 0``): the node runs no iteration there, and an array it rebinds is marked as
+  possibly its initial one (``_zero_trips_alias``);
 * the body can be captured whole with the index unknown: any use that needs the index's value
-  (``if i == 0``, ``range(i)``) refuses; ``x[i]`` is an index the graph computes, and a slice
+  (``if i == 0``) refuses; ``x[i]`` is an index the graph computes, and a slice
   bounded by it (``A[i, :i] @ A[:i, i:]``, ``x[i + 1:]``) has a shape that is an expression
   of the index over the range (``ops.loop_index``: decided only where every iteration agrees);
 * the locals it carries (stored in the body and read later, and every local array it reads,
@@ -56,7 +58,7 @@ from npdynamo.capture.values import (
 from npdynamo.ops.control_flow import FORI_LOOP
 from npdynamo.ops.loop_index import mentions_index
 from npdynamo.ops.meta import ScalarMeta
-from npdynamo.ops.symbolic import SymbolicDecision, SymInt, compare
+from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymInt, compare
 from npdynamo.ops.symbolic_code import symbol_name
 
 
@@ -232,17 +234,29 @@ def _trip_symbol(ctx, value: ScalarInputValue) -> None:
         node.meta["size_expr"] = value.expr
 
 
-def _guard_nonempty(ctx, lower, upper, var: str) -> None:
+def _guard_nonempty(ctx, lower, upper, var: str) -> bool:
     """Bounds that are graph inputs: the entry serves only non-empty ranges, so the loop's
     results are always computed by an iteration (never its initial arrays, which a later
-    write would have to see). An empty range is another entry, where the loop unrolls."""
+    write would have to see). An empty range is another entry, where the loop unrolls.
+
+    Returns True when the range may be empty for some iterations of an outer loop
+    (``for j in range(i)`` from ``i = 0``): no guard can say so once per call, so the loop
+    runs no iteration there and ``_zero_trip_safe`` checks its results allow that."""
     sizes = [b.expr if isinstance(b, ScalarInputValue) else b for b in (lower, upper)]
     if None not in sizes and any(isinstance(b, SymInt) for b in sizes):
         # sizes (an outer loop's index among them): decided for every iteration, or a guard
-        with ctx.facts:
-            if not compare(sizes[1], ">", sizes[0]):
-                raise ctx.unsupported(f"the range of the loop over {var} is empty")
-        return
+        with FactRecorder() as trial:  # kept only when decided: no guard for an undecided end
+            try:
+                nonempty = compare(sizes[1], ">", sizes[0])
+            except SymbolicDecision:
+                if not any(mentions_index(b) for b in sizes):
+                    raise
+                return True  # empty for some outer iterations only
+        for fact in trial.facts:
+            ctx.facts.add(fact)
+        if not nonempty:
+            raise ctx.unsupported(f"the range of the loop over {var} is empty")
+        return False
     given = [b for b in (lower, upper) if isinstance(b, ScalarInputValue)]
     if given:
         text = ", ".join(b.source.short() if isinstance(b, ScalarInputValue) else str(b)
@@ -250,6 +264,7 @@ def _guard_nonempty(ctx, lower, upper, var: str) -> None:
         spec = NonEmptyRange(*(None if isinstance(b, ScalarInputValue) else b
                                for b in (lower, upper)), f"range({text}) of the loop over {var}")
         ctx.guard(SourceTuple(tuple(b.source for b in given)), GuardKind.NONEMPTY_RANGE, spec)
+    return False
 
 
 def _root(array: ArrayValue) -> ArrayValue:
@@ -268,7 +283,9 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     lower, upper = (_bound(ctx, a, not var_read_after) for a in args[:2])
     if len(args) == 3:
         args[2].value  # noqa: B018 - the step was 1: guard it
-    _guard_nonempty(ctx, lower, upper, var)
+    # (a bound from an outer index is kept only when the variable is not read after the
+    # loop: so a range that may be empty never has to leave it unbound)
+    may_be_empty = _guard_nonempty(ctx, lower, upper, var)
     if isinstance(upper, ScalarInputValue):
         _trip_symbol(ctx, upper)
     init = [frame.locals[name] for name in names]
@@ -307,9 +324,12 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
                              f"a number the loop over {var} computes", (sub,))
     # The range is not empty (known, or guarded), and a rebound array is one an iteration
     # computed: no result is an input array or a view of one, as in the loop itself, so later
-    # in-place writes into them or into the inputs need not break.
+    # in-place writes into them or into the inputs need not break. (A range empty for some
+    # outer iterations: only its rebound arrays stay marked.)
     for key in set(ctx.loop_aliased) - before:
         del ctx.loop_aliased[key]
+    if may_be_empty:
+        _zero_trips_alias(ctx, names, parts, same, results)
     position = 0
     for name, value, (found, structure) in zip(names, init, parts):
         mine = results[position:position + len(found)]
@@ -332,6 +352,29 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
         return "the bounds are symbolic sizes: a new size reuses the graph"
     return ("the bounds are constants: " + (
         f"{var} is read after the loop" if var_read_after else "not from an int argument"))
+
+
+def _zero_trips_alias(ctx, names: list[str], parts: list, same: dict,
+                      results: list[Value]) -> None:
+    """A loop whose range may be empty (``range(i)`` at ``i = 0``) leaves a rebound array as
+    it was: then the name holds its initial array itself (a view of another one, perhaps),
+    which the result node does not know. As for ``npdynamo.fori_loop``, an in-place write later
+    into either, or into what the initial array views, is a graph break
+    (``side_effects.write_array``). NumPy scalars and Python numbers cannot be written into;
+    arrays the body writes in place are the same object whether it runs or not."""
+    position = 0
+    for name, (found, _structure) in zip(names, parts):
+        mine = results[position:position + len(found)]
+        position += len(found)
+        if name in same:
+            continue
+        for before, after in zip(found, mine):
+            if not isinstance(before, ArrayValue) or before.meta.scalar:
+                continue
+            for value in (before, after):
+                while isinstance(value, ArrayValue):
+                    ctx.loop_aliased[id(value)] = value
+                    value = value.base
 
 
 def _outputs(frame, sub, names, init, parts, inside, placed, end) -> tuple[list, dict]:

@@ -85,7 +85,8 @@ def write_array(ctx: CaptureContext, target: ArrayValue, new: ArrayValue) -> Non
     if id(target) in ctx.loop_aliased:
         raise ctx.unsupported(
             "an in-place write into an array passed to or returned by npdynamo.cond/while_loop/"
-            "fori_loop: the loop's results may be its input arrays or views of them",
+            "fori_loop or a for loop that may run no iteration: the loop's results may be its "
+            "input arrays or views of them",
             "write into a copy (r = r.copy()), or build a new array", kind="side_effect")
     if target.base is not None:
         op, args, kwargs = target.recipe

@@ -205,7 +205,14 @@ def body_breaks(x, T):
 
 def triangular(x, T):
     for i in range(T):
-        for j in range(i % 5):  # the inner range needs i's value (dynamic shapes would not)
+        for j in range(i % 5):  # empty at i = 0, 5, 10...: a nested loop of 0 to 4 trips
+            x = x + 1.0
+    return x
+
+
+def index_branch(x, T):
+    for i in range(T):
+        if i % 5 == 0:  # Python needs i's value
             x = x + 1.0
     return x
 

@@ -227,11 +227,11 @@ def test_the_loop_variable_read_after_the_loop_specialises_the_bounds():
 @pytest.mark.parametrize("fn, args, why", [
     (P.dtype_changes, (np.arange(4), 20), "changes x from int64[4] to float64[4]"),
     (P.body_breaks, (np.ones(2), 20), "print() does input/output"),
-    (P.triangular, (np.ones(3), 20), "the loop variable i is used where Python needs"),
+    (P.index_branch, (np.ones(3), 20), "the loop variable i is used where Python needs"),
     (P.swaps, (np.ones(3), np.zeros(3), 20), "binds a to an array it did not compute"),
     (P.aliased, (np.ones(3), 20), "shares its memory"),
     (P.appends, (np.ones(3), 20), "changes objects outside it"),
-], ids=["dtype", "break", "triangular", "swap", "alias", "side_effect"])
+], ids=["dtype", "break", "index_branch", "swap", "alias", "side_effect"])
 def test_loops_that_cannot_be_formed_are_unrolled_as_before(monkeypatch, fn, args, why):
     unrolled_as_before(monkeypatch, fn, *args, why=why)
 

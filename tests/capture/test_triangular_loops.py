@@ -78,7 +78,7 @@ def test_the_first_iteration_has_empty_slices():
 
 
 def test_a_body_that_needs_the_index_value_still_unrolls(monkeypatch):
-    unrolled_as_before(monkeypatch, P.inner_range, RNG.random((16, 16)),
+    unrolled_as_before(monkeypatch, P.index_parity, RNG.random((16, 16)),
                        why="the loop variable i is used where Python needs its value")
 
 
@@ -88,21 +88,26 @@ def test_shapes_that_match_for_some_iterations_only_refuse_and_raise_as_numpy():
     check_same(P.mismatched, RNG.random(20))
 
 
+def numba_matches(compiled, fn, args: tuple) -> None:
+    """``compiled`` (numba) gives ``fn``'s results and argument states within tolerance, with
+    no fallback to the eager backend."""
+    plain_args, comp_args = copy.deepcopy(args), copy.deepcopy(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to the eager backend
+        warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+        got = compiled(*comp_args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = fn(*plain_args)
+    assert_close(got, want, rtol=1e-9)
+    assert_close(comp_args, plain_args, "arguments after the call", rtol=1e-9)
+
+
 @pytest.mark.parametrize("fn", KERNELS, ids=IDS)
 def test_numba_within_tolerance(fn):
     compiled = nd.compile(fn, backend="numba", dynamic=True)
     for n in (16, 120):
-        args = _args(fn, n)
-        plain_args, comp_args = copy.deepcopy(args), copy.deepcopy(args)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # no fallback to the eager backend
-            warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
-            got = compiled(*comp_args)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            want = fn(*plain_args)
-        assert_close(got, want, rtol=1e-9)
-        assert_close(comp_args, plain_args, "arguments after the call", rtol=1e-9)
+        numba_matches(compiled, fn, _args(fn, n))
 
 
 def test_numba_compiles_the_body_with_index_sized_kernels():
@@ -186,13 +191,7 @@ def test_an_int_trip_count_past_the_arrays_raises_as_numpy():
 def test_an_int_trip_count_on_numba(fn):
     compiled = nd.compile(fn, backend="numba", dynamic=True)
     for size, n in ((16, 16), (90, 90), (40, 17)):
-        args = _with_n(fn, size, n)
-        plain_args, comp_args = copy.deepcopy(args), copy.deepcopy(args)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # no fallback to the eager backend
-            got = compiled(*comp_args)
-        assert_close(got, fn(*plain_args), rtol=1e-9)
-        assert_close(comp_args, plain_args, "arguments after the call", rtol=1e-9)
+        numba_matches(compiled, fn, _with_n(fn, size, n))
 
 
 # -- what still refuses, and nested loops ------------------------------------------------------
@@ -278,14 +277,6 @@ def test_inner_loops_bounded_by_the_index_are_nested_loops(fn):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert_close(numba(*comp_args), fn(*plain_args), rtol=1e-9)
-
-
-def test_an_inner_range_empty_in_the_first_iteration_still_unrolls():
-    # range(i) from i = 0: empty once, so neither loop rolls; the results are NumPy's
-    report = quiet_explain(P.inner_range, RNG.random((20, 20)))
-    assert any("range(i)" in line and "depends on the loop index" in line
-               for line in report.loops), report.loops
-    check_same(P.inner_range, RNG.random((20, 20)))
 
 
 def test_the_explicit_fori_loop_index_is_a_size_too():

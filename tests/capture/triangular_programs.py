@@ -99,6 +99,14 @@ def inner_range(A):
     return A
 
 
+def index_parity(A):
+    """``if i % 2 == 0``: Python needs the index's value, so the loop stays unrolled."""
+    for i in range(A.shape[0]):
+        if i % 2 == 0:
+            A[i] += 1.0
+    return A
+
+
 def mismatched(x):
     """``x[i:] + x[:i]`` broadcasts for some i only: NumPy raises at i = 2 (n = 20)."""
     for i in range(x.shape[0]):
@@ -182,3 +190,87 @@ def explicit_api(L, b):
         return x + L[i, :i].sum() * b[:i].sum() - L[i:, i] @ b[i:]
 
     return npdynamo.fori_loop(0, 20, body, np.zeros_like(b))
+
+
+# -- inner ranges bounded by the outer index, empty for some of it: nested loops of 0+ trips -------
+def forward_substitution_loops(L, b):
+    """Element by element: ``range(i)`` runs no iteration at i = 0."""
+    n = b.shape[0]
+    x = np.zeros_like(b)
+    for i in range(n):
+        s = b[i]
+        for j in range(i):
+            s -= L[i, j] * x[j]
+        x[i] = s / L[i, i]
+    return x
+
+
+def lu_doolittle_loops(A):
+    """Doolittle with scalar loops into new L (unit diagonal) and U; ``range(i + 1, n)`` is
+    empty at the last i, ``range(i)`` at the first."""
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    U = np.zeros_like(A)
+    for i in range(n):
+        for k in range(i, n):
+            s = A[i, k]
+            for j in range(i):
+                s -= L[i, j] * U[j, k]
+            U[i, k] = s
+        L[i, i] = 1.0
+        for k in range(i + 1, n):
+            s = A[k, i]
+            for j in range(i):
+                s -= L[k, j] * U[j, i]
+            L[k, i] = s / U[i, i]
+    return L, U
+
+
+def lu_in_place(A):
+    """Doolittle in place, element updates of L and slice products for U."""
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i):
+            A[i, j] = (A[i, j] - A[i, :j] @ A[:j, j]) / A[j, j]
+        for j in range(i, n):
+            A[i, j] -= A[i, :i] @ A[:i, j]
+    return A
+
+
+def gram_schmidt(A):
+    """Modified Gram-Schmidt: ``v`` is updated in place against the columns before it."""
+    n = A.shape[1]
+    Q = np.zeros_like(A)
+    R = np.zeros_like(A[:n])
+    for j in range(n):
+        v = A[:, j].copy()
+        for i in range(j):
+            R[i, j] = Q[:, i] @ v
+            v -= R[i, j] * Q[:, i]
+        R[j, j] = np.linalg.norm(v)
+        Q[:, j] = v / R[j, j]
+    return Q, R
+
+
+def gram_schmidt_classical(A):
+    """Classical Gram-Schmidt: ``v`` is rebound, so at j = 0 it stays ``A[:, 0]`` itself."""
+    n = A.shape[1]
+    Q = np.zeros_like(A)
+    for j in range(n):
+        v = A[:, j]
+        for i in range(j):
+            v = v - (Q[:, i] @ A[:, j]) * Q[:, i]
+        Q[:, j] = v / np.linalg.norm(v)
+    return Q
+
+
+def rebound_then_written(A):
+    """As above, then ``v /= ...``: at j = 0 that writes into ``A`` (v is still a view of it),
+    which a graph cannot tell from a loop result: the outer loop stays unrolled."""
+    n = A.shape[1]
+    for j in range(n):
+        v = A[:, j]
+        for i in range(j):
+            v = v - (A[:, i] @ v) * A[:, i]
+        v /= np.linalg.norm(v)
+    return A
