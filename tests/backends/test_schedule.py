@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import npdynamo
+from benchmarks.schedule import mlp_loss
 from npdynamo.autograd import value_and_grad
 from npdynamo.backends.eager import may_alias
 from npdynamo.backends.numba import numba_backend
@@ -186,14 +187,6 @@ def test_adam_updates_of_six_arrays(backend, monkeypatch, jitter):
     report = run_both_forms(adam, adam_state(), backend, monkeypatch)
     scheduled_text(report)
     check_plain(adam, adam_state(), backend)
-
-
-def mlp_loss(params, x, y):
-    h = np.maximum(x @ params["w1"] + params["b1"], 0.0)
-    logits = h @ params["w2"] + params["b2"]
-    logits = logits - logits.max(axis=1, keepdims=True)
-    logp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-    return -logp[np.arange(x.shape[0]), y].mean()
 
 
 def mlp_step(params, x, y):
