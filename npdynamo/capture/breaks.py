@@ -157,9 +157,10 @@ def build_break_entry(
     original_code = (original or (code,))[0]
     spent = gen.regenerated(original_code, len(gen.decoded_instructions(original_code)))
     try:
-        if spent > REGENERATION_BUDGET:
-            # capture has cost this function enough: the frame runs on natively after the
-            # break, to its end (plain Python, exact; only slower than more graphs would be)
+        if spent > REGENERATION_BUDGET or exc.runs_on_natively:
+            # capture has cost this function enough (or a loop ran past the step limit, whose
+            # resume functions would each unroll it again): the frame runs on natively after
+            # the break, to its end (plain Python, exact; only slower than more graphs would be)
             stops, fallthrough, branch = (), None, None
         else:
             stops = _native_tail(code, start, index, kinds, local_names, context, fn.__globals__)
