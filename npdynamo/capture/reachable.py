@@ -1,11 +1,12 @@
-"""Dead code out of generated break code: only what can run from the code's entry is assembled.
+"""Dead code out of resume functions: only what can run from the code's entry is assembled.
 
-A broken frame's code and its resume functions are built from the WHOLE original instruction list
-behind a forward-jumping prologue (``bytecode_gen.py``), so most of it is dead: the broken frame
-runs a few instructions before a trampoline hands over, a resume function only what follows its
-resume point. Assembling the dead part is most of the cost of a graph break in a long function
-(a test method of 2,800 instructions that breaks at each of its asserts regenerated all of it
-twice per break), so ``live_only`` drops it before assembly.
+A resume function is built from the WHOLE original instruction list behind a forward-jumping
+prologue (``bytecode_gen.py``), so what lies before its resume point is mostly dead. Assembling
+(and, when it is captured, reading) the dead part was most of the cost of a graph break in a long
+function (a test method of 2,800 instructions that breaks at each of its asserts regenerated all
+of it per break), so ``live_only`` drops it before assembly. (The broken frame's own code keeps
+its whole body for now: cut the same way, a with block in it failed to catch an exception on
+3.13 in a case not understood yet; ``tests/capture/test_capture_cost.py`` holds it.)
 
 What is kept is exactly what a run can reach from the entry: fall-through of every instruction
 that is not final, jump targets, and the handler of every try range holding a kept instruction.

@@ -307,3 +307,44 @@ def test_gc_paused_only_during_capture():
         assert not gc.isenabled()  # the user's own setting is left as it was
     finally:
         gc.enable()
+
+
+# -- a with block catching what a broken callee raises (3.13: test_scope's test_multiple_nesting)
+class Catches:
+    def __init__(self, kind):
+        self.kind, self.seen = kind, []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.seen.append(exc[0])
+        return exc[0] is not None and issubclass(exc[0], self.kind)
+
+
+def with_catching_a_broken_callee(n):
+    class Outer:
+        def f1(self):
+            __arg = 1
+
+            class D:
+                def g(self, __arg):
+                    return __arg
+            return D().g(_Outer__arg=2)
+
+    inst = Outer()
+    first = Catches(TypeError)
+    with first:
+        inst.f1()
+    second = Catches(TypeError)
+    with second:
+        inst.f1()
+    return n, first.seen, second.seen
+
+
+def test_with_block_catches_what_a_broken_callee_raises():
+    npdynamo.reset()
+    check_fidelity(with_catching_a_broken_callee, 1)
+    check_fidelity(with_catching_a_broken_callee, 2)  # another compiled object, warm caches
+    report = npdynamo.explain(with_catching_a_broken_callee)(3)
+    assert report.result[0] == 3
