@@ -440,10 +440,7 @@ def break_code(plan: BreakPlan) -> types.CodeType:
     header = _header_end(instrs)
     instrs[header:header] = _prologue(plan, target, lineno)
     b.clear()
-    # not ``live_only``: a broken frame's code without its dead code mishandled an exception
-    # in a with block on 3.13 (test_scope's test_multiple_nesting, a second capture): not
-    # understood yet, so the broken frame keeps the whole body (the resume functions are cut)
-    b.extend(instrs + tail)
+    b.extend(live_only(instrs + tail))  # what runs: the prologue, the native part, trampolines
     b.argnames = list(plan.arg_names)
     b.argcount = len(plan.arg_names)
     b.posonlyargcount = 0

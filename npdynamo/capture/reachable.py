@@ -1,17 +1,17 @@
-"""Dead code out of resume functions: only what can run from the code's entry is assembled.
+"""Dead code out of generated break code: only what can run from the code's entry is assembled.
 
 A resume function is built from the WHOLE original instruction list behind a forward-jumping
 prologue (``bytecode_gen.py``), so what lies before its resume point is mostly dead. Assembling
 (and, when it is captured, reading) the dead part was most of the cost of a graph break in a long
 function (a test method of 2,800 instructions that breaks at each of its asserts regenerated all
-of it per break), so ``live_only`` drops it before assembly. (The broken frame's own code keeps
-its whole body for now: cut the same way, a with block in it failed to catch an exception on
-3.13 in a case not understood yet; ``tests/capture/test_capture_cost.py`` holds it.)
+of it per break), so ``live_only`` drops it before assembly. The same holds for a broken
+frame's code: it runs a few instructions before a trampoline hands over.
 
 What is kept is exactly what a run can reach from the entry: fall-through of every instruction
 that is not final, jump targets, and the handler of every try range holding a kept instruction.
 Try ranges are then rebuilt around the kept instructions (a range whose instructions were all
-dropped disappears; one never starts in dead code, which the assembler refuses). Kept
+dropped disappears; one never starts in dead code, which the assembler refuses; each starts with
+a ``NOP``, as CPython's own ranges start with an instruction that cannot raise). Kept
 instructions and their order are unchanged, so the code runs exactly as before.
 """
 
@@ -83,6 +83,11 @@ def _rebuild(items: list, active: list, seen: set[int]) -> list:
             if entry is not None:
                 open_copy = bc.TryBegin(entry.target, entry.push_lasti, entry.stack_depth)
                 out.append(open_copy)
+                if item.name != "NOP":
+                    # a range never starts with an instruction that can raise: 3.13 looks up
+                    # the handler of a Python call that raised by the code unit before it, so
+                    # a call first in its range (its range cut at a jump target) went unhandled
+                    out.append(bc.Instr("NOP", location=item.location))
         out.append(item)
     if open_copy is not None:
         out.append(bc.TryEnd(open_copy))
