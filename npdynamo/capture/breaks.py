@@ -118,6 +118,8 @@ def build_break_entry(
         frame = reached.frame
     else:
         raise CannotBreak("the re-trace did not reach the break point")
+    finally:
+        first.steps += ctx.steps  # the entry's instructions stepped count the re-trace too
     # a 3.12+ inlined comprehension's saved outer binding goes back on the stack as it was:
     # the value, or NULL for an unbound name (the STORE_FAST after the loop restores either)
     stack = [v.saved if isinstance(v, ComprehensionSave) else v for v in frame.stack]
