@@ -77,8 +77,11 @@ def is_disabled(obj: object) -> bool:
         return _DISABLED_CODE.get(id(obj)) is obj
     if not hashes_by_identity(obj):  # never registered; hashing it could run the user's code
         return False
-    if obj in _DISABLED_WRAPPERS:
-        return True
+    try:
+        if obj in _DISABLED_WRAPPERS:
+            return True
+    except TypeError:  # no weak reference to it can exist: never registered
+        return False
     # A region-hooked function runs a trampoline; its original code carries the mark.
     original = original_function(obj)
     code = getattr(original if original is not None else obj, "__code__", None)

@@ -75,12 +75,18 @@ def original_function(obj: object) -> FunctionType | None:
     """The function running the user's original code behind a dispatcher or a hooked function."""
     if not hashes_by_identity(obj):
         return None
-    return _ORIGINALS.get(obj)
+    try:
+        return _ORIGINALS.get(obj)
+    except TypeError:  # no weak reference to it can exist: never registered
+        return None
 
 
 def is_original_view(fn: object) -> bool:
     """True for a private copy made by ``make_original_view`` (never hooked: it must stay as is)."""
-    return hashes_by_identity(fn) and fn in _VIEWS
+    try:
+        return hashes_by_identity(fn) and fn in _VIEWS
+    except TypeError:  # no weak reference to it can exist: never registered
+        return False
 
 
 def register_original(front: FunctionType, original: FunctionType) -> None:
