@@ -76,3 +76,34 @@ def test_a_cycle_check_that_gives_up_refuses_the_join(monkeypatch):
     npdynamo.reset()
     monkeypatch.setattr(fusion, "CYCLE_WALK_LIMIT", 0)
     assert _compile(branches, *args).kernels > full
+
+
+def scaled_layers(x, w):
+    # the same layer with another coefficient and offset each time: kernels that differ only
+    # in float constants, which are kernel parameters, so they share one compiled kernel
+    for scale, offset in ((0.5, 0.1), (0.25, -0.2), (0.125, 0.3), (2.0, 0.0), (0.75, 1e-3)):
+        x = np.tanh(x @ w * scale + offset)
+    return x
+
+
+def test_kernels_differing_only_in_float_constants_compile_once():
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((6, 8)), rng.standard_normal((8, 8)) / 3
+    report = _compile(scaled_layers, x, w)
+    assert report.kernels == 5 and report.distinct == 1
+    assert len(set(report.kernel_files)) == 1
+    assert report.compiled_kernels() == 1  # one numba compile (or cache load) for the five
+
+
+def float32_constants(x):
+    # one constant converted to two dtypes: two parameters of their own, each value exact
+    y = x.astype(np.float32) * 0.1
+    return y, x * 0.1, (x @ x.T) * 0.1
+
+
+def test_constants_keep_their_dtype_and_bits():
+    x = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    want = float32_constants(x)
+    got = npdynamo.compile(float32_constants, backend="numba")(x)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and np.array_equal(g, w)  # one rounding: bitwise equal

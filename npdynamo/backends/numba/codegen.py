@@ -75,8 +75,9 @@ class KernelArg:
     """One parameter of a kernel and what the caller passes for it."""
 
     name: str
-    kind: str  # "input" (a graph value), "const" (a constant array), "size", "output", "extent"
-    value: object  # the Node, the constant array, the size expression, or the extent's size
+    kind: str  # "input" (a graph value), "const" (a constant array or float), "size", "output",
+    # "extent"
+    value: object  # the Node, the constant, the size expression, or the extent's size
 
 
 @dataclass
@@ -146,6 +147,7 @@ class _KernelWriter:
         self.outputs = set(group.outputs)
         self.args: list[KernelArg] = []
         self.param: dict[int, str] = {}  # id(input node or constant) -> parameter name
+        self.constants: dict[tuple, str] = {}  # (dtype, bits) of a float constant -> parameter
         self.extent_src: dict[int, str] = {}
         self.preamble: dict[str, str] = {}  # reads of 0-d inputs, before the loops
         self.lines: list[str] = []
@@ -301,8 +303,22 @@ class _KernelWriter:
                 expr = f"{name}[{_index(idx)}]"
             src = meta.dtype
         else:
-            return literal(value, operand.dtype)
+            return self._constant(value, operand.dtype)
         return cast(expr, src, operand.dtype)
+
+    def _constant(self, value: object, dtype: np.dtype) -> str:
+        """A scalar constant operand. A float one is a parameter (a NumPy scalar of ``dtype``,
+        the bits its literal would have): kernels that differ only in such constants (one body
+        unrolled with another coefficient per step) have one source, so one module and one
+        numba compile. Ints and bools stay literals, which LLVM folds (a division by a
+        constant int becomes a multiplication)."""
+        if dtype.kind != "f":
+            return literal(value, dtype)
+        converted = np.array(value).astype(dtype)[()]
+        key = (dtype.str, converted.tobytes())
+        if key not in self.constants:
+            self.constants[key] = self._param(converted, "const")
+        return self.constants[key]
 
     # -- emission ----------------------------------------------------------------------------
 
