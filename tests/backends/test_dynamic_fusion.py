@@ -16,21 +16,27 @@ from npdynamo.ops.symbolic import SymbolTable
 from tests.backends.compare import assert_close
 
 
-def eos(sa, ct, p):
-    """An ocean model's equation of state: polynomials of salinity, temperature and pressure
-    (a column of depths broadcast over the grid), the density, its derivative and anomaly."""
+def eos(salt, temp, zt, mask, tau):
+    """An ocean model's equation of state: polynomials of salinity and temperature (one time
+    level of 4-D arrays) and pressure (a column of depths broadcast over the grid); density,
+    its derivatives, a vertical cumulative sum and differences between levels."""
+    sa, ct = salt[:, :, :, tau], temp[:, :, :, tau]
+    p = np.abs(zt)[np.newaxis, np.newaxis, :] * 1e-4
     xs = np.sqrt(0.0248826675584615 * sa + 0.5971840214030754)
     ys = ct * 0.025
-    z = p * 1e-4
     v0 = 1.0769995862e-3 + xs * (-3.1038981976e-4 + xs * (6.6928067038e-4 + xs * (
         -8.5047933937e-4 + xs * 5.8086069943e-4)))
     v1 = ys * (-1.5649734675e-5 + xs * (3.5009599764e-5 + xs * (
         -4.3592678561e-5 + xs * 3.4532461828e-5)))
-    v2 = z * (-6.0799143809e-5 + xs * (6.3721016456e-5 + xs * -5.7716232016e-5) + ys * 1.0e-5)
-    rho = 1.0 / (v0 + v1 + v2)
-    drho = -rho * rho * (v1 * 0.025 + v2 * 1e-4)
+    v2 = p * (-6.0799143809e-5 + xs * (6.3721016456e-5 + xs * -5.7716232016e-5) + ys * 1.0e-5)
+    rho = mask / (v0 + v1 + v2)
+    drho_dt = -rho * rho * (v1 / np.maximum(ct, 1e-3) + v2 * 1e-4)
+    drho_ds = -rho * rho * (v0 / np.maximum(sa, 1e-3)) * mask
+    drho_dp = -rho * rho * v2 / np.maximum(p, 1e-6)
     anomaly = rho - rho.mean(axis=-1)[..., None]
-    return rho, drho, anomaly, np.max(np.abs(anomaly))
+    levels = (rho[:, :, 1:] - rho[:, :, :-1]) * mask[:, :, 1:]
+    return (rho, drho_dt, drho_ds, drho_dp, np.cumsum(rho * 9.81, axis=2), levels,
+            np.max(np.abs(anomaly)))
 
 
 def chain(x, y, w):
@@ -46,8 +52,9 @@ def rows(x, b, c):
 
 
 def _ocean(n, rng):
-    return (35 + rng.standard_normal((n, n + 1, 6)), 10 + rng.standard_normal((n, n + 1, 6)),
-            np.linspace(0.0, 4000.0, 6))
+    shape = (n, n + 2, 5, 3)
+    return (35 + rng.standard_normal(shape), 10 + rng.standard_normal(shape),
+            -np.linspace(10.0, 4000.0, 5), (rng.random(shape[:3]) > 0.2).astype(float), 1)
 
 
 def _chain(n, rng):
