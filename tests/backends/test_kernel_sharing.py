@@ -107,3 +107,28 @@ def test_constants_keep_their_dtype_and_bits():
     got = npdynamo.compile(float32_constants, backend="numba")(x)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and np.array_equal(g, w)  # one rounding: bitwise equal
+
+
+def softsign_rows(x, y):
+    s = x / (1.0 + np.abs(x)) + y
+    return s - s.max(axis=-1, keepdims=True)
+
+
+def test_graphs_of_other_static_sizes_reuse_the_compiled_kernel():
+    # sizes are read from the arrays inside a kernel, never written into its source: a graph
+    # recompiled for new static sizes finds its kernel already compiled
+    programs = []
+
+    def backend(gm, example_inputs):
+        programs.append(numba_backend(gm, example_inputs))
+        return programs[-1]
+
+    compiled = npdynamo.compile(softsign_rows, backend=backend, dynamic=False)
+    rng = np.random.default_rng(4)
+    for shape in ((5, 40), (7, 60)):
+        x, y = rng.standard_normal(shape), rng.standard_normal(shape)
+        assert_close(compiled(x, y), softsign_rows(x, y))
+    first, second = (p.npdynamo_report for p in programs)
+    assert first.kernel_files == second.kernel_files
+    assert [id(d) for d in first.dispatchers] == [id(d) for d in second.dispatchers]
+    assert second.compiled_kernels() == first.compiled_kernels()  # no numba compile for it
