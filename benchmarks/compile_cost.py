@@ -3,7 +3,7 @@
 Each row runs in a fresh process with an empty kernel cache (``NPDYNAMO_CACHE_DIR``):
 
 * **Expression size.** A generated function of N steps (one to three elementwise ops each, a
-  long expression over two arrays, every step different from its neighbours) on the numba
+  long expression over two arrays, in a pseudo-random order) on the numba
   backend, blocking compile: ops, kernels, distinct kernels, the backend's compile seconds,
   seconds per distinct kernel and per op. ``--cap N`` raises ``fusion.MAX_GROUP_NODES`` (ops
   per kernel at most, 64) so that one kernel holds more: numba/LLVM's time per op grows with a
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -69,10 +70,12 @@ print("ROW" + json.dumps(row))
 
 
 def expression(n_ops: int) -> str:
-    """Source of ``fn(a, b)``: ``n_ops`` elementwise ops, each of the eight kinds in turn."""
+    """Source of ``fn(a, b)``: ``n_ops`` steps of the eight kinds in a fixed pseudo-random order
+    (no period: the pieces of a long expression cut into kernels are not alike)."""
+    order = random.Random(n_ops)
     lines = ["def fn(a, b):"]
     for k in range(n_ops):
-        op = _OPS[k % len(_OPS)].format(c=repr(0.5 + k / (8.0 * n_ops)))
+        op = order.choice(_OPS).format(c=repr(0.5 + k / (8.0 * n_ops)))
         lines.append(f"    a = {op}")
     lines += ["    return a", "args = (np.linspace(0.1, 1.0, 4096), np.linspace(1.0, 2.0, 4096))"]
     return "\n".join(lines) + "\n"
