@@ -81,8 +81,9 @@ def test_a_cycle_check_that_gives_up_refuses_the_join(monkeypatch):
 def scaled_layers(x, w):
     # the same layer with another coefficient and offset each time: kernels that differ only
     # in float constants, which are kernel parameters, so they share one compiled kernel
-    for scale, offset in ((0.5, 0.1), (0.25, -0.2), (0.125, 0.3), (2.0, 0.0), (0.75, 1e-3)):
-        x = np.tanh(x @ w * scale + offset)
+    for scale, offset, d in ((0.5, 0.1, 2.0), (0.25, -0.2, 3.0), (0.125, 0.3, 10.0),
+                             (2.0, 0.0, 0.5), (0.75, 1e-3, 7.0)):
+        x = np.tanh(x @ w * scale + offset) / d  # by d: a product by its reciprocal
     return x
 
 

@@ -13,9 +13,13 @@ kernel without reductions. A reduction over every axis is chunked over the first
 on the number of threads.
 
 A division by a constant, or of a row's elements by a value of the row (a softmax's sum, a
-layernorm's deviation), multiplies by the reciprocal (a literal, or computed once per row) when
+layernorm's deviation), multiplies by the reciprocal (a parameter, or computed once per row) when
 that reciprocal is a normal number (the product is then within one rounding of the quotient); a
 row whose divisor is 0, subnormal, huge, inf or NaN divides, so its quotients are NumPy's.
+
+Float constants are the kernel's parameters, not literals (their sizes are read from the
+arrays too), so groups that differ only in them share one kernel source: one module, one
+numba compile.
 
 The five rules of ``notes/perf-baseline.md`` hold by construction: ``error_model='numpy'``;
 no fast-math flags on the kernel itself, only ``reassoc`` on the accumulation helpers
@@ -147,7 +151,6 @@ class _KernelWriter:
         self.outputs = set(group.outputs)
         self.args: list[KernelArg] = []
         self.param: dict[int, str] = {}  # id(input node or constant) -> parameter name
-        self.constants: dict[tuple, str] = {}  # (dtype, bits) of a float constant -> parameter
         self.extent_src: dict[int, str] = {}
         self.preamble: dict[str, str] = {}  # reads of 0-d inputs, before the loops
         self.lines: list[str] = []
@@ -314,11 +317,9 @@ class _KernelWriter:
         constant int becomes a multiplication)."""
         if dtype.kind != "f":
             return literal(value, dtype)
-        converted = np.array(value).astype(dtype)[()]
-        key = (dtype.str, converted.tobytes())
-        if key not in self.constants:
-            self.constants[key] = self._param(converted, "const")
-        return self.constants[key]
+        # a parameter per use, even of one value twice: sharing one would make the source
+        # depend on which constants happen to be equal
+        return self._param(np.array(value).astype(dtype)[()], "const")
 
     # -- emission ----------------------------------------------------------------------------
 
@@ -333,13 +334,16 @@ class _KernelWriter:
             self.emit(f"{self.v(node)} = {buf}[{_index(self.g.maps[node])}]", depth)
             return
         shape = _meta(node).shape
-        exprs = [self._read(o, shape, self.g.maps[node]) for o in low.operands]
+        reciprocal = _constant_reciprocal(node, low)
+        # (the divisor of a constant reciprocal is not read: it would be a parameter unused)
+        operands = low.operands[:1] if reciprocal is not None else low.operands
+        exprs = [self._read(o, shape, self.g.maps[node]) for o in operands]
         if node in self.by_reciprocal:
             self.emit(f"{self.v(node)} = ({exprs[0]} * {self.by_reciprocal[node]})", depth)
             return
-        reciprocal = _constant_reciprocal(node, low)
         if reciprocal is not None:
-            self.emit(f"{self.v(node)} = ({exprs[0]} * {reciprocal})", depth)
+            self.emit(f"{self.v(node)} = ({exprs[0]} * {self._constant(reciprocal, low.dtype)})",
+                      depth)
             return
         self.emit(f"{self.v(node)} = {low.emit(exprs)}", depth)
 
@@ -574,10 +578,10 @@ def _widened(lines: list[str]) -> list[str]:
     return out
 
 
-def _constant_reciprocal(node: Node, low: object) -> str | None:
-    """``x / c`` by a constant whose reciprocal is a normal number: ``x * (1/c)`` as a literal
-    (a multiplication instead of a division per element; within one rounding of the quotient,
-    exact for a power of two), else None."""
+def _constant_reciprocal(node: Node, low: object) -> np.floating | None:
+    """``x / c`` by a constant whose reciprocal is a normal number: ``1/c``, by which the kernel
+    multiplies (a multiplication instead of a division per element; within one rounding of the
+    quotient, exact for a power of two), else None."""
     if (getattr(node.target, "name", None) != "divide" or not isinstance(low, Lowered)
             or low.dtype.kind != "f" or len(low.operands) != 2):
         return None
@@ -591,7 +595,7 @@ def _constant_reciprocal(node: Node, low: object) -> str | None:
     tiny = np.finfo(low.dtype).tiny
     if not (np.isfinite(c) and np.isfinite(r) and abs(c) >= tiny and abs(r) >= tiny):
         return None
-    return literal(r, low.dtype)
+    return r
 
 
 def generate_kernel(group: FusionGroup, parallel: bool,
