@@ -17,10 +17,6 @@ layernorm's deviation), multiplies by the reciprocal (a parameter, or computed o
 that reciprocal is a normal number (the product is then within one rounding of the quotient); a
 row whose divisor is 0, subnormal, huge, inf or NaN divides, so its quotients are NumPy's.
 
-Float constants are the kernel's parameters, not literals (their sizes are read from the
-arrays too), so groups that differ only in them share one kernel source: one module, one
-numba compile.
-
 The five rules of ``notes/perf-baseline.md`` hold by construction: ``error_model='numpy'``;
 no fast-math flags on the kernel itself, only ``reassoc`` on the accumulation helpers
 (``runtime.radd``) so reductions vectorise; vectorisable exp/tanh (``approx``); outputs
@@ -79,8 +75,7 @@ class KernelArg:
     """One parameter of a kernel and what the caller passes for it."""
 
     name: str
-    kind: str  # "input" (a graph value), "const" (a constant array or float), "size", "output",
-    # "extent"
+    kind: str  # "input" (a graph value), "const" (an array or float), "size", "output", "extent"
     value: object  # the Node, the constant, the size expression, or the extent's size
 
 
@@ -311,10 +306,9 @@ class _KernelWriter:
 
     def _constant(self, value: object, dtype: np.dtype) -> str:
         """A scalar constant operand. A float one is a parameter (a NumPy scalar of ``dtype``,
-        the bits its literal would have): kernels that differ only in such constants (one body
-        unrolled with another coefficient per step) have one source, so one module and one
-        numba compile. Ints and bools stay literals, which LLVM folds (a division by a
-        constant int becomes a multiplication)."""
+        its literal's bits), so kernels that differ only in such constants (a body unrolled
+        with another coefficient per step) have one source: one module, one numba compile.
+        Ints and bools stay literals, which LLVM folds (an int division becomes a product)."""
         if dtype.kind != "f":
             return literal(value, dtype)
         # a parameter per use, even of one value twice: sharing one would make the source
