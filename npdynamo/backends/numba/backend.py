@@ -288,10 +288,11 @@ def _warm_up(program: Program, example_inputs: list, gm, log: logging.Logger,
     names = program.kernel_names
     part, parts = built.part
     if parts > 1:  # a worker's share: the other kernels only zero their outputs
-        for k, name in enumerate(names):
-            if k % parts != part:
+        share = kernel_shares(names, parts)
+        for name in names:
+            if share[name] != part:
                 program.globals[name] = _stand_in(built.outputs.get(name, []))
-        names = [name for k, name in enumerate(names) if k % parts == part]
+        names = [name for name in names if share[name] == part]
     progress.kernels(0, len(names))
     seen: set[int] = set()
 
@@ -307,6 +308,16 @@ def _warm_up(program: Program, example_inputs: list, gm, log: logging.Logger,
             program.warm_up(example_inputs, compiled)
     except Exception:  # noqa: S110 - a NumPy call raised: the real call raises it again
         pass
+
+
+def kernel_shares(names: list[str], parts: int) -> dict[str, int]:
+    """The part (of ``parts`` compile workers) that compiles each of a program's kernels: a
+    group's serial and parallel versions go to one part, the groups round-robin. (Dealt by
+    name, all parallel versions, which take longest to compile, went to the same worker.)"""
+    groups: dict[str, int] = {}
+    for name in names:
+        groups.setdefault(name.removesuffix("_parallel"), len(groups))
+    return {name: groups[name.removesuffix("_parallel")] % parts for name in names}
 
 
 def _stand_in(outputs: list[int]) -> Callable:

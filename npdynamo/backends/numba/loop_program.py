@@ -49,6 +49,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.errors import NumbaError, NumbaWarning
 from numba.core.types import Type as NumbaType
 
+from npdynamo import progress
 from npdynamo.backends.numba import diskcache
 from npdynamo.backends.numba.loop_writer import (
     LOOP_OPS,
@@ -215,8 +216,9 @@ class LoopCall:
         if self.jit.overloads:
             return self.jit(*flat)
         # the first call compiles: numba's warnings about its own code are not the user's
-        # (a user's filter turning warnings into errors would make every call fall back)
-        with warnings.catch_warnings():
+        # (a user's filter turning warnings into errors would make every call fall back);
+        # the progress line's timer shows the compile when it takes long
+        with warnings.catch_warnings(), progress.busy():
             warnings.simplefilter("ignore", NumbaWarning)
             return self.jit(*flat)
 

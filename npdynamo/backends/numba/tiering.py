@@ -74,8 +74,10 @@ def submit(built: Built) -> Jobs | None:
     names = built.program.kernel_names
     # a graph with loop programs or subgraphs compiles in one part (every part would run them)
     whole = built.report.subgraphs or any(r.compiled for r in built.report.loops)
-    # at least two kernels a part: a second worker's start-up costs about one kernel's compile
-    parts = 1 if whole else max(1, min(workers.max_workers(), len(names) // 2))
+    # at least two kernels a part (a second worker's start-up costs about one kernel's
+    # compile), a group's serial and parallel versions in one part (``kernel_shares``)
+    groups = len({name.removesuffix("_parallel") for name in names})
+    parts = 1 if whole else max(1, min(workers.max_workers(), len(names) // 2, groups))
     try:
         payloads = [dumps(built.gm, built.example_inputs, part, parts)
                     for part in range(parts)]
