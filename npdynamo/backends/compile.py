@@ -26,8 +26,7 @@ from npdynamo.backends.registry import Backend, backend_for_inputs
 from npdynamo.errors import BackendCompilerFailed
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.fx.node import Node
-from npdynamo.fx.passes import common_subexpression_elimination, dead_code_elimination
-from npdynamo.fx.passes.outputs import distinct_outputs, elide_self_stores, prune_inputs
+from npdynamo.fx.passes import run_pipeline
 from npdynamo.ops.random import GENERATOR_TYPES, GeneratorMeta, restore_states, saved_states
 
 
@@ -61,12 +60,7 @@ def compile_graph(
 
     ``read_input(placeholder)`` gives the example value of one input (called only for the
     inputs kept); ``owner`` names the user's function in messages."""
-    dead_code_elimination(graph)
-    common_subexpression_elimination(graph)
-    elide_self_stores(graph)
-    dead_code_elimination(graph)
-    distinct_outputs(graph)
-    prune_inputs(graph)
+    run_pipeline(graph, "compile")
     graph.lint()
     inputs = list(graph.placeholders)
     if not graph.output_node.args[0] and not any(  # a graph whose only effect is a draw runs

@@ -112,11 +112,7 @@ def prepare_graph(graph: Graph) -> Graph:
     """A simplified copy of ``graph`` for code generation (the input graph is not changed)."""
     graph, _ = graph.copy()
     expand_masked_reductions(graph)
-    passes.simplify(graph)
-    passes.constant_fold(graph)
-    passes.common_subexpression_elimination(graph)
-    passes.dead_code_elimination(graph)
-    return graph
+    return passes.run_pipeline(graph, "codegen")
 
 
 @dataclass

@@ -143,7 +143,7 @@ def eager_candidate(graph: Graph, serial: Callable[..., tuple],
         return None
     run = scheduled_function(
         schedule, [p.name for p in graph.placeholders], outputs, lambda _: render,
-        emitter.globals, serial, limit_blas=any(s.blas for s in steps),
+        emitter.values, serial, limit_blas=any(s.blas for s in steps),
         generators=_generators(graph, list(graph.placeholders)))
     report = ScheduleReport(schedule.describe(), backend="eager", run=run)
     return Candidate(run, schedule, report)
