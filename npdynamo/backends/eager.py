@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from npdynamo import progress
 from npdynamo.backends.constant_operands import with_array_constants
 from npdynamo.backends.fp_state import is_plain_ufunc_call, ufuncs_cannot_raise
 from npdynamo.backends.registry import register_backend
+from npdynamo.backends.report import Compiled
 from npdynamo.backends.scheduler import tuned_eager
 from npdynamo.fx.codegen import Writes
 from npdynamo.fx.graph import Graph
@@ -29,11 +29,10 @@ from npdynamo.ops.symbolic_code import same_shape
 
 
 @register_backend("eager")
-def eager(gm, example_inputs: list) -> Callable[..., tuple]:
+def eager(gm, example_inputs: list) -> Compiled:
     """Return the graph module's generated ``forward``: results are bitwise NumPy's. A graph
     with independent parts worth running side by side is timed serial and scheduled
     (``scheduler.tuned_eager``)."""
-    progress.end_capture()
     return tuned_eager(gm.graph, eager_forward(gm), may_alias(gm.graph))
 
 

@@ -42,7 +42,7 @@ def _arrays(n=64, seed=0):
 
 def _generated(compiled) -> str:
     (entry,) = compiled_entries(compiled)
-    return entry.compiled.__npdynamo_source__
+    return entry.compiled.run.__npdynamo_source__
 
 
 def _addresses(args):
@@ -491,4 +491,4 @@ def test_a_numba_graph_without_kernels_runs_as_the_eager_graph():
     for _ in range(3):
         assert_same_value(filled_grid(x), compiled(x))
     (fn,) = made
-    assert "runs as the eager graph" in fn.npdynamo_report.tuning
+    assert "runs as the eager graph" in fn.report.tuning

@@ -34,6 +34,7 @@ import numba
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 
+from npdynamo import config
 from npdynamo.generated import run
 
 _PACKAGE = "npdynamo_kernels"
@@ -43,7 +44,7 @@ _RUNTIME_FILES = ("approx.py", "runtime.py")
 
 def cache_dir() -> Path | None:
     """The cache directory (created with mode 0o700), or ``None`` if it cannot be created."""
-    configured = os.environ.get("NPDYNAMO_CACHE_DIR")
+    configured = config.environment("NPDYNAMO_CACHE_DIR")
     if configured:
         root = Path(configured).expanduser()
     else:

@@ -18,12 +18,13 @@ backend lets the tuner time both forms on the first warm calls and keep the fast
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from npdynamo import config
+from npdynamo.backends.report import BackendReport
 from npdynamo.backends.scheduler import threads
 from npdynamo.backends.scheduler.plan import (
     BLAS_OPS,
@@ -50,7 +51,7 @@ MIN_SPEEDUP = 0.85
 
 def mode() -> str:
     """``NPDYNAMO_SCHEDULE``: ``auto`` (default: measured), ``never``, or ``always``."""
-    value = os.environ.get("NPDYNAMO_SCHEDULE", "auto").strip().lower()
+    value = config.environment("NPDYNAMO_SCHEDULE", "auto").strip().lower()
     if value in ("0", "never", "false", "off", "no"):
         return "never"
     if value in ("1", "always", "true", "on", "yes"):
@@ -59,7 +60,7 @@ def mode() -> str:
 
 
 @dataclass
-class ScheduleReport:
+class ScheduleReport(BackendReport):
     """The schedule of one graph and what the tuner chose (shown by ``explain``)."""
 
     plan: list[str] = field(default_factory=list)
