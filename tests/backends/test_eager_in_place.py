@@ -406,7 +406,7 @@ def test_dead_temporaries_are_reused_bitwise(fn, args):
 
 
 def test_temporary_plan_never_reuses_what_is_read_later_or_returned():
-    from npdynamo.backends.eager import temporary_plan
+    from npdynamo.backends.inplace import temporary_plan
     from tests.differential import CountingBackend
 
     backend = CountingBackend()

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 import npdynamo
 from benchmarks.schedule import mlp_loss
 from npdynamo.autograd import value_and_grad
-from npdynamo.backends.eager import may_alias
+from npdynamo.backends.inplace import may_alias
 from npdynamo.backends.numba import numba_backend
 from npdynamo.backends.scheduler import gil_held_fraction, runner, tuned_eager
 from npdynamo.backends.scheduler.plan import Step, assign_streams, dependencies

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from npdynamo import progress
 from npdynamo.backends import scheduler, tuning
-from npdynamo.backends.eager import eager_forward, may_alias
+from npdynamo.backends.eager import eager_forward
+from npdynamo.backends.inplace import may_alias
 from npdynamo.backends.numba import diskcache, front, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition

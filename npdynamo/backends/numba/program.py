@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from numba.core.errors import NumbaWarning
 
-from npdynamo.backends.eager import cannot_raise, may_alias
 from npdynamo.backends.fp_state import ufuncs_cannot_raise
+from npdynamo.backends.inplace import cannot_raise, may_alias
 from npdynamo.backends.numba import errstate, threads
 from npdynamo.backends.numba.codegen import KernelSource
 from npdynamo.backends.numba.fusion import FusionGroup, Partition
@@ -134,7 +134,7 @@ def direct_writes(graph: Graph, partition: Partition) -> dict[Node, Node]:
       Python, which must find the inputs untouched): later steps are kernels (a kernel fails
       only while compiling, before it writes anything; a later kernel that fails is recomputed
       by NumPy, below) or NumPy calls that cannot raise on a call where no ufunc can
-      (``eager.cannot_raise``: a training step's matmuls, transposes and sums). With such
+      (``inplace.cannot_raise``: a training step's matmuls, transposes and sums). With such
       NumPy calls after it, the program writes the input directly only on calls where
       ``ufuncs_cannot_raise()`` holds (``needs_calm_state``), else into a copy;
     * the kernel is elementwise (no reduction phases) and reads the input at the shape of the

@@ -121,7 +121,7 @@ def _names_free(graph: Graph) -> bool:
 def eager_candidate(graph: Graph, serial: Callable[..., tuple],
                     aliases: dict[Node, frozenset[Node]]) -> Candidate | None:
     """The scheduled form of ``graph`` on the eager backend, or None (see the docstring).
-    ``aliases``: which arrays each value may share memory with (``eager.may_alias``)."""
+    ``aliases``: which arrays each value may share memory with (``inplace.may_alias``)."""
     if (mode() == "never" or not _names_free(graph) or graph.output_node is None
             or under_errstate(graph)):
         return None  # (ops in a user's np.errstate block: their own state, in the serial form)
