@@ -27,7 +27,15 @@ from functools import lru_cache
 
 import bytecode as bc
 
-from npdynamo.capture.code import CO_NESTED, CO_VARARGS, CO_VARKEYWORDS, PY, closure_names
+from npdynamo.capture.code import (
+    CO_NESTED,
+    CO_VARARGS,
+    CO_VARKEYWORDS,
+    NULL_ABOVE_CALLABLE,
+    PY,
+    call_slots,
+    closure_names,
+)
 
 TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 
@@ -39,9 +47,8 @@ def _nop() -> None:
 # -- per-version instruction sequences ---------------------------------------------------------
 def push_callable(obj: object, lineno: int) -> list[bc.Instr]:
     """Push a constant callable ready for ``call`` (NULL below it until 3.12, above from 3.13)."""
-    load = bc.Instr("LOAD_CONST", obj, lineno=lineno)
-    null = bc.Instr("PUSH_NULL", lineno=lineno)
-    return [load, null] if PY >= (3, 13) else [null, load]
+    return list(call_slots(bc.Instr("LOAD_CONST", obj, lineno=lineno),
+                           bc.Instr("PUSH_NULL", lineno=lineno)))
 
 
 def call(nargs: int, lineno: int) -> list[bc.Instr]:
@@ -53,7 +60,7 @@ def call(nargs: int, lineno: int) -> list[bc.Instr]:
 def drop_null(lineno: int) -> list[bc.Instr]:
     """Consume the NULL on top of the stack by calling a no-op through it."""
     seq = [bc.Instr("LOAD_CONST", _nop, lineno=lineno)]
-    if PY >= (3, 13):
+    if NULL_ABOVE_CALLABLE:  # the no-op goes below the NULL
         seq.append(bc.Instr("SWAP", 2, lineno=lineno))
     return seq + call(0, lineno) + [bc.Instr("POP_TOP", lineno=lineno)]
 
@@ -71,9 +78,21 @@ def load_cell(var, lineno: int) -> bc.Instr:
 
 
 # -- reading and splitting the original ---------------------------------------------------------
+def decode(code: types.CodeType) -> bc.Bytecode:
+    """``code`` as an editable instruction list. The exception table's stack depths are kept as
+    written (and ``encode`` does not recompute them): a prologue's jump into a try range must
+    not change the depth its handler restores."""
+    return bc.Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+
+
+def encode(b: bc.Bytecode) -> types.CodeType:
+    """The code object of an instruction list from ``decode``."""
+    return b.to_code(compute_exception_stack_depths=False)
+
+
 @lru_cache(maxsize=512)
 def _decoded(code: types.CodeType) -> tuple:
-    return tuple(bc.Bytecode.from_code(code, conserve_exception_block_stackdepth=True))
+    return tuple(decode(code))
 
 
 def decoded_instructions(code: types.CodeType) -> list:
@@ -83,7 +102,7 @@ def decoded_instructions(code: types.CodeType) -> list:
 
 def _fresh_copy(code: types.CodeType) -> tuple[bc.Bytecode, list]:
     """A decoded copy whose instruction objects can be edited without touching the cache."""
-    b = bc.Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+    b = decode(code)
     return b, list(b)
 
 
@@ -295,7 +314,7 @@ def _build_resume_code(key: ResumeKey) -> types.CodeType:
     b.name = f"__resume_at_{key.start}_{user_name(code)}"
     if hasattr(b, "qualname"):
         b.qualname = b.name
-    new = b.to_code(compute_exception_stack_depths=False)
+    new = encode(b)
     _register_origins(new, code, prologue + body, origins)
     return new
 
@@ -432,7 +451,7 @@ def break_code(plan: BreakPlan) -> types.CodeType:
     b.kwonlyargcount = 0
     b.flags = b.flags & ~(CO_VARARGS | CO_VARKEYWORDS)
     b.name = code.co_name
-    return b.to_code(compute_exception_stack_depths=False)
+    return encode(b)
 
 
 def _identity_index(instrs: list, item: object) -> int:

@@ -31,7 +31,7 @@ def _arrays(n=1000, dtype=np.float32, seed=0):
 
 def _report(compiled):
     (entry,) = compiled_entries(compiled)
-    return entry.compiled.npdynamo_report
+    return entry.report
 
 
 def _run_both(fn, args, calls=3, **compile_kwargs):
@@ -204,7 +204,7 @@ def test_every_trailing_kernel_writes_directly_and_a_failing_one_is_recomputed(m
     report = _report(compiled)
     assert len(report.direct_writes) == 6 and report.kernels == 2  # one kernel per shape
     (entry,) = compiled_entries(compiled)
-    program = entry.compiled.__globals__
+    program = entry.compiled.run.__globals__
     kernels = sorted(k for k in program if re.fullmatch(r"_kernel\d+", k))
 
     def broken(*args):
@@ -234,8 +234,8 @@ def test_a_kernel_failing_after_a_draw_does_not_draw_again(monkeypatch):
     plain_rng, comp_rng = np.random.default_rng(5), np.random.default_rng(5)
     assert_close(compiled(x, comp_rng), noisy(x, plain_rng))
     (entry,) = compiled_entries(compiled)
-    assert entry.compiled.npdynamo_report.kernels >= 1  # the draw is followed by a kernel
-    program = entry.compiled.__wrapped__.__globals__  # inside the generator-restoring wrapper
+    assert entry.report.kernels >= 1  # the draw is followed by a kernel
+    program = entry.compiled.run.__wrapped__.__globals__  # inside the generator-restoring wrapper
     kernels = sorted(k for k in program if re.fullmatch(r"_kernel\d+", k))
 
     def broken(*args):

@@ -30,8 +30,8 @@ def _compile(fn, *args):
     assert_close(compiled(*args), fn(*args))
     assert_close(compiled(*args), fn(*args))
     (program,) = programs
-    assert not program.npdynamo_report.fell_back, program.npdynamo_report.reason
-    return program.npdynamo_report
+    assert not program.report.fell_back, program.report.reason
+    return program.report
 
 
 def layers(x, w, b):

@@ -39,15 +39,9 @@ import numpy as np
 
 from npdynamo.backends.numba.folds import fold, fold_start
 from npdynamo.backends.numba.fusion import FusionGroup, IndexMap, broadcast_map
-from npdynamo.backends.numba.lowering import (
-    Lowered,
-    Operand,
-    Reduction,
-    cast,
-    dtype_ctor,
-    literal,
-)
+from npdynamo.backends.numba.lowering import Lowered, Operand, Reduction
 from npdynamo.backends.numba.runtime import has_wide_vectors
+from npdynamo.backends.numba.ufunc_table import cast, dtype_ctor, literal
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import SymInt

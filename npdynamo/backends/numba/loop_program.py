@@ -60,6 +60,7 @@ from npdynamo.backends.numba.loop_writer import (
 )
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
+from npdynamo.generated import define
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic_code import symbol_name
 
@@ -177,8 +178,8 @@ class LoopCall:
             module, path = diskcache.load_loop_module(self.source, writer.globals, described)
             loop = module.loop
         else:
-            exec(compile(self.source, f"<npdynamo-loop-{node.name}>", "exec"), writer.globals)
-            loop = writer.globals["loop"]
+            loop = define(self.source, "loop", writer.globals,
+                          filename=f"<npdynamo-loop-{node.name}>", lines=False)
         # bounds checked: an index out of range raises (and the Python loop then raises
         # NumPy's IndexError) instead of reading outside the array
         # NumPy calls in object mode hold the GIL: nogil only without them

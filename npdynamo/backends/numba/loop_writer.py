@@ -20,7 +20,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from npdynamo.backends.eager import setitem_plan
+from npdynamo.backends.inplace import setitem_plan
 from npdynamo.backends.numba import diskcache, loop_runtime
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import FusionGroup, partition
