@@ -53,7 +53,7 @@ fn, args = ns["fn"], ns["args"]
 reports = []
 def backend(gm, example_inputs):
     out = numba_backend(gm, example_inputs)
-    reports.append(out.npdynamo_report)
+    reports.append(out.report)
     return out
 compiled = npdynamo.compile(fn, backend=backend)
 start = time.perf_counter()

@@ -12,7 +12,7 @@ from npdynamo.backends.numba import numba_backend
 from npdynamo.backends.numba.fusion import equal_sizes
 from npdynamo.fx.graph import Graph
 from npdynamo.ops.meta import ArrayMeta
-from npdynamo.ops.symbolic import SymbolTable
+from npdynamo.ops.symbol_table import SymbolTable
 from tests.backends.compare import assert_close
 
 
@@ -73,7 +73,7 @@ def _compiled(fn, dynamic):
 
     def backend(gm, example_inputs):
         program = numba_backend(gm, example_inputs)
-        reports.append(program.npdynamo_report)
+        reports.append(program.report)
         return program
 
     return npdynamo.compile(fn, backend=backend, dynamic=dynamic), reports

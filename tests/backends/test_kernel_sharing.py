@@ -129,7 +129,7 @@ def test_graphs_of_other_static_sizes_reuse_the_compiled_kernel():
     for shape in ((5, 40), (7, 60)):
         x, y = rng.standard_normal(shape), rng.standard_normal(shape)
         assert_close(compiled(x, y), softsign_rows(x, y))
-    first, second = (p.npdynamo_report for p in programs)
+    first, second = (p.report for p in programs)
     assert first.kernel_files == second.kernel_files
     assert [id(d) for d in first.dispatchers] == [id(d) for d in second.dispatchers]
     assert second.compiled_kernels() == first.compiled_kernels()  # no numba compile for it
