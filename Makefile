@@ -31,8 +31,10 @@ conformance: $(STAMP)
 	$(BIN)/python -m tests.conformance.runner
 
 lint: $(STAMP)
-	$(BIN)/python -m ruff check npdynamo tests benchmarks examples
+	$(BIN)/python -m ruff check npdynamo tests benchmarks examples tools
 	$(BIN)/lint-imports
+	@# no exec outside npdynamo/generated.py, NPDYNAMO_* read only in config, files <= 600 lines
+	$(BIN)/python tools/house_rules.py
 
 readme-table: $(STAMP)
 	$(BIN)/python -m npdynamo.ops docs/capture.md

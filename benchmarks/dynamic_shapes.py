@@ -30,7 +30,7 @@ from npdynamo import fx, ops
 from npdynamo.backends import lookup_backend
 from npdynamo.fx.passes import propagate_shapes
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
-from npdynamo.ops.symbolic import SymbolTable
+from npdynamo.ops.symbol_table import SymbolTable
 
 D_IN, HIDDEN, CLASSES = 64, 128, 10
 SIZES = [32, 48, 64, 17, 96, 128, 40, 56, 80, 100, 120, 24, 36, 72, 88, 112, 60, 44, 52, 9]
@@ -127,7 +127,7 @@ class _Counting:
 
     def kernels(self) -> int:
         found = {id(d): d for f in self.compiled
-                 for d in getattr(getattr(f, "npdynamo_report", None), "dispatchers", [])}
+                 for d in getattr(f.report, "dispatchers", [])}
         return sum(len(d.overloads) for d in found.values())
 
 
@@ -158,7 +158,7 @@ def main() -> None:
         fn, _facts = compile_graph(train_step_graph(), inputs[0])
         _total, per_step = _timed_rounds(fn, inputs)
         rows.append(("hand-built graph, s0", time.perf_counter() - start, per_step, 1,
-                     fn.npdynamo_report.compiled_kernels()))
+                     fn.report.compiled_kernels()))
     print(f"\ntraining step, {len(SIZES)} batch sizes x {ROUNDS} rounds "
           f"({D_IN}->{HIDDEN}->{CLASSES}, float32, numba backend); total time includes "
           "every capture and compile (limit: 8 entries, then plain Python)")

@@ -59,3 +59,8 @@ if __name__ == "__main__":
 
     print()
     first_call.main()
+    # What numba compiles cost per kernel and per op, and one graph on 1 and 2 compile workers.
+    from benchmarks import compile_cost
+
+    print()
+    compile_cost.main()

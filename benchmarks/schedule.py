@@ -130,7 +130,7 @@ def _compiled(fn, backend: str, mode: str, args: tuple, one_thread: bool):
 
 def _choice(compiled) -> str:
     entries = compiled_entries(compiled)
-    report = getattr(entries[0].compiled, "npdynamo_report", None) if entries else None
+    report = entries[0].report if entries else None
     text = str(report) if report is not None else ""
     if "scheduled form" not in text:
         return "serial (nothing to run side by side)"

@@ -42,3 +42,28 @@ force_fallback: bool = bool(os.environ.get("NPDYNAMO_FORCE_FALLBACK"))
 
 #: Print extra detail in warnings and reports.
 verbose: bool = bool(os.environ.get("NPDYNAMO_VERBOSE"))
+
+#: Every ``NPDYNAMO_*`` environment variable the package reads, and what it sets. The knobs above
+#: read theirs once, at import; the others are read at each use through ``environment`` (so a
+#: test or a long-running program may change them between calls). Only this module reads them.
+ENVIRONMENT: dict[str, str] = {
+    "NPDYNAMO_TIERED": "0: no tiers (``tiered``)",
+    "NPDYNAMO_FORCE_FALLBACK": "set: every capture runs in Python (``force_fallback``)",
+    "NPDYNAMO_VERBOSE": "set: ``verbose``",
+    "NPDYNAMO_CACHE_DIR": "the kernel cache directory (default ~/.cache/npdynamo)",
+    "NPDYNAMO_LOGS": "comma-separated log topics to show (``logs``)",
+    "NPDYNAMO_PROGRESS": "0: no progress lines for slow compiles (``progress``)",
+    "NPDYNAMO_PROGRESS_AFTER": "seconds before a compile shows progress (``progress``)",
+    "NPDYNAMO_NUMBA_TUNE": "0: no tuning of a graph's forms on its first calls (``tuning``)",
+    "NPDYNAMO_NUMBA_PARALLEL": "never / always / auto: numba's parallel kernels",
+    "NPDYNAMO_SCHEDULE": "never / always / auto: the inter-operator scheduler",
+    "NPDYNAMO_SCHEDULE_STREAMS": "the scheduler's streams at most (>= 2)",
+}
+
+
+def environment(name: str, default: str = "") -> str:
+    """The environment variable ``name`` (one of ``ENVIRONMENT``), read now; ``default`` when
+    it is not set."""
+    if name not in ENVIRONMENT:
+        raise KeyError(f"{name} is not one of npdynamo's environment variables")
+    return os.environ.get(name, default)

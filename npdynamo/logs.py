@@ -8,9 +8,9 @@ graph_code, bytecode, output_code, aot_graphs, dynamic, tuning, tiers.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
+from npdynamo import config
 from npdynamo.errors import InvalidArgument, user_location
 
 TOPICS = (
@@ -70,7 +70,7 @@ def enabled(topic: str) -> bool:
 
 
 def _from_environment() -> None:
-    value = os.environ.get("NPDYNAMO_LOGS", "")
+    value = config.environment("NPDYNAMO_LOGS")
     topics = [t.strip() for t in value.split(",") if t.strip()]
     unknown = [t for t in topics if t not in TOPICS]
     if unknown:

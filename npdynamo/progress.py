@@ -25,6 +25,8 @@ import threading
 import time
 import weakref
 
+from npdynamo import config
+
 #: A compile running longer than this starts showing progress.
 THRESHOLD_S = 1.0
 #: Seconds between two progress lines of one compile.
@@ -35,13 +37,13 @@ _lock = threading.Lock()
 
 def enabled() -> bool:
     """Whether progress is shown (``NPDYNAMO_PROGRESS=0`` turns it off)."""
-    return os.environ.get("NPDYNAMO_PROGRESS", "1").strip().lower() not in (
+    return config.environment("NPDYNAMO_PROGRESS", "1").strip().lower() not in (
         "0", "false", "no", "off")
 
 
 def _threshold() -> float:
     try:
-        return float(os.environ.get("NPDYNAMO_PROGRESS_AFTER", THRESHOLD_S))
+        return float(config.environment("NPDYNAMO_PROGRESS_AFTER", str(THRESHOLD_S)))
     except ValueError:
         return THRESHOLD_S
 

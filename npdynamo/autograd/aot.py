@@ -6,12 +6,15 @@ builds the joint graph for the tracked inputs, partitions it, compiles both halv
 ``inner`` (once per set of tracked inputs), runs the forward on the unwrapped arrays and
 records ONE tape entry whose backward runs the compiled backward graph on the saved values. So
 the tape chains each graph's forward/backward pair with the Python code between graph breaks.
-Registered as ``aot_eager`` and ``aot_numba`` (numba when that backend is registered).
+Registered as ``aot_eager`` and ``aot_numba`` (numba when that backend is registered). What
+``inner`` returns is followed (``Compiled.follow``): a tuned forward is called directly once the
+tuner has chosen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,6 +25,7 @@ from npdynamo.autograd.tape import Tape
 from npdynamo.autograd.tracer import Tracer, is_tracer
 from npdynamo.backends.eager import eager
 from npdynamo.backends.registry import lookup_backend, register_backend, register_input_wrapper
+from npdynamo.backends.report import BackendReport, Compiled, as_compiled
 from npdynamo.errors import InvalidBackend
 from npdynamo.ops import ArrayMeta
 
@@ -34,7 +38,8 @@ class CompiledPair:
     def __init__(self, part: Partition, inner: Backend, example_inputs: list) -> None:
         self.partition = part
         self.inner = inner
-        self.forward = inner(part.forward, example_inputs)
+        as_compiled(inner(part.forward, example_inputs)).follow(
+            lambda run: setattr(self, "forward", run))
         self._backward: Callable[..., tuple] | None = None
         self.tangent_metas: list[ArrayMeta] = [
             part.backward.graph.placeholders[len(part.saved) + k].meta["val"]
@@ -43,7 +48,8 @@ class CompiledPair:
 
     def backward(self, saved: tuple, tangents: list) -> tuple:
         if self._backward is None:
-            self._backward = self.inner(self.partition.backward, [*saved, *tangents])
+            as_compiled(self.inner(self.partition.backward, [*saved, *tangents])).follow(
+                lambda run: setattr(self, "_backward", run))
         return self._backward(*saved, *tangents)
 
 
@@ -72,7 +78,8 @@ class AOTFunction:
     def __init__(self, gm: Any, example_inputs: list, inner: Backend) -> None:
         self.gm = gm
         self.inner = inner
-        self.plain = inner(gm, [_raw(x) for x in example_inputs])
+        as_compiled(inner(gm, [_raw(x) for x in example_inputs])).follow(
+            lambda run: setattr(self, "plain", run))
         self._pairs: dict[tuple[bool, ...], CompiledPair] = {}
 
     def __call__(self, *args: Any) -> tuple:
@@ -149,27 +156,38 @@ def _top_tape(args: tuple) -> Tape:
 def aot_backend(inner: Backend | str) -> Backend:
     """A backend compiling with ``inner`` that also differentiates through tape tracers."""
 
-    def backend(gm: Any, example_inputs: list) -> AOTFunction:
-        return AOTFunction(gm, example_inputs, lookup_backend(inner))
+    def backend(gm: Any, example_inputs: list) -> Compiled:
+        return _compiled(AOTFunction(gm, example_inputs, lookup_backend(inner)))
 
     backend.__name__ = f"aot_{getattr(inner, '__name__', inner)}"
     return backend
 
 
 @register_backend("aot_eager")
-def aot_eager(gm: Any, example_inputs: list) -> AOTFunction:
+def aot_eager(gm: Any, example_inputs: list) -> Compiled:
     """Forward and backward graphs run as generated NumPy code."""
-    return AOTFunction(gm, example_inputs, eager)
+    return _compiled(AOTFunction(gm, example_inputs, eager))
 
 
 @register_backend("aot_numba")
-def aot_numba(gm: Any, example_inputs: list) -> AOTFunction:
+def aot_numba(gm: Any, example_inputs: list) -> Compiled:
     """Forward and backward graphs compiled by the numba backend (eager if it is missing)."""
     try:
         inner = lookup_backend("numba")
     except InvalidBackend:
         inner = eager
-    return AOTFunction(gm, example_inputs, inner)
+    return _compiled(AOTFunction(gm, example_inputs, inner))
+
+
+@dataclass
+class AOTReport(BackendReport):
+    """What an AOT backend reports for one graph: its ``AOTFunction`` (partitions, ``report()``)."""
+
+    function: AOTFunction
+
+
+def _compiled(function: AOTFunction) -> Compiled:
+    return Compiled(function, AOTReport(function))
 
 
 # A graph captured while tracers flow in (inside an outer grad) is compiled as forward and

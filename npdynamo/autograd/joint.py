@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from npdynamo.autograd.symbolic import carries_gradient, graph_emitter, reverse_mode
 from npdynamo.errors import GradError
 from npdynamo.fx import GraphModule, Node
-from npdynamo.fx.passes import common_subexpression_elimination, dead_code_elimination
+from npdynamo.fx.passes import run_pipeline
 from npdynamo.ops import REGISTRY, ArrayMeta
 
 
@@ -75,8 +75,6 @@ def build_joint(forward: GraphModule, requires_grad: Sequence[bool]) -> JointGra
             val = node.meta["val"]
             grads[k] = emit(REGISTRY["zeros"], shape=val.shape, dtype=val.dtype)
     out_node.args = (tuple(outputs) + tuple(grads),)
-    dead_code_elimination(graph)
-    common_subexpression_elimination(graph)
-    dead_code_elimination(graph)
+    run_pipeline(graph, "joint")
     return JointGraph(GraphModule(graph, name="joint"), len(primals), len(outputs),
                       tangent_outputs, grad_inputs)

@@ -3,15 +3,18 @@
 The only place a captured graph meets a backend. Capture hands over the graph it built (its
 output node set, placeholders in input order) and a way to read each input's example value;
 ``compile_graph`` runs the passes every graph gets (dead code, common subexpressions, distinct
-outputs, unused inputs), picks the backend for the inputs (autograd's AOT wrap when tracers flow
-in, via ``registry.backend_for_inputs``), calls it, and checks what it returns.
+outputs, unused inputs: ``fx.passes.PIPELINES["compile"]``), picks the backend for the inputs
+(autograd's AOT wrap when tracers flow in, via ``registry.backend_for_inputs``), closes the
+capture's progress line, calls the backend, and checks what it returns: a ``Compiled``
+(``backends/report``; a plain callable is wrapped as one without a report).
 
 A backend that raises is never worse than Python: the graph runs on the eager backend and one
 ``BackendFallbackWarning`` says so, unless ``fullgraph=True`` asked for no silent fallback, in
 which case ``BackendCompilerFailed`` is raised. A backend that returns something that cannot be
 called is a broken backend: ``BackendCompilerFailed`` at compile time, whatever the setting.
 A graph holding random draws (``ops.random``) runs even with no outputs (it moves the
-generators), and its callable puts the generators back if it raises.
+generators), and its callable puts the generators back if it raises (also after the backend
+retargets it: the tuner's winner is wrapped the same way).
 """
 
 from __future__ import annotations
@@ -20,14 +23,15 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from npdynamo import progress
 from npdynamo.backends.eager import eager
 from npdynamo.backends.fp_state import is_plain_ufunc_call, ufuncs_cannot_raise
 from npdynamo.backends.registry import Backend, backend_for_inputs
+from npdynamo.backends.report import Compiled, as_compiled
 from npdynamo.errors import BackendCompilerFailed
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.fx.node import Node
-from npdynamo.fx.passes import common_subexpression_elimination, dead_code_elimination
-from npdynamo.fx.passes.outputs import distinct_outputs, elide_self_stores, prune_inputs
+from npdynamo.fx.passes import run_pipeline
 from npdynamo.ops.random import GENERATOR_TYPES, GeneratorMeta, restore_states, saved_states
 
 
@@ -41,8 +45,9 @@ class CompiledGraph:
 
     #: the graph after the passes (``None``: it computes nothing the caller needs)
     graph_module: GraphModule | None
-    #: called with the values of ``inputs``, returns the tuple of outputs
-    compiled: Callable[..., tuple] | None
+    #: ``compiled.run`` is called with the values of ``inputs`` and returns the tuple of
+    #: outputs; ``compiled.report`` is what the backend reports (``explain``)
+    compiled: Compiled | None
     #: the placeholders kept, in call order (the caller reads their values)
     inputs: list[Node]
     #: why the graph runs on the eager backend instead of the one asked for (it raised)
@@ -61,12 +66,7 @@ def compile_graph(
 
     ``read_input(placeholder)`` gives the example value of one input (called only for the
     inputs kept); ``owner`` names the user's function in messages."""
-    dead_code_elimination(graph)
-    common_subexpression_elimination(graph)
-    elide_self_stores(graph)
-    dead_code_elimination(graph)
-    distinct_outputs(graph)
-    prune_inputs(graph)
+    run_pipeline(graph, "compile")
     graph.lint()
     inputs = list(graph.placeholders)
     if not graph.output_node.args[0] and not any(  # a graph whose only effect is a draw runs
@@ -76,6 +76,7 @@ def compile_graph(
     example_inputs = [read_input(node) for node in inputs]
     compiler = backend_for_inputs(backend, example_inputs)
     name = getattr(backend, "__name__", repr(backend))
+    progress.end_capture()
     try:
         compiled = compiler(gm, example_inputs)
     except Exception as exc:
@@ -92,7 +93,7 @@ def compile_graph(
             BackendFallbackWarning,
             stacklevel=2,
         )
-        forward = keep_states_on_error(graph, inputs, gm.forward, exact_backend=True)
+        forward = _keeping_states(graph, inputs, Compiled(gm.forward), exact_backend=True)
         return CompiledGraph(gm, forward, inputs, reason)
     if not callable(compiled):
         raise BackendCompilerFailed(
@@ -103,8 +104,21 @@ def compile_graph(
     # the eager backend runs the graph's ops in graph order (a numba program may run a NumPy call
     # that comes before a draw in the graph after it)
     in_order = compiler is eager
-    return CompiledGraph(
-        gm, keep_states_on_error(graph, inputs, compiled, exact_backend=in_order), inputs)
+    kept = _keeping_states(graph, inputs, as_compiled(compiled), exact_backend=in_order)
+    return CompiledGraph(gm, kept, inputs)
+
+
+def _keeping_states(graph: Graph, inputs: list[Node], compiled: Compiled, *,
+                    exact_backend: bool) -> Compiled:
+    """``compiled`` with its ``run`` wrapped by ``keep_states_on_error``, now and whenever the
+    backend retargets it (the wrapper then wraps the new ``run``: the entry keeps following)."""
+    run = keep_states_on_error(graph, inputs, compiled.run, exact_backend=exact_backend)
+    if run is compiled.run:
+        return compiled
+    kept = Compiled(run, compiled.report)
+    compiled.on_retarget(lambda new: kept.retarget(
+        keep_states_on_error(graph, inputs, new, exact_backend=exact_backend)))
+    return kept
 
 
 def keep_states_on_error(graph: Graph, inputs: list[Node], compiled: Callable, *,
@@ -140,7 +154,4 @@ def keep_states_on_error(graph: Graph, inputs: list[Node], compiled: Callable, *
             raise
 
     run.__wrapped__ = compiled
-    report = getattr(compiled, "npdynamo_report", None)
-    if report is not None:  # what the backend did with the graph, for explain
-        run.npdynamo_report = report
     return run

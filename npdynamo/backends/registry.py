@@ -1,7 +1,9 @@
 """Backend registry: the last stage of the pipeline turns an ``fx.GraphModule`` into a callable.
 
 A backend is ``backend(gm, example_inputs) -> callable``; the callable takes the graph's inputs
-positionally and returns a tuple of its outputs. Backends are looked up by name or passed directly.
+positionally and returns a tuple of its outputs. The package's backends return a
+``backends.report.Compiled`` (a callable with a typed report and retargets). Backends are looked
+up by name or passed directly.
 """
 
 from __future__ import annotations

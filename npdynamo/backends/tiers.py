@@ -6,9 +6,9 @@ runs them) while a background job compiles. At a call boundary after the job has
 first caller to get there *switches*: it runs the backend's ``finish`` (for numba: load the
 kernels the worker left in the disk cache, tune) and from then on every call runs what that
 returned. Other threads calling meanwhile keep running the eager tier; no call ever waits for a
-compile, and no call runs half on one tier. Once switched, the entry that calls this graph is
-redirected to the compiled callable (``npdynamo_redirects``, as the tuner does), so the
-eager tier's check costs nothing any more.
+compile, and no call runs half on one tier. Once switched, the graph's ``Compiled`` (what the
+backend returned) retargets to the compiled callable, as the tuner does, so the entry calling
+it skips the eager tier's check from then on.
 
 ``synchronize()`` waits for every pending job and switches its graph (benchmarks and tests:
 after it, calls run compiled). The module knows nothing of numba: the backend hands over the
@@ -23,15 +23,19 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from npdynamo.backends.report import BackendReport, Compiled, as_compiled
+
 _pending: weakref.WeakSet = weakref.WeakSet()
 _pending_lock = threading.Lock()
 
 
 class Tiered:
-    """The callable a tiered backend returns for one graph (see the module docstring)."""
+    """One graph's tiers (see the module docstring): the backend returns ``compiled``, which
+    runs this (the eager tier, then the switch) until it retargets to the compiled tier."""
 
     def __init__(self, eager: Callable[..., tuple], job: Any,
-                 finish: Callable[[Any], Callable[..., tuple]], report: Any = None) -> None:
+                 finish: Callable[[Any], Compiled | Callable[..., tuple] | None],
+                 report: BackendReport | None = None) -> None:
         self._run = eager
         self.job = job
         self._finish = finish
@@ -39,10 +43,8 @@ class Tiered:
         self.switched = False
         self.eager_calls = 0  # calls the eager tier ran (reports say when the switch came)
         self.started = time.perf_counter()
-        if report is not None:
-            self.npdynamo_report = report
-        #: who calls this through a name they can rebind: given the compiled callable
-        self.npdynamo_redirects: list[Callable[[Callable], None]] = []
+        #: what the backend returns: this, until the compiled tier takes over
+        self.compiled = Compiled(self, report)
         with _pending_lock:
             _pending.add(self)
 
@@ -67,18 +69,16 @@ class Tiered:
         return True
 
     def _switch(self) -> None:
-        compiled = self._finish(self.job)
-        if compiled is None:  # the backend resubmitted the job (``self.job`` is the new one)
+        finished = self._finish(self.job)
+        if finished is None:  # the backend resubmitted the job (``self.job`` is the new one)
             return
-        self._run = compiled
+        compiled = as_compiled(finished)
+        self._run = compiled.run
         self.switched = True
         with _pending_lock:
             _pending.discard(self)
-        later = getattr(compiled, "npdynamo_redirects", None)
-        for redirect in self.npdynamo_redirects:
-            redirect(compiled)
-        if later is not None:  # the tuner redirects them again once it has chosen
-            later.extend(self.npdynamo_redirects)
+        self.compiled.retarget(compiled.run)
+        compiled.on_retarget(self.compiled.retarget)  # the tuner's choice, once made
 
 
 def synchronize(timeout: float | None = None) -> bool:

@@ -28,12 +28,13 @@ the numba program then always runs as the thread policy decided.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from npdynamo import config
+from npdynamo.backends.report import BackendReport, Compiled
 from npdynamo.logs import get_logger
 
 #: Timed rounds per candidate after the uncounted first one.
@@ -60,7 +61,7 @@ class Candidate:
 
 
 def tuning_enabled() -> bool:
-    return os.environ.get("NPDYNAMO_NUMBA_TUNE", "1").strip().lower() not in (
+    return config.environment("NPDYNAMO_NUMBA_TUNE", "1").strip().lower() not in (
         "0", "false", "off", "no", "never")
 
 
@@ -84,13 +85,16 @@ def fastest_of(
     candidates: list[Candidate],
     record: Callable[[str], None],
     clock: Callable[[], float] = time.perf_counter,
-) -> Callable[..., tuple]:
-    """A callable that times ``candidates`` on its first warm calls, then runs the fastest.
+    report: BackendReport | None = None,
+) -> Compiled:
+    """The graph (with ``report``) timing ``candidates`` on its first warm calls, then running
+    the fastest: it retargets to the winner once chosen, so its followers (an entry's
+    generated code) skip the timing function's frame from then on.
 
     ``record(text)`` receives the decision (candidate times and the one chosen)."""
     if len(candidates) == 1:
         candidates[0].activate()
-        return candidates[0].run
+        return Compiled(candidates[0].run, report)
     best: dict[str, float] = {}
     alive = list(candidates)
     queue = deque(calls_in_order(candidates, 0, first=True))
@@ -126,8 +130,7 @@ def fastest_of(
         text = f"runs as {winner.label} (best warm call: {times})"
         record(text)
         get_logger("tuning").info("graph %s", text)
-        for redirect in call.npdynamo_redirects:
-            redirect(winner.run)
+        tuned.retarget(winner.run)
         return winner.run
 
     def call(*inputs):
@@ -148,7 +151,5 @@ def fastest_of(
             chosen = decide()
         return result
 
-    #: who calls this through a name they can rebind (an entry's generated code): told the
-    #: winner once it is chosen, so later calls skip this function's frame
-    call.npdynamo_redirects = []
-    return call
+    tuned = Compiled(call, report)
+    return tuned

@@ -26,7 +26,15 @@ from dataclasses import dataclass
 
 import bytecode as bc
 
-from npdynamo.capture.code import CO_NESTED, CO_VARARGS, CO_VARKEYWORDS, PY, closure_names
+from npdynamo.capture.code import (
+    CO_NESTED,
+    CO_VARARGS,
+    CO_VARKEYWORDS,
+    NULL_ABOVE_CALLABLE,
+    PY,
+    call_slots,
+    closure_names,
+)
 from npdynamo.capture.reachable import live_only
 
 TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
@@ -39,9 +47,8 @@ def _nop() -> None:
 # -- per-version instruction sequences ---------------------------------------------------------
 def push_callable(obj: object, lineno: int) -> list[bc.Instr]:
     """Push a constant callable ready for ``call`` (NULL below it until 3.12, above from 3.13)."""
-    load = bc.Instr("LOAD_CONST", obj, lineno=lineno)
-    null = bc.Instr("PUSH_NULL", lineno=lineno)
-    return [load, null] if PY >= (3, 13) else [null, load]
+    return list(call_slots(bc.Instr("LOAD_CONST", obj, lineno=lineno),
+                           bc.Instr("PUSH_NULL", lineno=lineno)))
 
 
 def call(nargs: int, lineno: int) -> list[bc.Instr]:
@@ -53,7 +60,7 @@ def call(nargs: int, lineno: int) -> list[bc.Instr]:
 def drop_null(lineno: int) -> list[bc.Instr]:
     """Consume the NULL on top of the stack by calling a no-op through it."""
     seq = [bc.Instr("LOAD_CONST", _nop, lineno=lineno)]
-    if PY >= (3, 13):
+    if NULL_ABOVE_CALLABLE:  # the no-op goes below the NULL
         seq.append(bc.Instr("SWAP", 2, lineno=lineno))
     return seq + call(0, lineno) + [bc.Instr("POP_TOP", lineno=lineno)]
 
@@ -71,6 +78,18 @@ def load_cell(var, lineno: int) -> bc.Instr:
 
 
 # -- reading and splitting the original ---------------------------------------------------------
+def decode(code: types.CodeType) -> bc.Bytecode:
+    """``code`` as an editable instruction list. The exception table's stack depths are kept as
+    written (and ``encode`` does not recompute them): a prologue's jump into a try range must
+    not change the depth its handler restores."""
+    return bc.Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+
+
+def encode(b: bc.Bytecode) -> types.CodeType:
+    """The code object of an instruction list from ``decode``."""
+    return b.to_code(compute_exception_stack_depths=False)
+
+
 #: code -> (its decoded Bytecode, the same items as a tuple), the 512 most recently added.
 #: Decoding is most of a break's cost on a long function (a 2,800-instruction test method: ~25 ms
 #: a decode), so each code is decoded once; a resume function's entry is the very list it was
@@ -89,8 +108,7 @@ def _remember(code: types.CodeType, decoded: bc.Bytecode) -> tuple[bc.Bytecode, 
 def _decoded_entry(code: types.CodeType) -> tuple[bc.Bytecode, tuple]:
     entry = _DECODED.get(code)
     if entry is None:
-        decoded = bc.Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
-        entry = _remember(code, decoded)
+        entry = _remember(code, decode(code))
     return entry
 
 
@@ -322,7 +340,7 @@ def _build_resume_code(key: ResumeKey) -> types.CodeType:
     b.name = f"__resume_at_{key.start}_{user_name(code)}"
     if hasattr(b, "qualname"):
         b.qualname = b.name
-    new = b.to_code(compute_exception_stack_depths=False)
+    new = encode(b)
     # the translator reads ``new`` as the list it was assembled from (the same program as a
     # decode of it gives, in the same order): no decoding, and positions map by identity
     _remember(new, b)
@@ -447,7 +465,7 @@ def break_code(plan: BreakPlan) -> types.CodeType:
     b.kwonlyargcount = 0
     b.flags = b.flags & ~(CO_VARARGS | CO_VARKEYWORDS)
     b.name = code.co_name
-    return b.to_code(compute_exception_stack_depths=False)
+    return encode(b)
 
 
 def _identity_index(instrs: list, item: object) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npdynamo.backends.compile import CompiledGraph, compile_graph
+from npdynamo.backends.report import BackendReport, Compiled
 from npdynamo.capture.break_reasons import GraphBreakReason
 from npdynamo.capture.frames.dispatch import make_fallback
 from npdynamo.capture.guards import GuardKind, GuardSet, Owners, SourceTuple
@@ -37,7 +38,8 @@ class CompiledEntry:
     run: Callable[..., object]
     guard_set: GuardSet
     graph_module: GraphModule | None = None
-    compiled: Callable | None = None
+    #: what the backend returned for the graph (``backends.report.Compiled``)
+    compiled: Compiled | None = None
     fallback_reason: str | None = None
     graph_break: GraphBreakReason | None = None
     compile_time_s: float = 0.0
@@ -48,6 +50,11 @@ class CompiledEntry:
     notes: list[str] = field(default_factory=list)
     #: what became of each loop of the frame: in the graph, or unrolled and why (``explain``)
     loops: list[str] = field(default_factory=list)
+
+    @property
+    def report(self) -> BackendReport | None:
+        """What the backend reports about this entry's graph (``explain``, ``inspect``)."""
+        return self.compiled.report if self.compiled is not None else None
 
     def miss_reason(self, *frame_args) -> str:
         return self.guard_set.miss_reason(frame_args)
@@ -173,7 +180,7 @@ def generated_function(
     if unpack:
         lines.append(f"    {unpack}")
     if compiled is not None:
-        callee = ns.bind(compiled, "COMPILED")
+        callee = ns.bind(compiled.run, "COMPILED")
         args = ", ".join(src.expr() for _node, src in inputs)
         # a graph that raises (an index out of range found at run time) has written nothing:
         # rerun the frame in Python so state and exception are exactly Python's
@@ -202,9 +209,8 @@ def generated_function(
     lines.append(f"    {tail}")
     source = "\n".join(lines) + "\n"
     fn = make_function(source, name, ns, f"{name}-{ctx.fn.__name__}")
-    redirects = getattr(compiled, "npdynamo_redirects", None)
-    if redirects is not None:  # a callable that settles on what it runs (the numba tuner)
-        redirects.append(lambda chosen, scope=fn.__globals__: scope.__setitem__(callee, chosen))
+    if compiled is not None:  # a backend that settles on what it runs later (tuner, tiers)
+        compiled.on_retarget(lambda run, scope=fn.__globals__: scope.__setitem__(callee, run))
     return fn, source
 
 

@@ -12,6 +12,7 @@ import types
 from dataclasses import dataclass, field
 
 from npdynamo import autograd
+from npdynamo.autograd.aot import AOTReport
 from npdynamo.autograd.api import grad_spec
 from npdynamo.backends import lookup_backend
 from npdynamo.capture import explain_render
@@ -103,11 +104,13 @@ class _Recorder:
     def __call__(self, entry, fn) -> None:
         out = self.output
         name = user_label(fn.__code__)  # "fit (from line 44)", not "__resume_at_..."
-        if hasattr(entry.compiled, "report") and hasattr(entry.compiled, "partitions"):
-            out.aot_functions.append(entry.compiled)
+        report = entry.report
+        if isinstance(report, AOTReport):  # shown as partitions, not as a backend report
+            out.aot_functions.append(report.function)
+            report = None
         if entry.graph_module is not None:
             out.graphs.append(entry.graph_module)
-            out.backend_reports.append(getattr(entry.compiled, "npdynamo_report", None))
+            out.backend_reports.append(report)
             out.ops_per_graph.append(
                 sum(1 for n in entry.graph_module.graph.nodes if n.op == "call_function")
             )

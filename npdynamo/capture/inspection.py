@@ -13,6 +13,7 @@ from __future__ import annotations
 import types
 from dataclasses import dataclass, field
 
+from npdynamo.autograd.aot import AOTReport
 from npdynamo.backends.registry import backend_name
 from npdynamo.capture.bytecode_gen import user_label
 from npdynamo.capture.compile_frame import default_context
@@ -155,8 +156,9 @@ def inspect(fn) -> Inspection:
 def _entry_info(entry, label: str, backend: str) -> EntryInfo:
     graph = None
     if entry.graph_module is not None:
-        report = getattr(entry.compiled, "npdynamo_report", None)
-        graph = GraphInfo(entry.graph_module, backend, report)
+        report = entry.report
+        graph = GraphInfo(entry.graph_module, backend,
+                          None if isinstance(report, AOTReport) else report)
     return EntryInfo(label, list(entry.guard_set.describe()), graph, entry.fallback_reason,
                      entry.graph_break, entry.compile_time_s)
 

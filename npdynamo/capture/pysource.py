@@ -2,34 +2,23 @@
 
 Generated functions beat interpreted closures by about 2.7x (capture-pitfalls.md, Q4), so every
 per-call path of a compiled entry is generated source. ``Namespace`` binds the objects that source
-refers to (dtypes, types, constants, closure cells) under stable names.
+refers to (dtypes, types, constants, closure cells) under stable names; ``npdynamo.generated``
+compiles and runs it.
 """
 
 from __future__ import annotations
 
-import itertools
-import linecache
 from collections.abc import Callable
 
-_counter = itertools.count()
+from npdynamo import generated
 
 
-class Namespace:
-    """Names for the objects a generated function refers to; becomes its globals."""
+class Namespace(generated.Namespace):
+    """Names for the objects a generated function refers to (``K0``, ``K1``, ...); becomes its
+    globals."""
 
     def __init__(self, base: dict | None = None) -> None:
-        self.values: dict[str, object] = dict(base or {})
-        self._by_id: dict[int, str] = {}
-
-    def bind(self, obj: object, hint: str = "K") -> str:
-        """A global name that holds ``obj`` (the same name for the same object)."""
-        key = id(obj)
-        if key in self._by_id:
-            return self._by_id[key]
-        name = f"{hint}{len(self.values)}"
-        self.values[name] = obj
-        self._by_id[key] = name
-        return name
+        super().__init__(base, numbered=True)
 
 
 def literal(value: object) -> str | None:
@@ -49,12 +38,5 @@ def literal(value: object) -> str | None:
 
 
 def make_function(source: str, fn_name: str, namespace: Namespace, label: str) -> Callable:
-    """Compile ``source`` (defining ``fn_name``) once; register it with linecache for tracebacks."""
-    filename = f"<npdynamo-{label}-{next(_counter)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    code = compile(source, filename, "exec")
-    scope = dict(namespace.values)
-    exec(code, scope)
-    fn = scope[fn_name]
-    fn.__npdynamo_source__ = source
-    return fn
+    """Compile ``source`` (defining ``fn_name``) once; its lines are in linecache while it lives."""
+    return generated.define(source, fn_name, namespace, label=label)

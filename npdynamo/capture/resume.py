@@ -27,6 +27,7 @@ from functools import partial
 from npdynamo.capture.builder import LOOP_ITERATOR_TYPES
 from npdynamo.capture.bytecode_gen import ResumeKey, forget_resume_codes, resume_code
 from npdynamo.capture.frames.cache import EntryCache, describe_code, on_reset
+from npdynamo.generated import define, dispatch_source
 
 
 @dataclass
@@ -104,25 +105,22 @@ class ResumeCall(EntryCache):
         params = "".join(f", a{i}" for i in range(self.arity))[2:]
         args = f"C, {params}" if params else "C"
         env: dict = {"miss": self.miss}
-        lines = [f"def dispatch({args}):"]
-        for i, (check, run) in enumerate(self.pairs):
+
+        def call(i: int) -> list[str]:
+            check, run = self.pairs[i]
             env[f"check{i}"] = check
-            lines.append(f"    if check{i}({args}):")
             parts = getattr(run, "shared_parts", None)
             if parts is None:
                 env[f"run{i}"] = run
-                lines.append(f"        return run{i}({args})")
-                continue
+                return [f"return run{i}({args})"]
             env[f"shared{i}"], env[f"fallback{i}"], env[f"failed{i}"] = parts
-            lines += [
-                "        try:",
-                f"            return shared{i}({params})",
-                f"        except failed{i}:",
-                f"            return fallback{i}({args})",
-            ]
-        lines.append(f"    return miss(C, ({params}{',' if params else ''}))")
-        exec(compile("\n".join(lines), f"<npdynamo-dispatch-{self.code.co_name}>", "exec"), env)
-        return env["dispatch"]
+            return ["try:", f"    return shared{i}({params})",
+                    f"except failed{i}:", f"    return fallback{i}({args})"]
+
+        source = dispatch_source("dispatch", args, len(self.pairs), call,
+                                 f"miss(C, ({params}{',' if params else ''}))")
+        return define(source, "dispatch", env, filename=f"<npdynamo-dispatch-{self.code.co_name}>",
+                      lines=False)
 
     def miss(self, cells: tuple, args: tuple):
         """Capture an entry for these arguments and run it; past the limit, run Python."""

@@ -56,14 +56,8 @@ from npdynamo.errors import NpdynamoError
 from npdynamo.fx import Graph
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.shape_guards import shape_guards
-from npdynamo.ops.symbolic import (
-    FactRecorder,
-    SymbolicDecision,
-    SymbolTable,
-    SymInt,
-    compare,
-    hint_of,
-)
+from npdynamo.ops.symbol_table import SymbolTable
+from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymInt, compare, hint_of
 
 #: Instructions one capture may evaluate before giving up (an unrolled loop that never ends):
 #: past it the graph breaks and the frame runs on in Python to its end (``runs_on_natively``).

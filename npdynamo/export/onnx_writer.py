@@ -24,6 +24,7 @@ from npdynamo.export.schema import ExportError
 from npdynamo.fx import Graph
 from npdynamo.fx.node import Node
 from npdynamo.fx.sizes import symbol_origins
+from npdynamo.generated import unique_name
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import Symbol, SymInt, _Compound
 from npdynamo.ops.symbolic_code import symbol_name
@@ -61,12 +62,7 @@ class Lowering:
 
     # -- names and nodes ----------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
-        name, count = hint, 0
-        while name in self.used:
-            count += 1
-            name = f"{hint}_{count}"
-        self.used.add(name)
-        return name
+        return unique_name(hint, self.used)
 
     def add(self, op_type: str, inputs: list, outputs: int = 1, **attrs: Any):
         """Append one ONNX node; returns its output name (a list when ``outputs`` > 1)."""

@@ -29,6 +29,7 @@ import numpy as np
 from npdynamo.export.schema import ExportError
 from npdynamo.fx import GraphModule
 from npdynamo.fx.subgraphs import is_subgraph
+from npdynamo.generated import unique_name
 
 if TYPE_CHECKING:
     from npdynamo.export.program import ExportedProgram
@@ -122,13 +123,7 @@ class _Writer:
         self.keep: list = []  # keeps the objects alive so that ids stay unique
 
     def fresh(self, hint: str) -> str:
-        base = "_" + hint.lstrip("_").replace("<", "").replace(">", "")
-        name, n = base, 0
-        while name in self.used:
-            n += 1
-            name = f"{base}_{n}"
-        self.used.add(name)
-        return name
+        return unique_name("_" + hint.lstrip("_").replace("<", "").replace(">", ""), self.used)
 
     def graph(self, gm: GraphModule) -> str:
         """A factory ``def _graph(): <globals>; def forward(...): ...; return forward``."""

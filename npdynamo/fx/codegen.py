@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from npdynamo.errors import NpdynamoError
-from npdynamo.fx.node import Node, iter_nodes, target_name, to_identifier
+from npdynamo.fx.node import Node, iter_nodes, target_name
 from npdynamo.fx.sizes import symbol_prelude
 from npdynamo.fx.subgraphs import is_subgraph
+from npdynamo.generated import Namespace
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.registry import REGISTRY
 from npdynamo.ops.symbolic import SymInt
@@ -31,40 +32,20 @@ if TYPE_CHECKING:
 _LITERAL_TYPES = (bool, int, str, bytes, type(None), type(Ellipsis))
 
 
-class _Emitter:
+class _Emitter(Namespace):
     """Renders arguments as Python expressions, binding what has no literal form as globals."""
 
     def __init__(self, reserved: set[str]) -> None:
-        self.used = set(reserved)
-        self.globals: dict[str, Any] = {}
-        self._bound: dict[int, str] = {}
+        # Node names rarely start with an underscore, so globals seldom need a suffix to differ.
+        super().__init__(reserved=reserved)
         self._constants = 0
         self.symbols: dict[str, str] = {}  # symbol -> the local holding its value
         # an op's lines -> its source (file, line, text); a node's lines name it, so are unique
         self.located: dict[str, tuple] = {}
 
-    def fresh(self, hint: str) -> str:
-        # Node names rarely start with an underscore, so globals seldom need a suffix to differ.
-        base = "_" + to_identifier(hint)
-        name, count = base, 0
-        while name in self.used:
-            count += 1
-            name = f"{base}_{count}"
-        self.used.add(name)
-        return name
-
-    def bind(self, obj: Any, hint: str) -> str:
-        """The global name under which ``obj`` is visible to the generated code."""
-        name = self._bound.get(id(obj))
-        if name is None:
-            name = self.fresh(hint)
-            self.globals[name] = obj
-            self._bound[id(obj)] = name
-        return name
-
     def constant(self, value: Any) -> str:
         """A global for a constant with no literal form: ``_const_0``, ``_const_1``, ..."""
-        if id(value) not in self._bound:
+        if id(value) not in self._by_id:
             self._constants += 1
         return self.bind(value, f"const_{self._constants - 1}")
 
@@ -370,4 +351,4 @@ def generate_source_with_lines(
         lines.append(f"    return {emitter.expr(tuple(value))}")
     located = {i: emitter.located[line] for i, line in enumerate(lines, 1)
                if line in emitter.located}
-    return "\n".join(lines) + "\n", emitter.globals, located
+    return "\n".join(lines) + "\n", emitter.values, located

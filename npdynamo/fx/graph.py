@@ -13,8 +13,9 @@ from typing import Any
 
 from npdynamo.fx.display import format_graph
 from npdynamo.fx.lint import lint_graph
-from npdynamo.fx.node import NODE_OPS, Node, map_arg, target_name, to_identifier
+from npdynamo.fx.node import NODE_OPS, Node, map_arg, target_name
 from npdynamo.fx.subgraphs import copy_subgraph_args
+from npdynamo.generated import to_identifier
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 
 # The generated code calls ``slice(...)`` by name; a local of that name would shadow it.

@@ -8,9 +8,6 @@ generated function's ``__npdynamo_source__``.
 
 from __future__ import annotations
 
-import itertools
-import linecache
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -19,8 +16,7 @@ from npdynamo.fx.display import format_table
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.subgraphs import register_subgraph_type
 from npdynamo.fx.user_lines import compile_at_user_lines, user_namespace
-
-_file_ids = itertools.count()
+from npdynamo.generated import define, file_name
 
 
 def _compile(
@@ -29,24 +25,16 @@ def _compile(
     """Compile the generated ``source``. Its code carries the user's file and lines where its
     ops come from one file (``user_lines``), so NumPy's warnings and tracebacks name them; else
     a ``<npdynamo-graph-N>`` file registered with ``linecache``."""
-    generated = f"<npdynamo-graph-{next(_file_ids)}>"
+    generated = file_name("graph")
     at_user = compile_at_user_lines(source, line_sources) if line_sources else None
+    base = {"__name__": "npdynamo.fx.generated"}
     if at_user is not None:
         code, filename = at_user
-        namespace = {"__name__": "npdynamo.fx.generated", **user_namespace(filename), **namespace}
+        fn = define(code, fn_name, {**base, **user_namespace(filename), **namespace}, text=source)
     else:
-        code, filename = compile(source, generated, "exec"), generated
-        namespace = {"__name__": "npdynamo.fx.generated", **namespace}
-    exec(code, namespace)
-    fn = namespace[fn_name]
+        fn = define(source, fn_name, {**base, **namespace}, filename=generated)
     # a name no region hook captures (``<...>``), whatever file the code names
-    fn.__npdynamo_source__ = source  # its code names the user's lines: here is the generated
-    label = f"<{generated[1:-1]}>"
-    fn.__code__ = fn.__code__.replace(co_name=label, co_qualname=label)
-    if at_user is None:
-        # An entry with no mtime is never evicted by linecache.checkcache; drop it with the fn.
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        weakref.finalize(fn, linecache.cache.pop, filename, None)
+    fn.__code__ = fn.__code__.replace(co_name=generated, co_qualname=generated)
     return fn
 
 

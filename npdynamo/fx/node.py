@@ -7,8 +7,6 @@ passes can trust them.
 
 from __future__ import annotations
 
-import keyword
-import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -63,16 +61,6 @@ def target_name(target: Any) -> str:
     if isinstance(target, str):
         return target
     return type(target).__name__
-
-
-def to_identifier(hint: str) -> str:
-    """``hint`` turned into a valid Python identifier that is not a keyword."""
-    name = re.sub(r"\W+", "_", hint).strip("_") or "node"
-    if name[0].isdigit():
-        name = "_" + name
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
-        name += "_"
-    return name
 
 
 class Node:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from npdynamo.generated import run
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import Fact, Symbol, SymInt, free_symbols, rename_symbols
 from npdynamo.ops.symbolic_code import python_source, symbol_name
@@ -82,7 +83,7 @@ class ShapeGuards:
         bad = [g.text for g in self.structure if not eval(g.code, env)]  # noqa: S307
         if bad:
             return bad  # the symbols cannot be read from these shapes
-        exec(self._prelude, env)  # noqa: S102 - our own generated code
+        run(self._prelude, env, filename="<npdynamo-shape-guards>", lines=False)
         return [g.text for g in self.relations if not eval(g.code, env)]  # noqa: S307
 
     def __str__(self) -> str:
@@ -234,8 +235,7 @@ def _compile(guards: ShapeGuards, prelude: list[str], arrays: list[int]) -> None
     alias = "".join(f"    _sh{i} = _a{i}\n" for i in arrays)
     src_values = f"def check({params}):\n{read}{text}\n"
     src_shapes = f"def check_shapes({params}):\n{alias}{text}\n"
-    env: dict[str, Any] = {}
-    exec(compile(src_values + src_shapes, "<npdynamo-shape-guards>", "exec"), env)  # noqa: S102
+    env = run(src_values + src_shapes, {}, filename="<npdynamo-shape-guards>", lines=False)
     guards.check, guards.check_shapes = env["check"], env["check_shapes"]
     guards.source = src_values
     guards._prelude = "\n".join(prelude)

@@ -24,8 +24,9 @@ quiet specialisation.
 
 How the stages use this:
 - Symbol creation (capture): for an input dimension that is dynamic and >= 2,
-  ``SymbolTable.new(size, source="x.shape[0]")``; the placeholder's ``ArrayMeta`` carries it.
-  Sizes 0 and 1 stay ints (specialised). A dynamic Python scalar input is a ``ScalarMeta``.
+  ``symbol_table.SymbolTable.new(size, source="x.shape[0]")``; the placeholder's ``ArrayMeta``
+  carries it. Sizes 0 and 1 stay ints (specialised). A dynamic Python scalar input is a
+  ``ScalarMeta``.
 - Rules: ``op.infer`` runs inside one ``FactRecorder`` per frame (``with recorder:``);
   ``fx.passes.propagate_shapes(graph, metas, facts=recorder)`` does the same and returns facts.
 - Facts -> guards: ``ops.shape_guards.shape_guards(metas, facts, names)`` gives the minimal
@@ -573,37 +574,3 @@ class FactRecorder:
 
     def __len__(self) -> int:
         return len(self._facts)
-
-
-def evaluate(facts: Iterable[Fact], bindings: Mapping[str, int]) -> bool:
-    """Whether every fact holds for the concrete symbol sizes ``bindings`` (the guard check)."""
-    return all(f.holds(bindings) for f in facts)
-
-
-def failing(facts: Iterable[Fact], bindings: Mapping[str, int]) -> list[Fact]:
-    """The facts that do not hold for ``bindings`` (for guard-failure reasons)."""
-    return [f for f in facts if not f.holds(bindings)]
-
-
-class SymbolTable:
-    """Creates the symbols of one capture: ``s0``, ``s1``, ... with their hints and sources."""
-
-    def __init__(self) -> None:
-        self.symbols: dict[str, Symbol] = {}
-        self.sources: dict[str, str] = {}
-
-    def new(self, hint: int, source: str | None = None, lower: int = 2) -> SymInt:
-        """A new symbol; ``lower`` 1: a count that may be 1 (a trip count, not a size)."""
-        name = f"s{len(self.symbols)}"
-        sym = Symbol(name, hint)
-        sym.lower = lower
-        self.symbols[name] = sym
-        self.sources[name] = source or name
-        return _atom_expr(sym)
-
-    def hints(self) -> dict[str, int]:
-        return {name: s.hint for name, s in self.symbols.items()}
-
-    def guard_facts(self) -> list[Fact]:
-        """``s >= 2`` (``>= 1`` for a trip count) for every symbol: what the symbols assume."""
-        return [Fact(_atom_expr(s), ">=", s.lower) for s in self.symbols.values()]

@@ -27,7 +27,7 @@ X = np.random.default_rng(2).uniform(-1, 1, (5, 3))
 def compiled(fn, args, backend=aot_eager):
     gm, inputs = captured_graph(fn, args)
     positions = [next(i for i, a in enumerate(args) if a is x) for x in inputs]
-    run = backend(gm, inputs)
+    run = backend(gm, inputs).report.function  # the AOTFunction
     return (lambda *a: run(*(a[i] for i in positions))), run
 
 

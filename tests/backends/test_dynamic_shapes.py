@@ -18,7 +18,7 @@ from benchmarks.dynamic_shapes import compile_graph, make_inputs, train_step, tr
 from npdynamo import fx, ops
 from npdynamo.backends.numba import NumbaFallbackWarning, diskcache, threads
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
-from npdynamo.ops.symbolic import SymbolTable
+from npdynamo.ops.symbol_table import SymbolTable
 from tests.backends.compare import assert_close
 from tests.fx.test_symbolic_graphs import SIZES, assert_bitwise, shapes_graph, shapes_numpy
 from tests.ops.test_dynamic_scalars import schedule_graph
@@ -29,7 +29,7 @@ def test_training_step_20_sizes_eager_bitwise_numba_close_kernels_once():
     first = make_inputs(SIZES[0], rng)
     eager, facts = compile_graph(train_step_graph(), first, "eager")
     numba_fn, _ = compile_graph(train_step_graph(), first, "numba")
-    report = numba_fn.npdynamo_report
+    report = numba_fn.report
     assert facts == [] and not report.fell_back and report.kernels >= 5
     compiled = report.compiled_kernels()
     modules = len(diskcache._loaded)
@@ -56,7 +56,7 @@ def test_kernel_sources_do_not_depend_on_the_size_seen_at_capture():
             meta = p.meta["val"]
             p.meta["val"] = ArrayMeta((s, *meta.shape[1:]), meta.dtype)
         fn, _ = compile_graph(g, make_inputs(hint, np.random.default_rng(1)), "numba")
-        files.append(fn.npdynamo_report.kernel_files)
+        files.append(fn.report.kernel_files)
     assert files[0] == files[1]  # same kernel sources: same disk cache entries
 
 
@@ -84,7 +84,7 @@ def test_parallel_choice_made_per_call(monkeypatch):
     monkeypatch.setenv("NPDYNAMO_NUMBA_PARALLEL", "auto")
     rng = np.random.default_rng(2)
     fn, _ = compile_graph(elementwise_graph(), (rng.random((4, 8)), 0.5), "numba")
-    report = fn.npdynamo_report
+    report = fn.report
     assert report.parallel and all(p is None for p in report.parallel)
     assert "chosen per call" in str(report)
     with warnings.catch_warnings():
@@ -180,7 +180,7 @@ def test_dynamic_float_too_large_for_float32():
     lr = g.placeholder("lr", ScalarMeta(float))
     g.output(g.call_function(ops.exp, (g.call_function(ops.multiply, (lr, x)),)))
     fn, _ = compile_graph(g, (np.ones(4, np.float32), 0.5), "numba")
-    assert "multiply" in fn.npdynamo_report.groups[0]  # fused, lr passed to the kernel
+    assert "multiply" in fn.report.groups[0]  # fused, lr passed to the kernel
     xs = np.ones(5, np.float32)
     for v in (1e300, -3.4028235677973366e38, float(np.nextafter(3.4028235677973366e38, 0)),
               float("inf"), float("nan"), 2.0):

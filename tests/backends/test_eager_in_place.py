@@ -42,7 +42,7 @@ def _arrays(n=64, seed=0):
 
 def _generated(compiled) -> str:
     (entry,) = compiled_entries(compiled)
-    return entry.compiled.__npdynamo_source__
+    return entry.compiled.run.__npdynamo_source__
 
 
 def _addresses(args):
@@ -406,7 +406,7 @@ def test_dead_temporaries_are_reused_bitwise(fn, args):
 
 
 def test_temporary_plan_never_reuses_what_is_read_later_or_returned():
-    from npdynamo.backends.eager import temporary_plan
+    from npdynamo.backends.inplace import temporary_plan
     from tests.differential import CountingBackend
 
     backend = CountingBackend()
@@ -491,4 +491,4 @@ def test_a_numba_graph_without_kernels_runs_as_the_eager_graph():
     for _ in range(3):
         assert_same_value(filled_grid(x), compiled(x))
     (fn,) = made
-    assert "runs as the eager graph" in fn.npdynamo_report.tuning
+    assert "runs as the eager graph" in fn.report.tuning

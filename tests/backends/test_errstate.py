@@ -44,7 +44,7 @@ def _compiled():
         warnings.simplefilter("ignore", RuntimeWarning)
         fn(*_inputs())  # compiled under the default state: the kernels exist
     (program,) = programs
-    assert program.npdynamo_report.kernels == 1 and not program.npdynamo_report.fell_back
+    assert program.report.kernels == 1 and not program.report.fell_back
     return fn, program
 
 
@@ -78,7 +78,7 @@ def test_default_and_ignore_give_inf_silently_from_the_kernels():
     def no_eager(*args):
         raise AssertionError("the graph ran on the eager backend")
 
-    program.__globals__["_eager"] = no_eager
+    program.run.__globals__["_eager"] = no_eager
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the kernels report nothing
         got = fn(*_inputs())
@@ -117,7 +117,7 @@ def test_a_state_equal_to_the_default_runs_the_kernels():
         def no_eager(*args):
             raise AssertionError("the graph ran on the eager backend")
 
-        program.__globals__["_eager"] = no_eager
+        program.run.__globals__["_eager"] = no_eager
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             got = fn(*_inputs())

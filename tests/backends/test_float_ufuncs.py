@@ -13,7 +13,7 @@ import pytest
 import npdynamo
 from npdynamo import ops
 from npdynamo.backends.numba import NumbaFallbackWarning, numba_backend
-from npdynamo.backends.numba.lowering import LIBM_OPS
+from npdynamo.backends.numba.ufunc_table import LIBM_OPS
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.ops.meta import ArrayMeta
 from tests.backends.compare import assert_close
@@ -56,7 +56,7 @@ def test_float_ufunc_is_kernel_code(name, dtype):
         warnings.simplefilter("error", NumbaFallbackWarning)
         want = gm.forward(*[a.copy() for a in args])
         compiled = numba_backend(gm, [a.copy() for a in args])
-        report = compiled.npdynamo_report
+        report = compiled.report
         assert not report.fell_back, report.reason
         assert report.kernels == 1 and not report.not_fused, str(report)
         got = compiled(*[a.copy() for a in args])

@@ -16,17 +16,17 @@ import numpy as np
 import pytest
 
 from npdynamo import ops
-from npdynamo.backends.numba import NumbaFallbackWarning, lowering, numba_backend
+from npdynamo.backends.numba import NumbaFallbackWarning, numba_backend, ufunc_table
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.ops.meta import ArrayMeta
 
 FLOAT_VALUES = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e30, -7.75]
 DTYPES = ["float32", "float64", "int8", "int64", "uint64", "bool"]
 # approximations and libm calls round differently from NumPy's loops (test_float_ufuncs.py)
-NOT_EXACT = {"exp", "tanh", "log", *lowering.LIBM_OPS}
-EXACT_UNARY = [n for n in lowering.UFUNC_EMITTERS
+NOT_EXACT = {"exp", "tanh", "log", *ufunc_table.LIBM_OPS}
+EXACT_UNARY = [n for n in ufunc_table.UFUNC_EMITTERS
                if getattr(np, n).nin == 1 and n not in NOT_EXACT]
-BINARY = [n for n in lowering.UFUNC_EMITTERS if getattr(np, n).nin == 2 and n not in NOT_EXACT]
+BINARY = [n for n in ufunc_table.UFUNC_EMITTERS if getattr(np, n).nin == 2 and n not in NOT_EXACT]
 
 
 def _values(dtype: np.dtype) -> np.ndarray:
@@ -89,7 +89,7 @@ def test_every_table_op_matches_numpy_exactly(dtype):
         want = gm.forward(*inputs)
         compiled = numba_backend(gm, inputs)
         got = compiled(*inputs)
-    report = compiled.npdynamo_report
+    report = compiled.report
     fused = {op for group in report.groups for op in group}
     not_fused = {name.rstrip("_0123456789") for name, _ in report.not_fused}
     for name, g, w in zip(names, got, want):

@@ -13,7 +13,7 @@ import pytest
 
 import npdynamo
 from benchmarks import workloads
-from npdynamo.backends.numba import NumbaFallbackWarning, lowering, threads
+from npdynamo.backends.numba import NumbaFallbackWarning, threads, ufunc_table
 from npdynamo.backends.numba.backend import prepare_graph
 from npdynamo.fx import Graph
 from npdynamo.ops.meta import ArrayMeta
@@ -41,7 +41,7 @@ def _report(compiled_fn, *args):
     npdynamo.compile(compiled_fn, backend=backend)(*args)
     from npdynamo.backends.numba import numba_backend
 
-    return numba_backend(backend.graphs[0], list(args)).npdynamo_report
+    return numba_backend(backend.graphs[0], list(args)).report
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -118,7 +118,7 @@ def _graph_of(fn, *args):
 
 def test_unsupported_op_falls_back_with_one_warning(monkeypatch):
     # a deliberately broken table entry: numba cannot type the generated expression
-    monkeypatch.setitem(lowering.UFUNC_EMITTERS, "negative",
+    monkeypatch.setitem(ufunc_table.UFUNC_EMITTERS, "negative",
                         lambda ins, out, e: f"no_such_helper({e[0]})")
 
     def f(x):
@@ -138,7 +138,7 @@ def test_unsupported_op_falls_back_with_one_warning(monkeypatch):
 
     with pytest.warns(NumbaFallbackWarning):
         fn = numba_backend(gm, [x])
-    assert fn.npdynamo_report.fell_back and "negative" in fn.npdynamo_report.reason
+    assert fn.report.fell_back and "negative" in fn.report.reason
 
 
 def test_failure_after_compiling_falls_back_at_call_time(monkeypatch):
@@ -156,12 +156,12 @@ def test_failure_after_compiling_falls_back_at_call_time(monkeypatch):
     def broken(*args):
         raise TypingError("simulated: no implementation for these argument types")
 
-    kernel_names = [k for k in fn.__globals__ if k.startswith("_kernel")]
+    kernel_names = [k for k in fn.run.__globals__ if k.startswith("_kernel")]
     assert kernel_names
-    fn.__globals__[kernel_names[0]] = broken
+    fn.run.__globals__[kernel_names[0]] = broken
     with pytest.warns(NumbaFallbackWarning, match="simulated"):
         assert np.array_equal(fn(x)[0], f(x))
-    assert fn.npdynamo_report.fell_back
+    assert fn.report.fell_back
     assert np.array_equal(fn(x)[0], f(x))
 
 
@@ -195,7 +195,7 @@ def test_report_lists_kernels_and_numpy_calls():
 
     from npdynamo.backends.numba import numba_backend
 
-    report = numba_backend(_graph_of(f, x, w), [x, w]).npdynamo_report
+    report = numba_backend(_graph_of(f, x, w), [x, w]).report
     assert report.kernels == 2 and report.groups == [("exp",), ("absolute", "add", "log")]
     assert {n for n, _ in report.not_fused} == {"matmul"}
     assert report.parallel == [False, False] and "BLAS" in report.thread_policy

@@ -24,7 +24,7 @@ def _check(case) -> None:
         warnings.simplefilter("error", NumbaFallbackWarning)  # a fallback is a failure here
         want = gm.forward(*copy.deepcopy(case.inputs))
         compiled = numba_backend(gm, copy.deepcopy(case.inputs))
-        assert not compiled.npdynamo_report.fell_back, compiled.npdynamo_report.reason
+        assert not compiled.report.fell_back, compiled.report.reason
         for _ in range(2):
             args = copy.deepcopy(case.inputs)
             got = compiled(*args)

@@ -49,12 +49,13 @@ def inputs(seed: int = 0):
 
 
 def spied():
-    """``step`` compiled on the numba backend, and the list of what the backend returned."""
+    """``step`` compiled on the numba backend, and the list of what the backend first ran."""
     made = []
 
     def backend(gm, example_inputs):
-        made.append(numba_backend(gm, example_inputs))
-        return made[-1]
+        compiled = numba_backend(gm, example_inputs)
+        made.append(compiled.run)  # the ``Tiered`` while the kernels compile
+        return compiled
 
     return npdynamo.compile(step, backend=backend), made
 
@@ -73,7 +74,7 @@ def test_eager_tier_first_then_the_loaded_kernels():
     check(fn)
     (tiered,) = made
     assert isinstance(tiered, tiers.Tiered)
-    report = tiered.npdynamo_report
+    report = tiered.compiled.report
     assert "eager tier" in report.tier
     check(fn, 1)
     assert npdynamo.synchronize(timeout=120)
@@ -131,7 +132,7 @@ def test_a_worker_killed_mid_compile(monkeypatch):
         with pytest.warns(CompileWorkerWarning, match="died"):
             assert npdynamo.synchronize(timeout=120)
     check(fn, 3)
-    assert made[0].switched and not made[0].npdynamo_report.fell_back
+    assert made[0].switched and not made[0].compiled.report.fell_back
 
 
 def test_an_error_in_a_worker(monkeypatch):
@@ -143,7 +144,7 @@ def test_an_error_in_a_worker(monkeypatch):
     with pytest.warns(CompileWorkerWarning, match="UnpicklingError"):
         assert npdynamo.synchronize(timeout=120)
     check(fn, 4)  # compiled in this process instead
-    assert made[0].switched and not made[0].npdynamo_report.fell_back
+    assert made[0].switched and not made[0].compiled.report.fell_back
 
 
 def test_a_damaged_cache_file_written_by_a_worker(tmp_path):
@@ -157,7 +158,7 @@ def test_a_damaged_cache_file_written_by_a_worker(tmp_path):
     with pytest.warns(KernelCacheWarning, match="unreadable"):
         assert npdynamo.synchronize(timeout=120)
     check(fn, 5)
-    assert not made[0].npdynamo_report.fell_back
+    assert not made[0].compiled.report.fell_back
 
 
 def test_the_pool_runs_jobs_of_different_graphs():

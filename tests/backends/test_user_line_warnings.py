@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.backends.numba import NumbaFallbackWarning, lowering
+from npdynamo.backends.numba import NumbaFallbackWarning, ufunc_table
 
 BACKENDS = ["eager", "numba"]
 
@@ -95,7 +95,7 @@ def test_the_default_action_shows_a_line_once_across_plain_and_compiled():
 
 def test_the_numba_fallback_warning_names_the_users_line(monkeypatch):
     # a deliberately broken table entry: numba cannot type the generated expression
-    monkeypatch.setitem(lowering.UFUNC_EMITTERS, "negative",
+    monkeypatch.setitem(ufunc_table.UFUNC_EMITTERS, "negative",
                         lambda ins, out, e: f"no_such_helper({e[0]})")
 
     def f(x):

@@ -20,16 +20,16 @@ import sys
 import textwrap
 import types
 
-import bytecode as bc
 import pytest
+
+from npdynamo.capture.bytecode_gen import decode, encode
 
 
 def round_trip(code: types.CodeType) -> types.CodeType:
     """Decode and re-encode ``code`` and, recursively, the code objects among its constants."""
     consts = tuple(round_trip(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
     code = code.replace(co_consts=consts)
-    decoded = bc.Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
-    return decoded.to_code(compute_exception_stack_depths=False)
+    return encode(decode(code))
 
 
 def all_codes(code: types.CodeType):

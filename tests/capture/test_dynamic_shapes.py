@@ -84,7 +84,7 @@ def test_twenty_batch_sizes_compile_numba_kernels_once():
     backend = NumbaCounting()
     _run_sizes(mlp_forward, _mlp_args, backend, exact=False)
     assert backend.count == 2
-    report = backend.compiled[-1].npdynamo_report
+    report = backend.compiled[-1].report
     kernels_after_two = report.compiled_kernels()
     _run_sizes(mlp_forward, _mlp_args, backend, sizes=range(30, 40), exact=False)
     assert backend.count == 2 and report.compiled_kernels() == kernels_after_two

@@ -14,7 +14,8 @@ import pytest
 import npdynamo as nd
 from npdynamo.ops.indexing import slice_length
 from npdynamo.ops.loop_index import index_symbol
-from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymbolTable
+from npdynamo.ops.symbol_table import SymbolTable
+from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision
 from tests.backends.compare import assert_close
 from tests.capture import triangular_programs as P
 from tests.capture.test_for_formation import in_one_graph, quiet_explain, unrolled_as_before

@@ -20,7 +20,8 @@ from npdynamo.fx.passes import (
     simplify,
 )
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
-from npdynamo.ops.symbolic import FactRecorder, SymbolTable
+from npdynamo.ops.symbol_table import SymbolTable
+from npdynamo.ops.symbolic import FactRecorder
 
 SIZES = [2, 3, 4, 5, 7, 8, 9, 11, 13, 16, 17, 23, 31, 32, 33, 50, 64, 99, 128, 255]
 F64 = np.dtype(np.float64)

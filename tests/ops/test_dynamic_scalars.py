@@ -18,7 +18,7 @@ from npdynamo import fx, ops
 from npdynamo.fx.passes import propagate_shapes
 from npdynamo.ops import scalar_ops
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
-from npdynamo.ops.symbolic import SymbolTable
+from npdynamo.ops.symbol_table import SymbolTable
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint64, np.float16,
           np.float32, np.float64, np.complex64]

@@ -13,13 +13,8 @@ from hypothesis import strategies as st
 
 from npdynamo.ops.indexing import slice_length
 from npdynamo.ops.loop_index import index_symbol, mentions_index
-from npdynamo.ops.symbolic import (
-    FactRecorder,
-    SymbolicDecision,
-    SymbolTable,
-    evaluate,
-    substitute,
-)
+from npdynamo.ops.symbol_table import SymbolTable, evaluate
+from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, substitute
 
 RELS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt,
         "==": operator.eq, "!=": operator.ne}

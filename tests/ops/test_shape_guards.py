@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.registry import REGISTRY
 from npdynamo.ops.shape_guards import shape_guards
-from npdynamo.ops.symbolic import FactRecorder, SymbolTable, evaluate, substitute
+from npdynamo.ops.symbol_table import SymbolTable, evaluate
+from npdynamo.ops.symbolic import FactRecorder, substitute
 
 F64 = np.dtype(np.float64)
 dims = st.integers(0, 5)

@@ -10,13 +10,8 @@ from hypothesis import strategies as st
 from npdynamo.ops.indexing import slice_length
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.registry import REGISTRY
-from npdynamo.ops.symbolic import (
-    FactRecorder,
-    SymbolicDecision,
-    SymbolTable,
-    evaluate,
-    substitute,
-)
+from npdynamo.ops.symbol_table import SymbolTable, evaluate
+from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, substitute
 
 F64 = np.dtype(np.float64)
 

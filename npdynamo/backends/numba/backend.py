@@ -2,10 +2,11 @@
 
 ``numba_backend(gm, example_inputs)`` simplifies a copy of the graph (``fx.passes``), partitions
 it into fusion groups, generates and loads one kernel per group, builds the graph's program and
-runs it once on the example inputs so every kernel is compiled before the first real call. The
-returned callable carries ``npdynamo_report`` (a ``NumbaReport``) for ``explain``. Whatever goes
-wrong (an op numba cannot type, an LLVM error, a bug here) the graph runs on the eager backend
-instead, with one warning naming the kernel's ops and the reason: the backend never fails.
+runs it once on the example inputs so every kernel is compiled before the first real call. It
+returns a ``Compiled`` (``backends/report``) whose report is a ``NumbaReport`` for ``explain``.
+Whatever goes wrong (an op numba cannot type, an LLVM error, a bug here) the graph runs on the
+eager backend instead, with one warning naming the kernel's ops and the reason: the backend
+never fails.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from dataclasses import dataclass, field
 
 from npdynamo import progress
 from npdynamo.backends import scheduler, tuning
-from npdynamo.backends.eager import eager_forward, may_alias
+from npdynamo.backends.eager import eager_forward
+from npdynamo.backends.inplace import may_alias
 from npdynamo.backends.numba import diskcache, front, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
@@ -26,23 +28,24 @@ from npdynamo.backends.numba.masked_loops import expand_masked_reductions
 from npdynamo.backends.numba.program import Program, direct_writes, needs_calm_state
 from npdynamo.backends.numba.report import TUNING_PENDING, NumbaReport  # noqa: F401
 from npdynamo.backends.numba.subgraphs import compile_subgraphs
+from npdynamo.backends.report import Compiled
 from npdynamo.fx import passes
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.subgraphs import under_errstate
 from npdynamo.fx.user_lines import warn_at
 from npdynamo.logs import get_logger
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 
 
 class NumbaFallbackWarning(UserWarning):
     """A graph runs on the eager backend because the numba backend could not compile it."""
 
 
-def numba_backend(gm, example_inputs: list) -> Callable[..., tuple]:
+def numba_backend(gm, example_inputs: list) -> Compiled:
     """Compile ``gm`` into fused numba kernels; see the module docstring."""
     tiered = front.start(gm, example_inputs)
     if tiered is not None:  # the eager tier runs until the workers' kernels are on disk
         return tiered
-    progress.end_capture()
     report = NumbaReport()
     start = time.perf_counter()
     eager = eager_forward(gm)  # the eager backend's code: a candidate, and the fallback
@@ -50,14 +53,14 @@ def numba_backend(gm, example_inputs: list) -> Callable[..., tuple]:
         # kernels report no floating-point errors, where an op in the user's np.errstate
         # block raises, warns or stays silent as that block says: NumPy runs the graph
         report.reason = "ops inside a `with np.errstate(...)` block run on the eager backend"
-        fn = with_report(eager, report)
+        fn = Compiled(eager, report)
         report.compile_time_s = time.perf_counter() - start
         return fn
     try:
         fn = build(gm, example_inputs, report, eager).finish()
     except Exception as exc:  # never fail the user: any error means the eager backend
         fall_back(report, f"{type(exc).__name__}: {_first_line(exc)}", gm.graph.nodes)
-        fn = with_report(eager, report)
+        fn = Compiled(eager, report)
     report.compile_time_s = time.perf_counter() - start
     return fn
 
@@ -72,7 +75,7 @@ def _control_flow(node) -> bool:
         getattr(source, "target", None), "subgraph_inputs", None) is not None
 
 
-def compile_for_cache(gm, example_inputs: list, part: int = 0, parts: int = 1) -> Callable:
+def compile_for_cache(gm, example_inputs: list, part: int = 0, parts: int = 1) -> Compiled:
     """A compile worker's work (``compile_worker``): the blocking compile of ``gm``, kernels
     run once on the example inputs even where the graph draws random numbers (nothing here is
     the user's), only the kernels of ``part`` of ``parts`` compiled."""
@@ -100,23 +103,11 @@ def fall_back(report: NumbaReport, reason: str, nodes) -> None:
             f"eager backend (NumPy): {reason}", NumbaFallbackWarning, fallback_stacklevel=3)
 
 
-def with_report(forward: Callable[..., tuple], report: NumbaReport) -> Callable:
-    def eager(*args):
-        return forward(*args)
-
-    eager.npdynamo_report = report
-    return eager
-
-
 def prepare_graph(graph: Graph) -> Graph:
     """A simplified copy of ``graph`` for code generation (the input graph is not changed)."""
     graph, _ = graph.copy()
     expand_masked_reductions(graph)
-    passes.simplify(graph)
-    passes.constant_fold(graph)
-    passes.common_subexpression_elimination(graph)
-    passes.dead_code_elimination(graph)
-    return graph
+    return passes.run_pipeline(graph, "codegen")
 
 
 @dataclass
@@ -141,7 +132,7 @@ class Built:
     fusion: object = None
     kernels: dict = field(default_factory=dict)
 
-    def finish(self) -> Callable[..., tuple]:
+    def finish(self) -> Compiled:
         log = get_logger("output_code")
         if self.warm:
             _warm_up(self.program, self.example_inputs, self.gm, log, self)
@@ -206,7 +197,6 @@ def build(gm, example_inputs: list, report: NumbaReport, eager: Callable[..., tu
 
     program = Program(graph, part, kernels, eager, on_fallback)
     report.direct_writes = sorted(program.direct_writes.values())
-    program.fn.npdynamo_report = report
     log.info("numba program for graph %s:\n%s", gm.name, program.source)
     outputs = {}
     for entry in kernels.values():
@@ -223,7 +213,7 @@ def build(gm, example_inputs: list, report: NumbaReport, eager: Callable[..., tu
 def _tuned(
     program: Program, eager: Callable[..., tuple], report: NumbaReport, graph: Graph,
     scheduled: scheduler.Candidate | None = None, eager_graph: Graph | None = None,
-) -> Callable:
+) -> Compiled:
     """The program, or (``tuning``) whichever of its parallel and serial forms, its scheduled
     form (independent steps side by side) and the eager graph runs this graph fastest on its
     first warm calls."""
@@ -232,23 +222,23 @@ def _tuned(
         # in-place writes (``z = np.zeros(...); z[:, :, 0] = x`` assigns, not copies)
         report.tuning = "no kernels: runs as the eager graph (NumPy calls only)"
         if eager_graph is not None:  # its independent calls side by side, when measured faster
-            eager = scheduler.tuned_eager(eager_graph, eager, may_alias(eager_graph))
-            report.schedule = getattr(eager, "npdynamo_report", None)
-        return with_report(eager, report)
+            tuned = scheduler.tuned_eager(eager_graph, eager, may_alias(eager_graph))
+            report.schedule = tuned.report
+            return tuned.with_report(report)
+        return Compiled(eager, report)
     # (a graph whose only kernels are its loops' or branches' is tuned like any other: the
     # eager graph's loops write their carried arrays in place, and may well be faster)
     if _has_symbolic_sizes(graph):
         # what is fastest at the first calls' sizes says nothing about other sizes: the
         # thread policy decides per call from the concrete size instead
         report.tuning = "not tuned (its sizes vary per call: parallel chosen per call by size)"
-        return program.fn
+        return Compiled(program.fn, report)
     if scheduled is not None and scheduler.mode() == "always":
         report.tuning = "runs scheduled (NPDYNAMO_SCHEDULE=always: not timed)"
-        scheduled.run.npdynamo_report = report
-        return scheduled.run
+        return Compiled(scheduled.run, report)
     if not tuning.tuning_enabled():
         report.tuning = "not tuned (NPDYNAMO_NUMBA_TUNE=0)"
-        return program.fn
+        return Compiled(program.fn, report)
     # the NumPy graph first in each round: its allocations slow the kernels run after it, and
     # once it is dropped (usually after the first timed round) no round ends with it
     candidates = [tuning.Candidate("eager", eager)]
@@ -265,9 +255,7 @@ def _tuned(
     def record(text: str) -> None:
         report.tuning = text
 
-    fn = tuning.fastest_of(candidates, record)
-    fn.npdynamo_report = report
-    return fn
+    return tuning.fastest_of(candidates, record, report=report)
 
 
 def _has_symbolic_sizes(graph: Graph) -> bool:
@@ -279,7 +267,7 @@ def _concrete(example_inputs: list, graph: Graph, impure_ok: bool = False) -> bo
     if not impure_ok and any(getattr(n.target, "impure", False) for n in graph.nodes):
         return False  # running it at compile time would be visible (e.g. random state)
     return len(example_inputs) == len(graph.placeholders) and not any(
-        type(x).__name__ in ("ArrayMeta", "ScalarMeta") for x in example_inputs)
+        isinstance(x, (ArrayMeta, ScalarMeta)) for x in example_inputs)
 
 
 def _warm_up(program: Program, example_inputs: list, gm, log: logging.Logger,
@@ -288,10 +276,11 @@ def _warm_up(program: Program, example_inputs: list, gm, log: logging.Logger,
     names = program.kernel_names
     part, parts = built.part
     if parts > 1:  # a worker's share: the other kernels only zero their outputs
-        for k, name in enumerate(names):
-            if k % parts != part:
+        share = kernel_shares(names, parts)
+        for name in names:
+            if share[name] != part:
                 program.globals[name] = _stand_in(built.outputs.get(name, []))
-        names = [name for k, name in enumerate(names) if k % parts == part]
+        names = [name for name in names if share[name] == part]
     progress.kernels(0, len(names))
     seen: set[int] = set()
 
@@ -307,6 +296,16 @@ def _warm_up(program: Program, example_inputs: list, gm, log: logging.Logger,
             program.warm_up(example_inputs, compiled)
     except Exception:  # noqa: S110 - a NumPy call raised: the real call raises it again
         pass
+
+
+def kernel_shares(names: list[str], parts: int) -> dict[str, int]:
+    """The part (of ``parts`` compile workers) that compiles each of a program's kernels: a
+    group's serial and parallel versions go to one part, the groups round-robin. (Dealt by
+    name, all parallel versions, which take longest to compile, went to the same worker.)"""
+    groups: dict[str, int] = {}
+    for name in names:
+        groups.setdefault(name.removesuffix("_parallel"), len(groups))
+    return {name: groups[name.removesuffix("_parallel")] % parts for name in names}
 
 
 def _stand_in(outputs: list[int]) -> Callable:

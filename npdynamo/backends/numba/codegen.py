@@ -13,7 +13,7 @@ kernel without reductions. A reduction over every axis is chunked over the first
 on the number of threads.
 
 A division by a constant, or of a row's elements by a value of the row (a softmax's sum, a
-layernorm's deviation), multiplies by the reciprocal (a literal, or computed once per row) when
+layernorm's deviation), multiplies by the reciprocal (a parameter, or computed once per row) when
 that reciprocal is a normal number (the product is then within one rounding of the quotient); a
 row whose divisor is 0, subnormal, huge, inf or NaN divides, so its quotients are NumPy's.
 
@@ -39,15 +39,9 @@ import numpy as np
 
 from npdynamo.backends.numba.folds import fold, fold_start
 from npdynamo.backends.numba.fusion import FusionGroup, IndexMap, broadcast_map
-from npdynamo.backends.numba.lowering import (
-    Lowered,
-    Operand,
-    Reduction,
-    cast,
-    dtype_ctor,
-    literal,
-)
+from npdynamo.backends.numba.lowering import Lowered, Operand, Reduction
 from npdynamo.backends.numba.runtime import has_wide_vectors
+from npdynamo.backends.numba.ufunc_table import cast, dtype_ctor, literal
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import SymInt
@@ -75,8 +69,8 @@ class KernelArg:
     """One parameter of a kernel and what the caller passes for it."""
 
     name: str
-    kind: str  # "input" (a graph value), "const" (a constant array), "size", "output", "extent"
-    value: object  # the Node, the constant array, the size expression, or the extent's size
+    kind: str  # "input" (a graph value), "const" (an array or float), "size", "output", "extent"
+    value: object  # the Node, the constant, the size expression, or the extent's size
 
 
 @dataclass
@@ -301,8 +295,19 @@ class _KernelWriter:
                 expr = f"{name}[{_index(idx)}]"
             src = meta.dtype
         else:
-            return literal(value, operand.dtype)
+            return self._constant(value, operand.dtype)
         return cast(expr, src, operand.dtype)
+
+    def _constant(self, value: object, dtype: np.dtype) -> str:
+        """A scalar constant operand. A float one is a parameter (a NumPy scalar of ``dtype``,
+        its literal's bits), so kernels that differ only in such constants (a body unrolled
+        with another coefficient per step) have one source: one module, one numba compile.
+        Ints and bools stay literals, which LLVM folds (an int division becomes a product)."""
+        if dtype.kind != "f":
+            return literal(value, dtype)
+        # a parameter per use, even of one value twice: sharing one would make the source
+        # depend on which constants happen to be equal
+        return self._param(np.array(value).astype(dtype)[()], "const")
 
     # -- emission ----------------------------------------------------------------------------
 
@@ -317,13 +322,16 @@ class _KernelWriter:
             self.emit(f"{self.v(node)} = {buf}[{_index(self.g.maps[node])}]", depth)
             return
         shape = _meta(node).shape
-        exprs = [self._read(o, shape, self.g.maps[node]) for o in low.operands]
+        reciprocal = _constant_reciprocal(node, low)
+        # (the divisor of a constant reciprocal is not read: it would be a parameter unused)
+        operands = low.operands[:1] if reciprocal is not None else low.operands
+        exprs = [self._read(o, shape, self.g.maps[node]) for o in operands]
         if node in self.by_reciprocal:
             self.emit(f"{self.v(node)} = ({exprs[0]} * {self.by_reciprocal[node]})", depth)
             return
-        reciprocal = _constant_reciprocal(node, low)
         if reciprocal is not None:
-            self.emit(f"{self.v(node)} = ({exprs[0]} * {reciprocal})", depth)
+            self.emit(f"{self.v(node)} = ({exprs[0]} * {self._constant(reciprocal, low.dtype)})",
+                      depth)
             return
         self.emit(f"{self.v(node)} = {low.emit(exprs)}", depth)
 
@@ -558,10 +566,10 @@ def _widened(lines: list[str]) -> list[str]:
     return out
 
 
-def _constant_reciprocal(node: Node, low: object) -> str | None:
-    """``x / c`` by a constant whose reciprocal is a normal number: ``x * (1/c)`` as a literal
-    (a multiplication instead of a division per element; within one rounding of the quotient,
-    exact for a power of two), else None."""
+def _constant_reciprocal(node: Node, low: object) -> np.floating | None:
+    """``x / c`` by a constant whose reciprocal is a normal number: ``1/c``, by which the kernel
+    multiplies (a multiplication instead of a division per element; within one rounding of the
+    quotient, exact for a power of two), else None."""
     if (getattr(node.target, "name", None) != "divide" or not isinstance(low, Lowered)
             or low.dtype.kind != "f" or len(low.operands) != 2):
         return None
@@ -575,7 +583,7 @@ def _constant_reciprocal(node: Node, low: object) -> str | None:
     tiny = np.finfo(low.dtype).tiny
     if not (np.isfinite(c) and np.isfinite(r) and abs(c) >= tiny and abs(r) >= tiny):
         return None
-    return literal(r, low.dtype)
+    return r
 
 
 def generate_kernel(group: FusionGroup, parallel: bool,

@@ -52,7 +52,7 @@ def compile_payload(payload: bytes, on_kernels: Any = None) -> dict:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fn = backend.compile_for_cache(gm, example_inputs, part, parts)
-    report = fn.npdynamo_report
+    report = fn.report
     return {"fell_back": report.fell_back, "reason": report.reason,
             "kernels": report.kernels, "seconds": time.perf_counter() - start,
             "warnings": [str(w.message) for w in caught][:5]}

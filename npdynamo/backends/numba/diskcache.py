@@ -34,6 +34,9 @@ import numba
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 
+from npdynamo import config
+from npdynamo.generated import run
+
 _PACKAGE = "npdynamo_kernels"
 _loaded: dict[str, types.ModuleType] = {}
 _RUNTIME_FILES = ("approx.py", "runtime.py")
@@ -41,7 +44,7 @@ _RUNTIME_FILES = ("approx.py", "runtime.py")
 
 def cache_dir() -> Path | None:
     """The cache directory (created with mode 0o700), or ``None`` if it cannot be created."""
-    configured = os.environ.get("NPDYNAMO_CACHE_DIR")
+    configured = config.environment("NPDYNAMO_CACHE_DIR")
     if configured:
         root = Path(configured).expanduser()
     else:
@@ -126,7 +129,7 @@ def _load(source: str, directory: Path | None, prefix: str, key: str,
     module.__dict__.update(namespace or {})
     if directory is None:
         path = "<memory>"
-        exec(compile(source, f"<npdynamo-kernel-{key}>", "exec"), module.__dict__)
+        run(source, module.__dict__, filename=f"<npdynamo-kernel-{key}>", lines=False)
     else:
         path = str(directory / f"{prefix}_{key}.py")
         text = file_text(source)
@@ -134,7 +137,7 @@ def _load(source: str, directory: Path | None, prefix: str, key: str,
         # compiled from the checked text, not re-read by an import (no .pyc to go stale)
         module.__file__ = path
         sys.modules[name] = module
-        exec(compile(text, path, "exec"), module.__dict__)
+        run(text, module.__dict__, filename=path, lines=False)
         kernel = getattr(module, "kernel", None)
         if isinstance(kernel, Dispatcher) and hasattr(kernel._cache, "_cache_file"):
             guard_numba_cache(kernel, path)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npdynamo.backends.numba.lowering import literal, wrapping_arithmetic
+from npdynamo.backends.numba.ufunc_table import literal, wrapping_arithmetic
 
 
 def fold_start(kind: str, dtype: np.dtype) -> str:

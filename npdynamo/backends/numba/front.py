@@ -29,7 +29,9 @@ from npdynamo.backends import tiers
 from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.numba import workers
 from npdynamo.backends.numba.report import NumbaReport
+from npdynamo.backends.report import Compiled
 from npdynamo.fx.subgraphs import under_errstate
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 
 _preparing: weakref.WeakSet = weakref.WeakSet()
 
@@ -62,12 +64,12 @@ class Pending:
         return self.jobs.status() if self.jobs is not None else "loading"
 
 
-def start(gm: Any, example_inputs: list) -> tiers.Tiered | None:
-    """The graph's eager tier, compiled in the background; ``None``: compile it now."""
+def start(gm: Any, example_inputs: list) -> Compiled | None:
+    """The graph's eager tier (``Tiered``), compiled in the background; ``None``: compile it
+    now."""
     if not (config.tiered and workers.available() and _concrete(example_inputs, gm)) or \
             under_errstate(gm.graph):  # runs on the eager backend anyway: nothing to compile
         return None
-    progress.end_capture()
     report = NumbaReport()
     report.tier = "runs on the eager tier while its kernels compile in the background"
     eager = eager_forward(gm)
@@ -76,16 +78,15 @@ def start(gm: Any, example_inputs: list) -> tiers.Tiered | None:
     shown = progress.background(progress.current_what(), pending.status)
     holder: list[tiers.Tiered] = []
 
-    def finish(job: Pending) -> Callable[..., tuple] | None:
+    def finish(job: Pending) -> Compiled | None:
         return _stages()[1](job, holder[0], begun, shown)
 
-    with_report = _with_report(eager, report)
-    result = tiers.Tiered(with_report, pending, finish, report)
-    holder.append(result)
+    tiered = tiers.Tiered(eager, pending, finish, report)
+    holder.append(tiered)
     _preparing.add(pending)
     threading.Thread(target=_prepare, args=(pending,), name="npdynamo-prepare",
                      daemon=True).start()
-    return result
+    return tiered.compiled
 
 
 #: (prepare, finish) of the numba side (``tiering``), installed when it is imported
@@ -112,18 +113,10 @@ def _prepare(pending: Pending) -> None:
         pending.prepared.set()
 
 
-def _with_report(eager: Callable[..., tuple], report: NumbaReport) -> Callable[..., tuple]:
-    def run(*args):
-        return eager(*args)
-
-    run.npdynamo_report = report
-    return run
-
-
 def _concrete(example_inputs: list, gm: Any) -> bool:
     # real values to run the kernels on (a subgraph's or an AOT graph's metas are not)
     return len(example_inputs) == len(gm.graph.placeholders) and not any(
-        type(x).__name__ in ("ArrayMeta", "ScalarMeta") for x in example_inputs)
+        isinstance(x, (ArrayMeta, ScalarMeta)) for x in example_inputs)
 
 
 def _after_fork_child() -> None:

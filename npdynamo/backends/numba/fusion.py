@@ -24,6 +24,11 @@ Symbolic sizes: shapes are compared structurally (``same_shape``): a value joins
 its shape is the same expression as the group's domain, and a dimension broadcasts only when
 it is the int 1. This asks nothing of the hints, so the partition is valid for every size the
 graph's guards admit; the size-dependent choice left (parallel or serial) is made per call.
+Each input dimension gets a symbol of its own (``x`` is ``(s0, s1)``, ``y`` is ``(s2, s3)``), so
+first the sizes that broadcasting makes equal are given one name (``equal_sizes``): an operand
+dimension that is a size symbol (never 1) of an elementwise op must equal the result's, or NumPy
+would have raised. Without that, ``x + y`` and ``x * 2`` would be values of different shapes
+and a graph with symbolic sizes would fuse into many more kernels than the same graph static.
 """
 
 from __future__ import annotations
@@ -40,9 +45,10 @@ from npdynamo.backends.numba.lowering import (
 )
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
+from npdynamo.fx.sizes import symbol_origins
 from npdynamo.ops.meta import ArrayMeta
-from npdynamo.ops.symbolic import Dim, sym_product
-from npdynamo.ops.symbolic_code import is_one, same_shape
+from npdynamo.ops.symbolic import Dim, Symbol, SymInt, rename_symbols, sym_product
+from npdynamo.ops.symbolic_code import is_one, same_shape, symbol_name
 
 #: An index map gives, for each dimension of a value, the domain axis its index follows, or
 #: ``None`` where the value is broadcast (size 1).
@@ -114,17 +120,77 @@ class Partition:
     not_fused: dict[Node, str]  # node -> why it runs as a NumPy call
 
 
-def _shape(node: object) -> tuple[int, ...] | None:
+def _raw_shape(node: object) -> tuple[int, ...] | None:
     meta = node.meta.get("val") if isinstance(node, Node) else None
     return meta.shape if isinstance(meta, ArrayMeta) else None
+
+
+def _size_symbol(d: Dim) -> str | None:
+    """The name of ``d`` when it is one size symbol (a size >= 2, never 1), else None."""
+    name = symbol_name(d)
+    if name is None:
+        return None
+    ((mono, _coeff),) = d.terms  # type: ignore[union-attr]
+    atom = mono[0]
+    return name if isinstance(atom, Symbol) and (atom.lower or 0) >= 2 else None
+
+
+def equal_sizes(graph: Graph) -> dict[str, SymInt]:
+    """Size symbol -> the symbol naming its class of sizes that broadcasting makes equal.
+
+    NumPy broadcasts an operand dimension to the result's only from 1; a dimension that is a
+    size symbol is never 1, so every successful run has it equal to the result's dimension.
+    Each class is named by its first symbol read from a placeholder (the program can read it)."""
+    parent: dict[str, str] = {}
+    exprs: dict[str, SymInt] = {}  # symbol name -> the size that is exactly it
+
+    def find(x: str) -> str:
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    for node in graph.nodes:
+        out = _raw_shape(node)
+        if node.op != "call_function" or getattr(node.target, "kind", None) != "elementwise" \
+                or out is None:
+            continue
+        for operand in node.all_input_nodes:
+            shape = _raw_shape(operand)
+            if shape is None or len(shape) > len(out):
+                continue
+            for a, b in zip(shape, out[len(out) - len(shape):]):
+                x, y = _size_symbol(a), _size_symbol(b)
+                if x is not None and y is not None and find(x) != find(y):
+                    exprs[x], exprs[y] = a, b  # type: ignore[assignment]
+                    parent[find(x)] = find(y)
+    if not parent:
+        return {}
+    order = {name: k for k, name in enumerate(symbol_origins(graph))}
+    classes: dict[str, list[str]] = {}
+    for name in {*parent, *parent.values()}:
+        classes.setdefault(find(name), []).append(name)
+    rename: dict[str, SymInt] = {}
+    for members in classes.values():
+        readable = sorted((n for n in members if n in order), key=order.__getitem__)
+        if readable:
+            rename.update({n: exprs[readable[0]] for n in members if n != readable[0]})
+    return rename
 
 
 class _Partitioner:
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
+        self.rename = equal_sizes(graph)
         self.groups: list[FusionGroup] = []
         self.group_of: dict[Node, FusionGroup] = {}
         self.not_fused: dict[Node, str] = {}
+
+    def _shape(self, node: object) -> tuple[Dim, ...] | None:
+        """``node``'s shape, sizes that broadcasting makes equal named alike (``equal_sizes``)."""
+        shape = _raw_shape(node)
+        if not self.rename or shape is None:
+            return shape
+        return tuple(rename_symbols(d, self.rename) for d in shape)
 
     def run(self) -> Partition:
         for node in self.graph.nodes:
@@ -146,7 +212,7 @@ class _Partitioner:
             else:
                 name = getattr(node.target, "name", node.name)
                 raise NotFusible(f"{name} is neither elementwise nor a reduction: a NumPy call")
-            if _shape(node) is None:
+            if self._shape(node) is None:
                 raise NotFusible("the result is not an array")
             for group in self._candidates(node):
                 if self._try_join(group, node, lowered):
@@ -204,13 +270,13 @@ class _Partitioner:
             return False
         # the cheap shape checks first: the cycle check walks the graph
         if isinstance(lowered, Reduction):
-            value_map = self._reduction_map(group, lowered, _shape(node))
+            value_map = self._reduction_map(group, lowered, self._shape(node))
         else:
-            value_map = group.value_map(_shape(node))
+            value_map = group.value_map(self._shape(node))
             for operand in lowered.operands if value_map is not None else ():
                 value = operand.value
                 if isinstance(value, Node) and self.group_of.get(value) is group:
-                    seen = broadcast_map(_shape(value), _shape(node), value_map)
+                    seen = broadcast_map(self._shape(value), self._shape(node), value_map)
                     if seen != group.maps[value]:
                         return False
         if value_map is None or self._creates_cycle(group, node):
@@ -220,11 +286,10 @@ class _Partitioner:
         self._add(group, node, lowered, value_map)
         return True
 
-    @staticmethod
-    def _reduction_map(group: FusionGroup, red: Reduction,
+    def _reduction_map(self, group: FusionGroup, red: Reduction,
                        shape: tuple[int, ...]) -> IndexMap | None:
         """The index map of a reduction joining ``group``, or ``None`` if it cannot join."""
-        if not same_shape(_shape(red.source.value), group.domain) or not red.axes:
+        if not same_shape(self._shape(red.source.value), group.domain) or not red.axes:
             return None
         if group.reduce_axes and red.axes != group.reduce_axes:
             return None
@@ -239,7 +304,7 @@ class _Partitioner:
 
     def _start_group(self, node: Node, lowered: Lowered | Reduction) -> None:
         if isinstance(lowered, Reduction):
-            domain = _shape(lowered.source.value)
+            domain = self._shape(lowered.source.value)
             if not lowered.axes or not _trailing(lowered.axes, len(domain)):
                 raise NotFusible(
                     f"{node.target.name} over axes {lowered.axes} of a {len(domain)}-d array: "
@@ -247,8 +312,8 @@ class _Partitioner:
                 )
             group = FusionGroup(len(self.groups), domain, lowered.axes)
         else:
-            group = FusionGroup(len(self.groups), _shape(node))
-        value_map = group.value_map(_shape(node))
+            group = FusionGroup(len(self.groups), self._shape(node))
+        value_map = group.value_map(self._shape(node))
         assert value_map is not None
         self.groups.append(group)
         self._add(group, node, lowered, value_map)

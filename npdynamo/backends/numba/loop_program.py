@@ -49,6 +49,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.errors import NumbaError, NumbaWarning
 from numba.core.types import Type as NumbaType
 
+from npdynamo import progress
 from npdynamo.backends.numba import diskcache
 from npdynamo.backends.numba.loop_writer import (
     LOOP_OPS,
@@ -59,6 +60,7 @@ from npdynamo.backends.numba.loop_writer import (
 )
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
+from npdynamo.generated import define
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic_code import symbol_name
 
@@ -176,8 +178,8 @@ class LoopCall:
             module, path = diskcache.load_loop_module(self.source, writer.globals, described)
             loop = module.loop
         else:
-            exec(compile(self.source, f"<npdynamo-loop-{node.name}>", "exec"), writer.globals)
-            loop = writer.globals["loop"]
+            loop = define(self.source, "loop", writer.globals,
+                          filename=f"<npdynamo-loop-{node.name}>", lines=False)
         # bounds checked: an index out of range raises (and the Python loop then raises
         # NumPy's IndexError) instead of reading outside the array
         # NumPy calls in object mode hold the GIL: nogil only without them
@@ -215,8 +217,9 @@ class LoopCall:
         if self.jit.overloads:
             return self.jit(*flat)
         # the first call compiles: numba's warnings about its own code are not the user's
-        # (a user's filter turning warnings into errors would make every call fall back)
-        with warnings.catch_warnings():
+        # (a user's filter turning warnings into errors would make every call fall back);
+        # the progress line's timer shows the compile when it takes long
+        with warnings.catch_warnings(), progress.busy():
             warnings.simplefilter("ignore", NumbaWarning)
             return self.jit(*flat)
 

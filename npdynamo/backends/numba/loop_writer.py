@@ -20,7 +20,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from npdynamo.backends.eager import setitem_plan
+from npdynamo.backends.inplace import setitem_plan
 from npdynamo.backends.numba import diskcache, loop_runtime
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import FusionGroup, partition
@@ -130,7 +130,8 @@ class Writer:
         self.in_place: set[Node] = set()  # setitems into a loop's own carried arrays
         self.written: tuple[int, ...] = ()  # carried positions the body just emitted writes
         self.globals: dict[str, Any] = {"np": np, "math": math, "objmode": numba.objmode}
-        for name in (*_INT_HELPERS.values(), *_MATMUL_HELPERS.values(), "true_divide"):
+        for name in (*_INT_HELPERS.values(), *_MATMUL_HELPERS.values(), "true_divide",
+                     "assign"):
             self.globals[name] = getattr(loop_runtime, name)
         self._count = 0
         self._bound: dict[int, str] = {}
@@ -421,17 +422,32 @@ class Writer:
         if not same:
             raise NoNopythonForm("setitem of a value of another dtype (NumPy's cast)")
         target, idx, val = self.value(x, env), self.index(index, env), self.value(value, env)
+        store = (f"assign({{}}[{idx}], {val})" if self.copies_whole(x, index, value)
+                 else f"{{}}[{idx}] = {val}")
         if node in self.in_place or (x in fresh and len(x.users) == 1):
             # the array was allocated here and nothing else reads it: write into it (the
             # functional setitem's copy is unobservable)
-            self.emit(f"{target}[{idx}] = {val}", depth)
+            self.emit(store.format(target), depth)
             fresh.add(node)
             return target
         copy = self.fresh()
         self.emit(f"{copy} = {target}.copy()", depth)
-        self.emit(f"{copy}[{idx}] = {val}", depth)
+        self.emit(store.format(copy), depth)
         fresh.add(node)
         return copy
+
+    def copies_whole(self, x: Node, index: Any, value: Any) -> bool:
+        """Whether ``x[index] = value`` copies an array of the selection's own shape that
+        cannot overlap ``x``: a kernel's output (a buffer of its own) with as many dimensions
+        as the selection, none of them the int 1 (which would broadcast). Then the assignment
+        is ``loop_runtime.assign``, far cheaper to compile than numba's slice assignment."""
+        mv = node_meta(value)
+        if value is x or value not in self.in_kernels or not isinstance(mv, ArrayMeta) \
+                or mv.scalar or not mv.shape:
+            return False
+        items = index if type(index) is tuple else (index,)
+        kept = len(node_meta(x).shape) - sum(type(item) is not slice for item in items)
+        return len(mv.shape) == kept and not any(type(d) is int and d == 1 for d in mv.shape)
 
     def array(self, x: Any, where: str) -> ArrayMeta:
         meta = node_meta(x)

@@ -1,4 +1,4 @@
-"""How each canonical op becomes scalar numba code (the numba backend's op table).
+"""How each canonical op becomes scalar numba code (with ``ufunc_table``, its elementwise table).
 
 ``lower_elementwise`` and ``lower_reduction`` decide whether a graph node can go into a fused
 kernel and, if so, how: the dtypes its operands are converted to (NumPy's own ufunc loop
@@ -9,9 +9,9 @@ through its NumPy ``impl`` between kernels, so the table only lists what it gets
 Integer and boolean results are exact (narrow integers are computed wider and wrapped back to
 their dtype, as NumPy's loops wrap). Float results round as NumPy's loops do, except where the
 module docstrings of ``approx`` (exp, tanh, log) and ``codegen`` (reduction order) say
-otherwise, and for the other transcendentals (``LIBM_OPS``), scalar libm calls within 3 ulps of
-NumPy's SIMD loops. Every float ufunc NumPy computes within a few ulps has kernel code, so a long
-elementwise graph is one kernel whatever functions it calls.
+otherwise, and for the other transcendentals (``ufunc_table.LIBM_OPS``), scalar libm calls
+within 3 ulps of NumPy's SIMD loops. Every float ufunc NumPy computes within a few ulps has
+kernel code, so a long elementwise graph is one kernel whatever functions it calls.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npdynamo.backends.numba.approx import APPROXIMATIONS
+from npdynamo.backends.numba.ufunc_table import UFUNC_EMITTERS, cast, literal, wrap
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import SymInt
@@ -80,40 +80,6 @@ class Reduction:
     root: bool = False  # the result is the square root of the fold (norm)
 
 
-# -- dtypes, literals and casts --------------------------------------------------------------
-
-
-def dtype_ctor(dtype: np.dtype) -> str:
-    """The numba-visible constructor of a scalar of ``dtype``: ``np.float32`` etc."""
-    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
-
-
-def literal(value: object, dtype: np.dtype) -> str:
-    """Source for the constant ``value`` converted to ``dtype`` the way a ufunc loop converts it."""
-    converted = np.array(value).astype(dtype)[()]
-    if dtype.kind == "b":
-        return "True" if converted else "False"
-    if dtype.kind == "f":
-        f = float(converted)
-        text = "np.nan" if f != f else ("np.inf" if f == np.inf else "-np.inf" if f == -np.inf
-                                        else repr(f))
-        return f"{dtype_ctor(dtype)}({text})"
-    return f"{dtype_ctor(dtype)}({int(converted)})"
-
-
-def cast(expr: str, src: np.dtype, dst: np.dtype) -> str:
-    """``expr`` (a scalar of dtype ``src``) converted to ``dst`` as NumPy's ``astype`` does."""
-    if src == dst:
-        return expr
-    if dst.kind == "b":
-        return f"({expr} != 0)"
-    return f"{dtype_ctor(dst)}({expr})"
-
-
-def _wrap(expr: str, dtype: np.dtype) -> str:
-    # numba computes narrow integers as int64: converting back wraps exactly as NumPy does.
-    return f"{dtype_ctor(dtype)}({expr})" if dtype.kind in "iu" else f"({expr})"
-
 
 def _supported(dtype: np.dtype, what: str) -> None:
     if dtype not in KERNEL_DTYPES:
@@ -158,257 +124,6 @@ def _result_meta(node: Node) -> ArrayMeta:
     return meta
 
 
-# -- the elementwise table -------------------------------------------------------------------
-
-Emitter = Callable[[tuple[np.dtype, ...], np.dtype, list[str]], str | None]
-
-
-_WRAPPING = {"+": "wrapping_add", "-": "wrapping_sub", "*": "wrapping_mul"}
-
-
-def wrapping_arithmetic(symbol: str, a: str, b: str, dtype: np.dtype) -> str:
-    """``a <symbol> b`` of ``dtype`` as kernel source, wrapping on integer overflow as NumPy
-    does (``runtime.wrapping_add``: numba's own signed operators leave overflow undefined)."""
-    if dtype == np.int64:
-        return f"{_WRAPPING[symbol]}(np.int64({a}), np.int64({b}))"
-    return _wrap(f"{a} {symbol} {b}", dtype)
-
-
-def _binary(symbol: str, bool_symbol: str | None = None) -> Emitter:
-    def emit(ins, out, e):
-        if out.kind == "b":
-            return None if bool_symbol is None else f"({e[0]} {bool_symbol} {e[1]})"
-        return wrapping_arithmetic(symbol, e[0], e[1], out)
-
-    return emit
-
-
-def _divide(ins, out, e):
-    return f"({e[0]} / {e[1]})" if out.kind == "f" and ins[0] == ins[1] == out else None
-
-
-def _negative(ins, out, e):
-    return None if out.kind == "b" else _wrap(f"-{e[0]}", out)
-
-
-def _absolute(ins, out, e):
-    if out.kind == "f":
-        return f"np.abs({e[0]})"
-    if out.kind in "ub":
-        return e[0]
-    return _wrap(f"{e[0]} if {e[0]} >= 0 else -{e[0]}", out)
-
-
-def _square(ins, out, e):
-    return e[0] if out.kind == "b" else wrapping_arithmetic("*", e[0], e[0], out)
-
-
-def _float_call(fn: str) -> Emitter:
-    def emit(ins, out, e):
-        return f"{fn}({e[0]})" if out.kind == "f" and ins[0] == out else None
-
-    return emit
-
-
-def _rounding(fn: str) -> Emitter:
-    def emit(ins, out, e):
-        if ins[0] != out:
-            return None
-        return f"{fn}({e[0]})" if out.kind == "f" else e[0]
-
-    return emit
-
-
-def _reciprocal(ins, out, e):
-    return f"({literal(1, out)} / {e[0]})" if out.kind == "f" else None
-
-
-def _sign(ins, out, e):
-    if out.kind == "b":
-        return None
-    one, zero, x = literal(1, out), literal(0, out), e[0]
-    if out.kind == "u":
-        return f"({one} if {x} > 0 else {zero})"
-    minus = literal(-1, out)
-    # zeros (either sign) give +0 and nan gives nan, as NumPy's sign does
-    return f"({one} if {x} > 0 else ({minus} if {x} < 0 else ({zero} if {x} == 0 else {x})))"
-
-
-def _maximum(ins, out, e):
-    a, b = e
-    if out.kind == "b":
-        return f"({a} | {b})"
-    nan = f" or {a} != {a}" if out.kind == "f" else ""
-    return f"({a} if ({a} > {b}{nan}) else {b})"
-
-
-def _minimum(ins, out, e):
-    a, b = e
-    if out.kind == "b":
-        return f"({a} & {b})"
-    nan = f" or {a} != {a}" if out.kind == "f" else ""
-    return f"({a} if ({a} < {b}{nan}) else {b})"
-
-
-def _fmax(ins, out, e):
-    a, b = e
-    return f"({a} if ({a} > {b} or {b} != {b}) else {b})" if out.kind == "f" else _maximum(
-        ins, out, e)
-
-
-def _fmin(ins, out, e):
-    a, b = e
-    return f"({a} if ({a} < {b} or {b} != {b}) else {b})" if out.kind == "f" else _minimum(
-        ins, out, e)
-
-
-def _compare(symbol: str) -> Emitter:
-    def emit(ins, out, e):
-        # NumPy compares mixed signed/unsigned integers exactly with dedicated loops
-        return f"({e[0]} {symbol} {e[1]})" if ins[0] == ins[1] else None
-
-    return emit
-
-
-def _logical(symbol: str) -> Emitter:
-    def emit(ins, out, e):
-        return f"(({e[0]} != 0) {symbol} ({e[1]} != 0))"
-
-    return emit
-
-
-def _logical_not(ins, out, e):
-    return f"({e[0]} == 0)"
-
-
-def _isnan(ins, out, e):
-    return f"({e[0]} != {e[0]})" if ins[0].kind == "f" else "False"
-
-
-def _isinf(ins, out, e):
-    return f"(np.abs({e[0]}) == {literal(np.inf, ins[0])})" if ins[0].kind == "f" else "False"
-
-
-def _isfinite(ins, out, e):
-    return f"(np.abs({e[0]}) < {literal(np.inf, ins[0])})" if ins[0].kind == "f" else "True"
-
-
-def _invert(ins, out, e):
-    if out.kind == "b":
-        return f"(not {e[0]})"
-    return _wrap(f"~{e[0]}", out) if out.kind in "iu" else None
-
-
-def _bitwise(symbol: str) -> Emitter:
-    def emit(ins, out, e):
-        return _wrap(f"{e[0]} {symbol} {e[1]}", out) if out.kind in "iub" else None
-
-    return emit
-
-
-UFUNC_EMITTERS: dict[str, Emitter] = {
-    "add": _binary("+", "|"),
-    "subtract": _binary("-"),
-    "multiply": _binary("*", "&"),
-    "divide": _divide,
-    "negative": _negative,
-    "positive": lambda ins, out, e: e[0],
-    "absolute": _absolute,
-    "fabs": _float_call("np.abs"),
-    "square": _square,
-    "sqrt": _float_call("np.sqrt"),
-    "reciprocal": _reciprocal,
-    "sign": _sign,
-    "floor": _rounding("np.floor"),
-    "ceil": _rounding("np.ceil"),
-    "trunc": _rounding("np.trunc"),
-    "rint": _rounding("np.rint"),
-    # the identity on real dtypes (complex values are not fused)
-    "conjugate": lambda ins, out, e: e[0] if ins[0] == out and out.kind in "iuf" else None,
-    "maximum": _maximum,
-    "minimum": _minimum,
-    "fmax": _fmax,
-    "fmin": _fmin,
-    "equal": _compare("=="),
-    "not_equal": _compare("!="),
-    "less": _compare("<"),
-    "less_equal": _compare("<="),
-    "greater": _compare(">"),
-    "greater_equal": _compare(">="),
-    "logical_and": _logical("&"),
-    "logical_or": _logical("|"),
-    "logical_xor": _logical("!="),
-    "logical_not": _logical_not,
-    "isnan": _isnan,
-    "isinf": _isinf,
-    "isfinite": _isfinite,
-    "invert": _invert,
-    "bitwise_and": _bitwise("&"),
-    "bitwise_or": _bitwise("|"),
-    "bitwise_xor": _bitwise("^"),
-}
-
-
-def _approx(name: str) -> Emitter:
-    def emit(ins, out, e):
-        helper = APPROXIMATIONS.get((name, out))
-        return f"{helper}({e[0]})" if helper is not None and ins[0] == out else None
-
-    return emit
-
-
-for _name in ("exp", "tanh", "log"):
-    UFUNC_EMITTERS[_name] = _approx(_name)
-
-
-def _same_float(ins: tuple[np.dtype, ...], out: np.dtype) -> bool:
-    return out.kind == "f" and all(d == out for d in ins)
-
-
-def _bits(dtype: np.dtype) -> str:
-    return f"f{dtype.itemsize * 8}"
-
-
-def _float_calls(fn: str) -> Emitter:
-    """A float ufunc of any arity computed by numba's own scalar ``np.<fn>`` (libm), for the
-    loops whose inputs all have the output's float dtype."""
-    def emit(ins, out, e):
-        if out.kind != "f" or any(d != out for d in ins):
-            return None
-        return f"np.{fn}({', '.join(e)})"
-
-    return emit
-
-
-# Float ufuncs without a vectorised approximation: scalar libm calls (within 3 ulps of NumPy's,
-# nan/inf/zeros as NumPy's, measured). A loop with a call does not vectorise, but the graph
-# around it stays one pass over memory. (Float // and % are NumPy's own steps, ``runtime``:
-# numba's np.remainder differs from NumPy's at zeros, infinities and signs.)
-LIBM_OPS = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
-            "arccosh", "arctanh", "log2", "log10", "log1p", "expm1", "exp2", "cbrt",
-            "deg2rad", "rad2deg", "arctan2", "hypot", "copysign", "logaddexp", "logaddexp2",
-            "nextafter", "fmod", "float_power")
-for _name in LIBM_OPS:
-    UFUNC_EMITTERS[_name] = _float_calls(_name)
-UFUNC_EMITTERS["floor_divide"] = (
-    lambda ins, out, e: f"floor_divide_{_bits(out)}({e[0]}, {e[1]})" if _same_float(ins, out)
-    else None)
-UFUNC_EMITTERS["remainder"] = (
-    lambda ins, out, e: f"remainder_{_bits(out)}({e[0]}, {e[1]})" if _same_float(ins, out)
-    else None)
-
-
-def _heaviside(ins, out, e):
-    if not _same_float(ins, out):
-        return None
-    x, h0 = e
-    return (f"({literal(0, out)} if {x} < 0 else ({h0} if {x} == 0 else "
-            f"({x} if {x} != {x} else {literal(1, out)})))")
-
-
-UFUNC_EMITTERS["heaviside"] = _heaviside
-UFUNC_EMITTERS["signbit"] = (
-    lambda ins, out, e: f"np.signbit({e[0]})" if ins[0].kind == "f" and out.kind == "b" else None)
 
 
 # -- lowering a node -------------------------------------------------------------------------
@@ -485,7 +200,7 @@ def _lower_power(node: Node, meta: ArrayMeta) -> Lowered:
     # are exact (the simplify pass rewrites x**3 and x**4, within its documented tolerance).
     if out.kind in "iu" and 0 <= k <= 8:
         def emit(e, _k=k, _o=out):
-            return _wrap(" * ".join([e[0]] * _k), _o) if _k else literal(1, _o)
+            return wrap(" * ".join([e[0]] * _k), _o) if _k else literal(1, _o)
     elif out.kind == "f" and k in (1, 2):
         def emit(e, _k=k):
             return f"({e[0]} * {e[0]})" if _k == 2 else e[0]
@@ -537,10 +252,10 @@ def _lower_clip(node: Node, meta: ArrayMeta) -> Lowered:
     def emit(e, _o=out):
         v, k = e[0], 1
         if has_lo:
-            v = _maximum((), _o, [v, e[k]])
+            v = UFUNC_EMITTERS["maximum"]((), _o, [v, e[k]])
             k += 1
         if has_hi:
-            v = _minimum((), _o, [v, e[k]])
+            v = UFUNC_EMITTERS["minimum"]((), _o, [v, e[k]])
         return v
 
     return Lowered(tuple(operands), out, emit)

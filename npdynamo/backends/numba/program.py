@@ -29,14 +29,15 @@ from typing import Any
 import numpy as np
 from numba.core.errors import NumbaWarning
 
-from npdynamo.backends.eager import cannot_raise, may_alias
 from npdynamo.backends.fp_state import ufuncs_cannot_raise
+from npdynamo.backends.inplace import cannot_raise, may_alias
 from npdynamo.backends.numba import errstate, threads
 from npdynamo.backends.numba.codegen import KernelSource
 from npdynamo.backends.numba.fusion import FusionGroup, Partition
 from npdynamo.fx.graph import Graph
-from npdynamo.fx.node import Node, to_identifier
+from npdynamo.fx.node import Node
 from npdynamo.fx.sizes import symbol_reads
+from npdynamo.generated import Namespace, define, fresh_name
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.symbolic import SymInt
 from npdynamo.ops.symbolic_code import python_source, same_shape
@@ -44,34 +45,15 @@ from npdynamo.ops.symbolic_code import python_source, same_shape
 _LITERALS = (bool, int, str, bytes, type(None))
 
 
-class _Namespace:
+class _Namespace(Namespace):
     def __init__(self, taken: set[str]) -> None:
-        self.values: dict[str, Any] = {}
-        self.taken = set(taken)
-        self._ids: dict[int, str] = {}
+        super().__init__(reserved=taken)
         self.symbols: dict[str, str] = {}  # size symbol -> the local holding its value
 
     def symbol(self, name: str) -> str:
         if name not in self.symbols:
-            local = f"_size_{name}"
-            while local in self.taken:
-                local += "_"
-            self.taken.add(local)
-            self.symbols[name] = local
+            self.symbols[name] = fresh_name(f"_size_{name}", self.taken)
         return self.symbols[name]
-
-    def bind(self, obj: Any, hint: str) -> str:
-        if id(obj) in self._ids:
-            return self._ids[id(obj)]
-        base = "_" + to_identifier(hint)
-        name, n = base, 0
-        while name in self.taken:
-            n += 1
-            name = f"{base}_{n}"
-        self.taken.add(name)
-        self.values[name] = obj
-        self._ids[id(obj)] = name
-        return name
 
     def render(self, a: Any, names: dict[Node, str] | None = None) -> str:
         """``a`` as source; ``names`` renames some nodes (a group's values recomputed by NumPy)."""
@@ -152,7 +134,7 @@ def direct_writes(graph: Graph, partition: Partition) -> dict[Node, Node]:
       Python, which must find the inputs untouched): later steps are kernels (a kernel fails
       only while compiling, before it writes anything; a later kernel that fails is recomputed
       by NumPy, below) or NumPy calls that cannot raise on a call where no ufunc can
-      (``eager.cannot_raise``: a training step's matmuls, transposes and sums). With such
+      (``inplace.cannot_raise``: a training step's matmuls, transposes and sums). With such
       NumPy calls after it, the program writes the input directly only on calls where
       ``ufuncs_cannot_raise()`` holds (``needs_calm_state``), else into a copy;
     * the kernel is elementwise (no reduction phases) and reads the input at the shape of the
@@ -306,8 +288,8 @@ class Program:
         ]
         self.source = "\n".join(lines) + "\n"
         self.globals = {"__name__": "npdynamo.backends.numba.generated", **ns.values}
-        exec(compile(self.source, "<npdynamo-numba-program>", "exec"), self.globals)
-        self.fn: Callable[..., tuple] = self.globals["forward"]
+        self.fn: Callable[..., tuple] = define(self.source, "forward", self.globals,
+                                               filename="<npdynamo-numba-program>", lines=False)
 
     @property
     def has_parallel_kernels(self) -> bool:

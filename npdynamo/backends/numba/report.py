@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+from npdynamo.backends.report import BackendReport
+
 
 def _parallel_min_elements() -> object:
     threads = sys.modules.get("npdynamo.backends.numba.threads")  # loaded with any kernel
@@ -21,7 +23,7 @@ TUNING_PENDING = ("the first warm calls time numba (parallel, serial) against Nu
 
 
 @dataclass
-class NumbaReport:
+class NumbaReport(BackendReport):
     """What the numba backend did with one graph (shown by ``npdynamo.explain``)."""
 
     kernels: int = 0

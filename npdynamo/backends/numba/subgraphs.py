@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from npdynamo.backends.report import as_compiled
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.subgraphs import is_subgraph, nodes_with_subgraphs
 
@@ -26,9 +27,9 @@ def compile_subgraphs(graph: Graph, backend: Callable[..., Any]) -> list[tuple[s
         for a in node.args:
             if is_subgraph(a):
                 examples = [p.meta.get("val") for p in a.graph.placeholders]
-                compiled = backend(a, examples)
-                reports.append((a.name, getattr(compiled, "npdynamo_report", None)))
-                a = compiled
+                compiled = as_compiled(backend(a, examples))
+                reports.append((a.name, compiled.report))
+                a = compiled.run
             args.append(a)
         node.args = tuple(args)
     return reports

@@ -19,10 +19,9 @@ even in graphs that call BLAS: for users who set ``OPENBLAS_NUM_THREADS=1``).
 
 from __future__ import annotations
 
-import os
-
 import numba
 
+from npdynamo import config
 from npdynamo.fx.graph import Graph
 from npdynamo.ops.symbolic import Dim
 
@@ -34,7 +33,7 @@ PARALLEL_MIN_ELEMENTS = 1 << 17
 
 
 def _mode() -> str:
-    value = os.environ.get("NPDYNAMO_NUMBA_PARALLEL", "auto").strip().lower()
+    value = config.environment("NPDYNAMO_NUMBA_PARALLEL", "auto").strip().lower()
     if value in ("0", "never", "false", "off", "no"):
         return "never"
     if value in ("1", "always", "true", "on", "yes"):

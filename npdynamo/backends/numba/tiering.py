@@ -25,12 +25,12 @@ import os
 import pickle
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npdynamo import config, progress
 from npdynamo.backends.numba import backend, diskcache, front, workers
+from npdynamo.backends.report import Compiled, as_compiled
 from npdynamo.fx.graph_module import GraphModule
 from npdynamo.logs import get_logger
 from npdynamo.ops.symbolic import SymInt
@@ -74,8 +74,10 @@ def submit(built: Built) -> Jobs | None:
     names = built.program.kernel_names
     # a graph with loop programs or subgraphs compiles in one part (every part would run them)
     whole = built.report.subgraphs or any(r.compiled for r in built.report.loops)
-    # at least two kernels a part: a second worker's start-up costs about one kernel's compile
-    parts = 1 if whole else max(1, min(workers.max_workers(), len(names) // 2))
+    # at least two kernels a part (a second worker's start-up costs about one kernel's
+    # compile), a group's serial and parallel versions in one part (``kernel_shares``)
+    groups = len({name.removesuffix("_parallel") for name in names})
+    parts = 1 if whole else max(1, min(workers.max_workers(), len(names) // 2, groups))
     try:
         payloads = [dumps(built.gm, built.example_inputs, part, parts)
                     for part in range(parts)]
@@ -144,7 +146,7 @@ def prepare(pending: Any) -> None:
         pending.jobs = submit(built)
 
 
-def finish(pending: Any, tiered: Any, begun: float, shown: Any) -> Callable[..., tuple] | None:
+def finish(pending: Any, tiered: Any, begun: float, shown: Any) -> Compiled | None:
     """The switch (in the caller's thread): the compiled tier's callable, or ``None`` when a
     fork cut the workers' jobs off and they were submitted again."""
     report, jobs = pending.report, pending.jobs
@@ -174,8 +176,9 @@ def finish(pending: Any, tiered: Any, begun: float, shown: Any) -> Callable[...,
     except Exception as exc:  # never fail the user: any error means the eager backend
         backend.fall_back(report, f"{type(exc).__name__}: {exc}", pending.gm.graph.nodes)
         fn = pending.eager
-    if getattr(fn, "npdynamo_report", None) is not report:
-        fn = backend.with_report(fn, report)
+    fn = as_compiled(fn)
+    if fn.report is not report:
+        fn = fn.with_report(report)
     calls = tiered.eager_calls
     took = time.perf_counter() - begun
     report.compile_time_s = took

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from npdynamo.backends import tuning
+from npdynamo.backends.report import Compiled
 from npdynamo.backends.scheduler.forms import (
     Candidate,
     ScheduleReport,
@@ -28,32 +29,23 @@ __all__ = ["Candidate", "ScheduleReport", "eager_candidate", "gil_held_fraction"
            "program_candidate", "tuned_eager"]
 
 
-def tuned_eager(graph, serial: Callable[..., tuple], aliases) -> Callable[..., tuple]:
-    """The eager backend's callable for ``graph``: ``serial`` itself, or (when the graph has
+def tuned_eager(graph, serial: Callable[..., tuple], aliases) -> Compiled:
+    """The eager backend's result for ``graph``: ``serial`` itself, or (when the graph has
     independent parts worth running side by side) whichever of ``serial`` and the scheduled
-    form the tuner measures faster, carrying a ``ScheduleReport`` for ``explain``."""
+    form the tuner measures faster, reported by a ``ScheduleReport`` for ``explain``."""
     candidate = eager_candidate(graph, serial, aliases)
     if candidate is None:
-        return serial
+        return Compiled(serial)
     report = candidate.report
     if mode() == "always":
         report.decision = "runs scheduled (NPDYNAMO_SCHEDULE=always: not timed)"
-        fn = candidate.run
-    elif not tuning.tuning_enabled():
+        return Compiled(candidate.run, report)
+    if not tuning.tuning_enabled():
         report.decision = "runs serially (tuning is off: NPDYNAMO_NUMBA_TUNE=0)"
-        fn = _with_forward(serial)
-    else:
-        def record(text: str) -> None:
-            report.decision = text
+        return Compiled(serial, report)
 
-        fn = tuning.fastest_of([tuning.Candidate("serial", serial),
-                                tuning.Candidate("scheduled", candidate.run)], record)
-    fn.npdynamo_report = report
-    return fn
+    def record(text: str) -> None:
+        report.decision = text
 
-
-def _with_forward(serial: Callable[..., tuple]) -> Callable[..., tuple]:
-    def run(*args):
-        return serial(*args)
-
-    return run
+    return tuning.fastest_of([tuning.Candidate("serial", serial),
+                              tuning.Candidate("scheduled", candidate.run)], record, report=report)

@@ -18,12 +18,13 @@ backend lets the tuner time both forms on the first warm calls and keep the fast
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from npdynamo import config
+from npdynamo.backends.report import BackendReport
 from npdynamo.backends.scheduler import threads
 from npdynamo.backends.scheduler.plan import (
     BLAS_OPS,
@@ -50,7 +51,7 @@ MIN_SPEEDUP = 0.85
 
 def mode() -> str:
     """``NPDYNAMO_SCHEDULE``: ``auto`` (default: measured), ``never``, or ``always``."""
-    value = os.environ.get("NPDYNAMO_SCHEDULE", "auto").strip().lower()
+    value = config.environment("NPDYNAMO_SCHEDULE", "auto").strip().lower()
     if value in ("0", "never", "false", "off", "no"):
         return "never"
     if value in ("1", "always", "true", "on", "yes"):
@@ -59,7 +60,7 @@ def mode() -> str:
 
 
 @dataclass
-class ScheduleReport:
+class ScheduleReport(BackendReport):
     """The schedule of one graph and what the tuner chose (shown by ``explain``)."""
 
     plan: list[str] = field(default_factory=list)
@@ -120,7 +121,7 @@ def _names_free(graph: Graph) -> bool:
 def eager_candidate(graph: Graph, serial: Callable[..., tuple],
                     aliases: dict[Node, frozenset[Node]]) -> Candidate | None:
     """The scheduled form of ``graph`` on the eager backend, or None (see the docstring).
-    ``aliases``: which arrays each value may share memory with (``eager.may_alias``)."""
+    ``aliases``: which arrays each value may share memory with (``inplace.may_alias``)."""
     if (mode() == "never" or not _names_free(graph) or graph.output_node is None
             or under_errstate(graph)):
         return None  # (ops in a user's np.errstate block: their own state, in the serial form)
@@ -143,7 +144,7 @@ def eager_candidate(graph: Graph, serial: Callable[..., tuple],
         return None
     run = scheduled_function(
         schedule, [p.name for p in graph.placeholders], outputs, lambda _: render,
-        emitter.globals, serial, limit_blas=any(s.blas for s in steps),
+        emitter.values, serial, limit_blas=any(s.blas for s in steps),
         generators=_generators(graph, list(graph.placeholders)))
     report = ScheduleReport(schedule.describe(), backend="eager", run=run)
     return Candidate(run, schedule, report)

@@ -24,7 +24,6 @@ The scheduled form never changes a result:
 from __future__ import annotations
 
 import contextlib
-import itertools
 import threading
 from collections.abc import Callable
 from contextvars import copy_context
@@ -35,9 +34,8 @@ from npdynamo.backends import fp_state
 from npdynamo.backends.scheduler import threads
 from npdynamo.backends.scheduler.plan import Schedule
 from npdynamo.fx.node import Node
+from npdynamo.generated import define
 from npdynamo.ops.random import restore_states, saved_states
-
-_file_ids = itertools.count()
 
 
 class _Abort(Exception):
@@ -98,9 +96,7 @@ def scheduled_function(
         _save=saved_states, _restore=restore_states, _hook=STEP_HOOK, _reruns=[0],
         __name__="npdynamo.backends.scheduler.generated",
     )
-    filename = f"<npdynamo-schedule-{next(_file_ids)}>"
-    exec(compile(source, filename, "exec"), names)
-    forward = names["forward"]
+    forward = define(source, "forward", names, label="schedule", lines=False)
     forward.npdynamo_source = source
     forward.npdynamo_reruns = names["_reruns"]  # [calls rerun serially after a failed stream]
     return forward

@@ -16,10 +16,12 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from npdynamo import config
+
 
 #: Streams at most: this machine's cores (``NPDYNAMO_SCHEDULE_STREAMS`` overrides, >= 2).
 def stream_count() -> int:
-    value = os.environ.get("NPDYNAMO_SCHEDULE_STREAMS", "").strip()
+    value = config.environment("NPDYNAMO_SCHEDULE_STREAMS").strip()
     if value.isdigit() and int(value) >= 2:
         return int(value)
     return max(2, min(os.cpu_count() or 2, 4))

@@ -28,7 +28,9 @@ import warnings
 import weakref
 from types import CodeType, FunctionType
 
+from npdynamo import generated as generated_code
 from npdynamo.capture.code import CO_VARARGS, CO_VARKEYWORDS, arg_count, arg_layout, arg_names
+from npdynamo.generated import fresh_name
 
 # Stand-ins compiled into the template and swapped for the real objects afterwards.
 _PAIRS_MARKER = "\x00npdynamo:pairs"
@@ -175,14 +177,6 @@ def make_dispatcher(fn: FunctionType, pairs: EntryList, miss: object) -> Functio
     return dispatcher
 
 
-def _fresh(base: str, taken: set[str]) -> str:
-    name = base
-    while name in taken:
-        name += "_"
-    taken.add(name)
-    return name
-
-
 def _parameter_list(code: CodeType) -> str:
     layout = arg_layout(code)
     parts = list(layout.positional[: layout.positional_only])
@@ -202,8 +196,8 @@ def _parameter_list(code: CodeType) -> str:
 def _compile_template(code: CodeType, freevars: tuple[str, ...]) -> CodeType:
     names = arg_names(code)
     taken = set(names) | set(freevars)
-    check, run = _fresh("_npd_check", taken), _fresh("_npd_run", taken)
-    outer, inner = _fresh("_npd_outer", taken), _fresh("_npd_fn", taken)
+    check, run = fresh_name("_npd_check", taken), fresh_name("_npd_run", taken)
+    outer, inner = fresh_name("_npd_outer", taken), fresh_name("_npd_fn", taken)
     args = ", ".join(names)
     # The free variables are bound in an enclosing function and named after the final return:
     # that makes them free variables of the inner code without any instruction reading them.
@@ -230,9 +224,7 @@ def _compile_template(code: CodeType, freevars: tuple[str, ...]) -> CodeType:
         # "'str' object is not callable": the marker is replaced before the code ever runs.
         warnings.simplefilter("ignore", SyntaxWarning)
         module = builtins.compile(tree, "<npdynamo dispatcher>", "exec")
-    namespace: dict[str, object] = {}
-    exec(module, namespace)
-    generated = namespace[outer]().__code__
+    generated = generated_code.run(module, {})[outer]().__code__
     if generated.co_freevars != freevars:
         raise ValueError(
             f"generated trampoline has free variables {generated.co_freevars}, expected {freevars}"

@@ -7,7 +7,7 @@ These helpers turn all of that into one canonical call."""
 from __future__ import annotations
 
 from npdynamo.capture.calls import call_value
-from npdynamo.capture.code import PY
+from npdynamo.capture.code import call_slots
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     NULL,
@@ -19,12 +19,8 @@ from npdynamo.capture.values import (
 # -- layout helpers (the per-version stack shapes of calls) ----------------------------------
 def push_with_null(frame: Frame, value: Value) -> None:
     """LOAD_GLOBAL/LOAD_ATTR with the NULL bit: NULL below the value until 3.12, above from 3.13."""
-    if PY >= (3, 13):
-        frame.push(value)
-        frame.push(NULL)
-    else:
-        frame.push(NULL)
-        frame.push(value)
+    for slot in call_slots(value, NULL):
+        frame.push(slot)
 
 
 def push_method(frame: Frame, method: Value, self_value: Value) -> None:

@@ -11,3 +11,8 @@ from npdynamo.fx.passes.constant_fold import constant_fold  # noqa: E402
 from npdynamo.fx.passes.simplify import simplify  # noqa: E402
 
 __all__ += ["constant_fold", "simplify"]
+
+# The pipelines of the stages (which of these run when), written once.
+from npdynamo.fx.passes.pipeline import PIPELINES, run_pipeline  # noqa: E402
+
+__all__ += ["PIPELINES", "run_pipeline"]

@@ -1,0 +1,43 @@
+"""``tools/house_rules.py``: each check finds what it looks for, and the package keeps them all."""
+
+import ast
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parent.parent / "tools" / "house_rules.py"
+_spec = importlib.util.spec_from_file_location("house_rules", _PATH)
+rules = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rules)
+
+
+@pytest.mark.parametrize("check", rules.CHECKS, ids=lambda c: c.__name__)
+def test_the_package_keeps_the_house_rule(check):
+    assert check() == []
+
+
+def test_an_exec_call_is_found_and_a_mention_is_not():
+    tree = ast.parse("x = 'exec(y)'\nexec(code, env)\nobj.exec(1)\n")
+    assert rules._calls(tree, "exec") == [2]
+
+
+def test_knob_reads_are_found_and_writes_for_a_child_are_not():
+    tree = ast.parse(
+        'a = os.environ.get("NPDYNAMO_X", "1")\n'
+        'b = os.getenv("NPDYNAMO_Y")\n'
+        'c = os.environ["NPDYNAMO_Z"]\n'
+        'env = dict(os.environ, NPDYNAMO_PROGRESS="0")\n'
+        'os.environ["NPDYNAMO_TIERED"] = "0"\n'
+        'd = os.environ.get("HOME")\n')
+    assert rules.environment_reads(tree) == [1, 2, 3]
+
+
+def test_a_long_module_is_reported(tmp_path, monkeypatch):
+    package = tmp_path / "npdynamo"
+    package.mkdir()
+    (package / "short.py").write_text("x = 1\n" * rules.MAX_LINES)
+    (package / "long.py").write_text("x = 1\n" * (rules.MAX_LINES + 1))
+    monkeypatch.setattr(rules, "PACKAGE", package)
+    (found,) = rules.long_modules()
+    assert found.startswith("npdynamo/long.py: 601 lines")
