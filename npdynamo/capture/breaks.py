@@ -118,6 +118,8 @@ def build_break_entry(
         frame = reached.frame
     else:
         raise CannotBreak("the re-trace did not reach the break point")
+    finally:
+        first.steps += ctx.steps  # the entry's instructions stepped count the re-trace too
     # a 3.12+ inlined comprehension's saved outer binding goes back on the stack as it was:
     # the value, or NULL for an unbound name (the STORE_FAST after the loop restores either)
     stack = [v.saved if isinstance(v, ComprehensionSave) else v for v in frame.stack]
@@ -157,9 +159,10 @@ def build_break_entry(
     original_code = (original or (code,))[0]
     spent = gen.regenerated(original_code, len(gen.decoded_instructions(original_code)))
     try:
-        if spent > REGENERATION_BUDGET:
-            # capture has cost this function enough: the frame runs on natively after the
-            # break, to its end (plain Python, exact; only slower than more graphs would be)
+        if spent > REGENERATION_BUDGET or exc.runs_on_natively:
+            # capture has cost this function enough (or a loop ran past the step limit, whose
+            # resume functions would each unroll it again): the frame runs on natively after
+            # the break, to its end (plain Python, exact; only slower than more graphs would be)
             stops, fallthrough, branch = (), None, None
         else:
             stops = _native_tail(code, start, index, kinds, local_names, context, fn.__globals__)

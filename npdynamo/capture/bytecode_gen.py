@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 import types
 from dataclasses import dataclass
-from functools import lru_cache
 
 import bytecode as bc
 
@@ -36,6 +35,7 @@ from npdynamo.capture.code import (
     call_slots,
     closure_names,
 )
+from npdynamo.capture.reachable import live_only
 
 TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 
@@ -90,9 +90,30 @@ def encode(b: bc.Bytecode) -> types.CodeType:
     return b.to_code(compute_exception_stack_depths=False)
 
 
-@lru_cache(maxsize=512)
+#: code -> (its decoded Bytecode, the same items as a tuple), the 512 most recently added.
+#: Decoding is most of a break's cost on a long function (a 2,800-instruction test method: ~25 ms
+#: a decode), so each code is decoded once; a resume function's entry is the very list it was
+#: assembled from (``_build_resume_code``), so it is never decoded at all.
+_DECODED: dict[types.CodeType, tuple[bc.Bytecode, tuple]] = {}
+DECODED_KEPT = 512
+
+
+def _remember(code: types.CodeType, decoded: bc.Bytecode) -> tuple[bc.Bytecode, tuple]:
+    if len(_DECODED) >= DECODED_KEPT:
+        del _DECODED[next(iter(_DECODED))]
+    _DECODED[code] = entry = (decoded, tuple(decoded))
+    return entry
+
+
+def _decoded_entry(code: types.CodeType) -> tuple[bc.Bytecode, tuple]:
+    entry = _DECODED.get(code)
+    if entry is None:
+        entry = _remember(code, decode(code))
+    return entry
+
+
 def _decoded(code: types.CodeType) -> tuple:
-    return tuple(decode(code))
+    return _decoded_entry(code)[1]
 
 
 def decoded_instructions(code: types.CodeType) -> list:
@@ -101,8 +122,12 @@ def decoded_instructions(code: types.CodeType) -> list:
 
 
 def _fresh_copy(code: types.CodeType) -> tuple[bc.Bytecode, list]:
-    """A decoded copy whose instruction objects can be edited without touching the cache."""
-    b = decode(code)
+    """A decoded copy whose LIST can be edited without touching the cache.
+
+    The instruction, label and try-marker objects are the cached ones, shared: the builders
+    below only insert and replace list items, never change an item in place (nor does the
+    assembler, which works on copies)."""
+    b = _decoded_entry(code)[0].copy()
     return b, list(b)
 
 
@@ -253,7 +278,7 @@ def forget_resume_codes() -> None:
     _RESUME_CODES.clear()
     _REGENERATED.clear()
     _ORIGINS.clear()
-    _decoded.cache_clear()
+    _DECODED.clear()
 
 
 def resume_code(key: ResumeKey) -> types.CodeType:
@@ -301,8 +326,9 @@ def _build_resume_code(key: ResumeKey) -> types.CodeType:
         else:
             prologue.append(bc.Instr("LOAD_FAST", next(arg_iter), lineno=lineno))
     prologue.append(bc.Instr("JUMP_FORWARD", target, lineno=lineno))
+    built = live_only(prologue + body)  # the code before the resume point is dead (mostly)
     b.clear()
-    b.extend(prologue + body)
+    b.extend(built)
     b.argnames = stack_args + list(key.locals)
     b.argcount = len(b.argnames)
     b.posonlyargcount = 0
@@ -315,25 +341,13 @@ def _build_resume_code(key: ResumeKey) -> types.CodeType:
     if hasattr(b, "qualname"):
         b.qualname = b.name
     new = encode(b)
-    _register_origins(new, code, prologue + body, origins)
-    return new
-
-
-def _register_origins(new: types.CodeType, code: types.CodeType, built: list, origins) -> None:
-    """Match the real instructions of ``new`` (as the translator decodes it) to ``built``, the
-    list it was assembled from, to record each one's position in the original code."""
+    # the translator reads ``new`` as the list it was assembled from (the same program as a
+    # decode of it gives, in the same order): no decoding, and positions map by identity
+    _remember(new, b)
     from_built = {id(ins): index for ins, index in origins}
-    built_real = [ins for ins in built if isinstance(ins, bc.Instr)]
-    decoded = _decoded(new)
-    real = [(i, ins) for i, ins in enumerate(decoded) if isinstance(ins, bc.Instr)]
-    if len(real) != len(built_real) or any(
-        a.name != b.name for (_i, a), b in zip(real, built_real)
-    ):
-        return  # not matched one to one: breaks in it are keyed by the resume code itself
-    positions = {
-        i: from_built[id(ins)] for (i, _a), ins in zip(real, built_real) if id(ins) in from_built
-    }
+    positions = {i: from_built[id(ins)] for i, ins in enumerate(built) if id(ins) in from_built}
     _ORIGINS[id(new)] = (new, code, positions)
+    return new
 
 
 def _as_free(arg):
@@ -444,7 +458,7 @@ def break_code(plan: BreakPlan) -> types.CodeType:
     header = _header_end(instrs)
     instrs[header:header] = _prologue(plan, target, lineno)
     b.clear()
-    b.extend(instrs + tail)
+    b.extend(live_only(instrs + tail))  # what runs: the prologue, the native part, trampolines
     b.argnames = list(plan.arg_names)
     b.argcount = len(plan.arg_names)
     b.posonlyargcount = 0

@@ -35,6 +35,9 @@ class CaptureUnsupported(Exception):
     kind: str = "unsupported_construct"
     #: position of the root frame's instruction being run when capture stopped: (index, visit)
     root_position: tuple[int, int] | None = None
+    #: the frame runs on in Python after the break, to its end, with no resume function (a
+    #: loop past the step limit: resuming would unroll the rest of it again)
+    runs_on_natively: bool = False
 
     def __str__(self) -> str:
         return format_reason(self.reason, self.hint, self.location)

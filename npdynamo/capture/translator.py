@@ -59,8 +59,11 @@ from npdynamo.ops.shape_guards import shape_guards
 from npdynamo.ops.symbol_table import SymbolTable
 from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymInt, compare, hint_of
 
-#: Instructions one capture may evaluate before giving up (an unrolled loop that never ends).
-STEP_LIMIT = 500_000
+#: Instructions one capture may evaluate before giving up (an unrolled loop that never ends):
+#: past it the graph breaks and the frame runs on in Python to its end (``runs_on_natively``).
+#: A loop this long with so few ops is Python-level work a graph gains nothing from, while each
+#: unrolled step costs a few microseconds of capture (and the break re-traces up to it).
+STEP_LIMIT = 50_000
 #: Ops one graph may hold: a long loop unrolled past this ends the graph (a graph break), so
 #: generating and compiling a graph stays fast; the loop continues in a resume function.
 GRAPH_NODE_LIMIT = 4_000
@@ -431,10 +434,13 @@ class Frame:
                     self.lineno = ins.lineno
                 self.ctx.steps += 1
                 if self.ctx.steps > STEP_LIMIT:
-                    raise self.unsupported(
-                        "the loop runs too many iterations to unroll into a graph",
+                    error = self.unsupported(
+                        f"the loop runs too many iterations to unroll into a graph (over"
+                        f" {STEP_LIMIT:,} instructions); the rest of the function runs in Python",
                         "move the long loop out of the compiled function or shorten it",
                     )
+                    error.runs_on_natively = True
+                    raise error
                 handler = HANDLERS.get(ins.name)
                 if handler is None:
                     raise self.unsupported(*unsupported_opcode_reason(ins.name))

@@ -13,11 +13,13 @@ import copy
 import random
 import threading
 import time
+import types
 import warnings
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import npdynamo
 from benchmarks.schedule import mlp_loss
@@ -25,7 +27,7 @@ from npdynamo.autograd import value_and_grad
 from npdynamo.backends.inplace import may_alias
 from npdynamo.backends.numba import numba_backend
 from npdynamo.backends.scheduler import gil_held_fraction, runner, tuned_eager
-from npdynamo.backends.scheduler.plan import Step, assign_streams, dependencies
+from npdynamo.backends.scheduler.plan import Schedule, Step, assign_streams, dependencies
 from npdynamo.capture.frames import compiled_entries
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.fx.node import Node
@@ -439,3 +441,23 @@ def test_ops_in_a_users_errstate_block_stay_serial(monkeypatch):
         got = compiled(x, y)
     assert_same_value(want, got)
     assert [str(w.message) for w in got_warnings] == [str(w.message) for w in plain]
+
+
+@given(st.lists(st.tuples(st.sampled_from([0.0, 1.0, 2.0, 3.0, 5.0, 8.0]),
+                          st.sampled_from([0.0, 0.0, 1.0, 2.0, 3.0]), st.integers(0, 2)),
+                max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_side_by_side_pairs_are_every_overlapping_pair_in_step_order(runs):
+    """The sweep in ``Schedule.side_by_side`` finds what comparing all pairs finds."""
+    schedule = Schedule.__new__(Schedule)
+    schedule.steps = [types.SimpleNamespace(label=f"s{i}") for i in range(len(runs))]
+    schedule.start = [start for start, _, _ in runs]
+    schedule.finish = [start + cost for start, cost, _ in runs]
+    schedule.stream_of = [stream for _, _, stream in runs]
+    expected = [
+        (f"s{a}", f"s{b}")
+        for a in range(len(runs)) for b in range(a + 1, len(runs))
+        if schedule.stream_of[a] != schedule.stream_of[b]
+        and schedule.start[a] < schedule.finish[b] and schedule.start[b] < schedule.finish[a]
+    ]
+    assert schedule.side_by_side() == expected

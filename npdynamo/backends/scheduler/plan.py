@@ -75,14 +75,21 @@ class Schedule:
                 if self.stream_of[p] != self.stream_of[i]]
 
     def side_by_side(self) -> list[tuple[str, str]]:
-        """Pairs of steps on different streams whose planned runs overlap."""
-        pairs = []
-        for a in range(len(self.steps)):
-            for b in range(a + 1, len(self.steps)):
-                if (self.stream_of[a] != self.stream_of[b]
-                        and self.start[a] < self.finish[b] and self.start[b] < self.finish[a]):
-                    pairs.append((self.steps[a].label, self.steps[b].label))
-        return pairs
+        """Pairs of steps on different streams whose planned runs overlap, in step order.
+
+        Swept in order of start: every overlapping pair has one step starting within the other's
+        run, so each step is only compared with the steps starting during it (all pairs were
+        compared before: 1.1 million for an unrolled 1,500-op graph, 0.4 s of its first call)."""
+        start, finish, stream = self.start, self.finish, self.stream_of
+        order = sorted(range(len(self.steps)), key=lambda i: start[i])
+        found = set()
+        for k, a in enumerate(order):
+            for b in order[k + 1:]:
+                if start[b] >= finish[a]:
+                    break
+                if stream[a] != stream[b] and start[a] < finish[b]:
+                    found.add((min(a, b), max(a, b)))
+        return [(self.steps[a].label, self.steps[b].label) for a, b in sorted(found)]
 
     def describe(self) -> list[str]:
         lines = [f"{len(self.streams)} streams, {len(self.cross_edges())} hand-over(s) between "

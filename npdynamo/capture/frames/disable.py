@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from types import CodeType, FunctionType, MethodType
 from typing import TypeVar
 
-from npdynamo.capture.frames.dispatch import original_function
+from npdynamo.capture.frames.dispatch import hashes_by_identity, original_function
 
 F = TypeVar("F", bound=Callable)
 
@@ -75,10 +75,12 @@ def is_disabled(obj: object) -> bool:
         obj = obj.__func__
     if isinstance(obj, CodeType):
         return _DISABLED_CODE.get(id(obj)) is obj
+    if not hashes_by_identity(obj):  # never registered; hashing it could run the user's code
+        return False
     try:
         if obj in _DISABLED_WRAPPERS:
             return True
-    except TypeError:  # unhashable objects cannot have been registered
+    except TypeError:  # no weak reference to it can exist: never registered
         return False
     # A region-hooked function runs a trampoline; its original code carries the mark.
     original = original_function(obj)

@@ -66,19 +66,28 @@ def is_generated_code(code: object) -> bool:
     return _GENERATED.get(id(code)) is code
 
 
+def hashes_by_identity(obj: object) -> bool:
+    """True when looking ``obj`` up in a set or dict runs none of the user's code: only such
+    objects (functions) are ever registered here, and hashing another object could call its
+    ``__hash__`` (a user's side effect, at capture: test_dict's test_setdefault_atomic)."""
+    return type(obj).__hash__ is object.__hash__
+
+
 def original_function(obj: object) -> FunctionType | None:
     """The function running the user's original code behind a dispatcher or a hooked function."""
+    if not hashes_by_identity(obj):
+        return None
     try:
         return _ORIGINALS.get(obj)
-    except TypeError:
+    except TypeError:  # no weak reference to it can exist: never registered
         return None
 
 
 def is_original_view(fn: object) -> bool:
     """True for a private copy made by ``make_original_view`` (never hooked: it must stay as is)."""
     try:
-        return fn in _VIEWS
-    except TypeError:
+        return hashes_by_identity(fn) and fn in _VIEWS
+    except TypeError:  # no weak reference to it can exist: never registered
         return False
 
 
