@@ -58,8 +58,11 @@ from npdynamo.capture.values import (
 from npdynamo.ops.control_flow import FORI_LOOP
 from npdynamo.ops.loop_index import mentions_index
 from npdynamo.ops.meta import ScalarMeta
+from npdynamo.ops.scalar_ops import SCALAR_OPS
 from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymInt, compare
 from npdynamo.ops.symbolic_code import symbol_name
+
+SCALAR_SUB = SCALAR_OPS["py_sub"]
 
 
 class LazyRange(GuardedConst):
@@ -81,7 +84,7 @@ def lazy_range(frame, args: list[Value]) -> LazyRange | None:
     if not all(isinstance(a, Const) for a in args):
         return None
     hints = [a._value if isinstance(a, GuardedConst) else a.value for a in args]
-    if any(type(h) is not int for h in hints) or (len(hints) == 3 and hints[2] != 1):
+    if any(type(h) is not int for h in hints) or (len(hints) == 3 and hints[2] not in (1, -1)):
         return None
     if _for_shape(frame, _after(frame, frame.ip, "GET_ITER")) is None:
         return None
@@ -281,8 +284,9 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     var_read_after = after is None or var in after
     args = lazy.args if len(lazy.args) > 1 else [Const(0), *lazy.args]
     lower, upper = (_bound(ctx, a, not var_read_after) for a in args[:2])
-    if len(args) == 3:
-        args[2].value  # noqa: B018 - the step was 1: guard it
+    reversed_from = None
+    if len(args) == 3 and args[2].value == -1:  # (reading the step guards it, as range does)
+        lower, upper, reversed_from = _reversed(frame, lower, upper)
     # (a bound from an outer index is kept only when the variable is not read after the
     # loop: so a range that may be empty never has to leave it unbound)
     may_be_empty = _guard_nonempty(ctx, lower, upper, var)
@@ -295,8 +299,11 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
 
     def run(sub):
         node = sub.placeholder("i", ScalarMeta(int))
-        index = cf.LoopScalarValue(start_hint, node, ctx, f"the loop variable {var}")
+        index = cf.LoopScalarValue(lower if reversed_from is not None else start_hint, node,
+                                   ctx, f"the loop variable {var}")
         index.expr = cf.index_size(ctx, node, lower, upper)
+        if reversed_from is not None:
+            index = _counting_down(ctx, index, reversed_from, var)
         inside = cf.sub_inputs(sub, leaves)
         placed = {id(v): v.node for v in inside if isinstance(v, ArrayValue)}
         frame_body = cf.sub_frame(frame, body, head)
@@ -338,8 +345,8 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
             frame.locals[name] = cf.unflatten(structure, mine)
         elif same[name]:
             write_array(ctx, value, mine[0])  # the loop wrote into it: so does the graph
-    if var_read_after:
-        frame.locals[var] = Const(upper - 1)  # the range is not empty
+    if var_read_after:  # the range is not empty
+        frame.locals[var] = Const(upper - 1 if reversed_from is None else lower)
     if PY >= (3, 12):  # the exit's END_FOR (3.13: and POP_TOP) pops the iterator and one more
         frame.push(NULL)
         frame.push(NULL)
@@ -352,6 +359,27 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
         return "the bounds are symbolic sizes: a new size reuses the graph"
     return ("the bounds are constants: " + (
         f"{var} is read after the loop" if var_read_after else "not from an int argument"))
+
+
+def _reversed(frame, start, stop) -> tuple[int, int, int]:
+    """``range(start, stop, -1)`` as the ascending range of the node, ``(stop + 1, start + 1)``,
+    and the constant ``start + stop + 1`` the loop variable is that range's index subtracted
+    from. Constant bounds only (a bound read per call would need the sum in the graph: such a
+    loop unrolls)."""
+    if type(start) is not int or type(stop) is not int:
+        raise frame.unsupported("a reversed range whose bounds are not constants")
+    return stop + 1, start + 1, start + stop + 1
+
+
+def _counting_down(ctx, index: cf.LoopScalarValue, top: int, var: str) -> ScalarInputValue:
+    """``top - index``: the loop variable of a reversed range, a graph int whose size
+    expression (so the slices it bounds) follows the index's, and whose value Python may not
+    read (it changes per iteration)."""
+    node = ctx.call_op(SCALAR_SUB, (top, index), {}).node
+    value = cf.LoopScalarValue(top - index._value, node, ctx, f"the loop variable {var}")
+    value.expr = top - index.expr
+    node.meta["size_expr"] = value.expr
+    return value
 
 
 def _zero_trips_alias(ctx, names: list[str], parts: list, same: dict,

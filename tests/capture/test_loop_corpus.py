@@ -33,9 +33,9 @@ GRAPHS_BREAKS = {
     "levinson_durbin": (1, 0),
     "adi_sweep": (1, 0),
     "iir_forward_backward": (1, 0),
-    "hysteresis": (16, 16),  # a carried number set in an if on data
-    "floyd_warshall": (12, 12),  # an element written inside an if on data
-    "nussinov": (2, 1),  # inner ranges of fewer than 16 trips unroll to the cap
+    "hysteresis": (1, 0),
+    "floyd_warshall": (1, 0),
+    "nussinov": (1, 0),
     "smith_waterman": (24, 24),  # max() of a float and array scalars
     "crc16": (8, 20),  # a conditional expression on data
     "csr_spmv": (30, 30),  # a slice bound read from an array
