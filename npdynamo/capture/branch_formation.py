@@ -187,6 +187,13 @@ def _form(frame, pred: Value, then: tuple, other: tuple | None, merge: int | Non
             f"the {role} branch")
         subs.append(sub)
         outs.append(values)
+    # a conditional expression (``a if c else b``): each branch leaves its value on the stack
+    pushed = {len(values) - len(names) - len(writable) for values in outs}
+    if pushed != {0} and (pushed != {1} or other is None):
+        raise frame.unsupported("a branch does not end where the statement does")
+    if pushed == {1}:
+        names = [*names, "the value of the conditional expression"]
+        outs = [[*v[:len(names) - 1], v[-1], *v[len(names) - 1:-1]] for v in outs]
     # arrays written in place in either branch are results too (the other branch: unchanged)
     kept = [k for k, name in enumerate(writable) if name in written]
     _check_written_alone(frame, [writable[k] for k in kept], outs, len(names))
@@ -194,6 +201,9 @@ def _form(frame, pred: Value, then: tuple, other: tuple | None, merge: int | Non
     arrays = [writable[k] for k in kept]
     before = set(frame.ctx.loop_aliased)
     results = _emit(frame, pred, names + [f"{a} (written in place)" for a in arrays], subs, outs)
+    if pushed == {1}:
+        frame.push(results[len(names) - 1])
+        names, results = names[:-1], results[:len(names) - 1] + results[len(names):]
     for name, value in zip(names, results):
         frame.locals[name] = value
     for name, value in zip(arrays, results[len(names):]):
@@ -305,7 +315,7 @@ def _runner(frame, branch: tuple | None, names: list[str], writable: list[str],
             ends = [a.node for a in arrays]
             for array, node in zip(arrays, nodes):
                 array.node = node
-        if body.stack or body.return_value is not None:
+        if len(body.stack) > 1 or body.return_value is not None:
             raise frame.unsupported("a branch does not end where the statement does")
         values = [body.locals.get(name, DELETED) for name in names]
         if any(v is DELETED for v in values):
@@ -315,6 +325,7 @@ def _runner(frame, branch: tuple | None, names: list[str], writable: list[str],
                 raise frame.unsupported(f"a branch writes into {name} in place and rebinds it")
             if end is not node:
                 written.add(name)
-        return values + [a if e is n else ArrayValue(e) for a, e, n in zip(arrays, ends, nodes)]
+        return [*values, *(a if e is n else ArrayValue(e) for a, e, n in zip(arrays, ends, nodes)),
+                *body.stack]  # (the value a conditional expression's branch leaves)
 
     return run

@@ -157,15 +157,55 @@ def form_for(frame, lazy: LazyRange) -> bool:
         cf.note_loop(frame, f"unrolled: {trips} iterations, fewer than "
                      f"config.for_loop_min_trips ({config.for_loop_min_trips})")
         return False
+    peel = (PEEL, *key)
     try:
+        if peel in ctx.unrolled_loops:
+            lazy = _peel_first(frame, lazy, *shape)
+            trips -= 1
         bounds = _form(frame, lazy, *shape)
     except (CaptureUnsupported, UserCodeRaises, SymbolicDecision) as exc:
         # (a SymbolicDecision: a size of the index compared outside an op's rule)
         why = exc.reason if isinstance(exc, CaptureUnsupported) else str(exc) if isinstance(
             exc, SymbolicDecision) else f"the body raises {type(exc.error).__name__}: {exc.error}"
+        if getattr(exc, "peelable", False) and peel not in ctx.unrolled_loops and not varying \
+                and _constant_start(lazy):
+            raise RollRefused(peel, f"{cf.loop_place(frame)}: its first iteration runs before "
+                              f"the loop: {why}") from exc
         raise RollRefused(key, f"{cf.loop_place(frame)}: unrolled: {why}") from exc
     cf.note_loop(frame, f"in the graph as one fori_loop ({trips} iterations now; {bounds})")
     return True
+
+
+#: the key's tag of a loop whose first iteration is captured before the node (``_peel_first``)
+PEEL = "peel"
+
+
+def _constant_start(lazy: LazyRange) -> bool:
+    """``range(b)`` or ``range(a, b)`` with ``a`` a number known now (not a size or input)."""
+    return len(lazy.args) == 1 or len(lazy.args) == 2 and isinstance(lazy.args[0], Const) and (
+        not isinstance(lazy.args[0], (ScalarInputValue, SizeValue)))
+
+
+def _peel_first(frame, lazy: LazyRange, head: int, body: int, exit_index: int,
+                var: str) -> LazyRange:
+    """Run the first iteration of ``for var in range(a, b)`` (``a`` a constant) inline, as the
+    unrolled loop would, and give ``range(a + 1, b)`` for the node: a local that starts as a
+    Python number and becomes a NumPy scalar in the first iteration (``crc = 0xFFFF``,
+    ``crc ^= data[i] << 8``) then keeps its kind, as Python computes it. The node guards the
+    rest non-empty, so the peeled iteration is one the range has; a body that cannot run
+    inline (a break in it) unrolls the loop."""
+    start, stop = lazy.args if len(lazy.args) == 2 else (Const(0), *lazy.args)
+    first = start.value
+    step = cf.sub_frame(frame, body, head)
+    step.push(Const(first))
+    try:
+        step.run()
+    except CaptureUnsupported as exc:
+        raise frame.unsupported(f"its first iteration cannot run inline: {exc.reason}") from exc
+    if step.stack or step.return_value is not None:
+        raise frame.unsupported("the loop body does not end at the loop's head")
+    frame.locals = step.locals
+    return LazyRange([Const(first + 1), stop], [first + 1, lazy.hints[-1]])
 
 
 def _carried_names(frame, head: int, body: int, exit_index: int, var: str) -> list[str]:
@@ -419,10 +459,16 @@ def _outputs(frame, sub, names, init, parts, inside, placed, end) -> tuple[list,
             kept.add(id(now))
             out_leaves.append(now)
             continue
-        got = cf.same_kinds(
-            frame, structure, found, now, f"the value of {name} after an iteration",
-            f"the loop changes {name} from {{want}} to {{got}}; a loop's variables must keep "
-            "their structure, dtype and shape")
+        try:
+            got = cf.same_kinds(
+                frame, structure, found, now, f"the value of {name} after an iteration",
+                f"the loop changes {name} from {{want}} to {{got}}; a loop's variables must keep "
+                "their structure, dtype and shape")
+        except CaptureUnsupported as exc:
+            # a Python number that one iteration turns into another kind: running the first
+            # iteration before the loop may give the kind the rest keeps (``_peel_first``)
+            exc.peelable = any(not isinstance(leaf, ArrayValue) for leaf in found)
+            raise
         for leaf in got:
             if isinstance(leaf, ArrayValue) and (
                     leaf.node.graph is not sub.graph or leaf.node.op == "placeholder"
