@@ -56,6 +56,10 @@ class UnexpectedValue(TypeError):
     reruns in Python, and keeps running there)."""
 
 
+def _name(node: Node) -> str:
+    return getattr(node.target, "name", "")
+
+
 def node_meta(value: Any) -> Any:
     return value.meta.get("val") if isinstance(value, Node) else None
 
@@ -140,6 +144,8 @@ class Writer:
         self.loop_symbols: set[str] = set()  # size symbols that are loop indices (not entry)
         self.in_kernels: set[Node] = set()  # nodes of every fusion group written so far
         self.numpy_ops: list[str] = []  # ops called back in object mode, per iteration
+        #: per loop body being written: (carried positions it writes, its carried holders)
+        self.owners: list[tuple[list[int], list[Node]]] = []
 
     def fresh(self, hint: str = "v") -> str:
         self._count += 1
@@ -173,7 +179,8 @@ class Writer:
 
     # -- graphs ---------------------------------------------------------------------------
     def graph(self, sub: Any, inputs: list[str], depth: int,
-              owned: tuple[int, int] | None = None) -> list[tuple[str, Any]]:
+              owned: tuple[int, int] | None = None,
+              writable: set[int] | None = None) -> list[tuple[str, Any]]:
         """Emit ``sub``'s steps with its placeholders bound to ``inputs``; its outputs as
         (expression, meta) pairs. ``owned``: (offset, count) of the loop's carried values among
         the placeholders, arrays the loop owns: assignments into them write them in place
@@ -187,6 +194,10 @@ class Writer:
         _int_operands_as_floats(graph)
         if owned is not None:
             self._plan_carried_writes(graph, *owned)
+            frame = (list(self.written), graph.placeholders[owned[0]:owned[0] + owned[1]])
+            self.owners.append(frame)
+        if writable:
+            self._plan_branch_writes(graph, writable)
         env: dict[Node, str] = dict(zip(graph.placeholders, inputs))
         for p, given in env.items():
             if "size_symbol" in p.meta:  # a rolled loop's index, a size of the body's shapes
@@ -208,7 +219,89 @@ class Writer:
                     not getattr(node_meta(v), "scalar", False):
                 raise NotCompilable("a subgraph returns a view of an array (getitem)")
             results.append((self.value(v, env), node_meta(v)))
+        if owned is not None:  # (loops nested in the body planned their own in between)
+            self.owners.pop()
+            self.written = tuple(sorted(set(frame[0])))
         return results
+
+    def _plan_branch_writes(self, graph: Graph, writable: set[int]) -> None:
+        """A branch of a ``cond`` whose input array at ``writable`` positions is the loop's
+        own carried array, read by nothing after the cond: the branch's assignments into it
+        (``D[i, j] = d`` under an ``if``) write it in place, when the branch gives the result
+        at the position the array's chain of assignments ends (the other branch gives the
+        array itself, or its own chain)."""
+        holders = [graph.placeholders[k] for k in sorted(writable)]
+        out = graph.output_node.args[0] if graph.output_node.args else ()
+        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        back = {}
+        for position, v in enumerate(out):
+            while isinstance(v, Node) and _name(v) == "setitem":
+                v = v.args[0]
+            if v in holders and v.name not in back.values():
+                back[position] = v.name
+        if not back:
+            return
+        output = graph.output_node
+        output.meta = {**output.meta, "write_back": back}
+        assign, roots = setitem_plan(graph, owned=True)
+        in_place = {n for n in roots if n.args[0] in holders}
+        for node in assign:
+            if node.args[0] in in_place:
+                in_place.add(node)
+        self.in_place |= in_place
+
+    def _last_write(self, node: Node, x: Node) -> bool:
+        """Whether the ``setitem`` ``node`` may write into ``x`` itself: ``x`` is the current
+        loop's own carried array (or an assignment written into it), and every other reader
+        of ``x`` ran before ``node`` and read elements only (numbers, no views): nothing sees
+        its old contents afterwards. The loop then copies the array once before its first
+        iteration, not once per assignment."""
+        if not self.owners:
+            return False
+        written, holders = self.owners[-1]
+        root = x
+        while root in self.in_place:
+            root = root.args[0]
+        if root not in holders:
+            return False
+        order = {n: k for k, n in enumerate(node.graph.nodes)}
+        for user in x.users:
+            if user is node:
+                continue
+            element = _name(user) == "getitem" and user.args[0] is x and getattr(
+                node_meta(user), "scalar", False)
+            if order.get(user, len(order)) > order[node] or not element:
+                return False
+        self.in_place.add(node)
+        written.append(holders.index(root))
+        return True
+
+    def _writable_operands(self, node: Node, inputs: list) -> set[int]:
+        """Positions of ``inputs`` (a cond's operands and extras, as its branches take them)
+        that are the current loop's own carried arrays (or assignments continuing into one)
+        and that nothing reads after ``node``: marked written, so the loop copies them once
+        before its first iteration."""
+        if not self.owners:
+            return set()
+        written, holders = self.owners[-1]
+        order = {n: k for k, n in enumerate(node.graph.nodes)}
+        out = set()
+        for position, x in enumerate(inputs):
+            meta = node_meta(x)
+            if not isinstance(x, Node) or inputs.count(x) > 1 or not isinstance(
+                    meta, ArrayMeta) or meta.scalar:
+                continue
+            root = x
+            while root in self.in_place:
+                root = root.args[0]
+            if root not in holders or any(
+                    u is not node and order.get(u, -1) > order[node] for u in x.users):
+                continue
+            if x is not root and any(u is not node for u in x.users):
+                continue
+            out.add(position)
+            written.append(holders.index(root))
+        return out
 
     def _plan_carried_writes(self, graph: Graph, offset: int, count: int) -> None:
         """Which ``setitem`` nodes of a loop body write its carried arrays in place: the eager
@@ -404,27 +497,38 @@ class Writer:
     def op_getitem(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
         x, index = node.args
         self.array(x, "getitem")
-        for user in node.users:
-            if getattr(user.target, "name", "") in _CONTROL_FLOW:
-                raise NotCompilable("a view (getitem) passed into a branch or loop")
+        # (an element, ``x[i, j]``, is a number in the compiled code: no view to pass on)
+        if not node_meta(node).scalar and any(
+                getattr(user.target, "name", "") in _CONTROL_FLOW for user in node.users):
+            raise NotCompilable("a view (getitem) passed into a branch or loop")
         return f"{self.value(x, env)}[{self.index(index, env)}]"
 
     def op_setitem(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
         x, index, value = node.args
         mx = self.array(x, "setitem")
         mv = node_meta(value)
+        bounds = None
         if isinstance(mv, ArrayMeta):
             same = mv.dtype == mx.dtype
         else:  # a Python number: NumPy converts it as numba does for these targets only
             py = mv.type if isinstance(mv, ScalarMeta) else type(value)
             same = (py is float and mx.dtype.kind == "f") or (
                 py is int and mx.dtype in (np.dtype(np.int64), np.dtype(np.float64)))
+            if py is int and mx.dtype.kind == "i" and not same:
+                # NumPy raises OverflowError for an int out of the dtype's range: so does
+                # the compiled loop (which then reruns in Python, for NumPy's own message)
+                info = np.iinfo(mx.dtype)
+                bounds, same = (info.min, info.max), True
         if not same:
             raise NoNopythonForm("setitem of a value of another dtype (NumPy's cast)")
         target, idx, val = self.value(x, env), self.index(index, env), self.value(value, env)
         store = (f"assign({{}}[{idx}], {val})" if self.copies_whole(x, index, value)
                  else f"{{}}[{idx}] = {val}")
-        if node in self.in_place or (x in fresh and len(x.users) == 1):
+        if bounds is not None:
+            self.emit(f"if {val} < {bounds[0]} or {val} > {bounds[1]}:", depth)
+            self.emit("raise OverflowError('Python integer out of bounds')", depth + 1)
+        if node in self.in_place or (x in fresh and len(x.users) == 1) or self._last_write(
+                node, x):
             # the array was allocated here and nothing else reads it: write into it (the
             # functional setitem's copy is unobservable)
             self.emit(store.format(target), depth)
@@ -524,16 +628,20 @@ class Writer:
         vals = lambda seq: [self.value(v, env) for v in seq]  # noqa: E731
         if name == "cond":
             pred, true_fn, false_fn, operands, *extra = (*given, (), ())[:6]
+            writable = [self._writable_operands(node, [*operands, *e]) for e in extra]
             return self.emit_cond(self.truth(self.value(pred, env), node_meta(pred)), true_fn,
                                   false_fn, vals(operands), vals(extra[0]), vals(extra[1]),
-                                  depth)
+                                  depth, writable)
         if name == "while_loop":
             cond_fn, body_fn, carried, cond_extra, body_extra = (*given, (), ())[:5]
             return self.emit_while(cond_fn, body_fn, vals(carried), vals(cond_extra),
                                    vals(body_extra), depth)
         lower, upper, body_fn, carried, body_extra = (*given, ())[:5]
+        # a carried array that is the enclosing loop's own (read by nothing after this loop)
+        # needs no copy of its own: the enclosing loop copied it once
+        shared = self._writable_operands(node, list(carried))
         return self.emit_fori(self.value(lower, env), self.value(upper, env), body_fn,
-                              vals(carried), vals(body_extra), depth)
+                              vals(carried), vals(body_extra), depth, shared)
 
     def _carry(self, values: list[str], depth: int) -> list[str]:
         names = [self.fresh("c") for _ in values]
@@ -561,7 +669,7 @@ class Writer:
         return self._result(names, depth)
 
     def emit_fori(self, lower: str, upper: str, body_fn: Any, carried: list[str],
-                  body_extra: list[str], depth: int) -> str:
+                  body_extra: list[str], depth: int, shared: set[int] = frozenset()) -> str:
         names = self._carry(carried, depth)
         index = self.fresh("i")
         header = len(self.lines)
@@ -571,18 +679,21 @@ class Writer:
                           owned=(1, len(carried)))
         # the carried arrays the body writes in place are the loop's own copies, made before
         # the first iteration (a loop of no iteration returns its arguments themselves)
-        copies = [f"{'    ' * (depth + 1)}{names[k]} = {names[k]}.copy()" for k in self.written]
+        copies = [f"{'    ' * (depth + 1)}{names[k]} = {names[k]}.copy()" for k in self.written
+                  if k not in shared]
         if copies:
             self.lines[header:header] = [f"{'    ' * depth}if {lower} < {upper}:", *copies]
         self._assign(names, outs, depth + 1)
         return self._result(names, depth)
 
     def emit_cond(self, pred: str, true_fn: Any, false_fn: Any, operands: list[str],
-                  true_extra: list[str], false_extra: list[str], depth: int) -> str:
+                  true_extra: list[str], false_extra: list[str], depth: int,
+                  writable: list[set[int]] = ((), ())) -> str:
         self.emit(f"if {pred}:", depth)
-        outs = self.graph(true_fn, operands + true_extra, depth + 1)
+        outs = self.graph(true_fn, operands + true_extra, depth + 1, writable=writable[0])
         names = [self.fresh("b") for _ in outs]
         self._assign(names, outs, depth + 1)
         self.emit("else:", depth)
-        self._assign(names, self.graph(false_fn, operands + false_extra, depth + 1), depth + 1)
+        self._assign(names, self.graph(false_fn, operands + false_extra, depth + 1,
+                                       writable=writable[1]), depth + 1)
         return self._result(names, depth)
