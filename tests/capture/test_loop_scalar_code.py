@@ -167,3 +167,26 @@ def test_the_peeled_loop_at_other_lengths(dynamic):
     compiled = nd.compile(running_sum, dynamic=dynamic)
     for n in (20, 1, 0, 2, 35):
         check_same(running_sum, RNG.random(n), compiled=compiled)
+
+
+def test_numba_writes_in_place_into_its_own_copies_only():
+    """The compiled loop nest writes carried arrays in place (one copy before the outermost
+    loop): the caller's arrays change only as in Python, an input written by the function
+    included."""
+    numba_matches(nd.compile(relax_input_in_place, backend="numba"), relax_input_in_place,
+                  (RNG.random(20),))
+    dist = RNG.random((20, 20))
+    kept = dist.copy()
+    numba_matches(nd.compile(relax, backend="numba"), relax, (dist,))
+    assert np.array_equal(dist, kept)
+
+
+def test_numba_range_checks_a_python_int_stored_into_int8():
+    compiled = nd.compile(states, backend="numba")
+    x = np.linspace(0, 1, 20)
+    assert np.array_equal(compiled(x, 7), states(x, 7))
+    with pytest.raises(OverflowError) as caught:
+        compiled(x, 300)
+    with pytest.raises(OverflowError) as plain:
+        states(x, 300)
+    assert str(caught.value) == str(plain.value)
