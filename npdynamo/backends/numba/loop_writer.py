@@ -146,6 +146,8 @@ class Writer:
         self.numpy_ops: list[str] = []  # ops called back in object mode, per iteration
         #: per loop body being written: (carried positions it writes, its carried holders)
         self.owners: list[tuple[list[int], list[Node]]] = []
+        #: nested loop nodes -> carried positions they write into the enclosing loop's array
+        self.shared: dict[Node, set[int]] = {}
 
     def fresh(self, hint: str = "v") -> str:
         self._count += 1
@@ -260,17 +262,27 @@ class Writer:
             return False
         written, holders = self.owners[-1]
         root = x
-        while root in self.in_place:
-            root = root.args[0]
+        while True:
+            if root in self.in_place:
+                root = root.args[0]
+            elif _name(root) == "tuple_item" and root.args[1] in self.shared.get(
+                    root.args[0], ()):  # a nested loop's result: the array it wrote into
+                root = root.args[0].args[3][root.args[1]]
+            else:
+                break
         if root not in holders:
             return False
         order = {n: k for k, n in enumerate(node.graph.nodes)}
+        before = lambda n: order.get(n, len(order)) < order[node]  # noqa: E731
         for user in x.users:
             if user is node:
                 continue
             element = _name(user) == "getitem" and user.args[0] is x and getattr(
                 node_meta(user), "scalar", False)
-            if order.get(user, len(order)) > order[node] or not element:
+            # a view read only by products computed before (``L[i, :i] @ L[i, :i]``)
+            dotted = _name(user) == "getitem" and user.args[0] is x and all(
+                _name(u) == "matmul" and before(u) for u in user.users)
+            if not before(user) or not (element or dotted):
                 return False
         self.in_place.add(node)
         written.append(holders.index(root))
@@ -640,6 +652,7 @@ class Writer:
         # a carried array that is the enclosing loop's own (read by nothing after this loop)
         # needs no copy of its own: the enclosing loop copied it once
         shared = self._writable_operands(node, list(carried))
+        self.shared[node] = shared
         return self.emit_fori(self.value(lower, env), self.value(upper, env), body_fn,
                               vals(carried), vals(body_extra), depth, shared)
 
