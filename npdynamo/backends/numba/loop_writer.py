@@ -20,10 +20,10 @@ from typing import Any
 import numba
 import numpy as np
 
-from npdynamo.backends.inplace import setitem_plan
 from npdynamo.backends.numba import diskcache, loop_runtime
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import FusionGroup, partition
+from npdynamo.backends.numba.loop_inplace import InPlacePlan
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.fx.subgraphs import is_subgraph
@@ -54,10 +54,6 @@ class NoNopythonForm(NotCompilable):
 class UnexpectedValue(TypeError):
     """A NumPy call in object mode gave what the compiled code cannot take (the loop then
     reruns in Python, and keeps running there)."""
-
-
-def _name(node: Node) -> str:
-    return getattr(node.target, "name", "")
 
 
 def node_meta(value: Any) -> Any:
@@ -125,14 +121,13 @@ def _int_operands_as_floats(graph: Graph) -> None:
             node.replace_input_with(a, as_float)
 
 
-class Writer:
+class Writer(InPlacePlan):
     """Emits the source of one loop function; ``prepare`` simplifies each subgraph first."""
 
     def __init__(self, prepare: Callable[[Graph], Graph]) -> None:
+        super().__init__()
         self.prepare = prepare
         self.lines: list[str] = []
-        self.in_place: set[Node] = set()  # setitems into a loop's own carried arrays
-        self.written: tuple[int, ...] = ()  # carried positions the body just emitted writes
         self.globals: dict[str, Any] = {"np": np, "math": math, "objmode": numba.objmode}
         for name in (*_INT_HELPERS.values(), *_MATMUL_HELPERS.values(), "true_divide",
                      "assign"):
@@ -144,10 +139,6 @@ class Writer:
         self.loop_symbols: set[str] = set()  # size symbols that are loop indices (not entry)
         self.in_kernels: set[Node] = set()  # nodes of every fusion group written so far
         self.numpy_ops: list[str] = []  # ops called back in object mode, per iteration
-        #: per loop body being written: (carried positions it writes, its carried holders)
-        self.owners: list[tuple[list[int], list[Node]]] = []
-        #: nested loop nodes -> carried positions they write into the enclosing loop's array
-        self.shared: dict[Node, set[int]] = {}
 
     def fresh(self, hint: str = "v") -> str:
         self._count += 1
@@ -225,111 +216,6 @@ class Writer:
             self.owners.pop()
             self.written = tuple(sorted(set(frame[0])))
         return results
-
-    def _plan_branch_writes(self, graph: Graph, writable: set[int]) -> None:
-        """A branch of a ``cond`` whose input array at ``writable`` positions is the loop's
-        own carried array, read by nothing after the cond: the branch's assignments into it
-        (``D[i, j] = d`` under an ``if``) write it in place, when the branch gives the result
-        at the position the array's chain of assignments ends (the other branch gives the
-        array itself, or its own chain)."""
-        holders = [graph.placeholders[k] for k in sorted(writable)]
-        out = graph.output_node.args[0] if graph.output_node.args else ()
-        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        back = {}
-        for position, v in enumerate(out):
-            while isinstance(v, Node) and _name(v) == "setitem":
-                v = v.args[0]
-            if v in holders and v.name not in back.values():
-                back[position] = v.name
-        if not back:
-            return
-        output = graph.output_node
-        output.meta = {**output.meta, "write_back": back}
-        assign, roots = setitem_plan(graph, owned=True)
-        in_place = {n for n in roots if n.args[0] in holders}
-        for node in assign:
-            if node.args[0] in in_place:
-                in_place.add(node)
-        self.in_place |= in_place
-
-    def _last_write(self, node: Node, x: Node) -> bool:
-        """Whether the ``setitem`` ``node`` may write into ``x`` itself: ``x`` is the current
-        loop's own carried array (or an assignment written into it), and every other reader
-        of ``x`` ran before ``node`` and read elements only (numbers, no views): nothing sees
-        its old contents afterwards. The loop then copies the array once before its first
-        iteration, not once per assignment."""
-        if not self.owners:
-            return False
-        written, holders = self.owners[-1]
-        root = x
-        while True:
-            if root in self.in_place:
-                root = root.args[0]
-            elif _name(root) == "tuple_item" and root.args[1] in self.shared.get(
-                    root.args[0], ()):  # a nested loop's result: the array it wrote into
-                root = root.args[0].args[3][root.args[1]]
-            else:
-                break
-        if root not in holders:
-            return False
-        order = {n: k for k, n in enumerate(node.graph.nodes)}
-        before = lambda n: order.get(n, len(order)) < order[node]  # noqa: E731
-        for user in x.users:
-            if user is node:
-                continue
-            element = _name(user) == "getitem" and user.args[0] is x and getattr(
-                node_meta(user), "scalar", False)
-            # a view read only by products computed before (``L[i, :i] @ L[i, :i]``)
-            dotted = _name(user) == "getitem" and user.args[0] is x and all(
-                _name(u) == "matmul" and before(u) for u in user.users)
-            if not before(user) or not (element or dotted):
-                return False
-        self.in_place.add(node)
-        written.append(holders.index(root))
-        return True
-
-    def _writable_operands(self, node: Node, inputs: list) -> set[int]:
-        """Positions of ``inputs`` (a cond's operands and extras, as its branches take them)
-        that are the current loop's own carried arrays (or assignments continuing into one)
-        and that nothing reads after ``node``: marked written, so the loop copies them once
-        before its first iteration."""
-        if not self.owners:
-            return set()
-        written, holders = self.owners[-1]
-        order = {n: k for k, n in enumerate(node.graph.nodes)}
-        out = set()
-        for position, x in enumerate(inputs):
-            meta = node_meta(x)
-            if not isinstance(x, Node) or inputs.count(x) > 1 or not isinstance(
-                    meta, ArrayMeta) or meta.scalar:
-                continue
-            root = x
-            while root in self.in_place:
-                root = root.args[0]
-            if root not in holders or any(
-                    u is not node and order.get(u, -1) > order[node] for u in x.users):
-                continue
-            if x is not root and any(u is not node for u in x.users):
-                continue
-            out.add(position)
-            written.append(holders.index(root))
-        return out
-
-    def _plan_carried_writes(self, graph: Graph, offset: int, count: int) -> None:
-        """Which ``setitem`` nodes of a loop body write its carried arrays in place: the eager
-        backend's plan for a loop that owns its carried arrays (``setitem_plan``: nothing reads
-        an array's old contents after the assignment)."""
-        holders = graph.placeholders[offset:offset + count]
-        output = graph.output_node
-        output.meta = {**output.meta, "write_back": {k: p.name for k, p in enumerate(holders)}}
-        assign, roots = setitem_plan(graph, owned=True)
-        in_place = set(roots)
-        for node in assign:  # a chain of assignments continuing one into a carried array
-            if node.args[0] in in_place:
-                in_place.add(node)
-        self.in_place |= in_place
-        self.written = tuple(k for k, p in enumerate(holders)
-                             if any(n.args[0] is p for n in roots))
 
     def kernel(self, group: FusionGroup, env: dict[Node, str], depth: int,
                fresh: set[Node]) -> None:
