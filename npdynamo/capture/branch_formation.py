@@ -20,7 +20,8 @@ from npdynamo.capture import control_flow as cf
 from npdynamo.capture.code import CO_GENERATOR_LIKE
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.liveness import _reads_writes, live_locals
-from npdynamo.capture.values import DELETED, Value
+from npdynamo.capture.side_effects import write_array
+from npdynamo.capture.values import DELETED, ArrayValue, Value
 from npdynamo.ops.control_flow import COND
 
 ENTRY_TESTS = frozenset({"POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE"})
@@ -178,16 +179,74 @@ def _form(frame, pred: Value, then: tuple, other: tuple | None, merge: int | Non
         if not bound_before and not (name in then_names and name in other_names):
             raise frame.unsupported(f"{name} is assigned in one branch only and unbound before")
     roots = [*frame.locals.values(), *frame.cells.values()]
-    subs, outs = [], []
+    writable = _writable_arrays(frame, names)
+    subs, outs, written = [], [], set()
     for role, branch in (("true", then), ("false", other)):
-        sub, values = cf.sub_capture(frame, "cond", role, _runner(frame, branch, names), roots,
-                                  f"the {role} branch")
+        sub, values = cf.sub_capture(
+            frame, "cond", role, _runner(frame, branch, names, writable, written), roots,
+            f"the {role} branch")
         subs.append(sub)
         outs.append(values)
-    results = _emit(frame, pred, names, subs, outs)
+    # a conditional expression (``a if c else b``): each branch leaves its value on the stack
+    pushed = {len(values) - len(names) - len(writable) for values in outs}
+    if pushed != {0} and (pushed != {1} or other is None):
+        raise frame.unsupported("a branch does not end where the statement does")
+    if pushed == {1}:
+        names = [*names, "the value of the conditional expression"]
+        outs = [[*v[:len(names) - 1], v[-1], *v[len(names) - 1:-1]] for v in outs]
+    # arrays written in place in either branch are results too (the other branch: unchanged)
+    kept = [k for k, name in enumerate(writable) if name in written]
+    _check_written_alone(frame, [writable[k] for k in kept], outs, len(names))
+    outs = [values[:len(names)] + [values[len(names) + k] for k in kept] for values in outs]
+    arrays = [writable[k] for k in kept]
+    before = set(frame.ctx.loop_aliased)
+    results = _emit(frame, pred, names + [f"{a} (written in place)" for a in arrays], subs, outs)
+    if pushed == {1}:
+        frame.push(results[len(names) - 1])
+        names, results = names[:-1], results[:len(names) - 1] + results[len(names):]
     for name, value in zip(names, results):
         frame.locals[name] = value
+    for name, value in zip(arrays, results[len(names):]):
+        # the node's result is the array's new content whichever branch ran: written into the
+        # same object (so its identity and its views' stay as in Python)
+        target = frame.locals[name]
+        for key in (id(target), id(value)):
+            if key not in before:
+                frame.ctx.loop_aliased.pop(key, None)
+        write_array(frame.ctx, target, value)
     frame.ip = merge
+
+
+def _writable_arrays(frame, names: list[str]) -> list[str]:
+    """Local arrays a branch may write into in place (``D[i, j] = d`` under an ``if`` on data):
+    an array that is no view and has no live view (a write inside a subgraph would have to
+    re-derive them there), held by one local name only, not one of the statement's own
+    results."""
+    seen: dict[int, list[str]] = {}
+    for name, value in frame.locals.items():
+        if isinstance(value, ArrayValue):
+            seen.setdefault(id(value), []).append(name)
+    out = []
+    for name, value in frame.locals.items():
+        if (isinstance(value, ArrayValue) and name not in names and value.base is None
+                and len(seen[id(value)]) == 1 and not value.meta.scalar
+                and not any(ref() is not None for ref in value.derived)):
+            out.append(name)
+    return out
+
+
+def _check_written_alone(frame, arrays: list[str], outs: list, count: int) -> None:
+    """A result that is a written array itself or a view would alias it: refuse."""
+    written = {id(frame.locals[name]) for name in arrays}
+    for values in outs:
+        for value in values[:count]:
+            leaves, _structure = cf.flatten(frame, value, "a result of the if statement")
+            for leaf in leaves:
+                if isinstance(leaf, ArrayValue) and (leaf.base is not None
+                                                     or id(leaf) in written):
+                    raise frame.unsupported(
+                        "a branch writes into an array in place and gives a view or alias of "
+                        "an array as a result")
 
 
 def _form_returning(frame, pred: Value, then_start: int, else_start: int) -> None:
@@ -238,17 +297,35 @@ def _returner(frame, start: int):
     return run
 
 
-def _runner(frame, branch: tuple | None, names: list[str]):
+def _runner(frame, branch: tuple | None, names: list[str], writable: list[str],
+            written: set[str]):
+    """The branch's values of ``names``, then of the ``writable`` arrays (their content at its
+    end: the array as it was, or what the branch wrote into it). The arrays' own values get
+    their outer node back, so the other branch and the code after see them unwritten; the
+    names of those written go into ``written``."""
     def run(sub: cf.SubCapture) -> list[Value]:
+        arrays = [frame.locals[name] for name in writable]
         if branch is None:  # no else block: the locals as they are
-            return [frame.locals[name] for name in names]
+            return [frame.locals[name] for name in names] + arrays
+        nodes = [a.node for a in arrays]
         body = cf.sub_frame(frame, *branch)
-        body.run()
-        if body.stack or body.return_value is not None:
+        try:
+            body.run()
+        finally:
+            ends = [a.node for a in arrays]
+            for array, node in zip(arrays, nodes):
+                array.node = node
+        if len(body.stack) > 1 or body.return_value is not None:
             raise frame.unsupported("a branch does not end where the statement does")
         values = [body.locals.get(name, DELETED) for name in names]
         if any(v is DELETED for v in values):
             raise frame.unsupported("a branch leaves a variable unbound")
-        return values
+        for name, array, end, node in zip(writable, arrays, ends, nodes):
+            if body.locals.get(name) is not array:
+                raise frame.unsupported(f"a branch writes into {name} in place and rebinds it")
+            if end is not node:
+                written.add(name)
+        return [*values, *(a if e is n else ArrayValue(e) for a, e, n in zip(arrays, ends, nodes)),
+                *body.stack]  # (the value a conditional expression's branch leaves)
 
     return run

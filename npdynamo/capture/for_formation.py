@@ -58,8 +58,11 @@ from npdynamo.capture.values import (
 from npdynamo.ops.control_flow import FORI_LOOP
 from npdynamo.ops.loop_index import mentions_index
 from npdynamo.ops.meta import ScalarMeta
+from npdynamo.ops.scalar_ops import SCALAR_OPS
 from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymInt, compare
 from npdynamo.ops.symbolic_code import symbol_name
+
+SCALAR_SUB = SCALAR_OPS["py_sub"]
 
 
 class LazyRange(GuardedConst):
@@ -81,7 +84,7 @@ def lazy_range(frame, args: list[Value]) -> LazyRange | None:
     if not all(isinstance(a, Const) for a in args):
         return None
     hints = [a._value if isinstance(a, GuardedConst) else a.value for a in args]
-    if any(type(h) is not int for h in hints) or (len(hints) == 3 and hints[2] != 1):
+    if any(type(h) is not int for h in hints) or (len(hints) == 3 and hints[2] not in (1, -1)):
         return None
     if _for_shape(frame, _after(frame, frame.ip, "GET_ITER")) is None:
         return None
@@ -154,15 +157,55 @@ def form_for(frame, lazy: LazyRange) -> bool:
         cf.note_loop(frame, f"unrolled: {trips} iterations, fewer than "
                      f"config.for_loop_min_trips ({config.for_loop_min_trips})")
         return False
+    peel = (PEEL, *key)
     try:
+        if peel in ctx.unrolled_loops:
+            lazy = _peel_first(frame, lazy, *shape)
+            trips -= 1
         bounds = _form(frame, lazy, *shape)
     except (CaptureUnsupported, UserCodeRaises, SymbolicDecision) as exc:
         # (a SymbolicDecision: a size of the index compared outside an op's rule)
         why = exc.reason if isinstance(exc, CaptureUnsupported) else str(exc) if isinstance(
             exc, SymbolicDecision) else f"the body raises {type(exc.error).__name__}: {exc.error}"
+        if getattr(exc, "peelable", False) and peel not in ctx.unrolled_loops and not varying \
+                and _constant_start(lazy):
+            raise RollRefused(peel, f"{cf.loop_place(frame)}: its first iteration runs before "
+                              f"the loop: {why}") from exc
         raise RollRefused(key, f"{cf.loop_place(frame)}: unrolled: {why}") from exc
     cf.note_loop(frame, f"in the graph as one fori_loop ({trips} iterations now; {bounds})")
     return True
+
+
+#: the key's tag of a loop whose first iteration is captured before the node (``_peel_first``)
+PEEL = "peel"
+
+
+def _constant_start(lazy: LazyRange) -> bool:
+    """``range(b)`` or ``range(a, b)`` with ``a`` a number known now (not a size or input)."""
+    return len(lazy.args) == 1 or len(lazy.args) == 2 and isinstance(lazy.args[0], Const) and (
+        not isinstance(lazy.args[0], (ScalarInputValue, SizeValue)))
+
+
+def _peel_first(frame, lazy: LazyRange, head: int, body: int, exit_index: int,
+                var: str) -> LazyRange:
+    """Run the first iteration of ``for var in range(a, b)`` (``a`` a constant) inline, as the
+    unrolled loop would, and give ``range(a + 1, b)`` for the node: a local that starts as a
+    Python number and becomes a NumPy scalar in the first iteration (``crc = 0xFFFF``,
+    ``crc ^= data[i] << 8``) then keeps its kind, as Python computes it. The node guards the
+    rest non-empty, so the peeled iteration is one the range has; a body that cannot run
+    inline (a break in it) unrolls the loop."""
+    start, stop = lazy.args if len(lazy.args) == 2 else (Const(0), *lazy.args)
+    first = start.value
+    step = cf.sub_frame(frame, body, head)
+    step.push(Const(first))
+    try:
+        step.run()
+    except CaptureUnsupported as exc:
+        raise frame.unsupported(f"its first iteration cannot run inline: {exc.reason}") from exc
+    if step.stack or step.return_value is not None:
+        raise frame.unsupported("the loop body does not end at the loop's head")
+    frame.locals = step.locals
+    return LazyRange([Const(first + 1), stop], [first + 1, lazy.hints[-1]])
 
 
 def _carried_names(frame, head: int, body: int, exit_index: int, var: str) -> list[str]:
@@ -281,8 +324,9 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     var_read_after = after is None or var in after
     args = lazy.args if len(lazy.args) > 1 else [Const(0), *lazy.args]
     lower, upper = (_bound(ctx, a, not var_read_after) for a in args[:2])
-    if len(args) == 3:
-        args[2].value  # noqa: B018 - the step was 1: guard it
+    reversed_from = None
+    if len(args) == 3 and args[2].value == -1:  # (reading the step guards it, as range does)
+        lower, upper, reversed_from = _reversed(frame, lower, upper)
     # (a bound from an outer index is kept only when the variable is not read after the
     # loop: so a range that may be empty never has to leave it unbound)
     may_be_empty = _guard_nonempty(ctx, lower, upper, var)
@@ -295,8 +339,11 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
 
     def run(sub):
         node = sub.placeholder("i", ScalarMeta(int))
-        index = cf.LoopScalarValue(start_hint, node, ctx, f"the loop variable {var}")
+        index = cf.LoopScalarValue(lower if reversed_from is not None else start_hint, node,
+                                   ctx, f"the loop variable {var}")
         index.expr = cf.index_size(ctx, node, lower, upper)
+        if reversed_from is not None:
+            index = _counting_down(ctx, index, reversed_from, var)
         inside = cf.sub_inputs(sub, leaves)
         placed = {id(v): v.node for v in inside if isinstance(v, ArrayValue)}
         frame_body = cf.sub_frame(frame, body, head)
@@ -338,8 +385,8 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
             frame.locals[name] = cf.unflatten(structure, mine)
         elif same[name]:
             write_array(ctx, value, mine[0])  # the loop wrote into it: so does the graph
-    if var_read_after:
-        frame.locals[var] = Const(upper - 1)  # the range is not empty
+    if var_read_after:  # the range is not empty
+        frame.locals[var] = Const(upper - 1 if reversed_from is None else lower)
     if PY >= (3, 12):  # the exit's END_FOR (3.13: and POP_TOP) pops the iterator and one more
         frame.push(NULL)
         frame.push(NULL)
@@ -352,6 +399,27 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
         return "the bounds are symbolic sizes: a new size reuses the graph"
     return ("the bounds are constants: " + (
         f"{var} is read after the loop" if var_read_after else "not from an int argument"))
+
+
+def _reversed(frame, start, stop) -> tuple[int, int, int]:
+    """``range(start, stop, -1)`` as the ascending range of the node, ``(stop + 1, start + 1)``,
+    and the constant ``start + stop + 1`` the loop variable is that range's index subtracted
+    from. Constant bounds only (a bound read per call would need the sum in the graph: such a
+    loop unrolls)."""
+    if type(start) is not int or type(stop) is not int:
+        raise frame.unsupported("a reversed range whose bounds are not constants")
+    return stop + 1, start + 1, start + stop + 1
+
+
+def _counting_down(ctx, index: cf.LoopScalarValue, top: int, var: str) -> ScalarInputValue:
+    """``top - index``: the loop variable of a reversed range, a graph int whose size
+    expression (so the slices it bounds) follows the index's, and whose value Python may not
+    read (it changes per iteration)."""
+    node = ctx.call_op(SCALAR_SUB, (top, index), {}).node
+    value = cf.LoopScalarValue(top - index._value, node, ctx, f"the loop variable {var}")
+    value.expr = top - index.expr
+    node.meta["size_expr"] = value.expr
+    return value
 
 
 def _zero_trips_alias(ctx, names: list[str], parts: list, same: dict,
@@ -391,10 +459,16 @@ def _outputs(frame, sub, names, init, parts, inside, placed, end) -> tuple[list,
             kept.add(id(now))
             out_leaves.append(now)
             continue
-        got = cf.same_kinds(
-            frame, structure, found, now, f"the value of {name} after an iteration",
-            f"the loop changes {name} from {{want}} to {{got}}; a loop's variables must keep "
-            "their structure, dtype and shape")
+        try:
+            got = cf.same_kinds(
+                frame, structure, found, now, f"the value of {name} after an iteration",
+                f"the loop changes {name} from {{want}} to {{got}}; a loop's variables must keep "
+                "their structure, dtype and shape")
+        except CaptureUnsupported as exc:
+            # a Python number that one iteration turns into another kind: running the first
+            # iteration before the loop may give the kind the rest keeps (``_peel_first``)
+            exc.peelable = any(not isinstance(leaf, ArrayValue) for leaf in found)
+            raise
         for leaf in got:
             if isinstance(leaf, ArrayValue) and (
                     leaf.node.graph is not sub.graph or leaf.node.op == "placeholder"

@@ -20,10 +20,10 @@ from typing import Any
 import numba
 import numpy as np
 
-from npdynamo.backends.inplace import setitem_plan
 from npdynamo.backends.numba import diskcache, loop_runtime
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import FusionGroup, partition
+from npdynamo.backends.numba.loop_inplace import InPlacePlan
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.fx.subgraphs import is_subgraph
@@ -121,14 +121,13 @@ def _int_operands_as_floats(graph: Graph) -> None:
             node.replace_input_with(a, as_float)
 
 
-class Writer:
+class Writer(InPlacePlan):
     """Emits the source of one loop function; ``prepare`` simplifies each subgraph first."""
 
     def __init__(self, prepare: Callable[[Graph], Graph]) -> None:
+        super().__init__()
         self.prepare = prepare
         self.lines: list[str] = []
-        self.in_place: set[Node] = set()  # setitems into a loop's own carried arrays
-        self.written: tuple[int, ...] = ()  # carried positions the body just emitted writes
         self.globals: dict[str, Any] = {"np": np, "math": math, "objmode": numba.objmode}
         for name in (*_INT_HELPERS.values(), *_MATMUL_HELPERS.values(), "true_divide",
                      "assign"):
@@ -173,7 +172,8 @@ class Writer:
 
     # -- graphs ---------------------------------------------------------------------------
     def graph(self, sub: Any, inputs: list[str], depth: int,
-              owned: tuple[int, int] | None = None) -> list[tuple[str, Any]]:
+              owned: tuple[int, int] | None = None,
+              writable: set[int] | None = None) -> list[tuple[str, Any]]:
         """Emit ``sub``'s steps with its placeholders bound to ``inputs``; its outputs as
         (expression, meta) pairs. ``owned``: (offset, count) of the loop's carried values among
         the placeholders, arrays the loop owns: assignments into them write them in place
@@ -187,6 +187,10 @@ class Writer:
         _int_operands_as_floats(graph)
         if owned is not None:
             self._plan_carried_writes(graph, *owned)
+            frame = (list(self.written), graph.placeholders[owned[0]:owned[0] + owned[1]])
+            self.owners.append(frame)
+        if writable:
+            self._plan_branch_writes(graph, writable)
         env: dict[Node, str] = dict(zip(graph.placeholders, inputs))
         for p, given in env.items():
             if "size_symbol" in p.meta:  # a rolled loop's index, a size of the body's shapes
@@ -208,23 +212,10 @@ class Writer:
                     not getattr(node_meta(v), "scalar", False):
                 raise NotCompilable("a subgraph returns a view of an array (getitem)")
             results.append((self.value(v, env), node_meta(v)))
+        if owned is not None:  # (loops nested in the body planned their own in between)
+            self.owners.pop()
+            self.written = tuple(sorted(set(frame[0])))
         return results
-
-    def _plan_carried_writes(self, graph: Graph, offset: int, count: int) -> None:
-        """Which ``setitem`` nodes of a loop body write its carried arrays in place: the eager
-        backend's plan for a loop that owns its carried arrays (``setitem_plan``: nothing reads
-        an array's old contents after the assignment)."""
-        holders = graph.placeholders[offset:offset + count]
-        output = graph.output_node
-        output.meta = {**output.meta, "write_back": {k: p.name for k, p in enumerate(holders)}}
-        assign, roots = setitem_plan(graph, owned=True)
-        in_place = set(roots)
-        for node in assign:  # a chain of assignments continuing one into a carried array
-            if node.args[0] in in_place:
-                in_place.add(node)
-        self.in_place |= in_place
-        self.written = tuple(k for k, p in enumerate(holders)
-                             if any(n.args[0] is p for n in roots))
 
     def kernel(self, group: FusionGroup, env: dict[Node, str], depth: int,
                fresh: set[Node]) -> None:
@@ -404,27 +395,38 @@ class Writer:
     def op_getitem(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
         x, index = node.args
         self.array(x, "getitem")
-        for user in node.users:
-            if getattr(user.target, "name", "") in _CONTROL_FLOW:
-                raise NotCompilable("a view (getitem) passed into a branch or loop")
+        # (an element, ``x[i, j]``, is a number in the compiled code: no view to pass on)
+        if not node_meta(node).scalar and any(
+                getattr(user.target, "name", "") in _CONTROL_FLOW for user in node.users):
+            raise NotCompilable("a view (getitem) passed into a branch or loop")
         return f"{self.value(x, env)}[{self.index(index, env)}]"
 
     def op_setitem(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
         x, index, value = node.args
         mx = self.array(x, "setitem")
         mv = node_meta(value)
+        bounds = None
         if isinstance(mv, ArrayMeta):
             same = mv.dtype == mx.dtype
         else:  # a Python number: NumPy converts it as numba does for these targets only
             py = mv.type if isinstance(mv, ScalarMeta) else type(value)
             same = (py is float and mx.dtype.kind == "f") or (
                 py is int and mx.dtype in (np.dtype(np.int64), np.dtype(np.float64)))
+            if py is int and mx.dtype.kind == "i" and not same:
+                # NumPy raises OverflowError for an int out of the dtype's range: so does
+                # the compiled loop (which then reruns in Python, for NumPy's own message)
+                info = np.iinfo(mx.dtype)
+                bounds, same = (info.min, info.max), True
         if not same:
             raise NoNopythonForm("setitem of a value of another dtype (NumPy's cast)")
         target, idx, val = self.value(x, env), self.index(index, env), self.value(value, env)
         store = (f"assign({{}}[{idx}], {val})" if self.copies_whole(x, index, value)
                  else f"{{}}[{idx}] = {val}")
-        if node in self.in_place or (x in fresh and len(x.users) == 1):
+        if bounds is not None:
+            self.emit(f"if {val} < {bounds[0]} or {val} > {bounds[1]}:", depth)
+            self.emit("raise OverflowError('Python integer out of bounds')", depth + 1)
+        if node in self.in_place or (x in fresh and len(x.users) == 1) or self._last_write(
+                node, x):
             # the array was allocated here and nothing else reads it: write into it (the
             # functional setitem's copy is unobservable)
             self.emit(store.format(target), depth)
@@ -524,16 +526,21 @@ class Writer:
         vals = lambda seq: [self.value(v, env) for v in seq]  # noqa: E731
         if name == "cond":
             pred, true_fn, false_fn, operands, *extra = (*given, (), ())[:6]
+            writable = [self._writable_operands(node, [*operands, *e]) for e in extra]
             return self.emit_cond(self.truth(self.value(pred, env), node_meta(pred)), true_fn,
                                   false_fn, vals(operands), vals(extra[0]), vals(extra[1]),
-                                  depth)
+                                  depth, writable)
         if name == "while_loop":
             cond_fn, body_fn, carried, cond_extra, body_extra = (*given, (), ())[:5]
             return self.emit_while(cond_fn, body_fn, vals(carried), vals(cond_extra),
                                    vals(body_extra), depth)
         lower, upper, body_fn, carried, body_extra = (*given, ())[:5]
+        # a carried array that is the enclosing loop's own (read by nothing after this loop)
+        # needs no copy of its own: the enclosing loop copied it once
+        shared = self._writable_operands(node, list(carried))
+        self.shared[node] = shared
         return self.emit_fori(self.value(lower, env), self.value(upper, env), body_fn,
-                              vals(carried), vals(body_extra), depth)
+                              vals(carried), vals(body_extra), depth, shared)
 
     def _carry(self, values: list[str], depth: int) -> list[str]:
         names = [self.fresh("c") for _ in values]
@@ -561,7 +568,7 @@ class Writer:
         return self._result(names, depth)
 
     def emit_fori(self, lower: str, upper: str, body_fn: Any, carried: list[str],
-                  body_extra: list[str], depth: int) -> str:
+                  body_extra: list[str], depth: int, shared: set[int] = frozenset()) -> str:
         names = self._carry(carried, depth)
         index = self.fresh("i")
         header = len(self.lines)
@@ -571,18 +578,21 @@ class Writer:
                           owned=(1, len(carried)))
         # the carried arrays the body writes in place are the loop's own copies, made before
         # the first iteration (a loop of no iteration returns its arguments themselves)
-        copies = [f"{'    ' * (depth + 1)}{names[k]} = {names[k]}.copy()" for k in self.written]
+        copies = [f"{'    ' * (depth + 1)}{names[k]} = {names[k]}.copy()" for k in self.written
+                  if k not in shared]
         if copies:
             self.lines[header:header] = [f"{'    ' * depth}if {lower} < {upper}:", *copies]
         self._assign(names, outs, depth + 1)
         return self._result(names, depth)
 
     def emit_cond(self, pred: str, true_fn: Any, false_fn: Any, operands: list[str],
-                  true_extra: list[str], false_extra: list[str], depth: int) -> str:
+                  true_extra: list[str], false_extra: list[str], depth: int,
+                  writable: list[set[int]] = ((), ())) -> str:
         self.emit(f"if {pred}:", depth)
-        outs = self.graph(true_fn, operands + true_extra, depth + 1)
+        outs = self.graph(true_fn, operands + true_extra, depth + 1, writable=writable[0])
         names = [self.fresh("b") for _ in outs]
         self._assign(names, outs, depth + 1)
         self.emit("else:", depth)
-        self._assign(names, self.graph(false_fn, operands + false_extra, depth + 1), depth + 1)
+        self._assign(names, self.graph(false_fn, operands + false_extra, depth + 1,
+                                       writable=writable[1]), depth + 1)
         return self._result(names, depth)

@@ -112,8 +112,13 @@ def set_item(frame: Frame, container: Value, index: Value, value: Value) -> None
     if isinstance(value, MASKED_KINDS) and masked_assign(frame, container, index, value):
         return
     if isinstance(container, ArrayValue):
+        # a number the graph computes (a loop's or a cond's, ``out[i] = state``) stays a graph
+        # scalar: NumPy converts (and range-checks) it when the graph runs, as it would here
+        computed = isinstance(value, ScalarInputValue) and value.source is None and (
+            value.node is not None)
         new = op_call(
-            frame, ops.REGISTRY["setitem"], (container, index_value(frame, index), raw(value)), {}
+            frame, ops.REGISTRY["setitem"],
+            (container, index_value(frame, index), value if computed else raw(value)), {}
         )
         write_array(frame.ctx, container, new)
         return

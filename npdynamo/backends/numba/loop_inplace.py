@@ -1,0 +1,145 @@
+"""Where the numba loop writer may write arrays in place (used by ``loop_writer.Writer``).
+
+A loop program owns the arrays its loops carry: it copies each once, before the loop that
+first writes it (a loop of no iteration returns its arguments themselves), and from then on
+an assignment may write into that copy instead of a fresh one when nothing reads the old
+contents afterwards. These rules extend that ownership to nested loops and ``cond`` branches
+(the enclosing loop's copy serves them: no copy per inner loop or per branch) and to
+assignments whose earlier readers only took elements or products, so a scalar loop nest
+(Floyd-Warshall, Nussinov, Cholesky by rows) writes its matrix in place as hand-written
+numba does.
+"""
+
+from __future__ import annotations
+
+from npdynamo.backends.inplace import setitem_plan
+from npdynamo.fx.graph import Graph
+from npdynamo.fx.node import Node
+from npdynamo.ops.meta import ArrayMeta
+
+
+def _name(node: Node) -> str:
+    return getattr(node.target, "name", "")
+
+
+def node_meta(value: object) -> object:
+    return value.meta.get("val") if isinstance(value, Node) else None
+
+
+class InPlacePlan:
+    """The writer's in-place bookkeeping: ``in_place`` (setitems that write their array),
+    ``owners`` (per loop body being written: the carried positions it writes, its carried
+    placeholders), ``shared`` (nested loops writing into the enclosing loop's array) and
+    ``written`` (the carried positions of the loop body just written)."""
+
+    def __init__(self) -> None:
+        self.in_place: set[Node] = set()
+        self.written: tuple[int, ...] = ()
+        self.owners: list[tuple[list[int], list[Node]]] = []
+        self.shared: dict[Node, set[int]] = {}
+
+    def _plan_branch_writes(self, graph: Graph, writable: set[int]) -> None:
+        """A branch of a ``cond`` whose input array at ``writable`` positions is the loop's
+        own carried array, read by nothing after the cond: the branch's assignments into it
+        (``D[i, j] = d`` under an ``if``) write it in place, when the branch gives the result
+        at the position the array's chain of assignments ends (the other branch gives the
+        array itself, or its own chain)."""
+        holders = [graph.placeholders[k] for k in sorted(writable)]
+        out = graph.output_node.args[0] if graph.output_node.args else ()
+        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        back = {}
+        for position, v in enumerate(out):
+            while isinstance(v, Node) and _name(v) == "setitem":
+                v = v.args[0]
+            if v in holders and v.name not in back.values():
+                back[position] = v.name
+        if not back:
+            return
+        output = graph.output_node
+        output.meta = {**output.meta, "write_back": back}
+        assign, roots = setitem_plan(graph, owned=True)
+        in_place = {n for n in roots if n.args[0] in holders}
+        for node in assign:
+            if node.args[0] in in_place:
+                in_place.add(node)
+        self.in_place |= in_place
+
+    def _last_write(self, node: Node, x: Node) -> bool:
+        """Whether the ``setitem`` ``node`` may write into ``x`` itself: ``x`` is the current
+        loop's own carried array (or an assignment written into it), and every other reader
+        of ``x`` ran before ``node`` and read elements only (numbers, no views): nothing sees
+        its old contents afterwards. The loop then copies the array once before its first
+        iteration, not once per assignment."""
+        if not self.owners:
+            return False
+        written, holders = self.owners[-1]
+        root = x
+        while True:
+            if root in self.in_place:
+                root = root.args[0]
+            elif _name(root) == "tuple_item" and root.args[1] in self.shared.get(
+                    root.args[0], ()):  # a nested loop's result: the array it wrote into
+                root = root.args[0].args[3][root.args[1]]
+            else:
+                break
+        if root not in holders:
+            return False
+        order = {n: k for k, n in enumerate(node.graph.nodes)}
+        before = lambda n: order.get(n, len(order)) < order[node]  # noqa: E731
+        for user in x.users:
+            if user is node:
+                continue
+            element = _name(user) == "getitem" and user.args[0] is x and getattr(
+                node_meta(user), "scalar", False)
+            # a view read only by products computed before (``L[i, :i] @ L[i, :i]``)
+            dotted = _name(user) == "getitem" and user.args[0] is x and all(
+                _name(u) == "matmul" and before(u) for u in user.users)
+            if not before(user) or not (element or dotted):
+                return False
+        self.in_place.add(node)
+        written.append(holders.index(root))
+        return True
+
+    def _writable_operands(self, node: Node, inputs: list) -> set[int]:
+        """Positions of ``inputs`` (a cond's operands and extras, as its branches take them)
+        that are the current loop's own carried arrays (or assignments continuing into one)
+        and that nothing reads after ``node``: marked written, so the loop copies them once
+        before its first iteration."""
+        if not self.owners:
+            return set()
+        written, holders = self.owners[-1]
+        order = {n: k for k, n in enumerate(node.graph.nodes)}
+        out = set()
+        for position, x in enumerate(inputs):
+            meta = node_meta(x)
+            if not isinstance(x, Node) or inputs.count(x) > 1 or not isinstance(
+                    meta, ArrayMeta) or meta.scalar:
+                continue
+            root = x
+            while root in self.in_place:
+                root = root.args[0]
+            if root not in holders or any(
+                    u is not node and order.get(u, -1) > order[node] for u in x.users):
+                continue
+            if x is not root and any(u is not node for u in x.users):
+                continue
+            out.add(position)
+            written.append(holders.index(root))
+        return out
+
+    def _plan_carried_writes(self, graph: Graph, offset: int, count: int) -> None:
+        """Which ``setitem`` nodes of a loop body write its carried arrays in place: the eager
+        backend's plan for a loop that owns its carried arrays (``setitem_plan``: nothing reads
+        an array's old contents after the assignment)."""
+        holders = graph.placeholders[offset:offset + count]
+        output = graph.output_node
+        output.meta = {**output.meta, "write_back": {k: p.name for k, p in enumerate(holders)}}
+        assign, roots = setitem_plan(graph, owned=True)
+        in_place = set(roots)
+        for node in assign:  # a chain of assignments continuing one into a carried array
+            if node.args[0] in in_place:
+                in_place.add(node)
+        self.in_place |= in_place
+        self.written = tuple(k for k, p in enumerate(holders)
+                             if any(n.args[0] is p for n in roots))
+
