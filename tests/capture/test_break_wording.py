@@ -67,3 +67,28 @@ def test_a_break_inside_the_standard_library_is_one_break_at_the_users_call():
 def test_the_library_call_runs_in_python_with_the_same_results():
     check_same(dumps_inside, np.ones(3), calls=3)
     check_same(dumps_inside, np.ones(3), backend="numba", calls=2)
+
+
+def fit_until_small(x, y, w, steps):
+    for step in range(steps):
+        w = w - 0.1 * (x.T @ (x @ w - y))
+        if step % 5 == 0:
+            print(step)
+        if float(np.abs(w).max()) > 1e9:  # a break on data in every step
+            break
+    return w
+
+
+def test_code_past_the_cache_limit_is_named_as_the_user_wrote_it_and_warns_at_their_line():
+    import warnings
+
+    args = (np.ones((4, 2)), np.ones(4), np.zeros(2), 20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = _explain(fit_until_small, *args)
+    frames = "\n".join(report.python_frames)
+    assert "later cases run in Python" in frames, report.verbose()
+    assert "__resume_at" not in frames and "fit_until_small (from line " in frames
+    limit = [w for w in caught if type(w.message).__name__ == "RecompileLimitWarning"]
+    assert limit and all(w.filename == __file__ for w in limit), [
+        (w.filename, w.lineno) for w in limit]
