@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 import npdynamo
+from tests.public_names import is_public, npdynamo_names
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
@@ -80,51 +81,11 @@ def test_grain_example_trains_from_a_prefetching_pipeline():
     np.testing.assert_array_equal(same, images)
 
 
-def _public(dotted: str) -> bool:
-    """``npdynamo.a.b``: down to the first value that is not a module, each name is in its
-    module's ``__all__`` (what users may copy); a value's own attributes are its business, but
-    none starts with an underscore."""
-    import importlib
-    import types
-
-    parts = dotted.split(".")
-    obj = importlib.import_module(parts[0])
-    for name in parts[1:]:
-        if name.startswith("_"):
-            return False
-        if isinstance(obj, types.ModuleType):
-            # a module without __all__ that users reach publicly (npdynamo.config): its names
-            if name not in getattr(obj, "__all__", dir(obj)):
-                return False
-            obj = getattr(obj, name)
-    return True
-
-
-def _npdynamo_names(source: str) -> set[str]:
-    """Every ``npdynamo...`` name an example imports or reaches by attributes."""
-    import ast
-
-    names = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names |= {a.name for a in node.names if a.name.split(".")[0] == "npdynamo"}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "npdynamo":
-            names |= {f"{node.module}.{a.name}" for a in node.names}
-        elif isinstance(node, ast.Attribute):
-            chain, inner = [node.attr], node.value
-            while isinstance(inner, ast.Attribute):
-                chain.append(inner.attr)
-                inner = inner.value
-            if isinstance(inner, ast.Name) and inner.id == "npdynamo":
-                names.add(".".join(["npdynamo", *reversed(chain)]))
-    return names
-
-
 def test_the_checker_tells_public_from_private_names():
-    assert _public("npdynamo.fx.passes.propagate_shapes") and _public("npdynamo.inspect")
-    assert not _public("npdynamo.capture.frames.compiled_entries")
-    assert not _public("npdynamo.fx.passes._helper") and _public("npdynamo.config.tiered")
-    assert _npdynamo_names("import npdynamo.capture.frames\nnpdynamo.backends.numba.x") >= {
+    assert is_public("npdynamo.fx.passes.propagate_shapes") and is_public("npdynamo.inspect")
+    assert not is_public("npdynamo.capture.frames.compiled_entries")
+    assert not is_public("npdynamo.fx.passes._helper") and is_public("npdynamo.config.tiered")
+    assert npdynamo_names("import npdynamo.capture.frames\nnpdynamo.backends.numba.x") >= {
         "npdynamo.capture.frames", "npdynamo.backends.numba.x"}
 
 
@@ -133,6 +94,6 @@ def test_the_examples_use_only_public_names():
         if not name.endswith(".py"):
             continue
         with open(os.path.join(EXAMPLES, name), encoding="utf-8") as f:
-            used = _npdynamo_names(f.read())
-        private = {u for u in used if not _public(u)}
+            used = npdynamo_names(f.read())
+        private = {u for u in used if not is_public(u)}
         assert not private, f"examples/{name} uses private names: {sorted(private)}"
