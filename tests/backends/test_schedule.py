@@ -420,6 +420,21 @@ def test_explain_shows_the_streams_and_what_runs_side_by_side(monkeypatch):
         assert "stream 1: matmul_1" in report.verbose()
 
 
+def test_explain_on_numba_with_tiers_on_reports_the_compiled_graph_and_its_schedule(monkeypatch):
+    """With tiers on (a user's default), explain still shows the kernels, the schedule and the
+    tuner's line, not the eager tier that runs while kernels compile in the background."""
+    monkeypatch.setattr(npdynamo.config, "tiered", True)
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    rng = np.random.default_rng(14)
+    args = [rng.standard_normal((8, 8)) for _ in range(4)]
+    report = npdynamo.explain(branches, backend="numba")(*args)
+    full = report.verbose()
+    assert "eager tier" not in full and "0 kernel(s)" not in full, full
+    assert "side by side: matmul | matmul_1" in str(report)
+    assert "runs scheduled" in full
+    assert npdynamo.config.tiered is True  # put back
+
+
 def test_ops_in_a_users_errstate_block_stay_serial(monkeypatch):
     """Their own error state (here: underflow warns) is the serial form's to apply."""
     monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
