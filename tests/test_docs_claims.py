@@ -192,6 +192,8 @@ def test_the_settings_quoted_are_the_codes():
     # within 1.25x
     assert (tuning.LOSER_FACTOR, tuning.FAST_CALL_S) == (2.0, 1e-4)
     assert (tuning.EXTRA_ROUNDS, tuning.CLOSE) == (6, 1.25)
+    # scheduling.md: the scheduled form is kept when at least 5% faster than the best serial one
+    assert tuning.SIDE_BY_SIDE_MARGIN == 0.95
     # tiers.md and numba.md: progress after 1 s, a line every two seconds; idle workers stop
     # after 30 s
     assert (progress.THRESHOLD_S, progress.INTERVAL_S, workers.KEEP_WARM_S) == (1.0, 2.0, 30.0)
