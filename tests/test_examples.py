@@ -27,6 +27,9 @@ def test_mlp_baseline_by_hand_matches_the_tape_and_the_compiled_step():
     np.testing.assert_allclose(mlp.train(mlp.step, x, y), by_hand, rtol=1e-9)
     compiled = npdynamo.compile(mlp.step)
     np.testing.assert_allclose(mlp.train(compiled, x, y), by_hand, rtol=1e-9)
+    # the README: the losses agree on both backends (numba within its float tolerance)
+    on_numba = npdynamo.compile(mlp.step, backend="numba")
+    np.testing.assert_allclose(mlp.train(on_numba, x, y), by_hand, rtol=1e-7)
     assert by_hand[-1] < by_hand[0] / 2  # it trains
 
 
