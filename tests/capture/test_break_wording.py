@@ -2,9 +2,11 @@
 (no ``__resume_at_...`` names, no loop-iterator jargon), and a break inside library code
 (``json.dumps``) is one break at the user's call, whose call runs in Python."""
 
+import collections
 import contextlib
 import io
 import json
+import re
 
 import numpy as np
 
@@ -92,3 +94,28 @@ def test_code_past_the_cache_limit_is_named_as_the_user_wrote_it_and_warns_at_th
     limit = [w for w in caught if type(w.message).__name__ == "RecompileLimitWarning"]
     assert limit and all(w.filename == __file__ for w in limit), [
         (w.filename, w.lineno) for w in limit]
+
+
+def match_inside(x):
+    m = re.match(r"a+", "aaa")  # a break deep inside re's module-level cache
+    return x * 2.0 + (m is not None)
+
+
+def test_a_library_break_does_not_show_the_librarys_internals():
+    report = _explain(match_inside, np.ones(3))
+    reasons = [r for r in report.break_reasons if "library code" in r.reason]
+    assert reasons, report.verbose()
+    assert all("__globals__" not in r.reason for r in report.break_reasons), report.verbose()
+
+
+def counter_inside(x):
+    c = collections.Counter("abca")
+    return x * c["a"]
+
+
+def test_the_default_hint_fits_code_that_is_not_about_arrays():
+    report = _explain(counter_inside, np.ones(3))
+    assert report.break_reasons
+    for reason in report.break_reasons:
+        assert reason.hint and "rewrite this line with NumPy operations, or" not in reason.hint
+    check_same(counter_inside, np.ones(3), calls=2)
