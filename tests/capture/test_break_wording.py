@@ -119,3 +119,16 @@ def test_the_default_hint_fits_code_that_is_not_about_arrays():
     for reason in report.break_reasons:
         assert reason.hint and "rewrite this line with NumPy operations, or" not in reason.hint
     check_same(counter_inside, np.ones(3), calls=2)
+
+
+def float_of_a_fraction(x, q):
+    return x * float(q)
+
+
+def test_a_python_object_the_graph_cannot_use_is_not_called_a_graph_value():
+    import fractions
+
+    report = _explain(float_of_a_fraction, np.ones(3), fractions.Fraction(1, 3))
+    (reason,) = report.break_reasons
+    assert reason.reason == "float() of a Fraction is not supported", reason.reason
+    check_same(float_of_a_fraction, np.ones(3), fractions.Fraction(1, 3), calls=2)
