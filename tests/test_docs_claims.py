@@ -12,6 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import npdynamo
@@ -263,3 +264,53 @@ def test_ci_installs_the_browser_and_graphviz_and_the_summary_names_skips():
         "addopts"]
     assert "-rs" in out  # skipped tests (no Chromium, no Graphviz) are named in the summary
     assert os.access(ROOT / ".ci" / "run", os.X_OK)
+
+
+# -- output the pages show is what npdynamo prints -----------------------------------------------
+
+_HEAT = '''import numpy as np
+
+
+def heat(u, T):
+    u = u.copy()
+    # an explicit stencil: one fori_loop node
+    for t in range(T):
+        u[1:-1] = u[1:-1] + 0.1 * (u[:-2] - 2 * u[1:-1] + u[2:])
+    for k in range(3):
+        u = u * 0.5
+    return u
+'''
+
+
+def test_the_loops_section_control_flow_shows_is_what_explain_prints():
+    (shown,) = _blocks(_text(ROOT / "docs" / "control-flow.md"), "text")
+    namespace: dict = {}
+    _run(_HEAT, "heat.py", namespace)
+    report = npdynamo.explain(namespace["heat"])(np.linspace(0.0, 1.0, 50), 2000)
+    printed = str(report).splitlines()
+    for line in shown.strip().splitlines():
+        assert line.strip() in [p.strip() for p in printed], (line, str(report))
+
+
+def _two_branches(x1, w1, x2, w2):
+    y1 = np.maximum(x1 @ w1, 0.0)
+    y2 = np.maximum(x2 @ w2, 0.0)
+    return y1 + y2
+
+
+def test_the_schedule_scheduling_shows_is_what_inspect_prints(monkeypatch):
+    def shape(line: str) -> str:  # the figures vary from run to run, and so does the choice
+        line = re.sub(r"\d+(\.\d+)?", "N", line.strip())
+        return re.sub(r"^runs as (serial|scheduled)", "runs as FORM", line)
+
+    (shown,) = _blocks(_text(ROOT / "docs" / "scheduling.md"), "")
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "auto")
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "1")
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((200, 200)) for _ in range(4)]
+    compiled = npdynamo.compile(_two_branches)
+    for _ in range(40):
+        compiled(*args)
+    (graph,) = npdynamo.inspect(compiled).graphs
+    printed = str(graph.report).splitlines()
+    assert [shape(line) for line in shown.strip().splitlines()] == [shape(p) for p in printed]
