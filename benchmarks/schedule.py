@@ -29,7 +29,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import npdynamo  # noqa: E402
 from benchmarks.common import fmt_time, interleaved  # noqa: E402
 from npdynamo.autograd import value_and_grad  # noqa: E402
-from npdynamo.capture.frames import compiled_entries  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
@@ -123,18 +122,24 @@ def _compiled(fn, backend: str, mode: str, args: tuple, one_thread: bool):
     compiled = npdynamo.compile(_copy(fn, f"{backend}_{mode}"), backend=backend)
     extra = {"NPDYNAMO_NUMBA_PARALLEL": "never"} if one_thread else {}
     with _env(NPDYNAMO_SCHEDULE=mode, **extra):
-        for _ in range(40):
+        compiled(*args)
+        # the numba graphs compile in the background and read the mode when they switch to
+        # their kernels: wait for that inside the block, or they would switch after it under
+        # the default mode (and the rows would time the tuner's choice three times)
+        npdynamo.synchronize()
+        for _ in range(80):  # the tuner's calls: at most 4 candidates x (1 + 2 x 8 rounds)
             compiled(*args)
     return compiled
 
 
 def _choice(compiled) -> str:
-    entries = compiled_entries(compiled)
-    report = entries[0].report if entries else None
-    text = str(report) if report is not None else ""
+    graphs = npdynamo.inspect(compiled).graphs
+    text = str(graphs[0].report) if graphs and graphs[0].report is not None else ""
     if "scheduled form" not in text:
         return "serial (nothing to run side by side)"
     for line in text.splitlines():
+        if "runs scheduled" in line:
+            return "scheduled (not timed)"
         if "runs as" in line:
             return line.strip().split(" (")[0].replace("runs as ", "")
     return "?"

@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 import npdynamo
+from tests.public_names import is_public, npdynamo_names
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
@@ -26,6 +27,9 @@ def test_mlp_baseline_by_hand_matches_the_tape_and_the_compiled_step():
     np.testing.assert_allclose(mlp.train(mlp.step, x, y), by_hand, rtol=1e-9)
     compiled = npdynamo.compile(mlp.step)
     np.testing.assert_allclose(mlp.train(compiled, x, y), by_hand, rtol=1e-9)
+    # the README: the losses agree on both backends (numba within its float tolerance)
+    on_numba = npdynamo.compile(mlp.step, backend="numba")
+    np.testing.assert_allclose(mlp.train(on_numba, x, y), by_hand, rtol=1e-7)
     assert by_hand[-1] < by_hand[0] / 2  # it trains
 
 
@@ -78,3 +82,21 @@ def test_grain_example_trains_from_a_prefetching_pipeline():
     # the batch-level form of the pipeline gives the same batches
     same, _ = example.dataset(x, y, 1, 1, per_sample=False)[0]
     np.testing.assert_array_equal(same, images)
+
+
+def test_the_checker_tells_public_from_private_names():
+    assert is_public("npdynamo.fx.passes.propagate_shapes") and is_public("npdynamo.inspect")
+    assert not is_public("npdynamo.capture.frames.compiled_entries")
+    assert not is_public("npdynamo.fx.passes._helper") and is_public("npdynamo.config.tiered")
+    assert npdynamo_names("import npdynamo.capture.frames\nnpdynamo.backends.numba.x") >= {
+        "npdynamo.capture.frames", "npdynamo.backends.numba.x"}
+
+
+def test_the_examples_use_only_public_names():
+    for name in sorted(os.listdir(EXAMPLES)):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(EXAMPLES, name), encoding="utf-8") as f:
+            used = npdynamo_names(f.read())
+        private = {u for u in used if not is_public(u)}
+        assert not private, f"examples/{name} uses private names: {sorted(private)}"

@@ -23,7 +23,8 @@ class GraphBreakReason:
     location: Location | None = None
     user_stack: list[Location] = field(default_factory=list)
     kind = "unsupported_construct"
-    default_hint = "rewrite this line with NumPy operations, or accept the graph break"
+    default_hint = ("if this line is on a hot path, write it with NumPy operations or move it "
+                    "outside the compiled function; otherwise accept the graph break")
 
     @property
     def filename(self) -> str:
@@ -125,9 +126,12 @@ def reason_from(exc, is_library: Callable[[str], bool] = lambda filename: False
         at = calls[-1]
         callee = stack[at + 1]
         where = "/".join(callee.filename.replace(os.sep, "/").split("/")[-2:])
+        # what failed inside the library, when it says something to the user (not a detail of
+        # the library's own internals: "re.match.__globals__['_compile']...")
+        why = f" ({exc.reason})" if "__" not in exc.reason else ""
         return cls(
-            f"{callee.function or 'a function'} ({where}, library code) cannot be captured "
-            f"({exc.reason}), so this call runs in Python",
+            f"{callee.function or 'a function'} ({where}, library code) cannot be captured"
+            f"{why}, so this call runs in Python",
             "nothing to do unless the call is on a hot path: then call it outside the "
             "compiled function", stack[at], stack[:at + 1])
     return cls(exc.reason, exc.hint or cls.default_hint, exc.location, stack)

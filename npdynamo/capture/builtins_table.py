@@ -44,12 +44,17 @@ from npdynamo.capture.values import (
 
 
 def _consts(frame: Frame, args: list[Value], what: str) -> list:
-    if not all(isinstance(a, Const) for a in args):
+    others = [a for a in args if not isinstance(a, Const)]
+    if any(isinstance(a, (ArrayValue, ComputedNumberValue)) for a in others):
         raise frame.unsupported(
             f"{what}() of a graph value needs the value in Python",
             "keep it as an array, or accept a graph break here",
             kind="graph_value_to_python",
         )
+    if others:  # a Python object the graph cannot compute with (a Fraction, an iterator, ...)
+        names = sorted({type(a.obj).__name__ if isinstance(a, UserObjectValue) else a.kind()
+                        for a in others})
+        raise frame.unsupported(f"{what}() of a {' or '.join(names)} is not supported")
     return [a.value for a in args]
 
 

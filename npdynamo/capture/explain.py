@@ -7,11 +7,13 @@ report covers the whole call without touching any compiled function's cache.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from npdynamo import autograd
+from npdynamo import autograd, config
 from npdynamo.autograd.aot import AOTReport
 from npdynamo.autograd.api import grad_spec
 from npdynamo.backends import lookup_backend
@@ -157,11 +159,26 @@ def explain(fn, backend="eager"):
         context = recording_context(compiler, output, dynamic)
         call_args = (bound_self, *args) if bound_self is not None else args
         frame_args = frame_args_of(target, call_args, kwargs)
-        entry = build_entry(target, frame_args, backend=compiler, context=context)
-        output.result = entry.run(*frame_args)
+        with _compiled_now():
+            entry = build_entry(target, frame_args, backend=compiler, context=context)
+            output.result = entry.run(*frame_args)
         return output
 
     return run
+
+
+@contextlib.contextmanager
+def _compiled_now() -> Iterator[None]:
+    """The report is of what the backend compiles, not of the eager tier that would run while
+    its kernels compile in the background: explain's graphs compile before its run (so the
+    numba report lists kernels, the schedule and the tuning line). ``config.tiered`` is
+    process-wide: a graph another thread captures meanwhile compiles before its call too."""
+    saved = config.tiered
+    config.tiered = False
+    try:
+        yield
+    finally:
+        config.tiered = saved
 
 
 def _explain_gradient(spec, compiler):
@@ -173,7 +190,8 @@ def _explain_gradient(spec, compiler):
         output = ExplainOutput(function=inner)
         context = recording_context(compiler, output)
         traced = make(call_through_context(inner, context), argnums=argnums, has_aux=spec.has_aux)
-        output.result = traced(*args, **kwargs)
+        with _compiled_now():
+            output.result = traced(*args, **kwargs)
         return output
 
     return run

@@ -25,8 +25,14 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from npdynamo.capture.builder import LOOP_ITERATOR_TYPES
-from npdynamo.capture.bytecode_gen import ResumeKey, forget_resume_codes, resume_code
+from npdynamo.capture.bytecode_gen import (
+    ResumeKey,
+    forget_resume_codes,
+    resume_code,
+    user_label,
+)
 from npdynamo.capture.frames.cache import EntryCache, describe_code, on_reset
+from npdynamo.capture.frames.dispatch import mark_generated
 from npdynamo.generated import define, dispatch_source
 
 
@@ -119,8 +125,10 @@ class ResumeCall(EntryCache):
 
         source = dispatch_source("dispatch", args, len(self.pairs), call,
                                  f"miss(C, ({params}{',' if params else ''}))")
-        return define(source, "dispatch", env, filename=f"<npdynamo-dispatch-{self.code.co_name}>",
-                      lines=False)
+        dispatch = define(source, "dispatch", env,
+                          filename=f"<npdynamo-dispatch-{self.code.co_name}>", lines=False)
+        mark_generated(dispatch.__code__)  # warnings skip it to name the user's line
+        return dispatch
 
     def miss(self, cells: tuple, args: tuple):
         """Capture an entry for these arguments and run it; past the limit, run Python."""
@@ -152,7 +160,7 @@ class ResumeCall(EntryCache):
         super().route_to_python(why)
         note = getattr(self.context.recorder, "python_from_now_on", None)
         if note is not None:
-            note(self.code.co_name, f"later cases run in Python: {why}")
+            note(user_label(self.code), f"later cases run in Python: {why}")
 
 
 #: Loops with more items left than this are not unrolled by a resume function even once.

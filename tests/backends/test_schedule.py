@@ -293,6 +293,28 @@ def test_the_tuner_times_serial_and_scheduled_and_says_which_it_kept(monkeypatch
     assert "serial" in text and "scheduled" in text  # both were timed
 
 
+def test_case_a_on_numba_with_one_thread_offers_its_scheduled_form_to_the_tuner(monkeypatch):
+    """benchmarks/schedule.py's case (a) on numba, BLAS and numba on one thread: the tuner times
+    the scheduled form beside the serial ones (which it keeps is the machine's to say)."""
+    from threadpoolctl import threadpool_limits
+
+    from benchmarks import schedule
+
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "auto")
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "1")
+    rng = np.random.default_rng(15)
+    args = [rng.standard_normal((256, 256)) for _ in range(4)]
+    compiled = npdynamo.compile(schedule.branches, backend="numba")
+    with threadpool_limits(1, user_api="blas"):
+        for _ in range(80):
+            got = compiled(*args)
+    assert_close(got, schedule.branches(*args))
+    (graph,) = npdynamo.inspect(compiled).graphs
+    assert "numba scheduled" in graph.report.tuning and "runs as" in graph.report.tuning, (
+        graph.report.tuning)
+    assert "side by side: matmul | matmul_1" in str(graph.report)
+
+
 def test_a_graph_with_nothing_to_run_side_by_side_is_left_serial(monkeypatch):
     monkeypatch.setenv("NPDYNAMO_SCHEDULE", "auto")
 
@@ -420,6 +442,21 @@ def test_explain_shows_the_streams_and_what_runs_side_by_side(monkeypatch):
         assert "Schedule of graph 1: 2 streams" in short, short
         assert "side by side: matmul | matmul_1" in short
         assert "stream 1: matmul_1" in report.verbose()
+
+
+def test_explain_on_numba_with_tiers_on_reports_the_compiled_graph_and_its_schedule(monkeypatch):
+    """With tiers on (a user's default), explain still shows the kernels, the schedule and the
+    tuner's line, not the eager tier that runs while kernels compile in the background."""
+    monkeypatch.setattr(npdynamo.config, "tiered", True)
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    rng = np.random.default_rng(14)
+    args = [rng.standard_normal((8, 8)) for _ in range(4)]
+    report = npdynamo.explain(branches, backend="numba")(*args)
+    full = report.verbose()
+    assert "eager tier" not in full and "0 kernel(s)" not in full, full
+    assert "side by side: matmul | matmul_1" in str(report)
+    assert "runs scheduled" in full
+    assert npdynamo.config.tiered is True  # put back
 
 
 def test_ops_in_a_users_errstate_block_stay_serial(monkeypatch):

@@ -220,3 +220,65 @@ def test_a_graph_whose_only_kernels_are_in_its_loops_is_tuned_against_eager():
     (entry,) = npdynamo.capture.frames.compiled_entries(compiled)
     text = entry.report.tuning
     assert text.startswith("runs as ") and "eager" in text and "numba" in text
+
+
+def side_by_side(clock: FakeClock, label: str, costs, runs: list):
+    """A candidate on several threads (as the scheduler marks its form): its timed calls cost
+    ``costs(n)``, n counting its calls from 1."""
+    def run(x):
+        runs.append(label)
+        clock.now += costs(runs.count(label))
+        return (x + 1,)
+
+    run.npdynamo_side_by_side = True
+    return tuning.Candidate(label, run)
+
+
+def test_a_side_by_side_form_that_lost_its_core_once_is_not_dropped_for_it():
+    # the scheduled form takes 0.6 of serial's time, but its first timed call (its second
+    # call) lost the second core and took 3x serial: one such call must not decide
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of(
+        [costing(clock, "serial", 1.0, runs),
+         side_by_side(clock, "scheduled", lambda n: 3.0 if n == 3 else 0.6, runs)],
+        decided.append, clock)
+    for i in range(30):
+        fn(i)
+    assert decided and decided[0].startswith("runs as scheduled"), decided
+    assert runs[-5:] == ["scheduled"] * 5
+
+
+def test_a_side_by_side_form_barely_faster_leaves_the_serial_one():
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of(
+        [costing(clock, "serial", 1.0, runs),
+         side_by_side(clock, "scheduled", lambda n: 0.98, runs)], decided.append, clock)
+    for i in range(40):
+        fn(i)
+    assert decided and decided[0].startswith("runs as serial"), decided
+    assert "scheduled was less than 5% faster" in decided[0]
+    assert runs[-5:] == ["serial"] * 5
+
+
+def test_the_scheduler_marks_its_form_as_side_by_side(monkeypatch):
+    from npdynamo import ops
+    from npdynamo.backends.eager import may_alias
+    from npdynamo.backends.scheduler import eager_candidate
+    from npdynamo.fx import Graph
+    from npdynamo.ops.meta import ArrayMeta
+
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    g = Graph()
+    xs = []
+    for name in ("a", "b"):
+        p = g.placeholder(name)
+        p.meta["val"] = ArrayMeta((256, 256), np.dtype(np.float64))
+        xs.append(p)
+    products = [g.call_function(ops.matmul, (x, x)) for x in xs]
+    for node in products:
+        node.meta["val"] = ArrayMeta((256, 256), np.dtype(np.float64))
+    g.output(tuple(products))
+    candidate = eager_candidate(g, lambda a, b: (a @ a, b @ b), may_alias(g))
+    assert candidate is not None
+    assert tuning.Candidate("scheduled", candidate.run).side_by_side
+    assert not tuning.Candidate("serial", lambda a, b: (a @ a, b @ b)).side_by_side
