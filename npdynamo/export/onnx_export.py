@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from npdynamo.export import onnx_numeric, onnx_ops, onnx_shapes
+from npdynamo.export import onnx_arrays, onnx_math, onnx_numeric, onnx_ops, onnx_shapes, onnx_stats
 from npdynamo.export.onnx_writer import OPSET, Lowering
 
 if TYPE_CHECKING:
     from npdynamo.export.program import ExportedProgram
 
-LOWERINGS = {**onnx_ops.LOWERINGS, **onnx_shapes.LOWERINGS, **onnx_numeric.LOWERINGS}
+LOWERINGS = {**onnx_ops.LOWERINGS, **onnx_shapes.LOWERINGS, **onnx_numeric.LOWERINGS,
+             **onnx_math.LOWERINGS, **onnx_stats.LOWERINGS, **onnx_arrays.LOWERINGS}
 
 
 def onnx_supported_ops() -> list[str]:

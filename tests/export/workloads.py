@@ -128,7 +128,7 @@ WORKLOADS = [
     Workload("rolled", rolled, lambda n, r: (r.standard_normal((n, 2)),), [{0: N}]),
     Workload("integers", integers,
              lambda n, r: (r.integers(-9, 9, (n, 3)), r.integers(-9, 9, (n, 3))),
-             [{0: N}, {0: N}], onnx=False),
+             [{0: N}, {0: N}]),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
 
