@@ -57,10 +57,25 @@ def test_workload_runs_in_onnx_runtime(work, tmp_path):
             assert_close(np.asarray(e), g)
 
 
-@pytest.mark.parametrize("name,op", [("halve", "Loop"), ("branch", "If"), ("rolled", "Loop")])
+@pytest.mark.parametrize("name,op", [("halve", "Loop"), ("branch", "If"), ("rolled", "Loop"),
+                                     ("newton", "Loop")])
 def test_control_flow_becomes_if_and_loop(name, op):
+    """A plain Python while/for/if stays one ONNX Loop/If (not unrolled: a few nodes), and its
+    results are NumPy's (test_workload_runs_in_onnx_runtime runs these on several sizes)."""
     model = BY_NAME[name].export().to_onnx()
-    assert op in [n.op_type for n in model.graph.node]
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count(op) == 1 and len(ops) < 40, ops
+
+
+def test_loop_trip_count_follows_the_data():
+    """halve's while loop runs as many times as each input needs, inside ONNX Runtime."""
+    work = BY_NAME["halve"]
+    ep = work.export()
+    session = _session(ep.to_onnx())
+    for scale in (0.5, 3.0, 1e3, 1e9):
+        x = np.full((4, 3), scale)
+        (got,) = _run(session, ep, [x])
+        np.testing.assert_array_equal(got, work.fn(x.copy()))
 
 
 ALL_CASES = {**CASES, **EDGE_CASES}
