@@ -21,8 +21,30 @@ LOWERINGS = {**onnx_ops.LOWERINGS, **onnx_shapes.LOWERINGS, **onnx_numeric.LOWER
              **onnx_math.LOWERINGS, **onnx_stats.LOWERINGS, **onnx_arrays.LOWERINGS}
 
 
+_DECOMPOSITION = "a LAPACK decomposition or solver (no ONNX op; a loop of ONNX ops would not " \
+    "round as LAPACK does)"
+_RANDOM = "a random draw (NumPy's generators have no ONNX form)"
+
+#: the canonical ops without an ONNX form, and why
+NOT_EXPORTED: dict[str, str] = {
+    **dict.fromkeys(["cholesky", "eig", "eigh", "eigvalsh", "inv", "lstsq", "pinv", "qr",
+                     "slogdet", "solve", "svd", "svdvals"], _DECOMPOSITION),
+    "draw": _RANDOM, "shuffled": _RANDOM,
+    "partition": "NumPy's order of the elements around the kth is its introselect's own",
+    "argpartition": "NumPy's order of the elements around the kth is its introselect's own",
+    "signbit": "ONNX cannot read the sign bit of a NaN",
+    "copysign": "ONNX cannot read the sign bit of a NaN",
+    "nextafter": "needs bit casts (not in opset 18)",
+    "i0": "not written yet (Cephes' Chebyshev series would do)",
+    "chosen": "a speculated choice is checked at run time and raises when it fails; ONNX "
+              "cannot raise",
+    "fori_loop_vjp": "the backward of a rolled loop (not written yet)",
+}
+
+
 def onnx_supported_ops() -> list[str]:
-    """The canonical ops ``to_onnx`` can write (some only for some arguments: see the docs)."""
+    """The canonical ops ``to_onnx`` can write (some only for some arguments or dtypes:
+    ``docs/export.md`` lists the limits; ``NOT_EXPORTED`` says why the others are not)."""
     return sorted(LOWERINGS)
 
 
