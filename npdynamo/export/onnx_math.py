@@ -6,7 +6,8 @@ tolerance: ``floor_divide``/``remainder``/``divmod`` on floats follow NumPy's ``
 floor, with NumPy's results for a zero divisor (0) and ``MIN // -1`` (wrapping) instead of
 the crash C division would give; ``expm1``/``log1p`` use Kahan's and Goldberg's corrections
 (accurate near 0, where ``exp(x) - 1`` is not); float64 ``arctan``/``arctan2``/``arcsin``/
-``arccos`` use Cephes' ``atan`` (ONNX Runtime has these only for float32); ``gcd``/``lcm``
+``arccos`` use Cephes' ``atan``, ``sinh`` and the inverse hyperbolics ``expm1``/``log1p``
+(ONNX Runtime has these only for float32); ``gcd``/``lcm``
 run Euclid's algorithm in a ``Loop``; the Python-number ops of the graph (``py_*``) compute
 on int64/float64 as CPython does. Not here: ``signbit``/``copysign`` (ONNX cannot read the
 sign bit of a NaN) and ``nextafter`` (no bit casts in opset 18).
@@ -315,6 +316,46 @@ def _sinh(L: Lowering, x: str, t: np.dtype) -> str:
     return where(L, L.add("Less", [x, L.const(0, t)]), L.add("Neg", [s]), s)
 
 
+def _big(L: Lowering, a: str, t: np.dtype) -> str:
+    """Where ``a * a`` would overflow (the inverse hyperbolics take log(a) + log(2) there)."""
+    return L.add("Greater", [a, L.const(np.sqrt(np.finfo(t).max) / 2, t)])
+
+
+def _log_twice(L: Lowering, a: str, t: np.dtype) -> str:
+    return L.add("Add", [L.add("Log", [a]), L.const(np.log(2.0), t)])
+
+
+def _arcsinh(L: Lowering, x: str, t: np.dtype) -> str:
+    if t == np.float32:
+        return L.add("Asinh", [x])
+    a = L.add("Abs", [x])  # asinh|x| = log1p(a + a^2 / (1 + sqrt(1 + a^2)))
+    one = L.const(1, t)
+    sq = L.add("Mul", [a, a])
+    inner = L.add("Add", [a, L.add("Div", [sq, L.add("Add", [one, L.add("Sqrt", [
+        L.add("Add", [one, sq])])])])])
+    r = where(L, _big(L, a, t), _log_twice(L, a, t), log1p(L, inner, t))
+    return where(L, L.add("Less", [x, L.const(0, t)]), L.add("Neg", [r]), r)
+
+
+def _arccosh(L: Lowering, x: str, t: np.dtype) -> str:
+    if t == np.float32:
+        return L.add("Acosh", [x])
+    u = L.add("Sub", [x, L.const(1, t)])  # log1p(u + sqrt(2u + u^2)), u = x - 1
+    inner = L.add("Add", [u, L.add("Sqrt", [L.add("Add", [L.add("Mul", [L.const(2, t), u]),
+                                                          L.add("Mul", [u, u])])])])
+    r = where(L, _big(L, x, t), _log_twice(L, x, t), log1p(L, inner, t))
+    return where(L, L.add("Less", [x, L.const(1, t)]), L.const(np.nan, t), r)
+
+
+def _arctanh(L: Lowering, x: str, t: np.dtype) -> str:
+    if t == np.float32:
+        return L.add("Atanh", [x])
+    one = L.const(1, t)  # log1p(2x / (1 - x)) / 2
+    ratio = L.add("Div", [L.add("Mul", [L.const(2, t), x]), L.add("Sub", [one, x])])
+    r = L.add("Mul", [log1p(L, ratio, t), L.const(0.5, t)])
+    return where(L, L.add("Greater", [L.add("Abs", [x]), one]), L.const(np.nan, t), r)
+
+
 def _logaddexp2(L: Lowering, a: str, b: str, t: np.dtype) -> str:
     top = L.add("Max", [a, b])
     low = L.add("Min", [a, b])
@@ -338,7 +379,8 @@ LOWERINGS.update(
     expm1=_float_unary(expm1), log1p=_float_unary(log1p), arctan=_float_unary(atan64),
     arcsin=_float_unary(_arcsin), arccos=_float_unary(_arccos), sinh=_float_unary(_sinh),
     arctan2=_float_binary(atan2), logaddexp2=_float_binary(_logaddexp2),
-    cbrt=_float_unary(_cbrt), sinc=_float_unary(_sinc),
+    cbrt=_float_unary(_cbrt), sinc=_float_unary(_sinc), arcsinh=_float_unary(_arcsinh),
+    arccosh=_float_unary(_arccosh), arctanh=_float_unary(_arctanh),
 )
 
 

@@ -50,8 +50,8 @@ def _no_kwargs(kwargs: dict, allowed: tuple = ()) -> None:
 
 # -- elementwise ---------------------------------------------------------------------------------
 #: ONNX ops ONNX Runtime implements for float32 only (no float64 kernel); arcsin, arccos,
-#: arctan and sinh have float64 forms in ``onnx_math.py``
-FLOAT32_ONLY = frozenset(["Asinh", "Acosh", "Atanh", "Det"])
+#: arctan, sinh and the inverse hyperbolics have float64 forms in ``onnx_math.py``
+FLOAT32_ONLY = frozenset(["Det"])
 
 
 def _elementwise(onnx_op: str, compute: str = "out", kinds: str = "") -> Callable:
@@ -86,7 +86,6 @@ def _composite(fn: Callable, kinds: str = "f") -> Callable:
 
 _FLOAT_UNARY = {
     "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "sin": "Sin", "cos": "Cos", "tanh": "Tanh",
-    "arcsinh": "Asinh", "arccosh": "Acosh", "arctanh": "Atanh",
     "floor": "Floor", "ceil": "Ceil", "rint": "Round", "reciprocal": "Reciprocal",
 }
 for _name, _op in _FLOAT_UNARY.items():

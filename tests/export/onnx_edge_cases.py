@@ -34,7 +34,9 @@ def _elementwise(s, d, u, t):
             np.fmin(s, d), np.heaviside(s, 0.5), np.nan_to_num(s), np.nan_to_num(
                 s, nan=-1.0, posinf=9.0, neginf=-9.0), np.arctan2(s, d), np.arctan(s),
             np.arcsin(u), np.arccos(u), np.sinh(t), np.expm1(t), np.log1p(np.abs(t)),
-            np.log1p(t), np.logaddexp2(s, d), np.cbrt(s), np.sinc(s), s % 2.5, s // -2.0)
+            np.log1p(t), np.logaddexp2(s, d), np.cbrt(s), np.sinc(s), s % 2.5, s // -2.0,
+            np.arcsinh(s), np.arcsinh(t), np.arccosh(np.abs(s) + 1), np.arccosh(s),
+            np.arctanh(u), np.arcsinh(s * 1e300), np.arccosh(np.abs(s) * 1e300 + 1))
 
 
 def _elementwise32(s, d, u, t):
