@@ -76,14 +76,12 @@ def _repeat(L: Lowering, node: Node, x: Any, repeats: Any, axis: Any = None) -> 
     if axis is None:
         value, axis = _flatten(L, value), 0
     axis %= max(_ndim(x), 1)
-    shape = L.add("Shape", [value])
     grown = L.add("Unsqueeze", [value, L.ints([axis + 1])])
     target = L.add("Concat", [L.add("Shape", [value], end=axis + 1), L.ints([repeats]),
                               L.add("Shape", [value], start=axis + 1)], axis=0)
     spread = L.add("Expand", [grown, target])
     final = L.add("Concat", [L.add("Shape", [value], end=axis), L.ints([-1]),
                              L.add("Shape", [value], start=axis + 1)], axis=0)
-    del shape
     return L.add("Reshape", [spread, final])
 
 
@@ -389,7 +387,7 @@ _UFUNCS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "di
            "bitwise_or": "|", "bitwise_xor": "^"}
 
 
-def _stand_in(L: Lowering, v: Any) -> Any:
+def _stand_in(v: Any) -> Any:
     """A one-element array of ``v``'s dtype, or ``v`` itself for a Python number."""
     return v if not isinstance(v, tuple) else np.ones(1, v[1])
 
@@ -399,7 +397,7 @@ def binary(L: Lowering, op: str, a: Any, b: Any) -> tuple[str, np.dtype]:
     if op not in _PY:
         raise ExportError(f"the operator {op} in a masked expression")
     with np.errstate(all="ignore"):
-        result = _PY[op](_stand_in(L, a), _stand_in(L, b))
+        result = _PY[op](_stand_in(a), _stand_in(b))
     out = np.asarray(result).dtype
     if op in ("<", "<=", ">", ">=", "==", "!="):
         work = np.result_type(*(x[1] if isinstance(x, tuple) else x for x in (a, b)))
@@ -414,8 +412,8 @@ def binary(L: Lowering, op: str, a: Any, b: Any) -> tuple[str, np.dtype]:
     if op == "!=":
         return L.add("Not", [L.add("Equal", [x, y])]), out
     name = _ONNX_BINARY[op]
-    if work.kind == "b" and name.startswith("Bitwise"):
-        name = name[len("Bitwise"):].replace("Xor", "Xor")
+    if work.kind == "b" and name.startswith("Bitwise"):  # And, Or, Xor on booleans
+        name = name[len("Bitwise"):]
     return L.add(name, [x, y]), out
 
 

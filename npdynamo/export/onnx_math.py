@@ -88,7 +88,8 @@ def divmod_of(L: Lowering, a: Any, b: Any, t: np.dtype) -> tuple[str, str]:
     return divmod_names(L, L.value(a, t), L.value(b, t), t)
 
 
-def _work(L: Lowering, node: Node, args: tuple, dtype: Any) -> np.dtype:
+def _work(node: Node, dtype: Any) -> np.dtype:
+    """The dtype an op computes in: its ``dtype=`` argument, or its result's."""
     out = _out(node)
     if isinstance(out, tuple):
         raise ExportError("a result that is not an array")
@@ -96,12 +97,12 @@ def _work(L: Lowering, node: Node, args: tuple, dtype: Any) -> np.dtype:
 
 
 def _floor_divide(L: Lowering, node: Node, a: Any, b: Any, dtype: Any = None) -> str:
-    t = _work(L, node, (a, b), dtype)
+    t = _work(node, dtype)
     return L.cast(divmod_of(L, a, b, t)[0], t, _out(node))
 
 
 def _remainder(L: Lowering, node: Node, a: Any, b: Any, dtype: Any = None) -> str:
-    t = _work(L, node, (a, b), dtype)
+    t = _work(node, dtype)
     return L.cast(divmod_of(L, a, b, t)[1], t, _out(node))
 
 
@@ -143,7 +144,7 @@ LOWERINGS.update(left_shift=_shift("LEFT"), right_shift=_shift("RIGHT"))
 # -- NaN-aware and piecewise ---------------------------------------------------------------------
 def _fminmax(op: str) -> Callable:
     def lower(L: Lowering, node: Node, a: Any, b: Any, dtype: Any = None) -> str:
-        t = _work(L, node, (a, b), dtype)
+        t = _work(node, dtype)
         x, y = L.value(a, t), L.value(b, t)
         if t.kind != "f":
             return L.cast(L.add(op, [x, y]), t, _out(node))
@@ -154,7 +155,7 @@ def _fminmax(op: str) -> Callable:
 
 
 def _heaviside(L: Lowering, node: Node, x: Any, h: Any, dtype: Any = None) -> str:
-    t = _work(L, node, (x, h), dtype)
+    t = _work(node, dtype)
     if t.kind != "f":
         raise ExportError(f"heaviside into {t}")
     v, hv = L.value(x, t), L.value(h, t)
@@ -271,7 +272,7 @@ def atan2(L: Lowering, y: str, x: str, t: np.dtype) -> str:
 
 def _float_unary(fn: Callable) -> Callable:
     def lower(L: Lowering, node: Node, x: Any, dtype: Any = None) -> str:
-        t = _work(L, node, (x,), dtype)
+        t = _work(node, dtype)
         if t.kind != "f":
             raise ExportError(f"dtype {t} has no exact ONNX form here")
         return L.cast(fn(L, L.value(x, t), t), t, _out(node))
@@ -280,7 +281,7 @@ def _float_unary(fn: Callable) -> Callable:
 
 def _float_binary(fn: Callable) -> Callable:
     def lower(L: Lowering, node: Node, a: Any, b: Any, dtype: Any = None) -> str:
-        t = _work(L, node, (a, b), dtype)
+        t = _work(node, dtype)
         if t.kind != "f":
             raise ExportError(f"dtype {t} has no exact ONNX form here")
         return L.cast(fn(L, L.value(a, t), L.value(b, t), t), t, _out(node))
