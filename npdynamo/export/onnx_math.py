@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from npdynamo.export.onnx_ops import _compute, _out
+from npdynamo.export.onnx_ops import _compute, _out, extreme
 from npdynamo.export.onnx_writer import Lowering, Scope
 from npdynamo.export.schema import ExportError
 from npdynamo.fx.node import Node
@@ -147,7 +147,7 @@ def _fminmax(op: str) -> Callable:
         t = _work(node, dtype)
         x, y = L.value(a, t), L.value(b, t)
         if t.kind != "f":
-            return L.cast(L.add(op, [x, y]), t, _out(node))
+            return L.cast(extreme(L, op, [x, y], t), t, _out(node))
         both = L.add(op, [x, y])
         out = where(L, L.add("IsNaN", [x]), y, where(L, L.add("IsNaN", [y]), x, both))
         return L.cast(out, t, _out(node))

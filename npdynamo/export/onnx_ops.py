@@ -54,6 +54,21 @@ def _no_kwargs(kwargs: dict, allowed: tuple = ()) -> None:
 FLOAT32_ONLY = frozenset(["Det"])
 
 
+#: ONNX Runtime has no Max/Min kernels for these ints: they are taken in a wider int (exact,
+#: since the result is one of the operands)
+_WIDER = {np.dtype(np.int16): np.dtype(np.int32), np.dtype(np.uint16): np.dtype(np.int32),
+          np.dtype(np.uint32): np.dtype(np.int64)}
+_NO_SMALL_INTS = frozenset(["Max", "Min", "ReduceMax", "ReduceMin"])
+
+
+def extreme(L: Lowering, op: str, values: list[str], t: np.dtype) -> str:
+    """``Max``/``Min`` of ONNX values of dtype ``t`` (in a wider int where ORT needs one)."""
+    wide = _WIDER.get(np.dtype(t))
+    if wide is None:
+        return L.add(op, values)
+    return L.cast(L.add(op, [L.cast(v, t, wide) for v in values]), wide, t)
+
+
 def _elementwise(onnx_op: str, compute: str = "out", kinds: str = "") -> Callable:
     """``onnx_op`` on the operands cast to the result dtype (``compute="out"``) or to the
     dtype NumPy compares in (``"common"``); ``kinds``: the dtype kinds allowed."""
@@ -66,6 +81,13 @@ def _elementwise(onnx_op: str, compute: str = "out", kinds: str = "") -> Callabl
             raise ExportError(f"{onnx_op} for dtype {work} has no exact ONNX form")
         if onnx_op in FLOAT32_ONLY and work != np.float32:
             raise ExportError(f"ONNX Runtime computes {onnx_op} in float32 only, not {work}")
+        if onnx_op == "Neg" and work.kind == "u":  # no unsigned Neg kernel: 0 - x wraps alike
+            result = L.add("Sub", [L.const(0, work), L.value(args[0], work)])
+            return L.cast(result, work, out)
+        wide = _WIDER.get(work) if onnx_op in _NO_SMALL_INTS else None
+        if wide is not None:  # the value is one of the operands: exact in a wider int
+            result = L.add(onnx_op, [L.cast(L.value(a, work), work, wide) for a in args])
+            return L.cast(L.cast(result, wide, work), work, out)
         result = L.add(onnx_op, [L.value(a, work) for a in args])
         return L.cast(result, work if compute == "out" else np.bool_, out)
 
@@ -191,9 +213,9 @@ def _clip(L: Lowering, node: Node, x: Any, lo: Any = None, hi: Any = None, **kw:
     out = _out(node)
     result = L.value(x, out)
     if lo is not None:
-        result = L.add("Max", [result, L.value(lo, out)])
+        result = extreme(L, "Max", [result, L.value(lo, out)], out)
     if hi is not None:
-        result = L.add("Min", [result, L.value(hi, out)])
+        result = extreme(L, "Min", [result, L.value(hi, out)], out)
     return result
 
 
@@ -230,11 +252,15 @@ def _reduce(onnx_op: str, kinds: str = "fiu") -> Callable:
         if out.kind not in kinds:
             raise ExportError(f"{onnx_op} into {out}")
         value = L.value(x, out)
+        wide = _WIDER.get(out) if onnx_op in _NO_SMALL_INTS else None
+        if wide is not None:
+            value = L.cast(value, out, wide)
         axes = _axes(L, x, axis)
         inputs = [value] if axes is None else [value, L.ints(axes)]
         if onnx_op in ("ReduceMax", "ReduceMin") and L.opset < 18:
             raise ExportError("needs opset 18")
-        return L.add(onnx_op, inputs, keepdims=int(bool(keepdims)))
+        result = L.add(onnx_op, inputs, keepdims=int(bool(keepdims)))
+        return result if wide is None else L.cast(result, wide, out)
     return lower
 
 

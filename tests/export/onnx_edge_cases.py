@@ -54,6 +54,11 @@ def _unsigned(i, j):
     return (i // j, i % j, np.gcd(i, j), np.left_shift(i, 2), np.right_shift(i, j))
 
 
+def _small_ints(a, b, c, d):
+    return (np.maximum(a, b), np.minimum(a, b), a.max(axis=0), b.min(), c.max(axis=1),
+            np.maximum(c, d), -c, -d, np.fmax(a, b), a.max(), np.clip(a, -3, 3))
+
+
 def _nan_reductions(w):
     return (np.nanmax(w, axis=0), np.nanmin(w), np.nanprod(w, axis=1), np.nanstd(w),
             np.nanvar(w, axis=0, ddof=1), np.nanargmax(w, axis=1), np.nanargmin(w[:, :2]),
@@ -143,6 +148,9 @@ EDGE_CASES = {
     "integer_edges": (_integers, (I64, J64)),
     "unsigned": (_unsigned, (np.abs(I64[1:]).astype(np.uint32) + 1,
                              np.abs(J64[1:]).astype(np.uint32))),
+    "small_ints": (_small_ints, (I64.astype(np.int16), J64.astype(np.int16),
+                                 np.abs(I64[1:]).astype(np.uint16), np.abs(J64[1:]).astype(
+                                     np.uint32))),
     "nan_reductions": (_nan_reductions, (WITH_NAN,)),
     "quantiles": (_quantiles, (X, WITH_NAN)),
     "sorting": (_sorting, (TIES, X)),
