@@ -113,7 +113,22 @@ def _divmod(L: Lowering, node: Node, a: Any, b: Any, dtype: Any = None) -> tuple
     return (q, r)
 
 
-LOWERINGS.update(floor_divide=_floor_divide, remainder=_remainder, divmod=_divmod)
+def _fmod(L: Lowering, node: Node, a: Any, b: Any, dtype: Any = None) -> str:
+    t = _work(node, dtype)
+    if t.kind not in "fiu":
+        raise ExportError(f"fmod of {t}")
+    x, y = L.value(a, t), L.value(b, t)
+    if t.kind == "f":
+        return L.cast(L.add("Mod", [x, y], fmod=1), t, _out(node))
+    # NumPy: 0 for a zero divisor; C's % would crash there and on MIN % -1 (which is 0)
+    bad = _eq(L, y, 0, t)
+    if t.kind == "i":
+        bad = L.add("Or", [bad, _eq(L, y, -1, t)])
+    rem = L.add("Mod", [x, where(L, bad, L.const(1, t), y)], fmod=1)
+    return L.cast(where(L, bad, L.const(0, t), rem), t, _out(node))
+
+
+LOWERINGS.update(floor_divide=_floor_divide, remainder=_remainder, divmod=_divmod, fmod=_fmod)
 
 
 def _shift(direction: str) -> Callable:
@@ -123,7 +138,9 @@ def _shift(direction: str) -> Callable:
             raise ExportError(f"a shift of {t}")
         x, n = L.value(a, t), L.value(b, t)
         bits = t.itemsize * 8
-        big = L.add("GreaterOrEqual", [n, L.const(bits, t)])
+        # 2**(bits - 1) overflows a signed int: a right shift that far is the sign alone
+        limit = bits - 1 if direction == "RIGHT" and t.kind == "i" else bits
+        big = L.add("GreaterOrEqual", [n, L.const(limit, t)])
         if t.kind == "i":
             big = L.add("Or", [big, L.add("Less", [n, L.const(0, t)])])
         safe = where(L, big, L.const(0, t), n)
@@ -267,7 +284,9 @@ def atan2(L: Lowering, y: str, x: str, t: np.dtype) -> str:
     corner = where(L, y_neg, L.add("Neg", [corner]), corner)
     out = where(L, both_inf, corner, out)
     y_inf = L.add("And", [L.add("IsInf", [y]), L.add("Not", [L.add("IsInf", [x])])])
-    return where(L, L.add("And", [y_inf, L.add("Not", [L.add("IsNaN", [x])])]), half, out)
+    out = where(L, y_inf, half, out)
+    either_nan = L.add("Or", [L.add("IsNaN", [x]), L.add("IsNaN", [y])])
+    return where(L, either_nan, L.const(np.nan, t), out)
 
 
 def _float_unary(fn: Callable) -> Callable:
@@ -357,6 +376,28 @@ def _arctanh(L: Lowering, x: str, t: np.dtype) -> str:
     return where(L, L.add("Greater", [L.add("Abs", [x]), one]), L.const(np.nan, t), r)
 
 
+def _logaddexp(L: Lowering, a: str, b: str, t: np.dtype) -> str:
+    """NumPy's: max + log1p(exp(-|a - b|)); a + log 2 where a == b (infinities included)."""
+    top = L.add("Max", [a, b])
+    gap = L.add("Exp", [L.add("Neg", [L.add("Abs", [L.add("Sub", [a, b])])])])
+    out = L.add("Add", [top, log1p(L, gap, t)])
+    out = where(L, L.add("Equal", [a, b]), L.add("Add", [a, L.const(np.log(2.0), t)]), out)
+    return where(L, L.add("IsNaN", [L.add("Sub", [a, b])]), L.add("Add", [a, b]), out)
+
+
+def _hypot(L: Lowering, a: str, b: str, t: np.dtype) -> str:
+    """big * sqrt(1 + (small / big)^2): no overflow or underflow in the squares; inf when
+    either is infinite (even with a NaN), as C's hypot."""
+    x, y = L.add("Abs", [a]), L.add("Abs", [b])
+    big, small = L.add("Max", [x, y]), L.add("Min", [x, y])
+    ratio = L.add("Div", [small, where(L, _eq(L, big, 0, t), L.const(1, t), big)])
+    out = L.add("Mul", [big, L.add("Sqrt", [L.add("Add", [L.const(1, t), L.add(
+        "Mul", [ratio, ratio])])])])
+    out = where(L, L.add("IsNaN", [L.add("Add", [x, y])]), L.add("Add", [x, y]), out)
+    inf = L.add("Or", [L.add("IsInf", [x]), L.add("IsInf", [y])])
+    return where(L, inf, L.const(np.inf, t), out)
+
+
 def _logaddexp2(L: Lowering, a: str, b: str, t: np.dtype) -> str:
     top = L.add("Max", [a, b])
     low = L.add("Min", [a, b])
@@ -380,6 +421,7 @@ LOWERINGS.update(
     expm1=_float_unary(expm1), log1p=_float_unary(log1p), arctan=_float_unary(atan64),
     arcsin=_float_unary(_arcsin), arccos=_float_unary(_arccos), sinh=_float_unary(_sinh),
     arctan2=_float_binary(atan2), logaddexp2=_float_binary(_logaddexp2),
+    logaddexp=_float_binary(_logaddexp), hypot=_float_binary(_hypot),
     cbrt=_float_unary(_cbrt), sinc=_float_unary(_sinc), arcsinh=_float_unary(_arcsinh),
     arccosh=_float_unary(_arccosh), arctanh=_float_unary(_arctanh),
 )
@@ -415,24 +457,40 @@ def raw_loop(L: Lowering, trips: str, first: str, carried: list[tuple[str, np.dt
     return [outs] if count == 1 else list(outs)
 
 
+def _unsigned_abs(L: Lowering, a: str, t: np.dtype) -> tuple[str, np.dtype]:
+    """|a| as the unsigned int of the same size (NumPy's gcd and lcm work there: |MIN| fits)."""
+    u = np.dtype(f"u{t.itemsize}")
+    if t.kind == "u":
+        return a, u
+    return L.cast(L.add("Abs", [a]), t, u), u  # Abs(MIN) wraps to MIN: 2**(bits-1) unsigned
+
+
+def _where_u(L: Lowering, cond: str, a: str, b: str, u: np.dtype) -> str:
+    """Where on unsigned ints (ORT has no such kernel): on the signed int of the same bits."""
+    s = np.dtype(f"i{u.itemsize}")
+    return L.cast(where(L, cond, L.cast(a, u, s), L.cast(b, u, s)), s, u)
+
+
 def gcd_of(L: Lowering, a: str, b: str, t: np.dtype) -> str:
-    x, y = L.add("Abs", [a]), L.add("Abs", [b])
-    x, y = L.add("Add", [x, L.add("Mul", [y, L.const(0, t)])]), L.add("Add", [
-        y, L.add("Mul", [x, L.const(0, t)])])  # broadcast both to the result's shape
+    """Euclid's algorithm on |a|, |b| (unsigned), in an ONNX Loop; the result in ``t``."""
+    x, u = _unsigned_abs(L, a, t)
+    y, _ = _unsigned_abs(L, b, t)
+    x, y = L.add("Add", [x, L.add("Mul", [y, L.const(0, u)])]), L.add("Add", [
+        y, L.add("Mul", [x, L.const(0, u)])])  # broadcast both to the result's shape
 
     def any_nonzero(v: str) -> str:  # a sum: an empty array gives False
-        flags = L.cast(L.add("Not", [_eq(L, v, 0, t)]), np.bool_, np.int64)
+        flags = L.cast(L.add("Not", [_eq(L, v, 0, u)]), np.bool_, np.int64)
         count = L.add("ReduceSum", [L.add("Reshape", [flags, L.ints([-1])])], keepdims=0)
         return L.add("Greater", [count, L.const(0, np.int64)])
 
     def step(L: Lowering, it: str, names: list[str]):
-        u, v = names
-        done = _eq(L, v, 0, t)
-        rem = L.add("Mod", [u, where(L, done, L.const(1, t), v)], fmod=1)
-        nu, nv = where(L, done, u, v), where(L, done, L.const(0, t), rem)
-        return any_nonzero(nv), [nu, nv], []
+        p, q = names
+        done = _eq(L, q, 0, u)
+        rem = _where_u(L, done, L.const(0, u), L.add(
+            "Mod", [p, _where_u(L, done, L.const(1, u), q, u)], fmod=0), u)
+        return any_nonzero(rem), [_where_u(L, done, p, q, u), rem], []
 
-    return raw_loop(L, "", any_nonzero(y), [(x, t), (y, t)], step)[0]
+    return L.cast(raw_loop(L, "", any_nonzero(y), [(x, u), (y, u)], step)[0], u, t)
 
 
 def _gcd(L: Lowering, node: Node, a: Any, b: Any) -> str:
@@ -443,14 +501,17 @@ def _gcd(L: Lowering, node: Node, a: Any, b: Any) -> str:
 
 
 def _lcm(L: Lowering, node: Node, a: Any, b: Any) -> str:
+    """NumPy's: |a| / gcd * |b| in the unsigned int (wrapping), 0 when gcd is 0."""
     t = _out(node)
     if t.kind not in "iu":
         raise ExportError(f"lcm of {t}")
     x, y = L.value(a, t), L.value(b, t)
-    g = gcd_of(L, x, y, t)
-    zero = _eq(L, g, 0, t)
-    q = L.add("Div", [L.add("Abs", [x]), where(L, zero, L.const(1, t), g)])
-    return where(L, zero, L.const(0, t), L.add("Abs", [L.add("Mul", [q, y])]))
+    ux, u = _unsigned_abs(L, x, t)
+    uy, _ = _unsigned_abs(L, y, t)
+    g = L.cast(gcd_of(L, x, y, t), t, u)
+    zero = _eq(L, g, 0, u)
+    q = L.add("Div", [ux, _where_u(L, zero, L.const(1, u), g, u)])
+    return L.cast(_where_u(L, zero, L.const(0, u), L.add("Mul", [q, uy]), u), u, t)
 
 
 LOWERINGS.update(gcd=_gcd, lcm=_lcm)

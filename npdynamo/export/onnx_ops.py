@@ -122,7 +122,6 @@ LOWERINGS["power"] = _elementwise("Pow", kinds="f")
 LOWERINGS["float_power"] = _elementwise("Pow", kinds="f")
 LOWERINGS["maximum"] = _elementwise("Max", kinds="fiu")
 LOWERINGS["minimum"] = _elementwise("Min", kinds="fiu")
-LOWERINGS["fmod"] = lambda L, node, a, b, dtype=None: _fmod(L, node, a, b)
 for _name, _op in {"equal": "Equal", "less": "Less", "less_equal": "LessOrEqual",
                    "greater": "Greater", "greater_equal": "GreaterOrEqual"}.items():
     LOWERINGS[_name] = _elementwise(_op, compute="common", kinds="fiub")
@@ -130,13 +129,6 @@ for _name, _op in {"logical_and": "And", "logical_or": "Or", "logical_xor": "Xor
                    "logical_not": "Not"}.items():
     LOWERINGS[_name] = _elementwise(_op, compute="out", kinds="b")
 LOWERINGS["isnan"] = _elementwise("IsNaN", compute="common", kinds="f")
-
-
-def _fmod(L: Lowering, node: Node, a: Any, b: Any) -> str:
-    out = _out(node)
-    if out.kind not in "fiu":
-        raise ExportError(f"fmod of {out}")
-    return L.add("Mod", [L.value(a, out), L.value(b, out)], fmod=1)
 
 
 def _not_equal(L: Lowering, node: Node, a: Any, b: Any, dtype: Any = None) -> str:
@@ -189,18 +181,7 @@ LOWERINGS["deg2rad"] = _composite(lambda L, t, x: L.add("Mul", [x, L.const(np.pi
 LOWERINGS["rad2deg"] = _composite(lambda L, t, x: L.add("Mul", [x, L.const(180 / np.pi, t)]))
 LOWERINGS["trunc"] = _composite(
     lambda L, t, x: L.add("Mul", [L.add("Sign", [x]), L.add("Floor", [L.add("Abs", [x])])]))
-LOWERINGS["hypot"] = _composite(
-    lambda L, t, a, b: L.add("Sqrt", [L.add("Add", [L.add("Mul", [a, a]), L.add("Mul", [b, b])])]))
-
-
-def _logaddexp(L: Lowering, t: np.dtype, a: str, b: str) -> str:
-    top = L.add("Max", [a, b])
-    s = L.add("Add", [L.add("Exp", [L.add("Sub", [a, top])]),
-                      L.add("Exp", [L.add("Sub", [b, top])])])
-    return L.add("Add", [top, L.add("Log", [s])])
-
-
-LOWERINGS["logaddexp"] = _composite(_logaddexp)
+# fmod, hypot and logaddexp: in onnx_math.py (zero divisors, overflow, infinities)
 
 
 def _where(L: Lowering, node: Node, cond: Any, x: Any, y: Any) -> str:
