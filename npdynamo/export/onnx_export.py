@@ -2,8 +2,10 @@
 
 Joins the lowering (``onnx_writer.Lowering``) with the op tables (``onnx_ops``: elementwise ops,
 reductions, linear algebra; ``onnx_shapes``: shapes, creation, indexing, control flow;
-``onnx_numeric``: statistics, scans, sorting), checks the model with ``onnx.checker`` and saves
-it. Needs the ``onnx`` extra.
+``onnx_numeric``: statistics, scans, sorting; ``onnx_math``: composite elementwise math;
+``onnx_stats``: NaN-aware reductions, quantiles, products along an axis, searching;
+``onnx_arrays``: array building, diagonals, products of arrays, writes into a copy), checks
+the model with ``onnx.checker`` and saves it. Needs the ``onnx`` extra.
 """
 
 from __future__ import annotations
