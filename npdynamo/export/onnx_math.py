@@ -332,7 +332,10 @@ def _sinh(L: Lowering, x: str, t: np.dtype) -> str:
     u = expm1(L, L.add("Abs", [x]), t)  # sinh|x| = (u + u / (u + 1)) / 2, no cancellation
     s = L.add("Mul", [L.add("Add", [u, L.add("Div", [u, L.add("Add", [u, L.const(1, t)])])]),
                       L.const(0.5, t)])
-    s = where(L, L.add("IsInf", [u]), u, s)
+    a = L.add("Abs", [x])  # far out, (h/2) * h with h = exp(|x| / 2): no early overflow
+    h = L.add("Exp", [L.add("Mul", [a, L.const(0.5, t)])])
+    s = where(L, L.add("Greater", [a, L.const(20, t)]),
+              L.add("Mul", [L.add("Mul", [h, L.const(0.5, t)]), h]), s)
     return where(L, L.add("Less", [x, L.const(0, t)]), L.add("Neg", [s]), s)
 
 

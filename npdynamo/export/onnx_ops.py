@@ -168,8 +168,15 @@ LOWERINGS.update(not_equal=_not_equal, isinf=_isinf, isfinite=_isfinite,
 
 # tan as sin / cos (ONNX Runtime has no float64 Tan); cosh from exp (no cancellation)
 LOWERINGS["tan"] = _composite(lambda L, t, x: L.add("Div", [L.add("Sin", [x]), L.add("Cos", [x])]))
-LOWERINGS["cosh"] = _composite(lambda L, t, x: L.add("Mul", [L.add("Add", [
-    L.add("Exp", [x]), L.add("Exp", [L.add("Neg", [x])])]), L.const(0.5, t)]))
+LOWERINGS["cosh"] = _composite(lambda L, t, x: _cosh(L, t, x))
+
+
+def _cosh(L: Lowering, t: np.dtype, x: str) -> str:
+    """(h/2) * h + 1 / (2 h^2), h = exp(|x| / 2): no overflow where exp(x) would overflow
+    and cosh(x) does not (float32 cosh(89))."""
+    h = L.add("Exp", [L.add("Mul", [L.add("Abs", [x]), L.const(0.5, t)])])
+    big = L.add("Mul", [L.add("Mul", [h, L.const(0.5, t)]), h])
+    return L.add("Add", [big, L.add("Div", [L.const(0.5, t), L.add("Mul", [h, h])])])
 LOWERINGS["square"] = _composite(lambda L, t, x: L.add("Mul", [x, x]), "fiu")
 LOWERINGS["conjugate"] = _composite(lambda L, t, x: L.add("Identity", [x]), "fiub")
 LOWERINGS["exp2"] = _composite(lambda L, t, x: L.add("Pow", [L.const(2, t), x]))

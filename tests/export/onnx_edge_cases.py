@@ -36,11 +36,13 @@ def _elementwise(s, d, u, t):
             np.arcsin(u), np.arccos(u), np.sinh(t), np.expm1(t), np.log1p(np.abs(t)),
             np.log1p(t), np.logaddexp2(s, d), np.cbrt(s), np.sinc(s), s % 2.5, s // -2.0,
             np.arcsinh(s), np.arcsinh(t), np.arccosh(np.abs(s) + 1), np.arccosh(s),
-            np.arctanh(u), np.arcsinh(s * 1e300), np.arccosh(np.abs(s) * 1e300 + 1))
+            np.arctanh(u), np.arcsinh(s * 1e300), np.arccosh(np.abs(s) * 1e300 + 1),
+            np.sinh(s * 101.4), np.cosh(s * 101.4))
 
 
 def _elementwise32(s, d, u, t):
-    return (np.arctan2(s, d), np.expm1(t), np.log1p(np.abs(t)), np.floor_divide(s, d),
+    return (np.cosh(s * 12.7), np.sinh(s * 12.7), np.arctan2(s, d), np.expm1(t),
+            np.log1p(np.abs(t)), np.floor_divide(s, d),
             np.fmax(s, d), np.cbrt(s), np.arcsin(u), np.sinh(t), np.remainder(s, d))
 
 
