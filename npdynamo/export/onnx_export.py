@@ -2,8 +2,10 @@
 
 Joins the lowering (``onnx_writer.Lowering``) with the op tables (``onnx_ops``: elementwise ops,
 reductions, linear algebra; ``onnx_shapes``: shapes, creation, indexing, control flow;
-``onnx_numeric``: statistics, scans, sorting), checks the model with ``onnx.checker`` and saves
-it. Needs the ``onnx`` extra.
+``onnx_numeric``: statistics, scans, sorting; ``onnx_math``: composite elementwise math;
+``onnx_stats``: NaN-aware reductions, quantiles, products along an axis, searching;
+``onnx_arrays``: array building, diagonals, products of arrays, writes into a copy), checks
+the model with ``onnx.checker`` and saves it. Needs the ``onnx`` extra.
 """
 
 from __future__ import annotations
@@ -11,17 +13,40 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from npdynamo.export import onnx_numeric, onnx_ops, onnx_shapes
+from npdynamo.export import onnx_arrays, onnx_math, onnx_numeric, onnx_ops, onnx_shapes, onnx_stats
 from npdynamo.export.onnx_writer import OPSET, Lowering
 
 if TYPE_CHECKING:
     from npdynamo.export.program import ExportedProgram
 
-LOWERINGS = {**onnx_ops.LOWERINGS, **onnx_shapes.LOWERINGS, **onnx_numeric.LOWERINGS}
+LOWERINGS = {**onnx_ops.LOWERINGS, **onnx_shapes.LOWERINGS, **onnx_numeric.LOWERINGS,
+             **onnx_math.LOWERINGS, **onnx_stats.LOWERINGS, **onnx_arrays.LOWERINGS}
+
+
+_DECOMPOSITION = "a LAPACK decomposition or solver (no ONNX op; a loop of ONNX ops would not " \
+    "round as LAPACK does)"
+_RANDOM = "a random draw (NumPy's generators have no ONNX form)"
+
+#: the canonical ops without an ONNX form, and why
+NOT_EXPORTED: dict[str, str] = {
+    **dict.fromkeys(["cholesky", "eig", "eigh", "eigvalsh", "inv", "lstsq", "pinv", "qr",
+                     "slogdet", "solve", "svd", "svdvals"], _DECOMPOSITION),
+    "draw": _RANDOM, "shuffled": _RANDOM,
+    "partition": "NumPy's order of the elements around the kth is its introselect's own",
+    "argpartition": "NumPy's order of the elements around the kth is its introselect's own",
+    "signbit": "ONNX cannot read the sign bit of a NaN",
+    "copysign": "ONNX cannot read the sign bit of a NaN",
+    "nextafter": "needs bit casts (not in opset 18)",
+    "i0": "not written yet (Cephes' Chebyshev series would do)",
+    "chosen": "a speculated choice is checked at run time and raises when it fails; ONNX "
+              "cannot raise",
+    "fori_loop_vjp": "the backward of a rolled loop (not written yet)",
+}
 
 
 def onnx_supported_ops() -> list[str]:
-    """The canonical ops ``to_onnx`` can write (some only for some arguments: see the docs)."""
+    """The canonical ops ``to_onnx`` can write (some only for some arguments or dtypes:
+    ``docs/export.md`` lists the limits; ``NOT_EXPORTED`` says why the others are not)."""
     return sorted(LOWERINGS)
 
 

@@ -33,13 +33,6 @@ def _round(L: Lowering, node: Node, x: Any, decimals: int = 0) -> str:
     return L.add("Div", [L.add("Round", [L.add("Mul", [value, scale])]), scale])
 
 
-def _remainder(L: Lowering, node: Node, a: Any, b: Any, dtype: Any = None) -> str:
-    out = _out(node)
-    if out.kind not in "iu":  # a float remainder rounds differently from ONNX Mod
-        raise ExportError(f"remainder of {out}")
-    return L.add("Mod", [L.value(a, out), L.value(b, out)], fmod=0)
-
-
 def _isclose(L: Lowering, node: Node, a: Any, b: Any, rtol: float = 1e-05,
              atol: float = 1e-08, equal_nan: bool = False) -> str:
     work = _compute(L, (a, b))
@@ -232,7 +225,7 @@ LOWERINGS.update(py_add=_py_binary("Add"), py_sub=_py_binary("Sub"), py_mul=_py_
 
 
 LOWERINGS.update(
-    round=_round, remainder=_remainder, isclose=_isclose, ptp=_ptp, average=_average,
+    round=_round, isclose=_isclose, ptp=_ptp, average=_average,
     count_nonzero=_count_nonzero, cumsum=_cumsum, cumulative_sum=_cumsum, trace=_trace,
     nansum=_nansum, nanmean=_nanmean, vdot=_vdot, det=_det, tri=_tri, take=_take,
     take_along_axis=_take_along_axis, sort=_sort, roll=_roll, diff=_diff, dstack=_dstack,

@@ -49,8 +49,24 @@ def _no_kwargs(kwargs: dict, allowed: tuple = ()) -> None:
 
 
 # -- elementwise ---------------------------------------------------------------------------------
-#: ONNX ops ONNX Runtime implements for float32 only (no float64 kernel)
-FLOAT32_ONLY = frozenset(["Asin", "Acos", "Atan", "Sinh", "Asinh", "Acosh", "Atanh", "Det"])
+#: ONNX ops ONNX Runtime implements for float32 only (no float64 kernel); arcsin, arccos,
+#: arctan, sinh and the inverse hyperbolics have float64 forms in ``onnx_math.py``
+FLOAT32_ONLY = frozenset(["Det"])
+
+
+#: ONNX Runtime has no Max/Min kernels for these ints: they are taken in a wider int (exact,
+#: since the result is one of the operands)
+_WIDER = {np.dtype(np.int16): np.dtype(np.int32), np.dtype(np.uint16): np.dtype(np.int32),
+          np.dtype(np.uint32): np.dtype(np.int64)}
+_NO_SMALL_INTS = frozenset(["Max", "Min", "ReduceMax", "ReduceMin"])
+
+
+def extreme(L: Lowering, op: str, values: list[str], t: np.dtype) -> str:
+    """``Max``/``Min`` of ONNX values of dtype ``t`` (in a wider int where ORT needs one)."""
+    wide = _WIDER.get(np.dtype(t))
+    if wide is None:
+        return L.add(op, values)
+    return L.cast(L.add(op, [L.cast(v, t, wide) for v in values]), wide, t)
 
 
 def _elementwise(onnx_op: str, compute: str = "out", kinds: str = "") -> Callable:
@@ -65,6 +81,13 @@ def _elementwise(onnx_op: str, compute: str = "out", kinds: str = "") -> Callabl
             raise ExportError(f"{onnx_op} for dtype {work} has no exact ONNX form")
         if onnx_op in FLOAT32_ONLY and work != np.float32:
             raise ExportError(f"ONNX Runtime computes {onnx_op} in float32 only, not {work}")
+        if onnx_op == "Neg" and work.kind == "u":  # no unsigned Neg kernel: 0 - x wraps alike
+            result = L.add("Sub", [L.const(0, work), L.value(args[0], work)])
+            return L.cast(result, work, out)
+        wide = _WIDER.get(work) if onnx_op in _NO_SMALL_INTS else None
+        if wide is not None:  # the value is one of the operands: exact in a wider int
+            result = L.add(onnx_op, [L.cast(L.value(a, work), work, wide) for a in args])
+            return L.cast(L.cast(result, wide, work), work, out)
         result = L.add(onnx_op, [L.value(a, work) for a in args])
         return L.cast(result, work if compute == "out" else np.bool_, out)
 
@@ -84,9 +107,7 @@ def _composite(fn: Callable, kinds: str = "f") -> Callable:
 
 
 _FLOAT_UNARY = {
-    "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "sin": "Sin", "cos": "Cos",
-    "arcsin": "Asin", "arccos": "Acos", "arctan": "Atan", "sinh": "Sinh",
-    "tanh": "Tanh", "arcsinh": "Asinh", "arccosh": "Acosh", "arctanh": "Atanh",
+    "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "sin": "Sin", "cos": "Cos", "tanh": "Tanh",
     "floor": "Floor", "ceil": "Ceil", "rint": "Round", "reciprocal": "Reciprocal",
 }
 for _name, _op in _FLOAT_UNARY.items():
@@ -101,7 +122,6 @@ LOWERINGS["power"] = _elementwise("Pow", kinds="f")
 LOWERINGS["float_power"] = _elementwise("Pow", kinds="f")
 LOWERINGS["maximum"] = _elementwise("Max", kinds="fiu")
 LOWERINGS["minimum"] = _elementwise("Min", kinds="fiu")
-LOWERINGS["fmod"] = lambda L, node, a, b, dtype=None: _fmod(L, node, a, b)
 for _name, _op in {"equal": "Equal", "less": "Less", "less_equal": "LessOrEqual",
                    "greater": "Greater", "greater_equal": "GreaterOrEqual"}.items():
     LOWERINGS[_name] = _elementwise(_op, compute="common", kinds="fiub")
@@ -109,13 +129,6 @@ for _name, _op in {"logical_and": "And", "logical_or": "Or", "logical_xor": "Xor
                    "logical_not": "Not"}.items():
     LOWERINGS[_name] = _elementwise(_op, compute="out", kinds="b")
 LOWERINGS["isnan"] = _elementwise("IsNaN", compute="common", kinds="f")
-
-
-def _fmod(L: Lowering, node: Node, a: Any, b: Any) -> str:
-    out = _out(node)
-    if out.kind not in "fiu":
-        raise ExportError(f"fmod of {out}")
-    return L.add("Mod", [L.value(a, out), L.value(b, out)], fmod=1)
 
 
 def _not_equal(L: Lowering, node: Node, a: Any, b: Any, dtype: Any = None) -> str:
@@ -155,8 +168,15 @@ LOWERINGS.update(not_equal=_not_equal, isinf=_isinf, isfinite=_isfinite,
 
 # tan as sin / cos (ONNX Runtime has no float64 Tan); cosh from exp (no cancellation)
 LOWERINGS["tan"] = _composite(lambda L, t, x: L.add("Div", [L.add("Sin", [x]), L.add("Cos", [x])]))
-LOWERINGS["cosh"] = _composite(lambda L, t, x: L.add("Mul", [L.add("Add", [
-    L.add("Exp", [x]), L.add("Exp", [L.add("Neg", [x])])]), L.const(0.5, t)]))
+LOWERINGS["cosh"] = _composite(lambda L, t, x: _cosh(L, t, x))
+
+
+def _cosh(L: Lowering, t: np.dtype, x: str) -> str:
+    """(h/2) * h + 1 / (2 h^2), h = exp(|x| / 2): no overflow where exp(x) would overflow
+    and cosh(x) does not (float32 cosh(89))."""
+    h = L.add("Exp", [L.add("Mul", [L.add("Abs", [x]), L.const(0.5, t)])])
+    big = L.add("Mul", [L.add("Mul", [h, L.const(0.5, t)]), h])
+    return L.add("Add", [big, L.add("Div", [L.const(0.5, t), L.add("Mul", [h, h])])])
 LOWERINGS["square"] = _composite(lambda L, t, x: L.add("Mul", [x, x]), "fiu")
 LOWERINGS["conjugate"] = _composite(lambda L, t, x: L.add("Identity", [x]), "fiub")
 LOWERINGS["exp2"] = _composite(lambda L, t, x: L.add("Pow", [L.const(2, t), x]))
@@ -168,18 +188,7 @@ LOWERINGS["deg2rad"] = _composite(lambda L, t, x: L.add("Mul", [x, L.const(np.pi
 LOWERINGS["rad2deg"] = _composite(lambda L, t, x: L.add("Mul", [x, L.const(180 / np.pi, t)]))
 LOWERINGS["trunc"] = _composite(
     lambda L, t, x: L.add("Mul", [L.add("Sign", [x]), L.add("Floor", [L.add("Abs", [x])])]))
-LOWERINGS["hypot"] = _composite(
-    lambda L, t, a, b: L.add("Sqrt", [L.add("Add", [L.add("Mul", [a, a]), L.add("Mul", [b, b])])]))
-
-
-def _logaddexp(L: Lowering, t: np.dtype, a: str, b: str) -> str:
-    top = L.add("Max", [a, b])
-    s = L.add("Add", [L.add("Exp", [L.add("Sub", [a, top])]),
-                      L.add("Exp", [L.add("Sub", [b, top])])])
-    return L.add("Add", [top, L.add("Log", [s])])
-
-
-LOWERINGS["logaddexp"] = _composite(_logaddexp)
+# fmod, hypot and logaddexp: in onnx_math.py (zero divisors, overflow, infinities)
 
 
 def _where(L: Lowering, node: Node, cond: Any, x: Any, y: Any) -> str:
@@ -192,9 +201,9 @@ def _clip(L: Lowering, node: Node, x: Any, lo: Any = None, hi: Any = None, **kw:
     out = _out(node)
     result = L.value(x, out)
     if lo is not None:
-        result = L.add("Max", [result, L.value(lo, out)])
+        result = extreme(L, "Max", [result, L.value(lo, out)], out)
     if hi is not None:
-        result = L.add("Min", [result, L.value(hi, out)])
+        result = extreme(L, "Min", [result, L.value(hi, out)], out)
     return result
 
 
@@ -231,11 +240,15 @@ def _reduce(onnx_op: str, kinds: str = "fiu") -> Callable:
         if out.kind not in kinds:
             raise ExportError(f"{onnx_op} into {out}")
         value = L.value(x, out)
+        wide = _WIDER.get(out) if onnx_op in _NO_SMALL_INTS else None
+        if wide is not None:
+            value = L.cast(value, out, wide)
         axes = _axes(L, x, axis)
         inputs = [value] if axes is None else [value, L.ints(axes)]
         if onnx_op in ("ReduceMax", "ReduceMin") and L.opset < 18:
             raise ExportError("needs opset 18")
-        return L.add(onnx_op, inputs, keepdims=int(bool(keepdims)))
+        result = L.add(onnx_op, inputs, keepdims=int(bool(keepdims)))
+        return result if wide is None else L.cast(result, wide, out)
     return lower
 
 

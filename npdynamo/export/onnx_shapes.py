@@ -288,6 +288,11 @@ def _bound(L: Lowering, b: Any) -> str:
     return L.size(b) if isinstance(b, SymInt) else L.ints([b])
 
 
+def _bool_array(item: Any) -> bool:
+    meta = item.meta.get("val") if isinstance(item, Node) else None
+    return isinstance(meta, ArrayMeta) and meta.dtype == np.bool_ and meta.shape != ()
+
+
 def _is_index_scalar(item: Any) -> bool:
     if not isinstance(item, Node):
         return False
@@ -319,8 +324,16 @@ def _setitem(L: Lowering, node: Node, x: Any, index: Any, value: Any) -> str:
     ScatterElements. Index arrays could repeat a position, where NumPy keeps the last write
     and ONNX leaves the order open: only slices, ints and None are written here."""
     items = index if type(index) is tuple else (index,)
+    if len(items) == 1 and _bool_array(items[0]) and _nd(value) == 0:
+        # x[mask] = scalar: every selected element gets the same value, whatever the order
+        out = _out(node)
+        flags = L.value(items[0], np.bool_)
+        if _nd(items[0]) < _nd(x):
+            flags = L.add("Unsqueeze", [flags, L.ints(list(range(_nd(items[0]), _nd(x))))])
+        return L.add("Where", [flags, L.value(value, out), L.value(x, out)])
     if any(isinstance(i, Node) and not _is_index_scalar(i) for i in items):
-        raise ExportError("an assignment through index arrays or a mask")
+        raise ExportError("an assignment through index arrays, or of several values through "
+                          "a mask")
     out = _out(node)
     data = L.value(x, out)
     shape = L.add("Shape", [data])

@@ -1,8 +1,9 @@
 """The ONNX lowering of an exported program's graph, built with ``onnx.helper`` (``onnx_export``).
 
-The graph is walked once in order; each canonical op is lowered by its entry in
-``onnx_ops.py``/``onnx_shapes.py`` to ONNX nodes (an op without one raises ``ExportError``
-naming it: ``onnx_export.onnx_supported_ops()`` lists those that have one). Inputs keep their
+The graph is walked once in order; each canonical op is lowered by its entry in the op tables
+(``onnx_ops``, ``onnx_shapes``, ``onnx_numeric``, ``onnx_math``, ``onnx_stats``,
+``onnx_arrays``) to ONNX nodes (an op without one raises ``ExportError`` naming it:
+``onnx_export.onnx_supported_ops()`` lists those that have one). Inputs keep their
 names; symbolic dimensions become ONNX dimension parameters named after their ``Dim``; constants
 (weights) become initializers. The model's outputs are the graph's outputs in order (``out0``, ...):
 the values returned, then the new values of the arrays the program writes (``ep.mutations``).

@@ -82,6 +82,8 @@ def _rezip(data: bytes, manifest=None, extra: dict | None = None) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as zf:
         for name in src.namelist():
+            if name in (extra or {}):  # replaced
+                continue
             body = src.read(name)
             if name == "npdynamo-export.json" and manifest is not None:
                 body = json.dumps(manifest).encode()
@@ -206,3 +208,62 @@ def test_fuzz_manifest(tmp_path, good, data):
     ep = _load_bytes(tmp_path, _rezip(good[which], manifest))
     if ep is not None:
         str(ep)  # a program that loads is a well-formed one
+
+
+def _tensor_members(data: bytes) -> list[str]:
+    return sorted(n for n in zipfile.ZipFile(io.BytesIO(data)).namelist()
+                  if n.startswith("tensors/"))
+
+
+_DESCRS = ["<f8", "<f4", ">f8", "|b1", "<i8", "|u1", "<c16", "|O", "<U3", "V8", "<M8[s]", "f8"]
+
+
+@_SETTINGS
+@given(data=st.data())
+def test_fuzz_tensor_members(tmp_path, good, data):
+    """The .npy members themselves damaged inside a well-formed zip (stored, so the CRC holds
+    and the bytes reach the loader): flipped and cut bytes, headers claiming other dtypes,
+    orders and shapes (oversized ones included)."""
+    raw = good["mlp_predict"]
+    name = data.draw(st.sampled_from(_tensor_members(raw)))
+    body = bytearray(zipfile.ZipFile(io.BytesIO(raw)).read(name))
+    how = data.draw(st.sampled_from(["flip", "cut", "header"]))
+    if how == "flip":
+        for _ in range(data.draw(st.integers(1, 6))):
+            at = data.draw(st.integers(0, len(body) - 1))
+            body[at] ^= data.draw(st.integers(1, 255))
+    elif how == "cut":
+        body = body[:data.draw(st.integers(0, len(body) - 1))]
+    else:
+        header = io.BytesIO()
+        shape = tuple(data.draw(st.lists(st.one_of(st.integers(0, 40), st.integers(0, 2**62)),
+                                         max_size=4)))
+        np.lib.format.write_array_header_1_0(header, {
+            "descr": data.draw(st.sampled_from(_DESCRS)), "shape": shape,
+            "fortran_order": data.draw(st.booleans())})
+        payload = data.draw(st.binary(max_size=256))
+        body = bytearray(header.getvalue() + payload)
+    ep = _load_bytes(tmp_path, _rezip(raw, extra={name: bytes(body)}))
+    if ep is not None:  # a tensor that loads has the dtype and shape the program declares
+        for spec in ep.inputs:
+            if spec.kind == "constant":
+                c = ep.constants[spec.name]
+                assert c.dtype == spec.meta.dtype and c.shape == spec.meta.shape
+
+
+@pytest.mark.parametrize("change", [
+    {"version": 0}, {"version": -1}, {"version": "1"}, {"version": None}, {"version": 1.5},
+    {"version": 10**30}, {"format": "npdynamo-exported"}, {"format": None}, {"program": []},
+])
+def test_wrong_versions_and_formats(tmp_path, good, change):
+    data = good["branch"]
+    manifest = json.loads(zipfile.ZipFile(io.BytesIO(data)).read("npdynamo-export.json"))
+    manifest.update(change)
+    with pytest.raises(ArchiveError):
+        npdynamo.load(_write(tmp_path, _rezip(data, manifest)))
+
+
+def _write(tmp_path, data: bytes):
+    path = tmp_path / "changed.npdx"
+    path.write_bytes(data)
+    return path

@@ -81,6 +81,13 @@ def rolled(z):
     return z
 
 
+def newton(x):
+    y = x.copy()
+    for _ in range(30):  # a plain Python for loop: rolled into the graph, an ONNX Loop
+        y = y - (y * y - x) / (2 * y)
+    return y
+
+
 def integers(a, b):
     c = a * 3 + b - 7
     return c, (c > 2).astype(np.float64) * a, np.maximum(a, b), c // 1
@@ -126,9 +133,10 @@ WORKLOADS = [
     Workload("branch", branch, lambda n, r: (r.standard_normal((n, 3)) + r.choice([-2, 2]),),
              [{0: N}], sizes=[5, 9, 2, 4, 7]),
     Workload("rolled", rolled, lambda n, r: (r.standard_normal((n, 2)),), [{0: N}]),
+    Workload("newton", newton, lambda n, r: (r.random((n, 3)) * 9 + 1,), [{0: N}]),
     Workload("integers", integers,
              lambda n, r: (r.integers(-9, 9, (n, 3)), r.integers(-9, 9, (n, 3))),
-             [{0: N}, {0: N}], onnx=False),
+             [{0: N}, {0: N}]),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
 
