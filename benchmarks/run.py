@@ -64,3 +64,12 @@ if __name__ == "__main__":
 
     print()
     compile_cost.main()
+    # Loop nests against hand-written numba (each kernel in its own process, under a time limit),
+    # and what exports: coverage per target and ONNX Runtime against numba.
+    from benchmarks import export_coverage, loop_corpus
+
+    print()
+    loop_corpus.main(["--size", "small", "--timeout", "120"])
+    print()
+    export_coverage.main([])
+
