@@ -326,6 +326,9 @@ class _KernelWriter:
         # (the divisor of a constant reciprocal is not read: it would be a parameter unused)
         operands = low.operands[:1] if reciprocal is not None else low.operands
         exprs = [self._read(o, shape, self.g.maps[node]) for o in operands]
+        if isinstance(low, Lowered) and low.indexed:
+            exprs += ["np.int64(0)" if k is None else f"np.int64(i{k})"
+                      for k in self.g.maps[node][-low.indexed:]]
         if node in self.by_reciprocal:
             self.emit(f"{self.v(node)} = ({exprs[0]} * {self.by_reciprocal[node]})", depth)
             return

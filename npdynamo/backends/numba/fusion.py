@@ -37,6 +37,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from npdynamo.backends.numba.lowering import (
+    INDEXED_OPS,
     Lowered,
     NotFusible,
     Reduction,
@@ -205,7 +206,7 @@ class _Partitioner:
     def _place(self, node: Node) -> None:
         kind = getattr(node.target, "kind", "opaque")
         try:
-            if kind == "elementwise":
+            if kind == "elementwise" or getattr(node.target, "name", None) in INDEXED_OPS:
                 lowered: Lowered | Reduction = lower_elementwise(node)
             elif kind == "reduction":
                 lowered = lower_reduction(node)

@@ -63,6 +63,9 @@ class Lowered:
     dtype: np.dtype
     emit: Callable[[list[str]], str]
     expensive: bool = False
+    #: the emitter also reads the element's own indices along the value's last ``indexed``
+    #: axes (appended to its operand expressions as ``np.int64`` values): ``triu``, ``tril``
+    indexed: int = 0
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,8 @@ def lower_elementwise(node: Node) -> Lowered:
         return _lower_clip(node, meta)
     if name == "astype":
         return _lower_astype(node, meta)
+    if name in INDEXED_OPS:
+        return _lower_triangle(node, name, meta)
     raise NotFusible(f"{name} has no kernel code (it runs as a NumPy call)")
 
 
@@ -271,6 +276,29 @@ def _lower_astype(node: Node, meta: ArrayMeta) -> Lowered:
         # NaN, inf and out-of-range floats have no defined integer value in LLVM
         raise NotFusible("astype from float to integer runs as a NumPy call")
     return Lowered((Operand(x, src),), dst, lambda e, _s=src, _d=dst: cast(e[0], _s, _d))
+
+
+#: Ops elementwise in their input but whose value depends on the element's position: fusion
+#: treats them as elementwise although their op kind is not (NumPy does not broadcast them).
+INDEXED_OPS = frozenset({"triu", "tril"})
+
+
+def _lower_triangle(node: Node, name: str, meta: ArrayMeta) -> Lowered:
+    """``triu``/``tril``: the element where its column minus its row is at least / at most
+    ``k``, else zero (NumPy's ``where(tri(..., k), ...)``, exact for every dtype)."""
+    (m,), k = node.args, node.kwargs.get("k", 0)
+    src = m.meta.get("val") if isinstance(m, Node) else None
+    if type(k) is not int or not isinstance(src, ArrayMeta) or src.ndim < 2 \
+            or src.shape != meta.shape or src.dtype != meta.dtype:
+        raise NotFusible(f"{name}: a 1-d input, a symbolic k or a cast runs as a NumPy call")
+    keep = ">=" if name == "triu" else "<="
+    zero = literal(0, meta.dtype)
+
+    def emit(e, _keep=keep, _k=k, _zero=zero):
+        x, row, col = e
+        return f"({x} if {col} - {row} {_keep} {_k} else {_zero})"
+
+    return Lowered((Operand(m, meta.dtype),), meta.dtype, emit, indexed=2)
 
 
 # -- reductions ------------------------------------------------------------------------------
