@@ -14,6 +14,7 @@ from npdynamo.ops import (
     creation,
     decompositions,
     elementwise,
+    histograms,
     indexing,
     linalg,
     numeric,
@@ -64,6 +65,7 @@ __all__ = [
     *REGISTRY,
 ]
 
-del (complex_parts, composite, control_flow, creation, decompositions, elementwise, indexing,
+del (complex_parts, composite, control_flow, creation, decompositions, elementwise, histograms,
+     indexing,
      linalg, numeric, reductions, random, reorder, scalar_ops, scans, selection, shape_ops,
      solvers, speculation, statistics, tuples, writes)

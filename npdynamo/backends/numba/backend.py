@@ -20,7 +20,7 @@ from npdynamo import progress
 from npdynamo.backends import scheduler, tuning
 from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.inplace import may_alias
-from npdynamo.backends.numba import diskcache, front, threads
+from npdynamo.backends.numba import diskcache, front, histograms, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
 from npdynamo.backends.numba.loop_program import loop_programs
@@ -107,6 +107,7 @@ def prepare_graph(graph: Graph) -> Graph:
     """A simplified copy of ``graph`` for code generation (the input graph is not changed)."""
     graph, _ = graph.copy()
     expand_masked_reductions(graph)
+    histograms.attach(graph)
     return passes.run_pipeline(graph, "codegen")
 
 
@@ -217,7 +218,8 @@ def _tuned(
     """The program, or (``tuning``) whichever of its parallel and serial forms, its scheduled
     form (independent steps side by side) and the eager graph runs this graph fastest on its
     first warm calls."""
-    if not program.kernel_names and not report.loops and not report.subgraphs:
+    if (not program.kernel_names and not report.loops and not report.subgraphs
+            and not histograms.attached(graph)):
         # nothing for numba to run: the eager backend's code is the same NumPy calls, with its
         # in-place writes (``z = np.zeros(...); z[:, :, 0] = x`` assigns, not copies)
         report.tuning = "no kernels: runs as the eager graph (NumPy calls only)"

@@ -212,6 +212,8 @@ class _Partitioner:
                 lowered = lower_reduction(node)
             else:
                 name = getattr(node.target, "name", node.name)
+                if "numba_impl" in node.meta:
+                    raise NotFusible(f"{name}: its own compiled loop, between kernels")
                 raise NotFusible(f"{name} is neither elementwise nor a reduction: a NumPy call")
             if self._shape(node) is None:
                 raise NotFusible("the result is not an array")
