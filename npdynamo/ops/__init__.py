@@ -66,6 +66,5 @@ __all__ = [
 ]
 
 del (complex_parts, composite, control_flow, creation, decompositions, elementwise, histograms,
-     indexing,
-     linalg, numeric, reductions, random, reorder, scalar_ops, scans, selection, shape_ops,
-     solvers, speculation, statistics, tuples, writes)
+     indexing, linalg, numeric, reductions, random, reorder, scalar_ops, scans, selection,
+     shape_ops, solvers, speculation, statistics, tuples, writes)
