@@ -67,3 +67,33 @@ def test_a_1d_triangle_stays_a_numpy_call():
     v = np.arange(5.0)
     check_one_graph(fn, (v,))
     assert any(c.startswith("triu") for c in _not_fused(fn, (v,)))
+
+
+def lennard_jones(cluster):
+    diff = cluster[:, np.newaxis, :] - cluster[np.newaxis, :, :]
+    d = np.triu(np.sqrt((diff * diff).sum(-1)))
+    r = d[d > 1e-6]
+    sr6 = (1. / r) ** 6
+    return (4. * (sr6 * sr6 - sr6)).sum()
+
+
+def rows_masked(x):
+    s = np.sqrt((x * x).sum(-1))  # one value per row, then a where on it: a branch per row
+    return np.where(s > 1.0, 1.0 / (s - 1.0) ** 3 + np.tril(x, -1).sum(-1), -s)
+
+
+def test_values_only_a_row_selection_needs_are_computed_in_its_branch():
+    """The triangle's masked-out pairs skip the Lennard-Jones divisions: the kernel computes
+    them under an ``if`` on the mask (NumPy's values, at the kernels' tolerance)."""
+    rng = np.random.default_rng(2)
+    for fn, x in ((lennard_jones, rng.normal(0, 3, (30, 3))),
+                  (rows_masked, rng.normal(0, 1, (40, 3)))):
+        check_one_graph(fn, (x,))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", NumbaFallbackWarning)
+            out = npdynamo.explain(fn, backend="numba")(x)
+        (report,) = out.backend_reports
+        sources = [open(p).read() for p in report.kernel_files if p != "<memory>"]
+        assert sources, report.kernel_files
+        assert any("        if v" in s and "/ v" in s.split("        if v", 1)[1].split(
+            "else:", 1)[0] for s in sources), sources[0]

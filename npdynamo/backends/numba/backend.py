@@ -27,6 +27,7 @@ from npdynamo.backends.numba.loop_program import loop_programs
 from npdynamo.backends.numba.masked_loops import expand_masked_reductions
 from npdynamo.backends.numba.moments import expand_moments
 from npdynamo.backends.numba.program import Program, direct_writes, needs_calm_state
+from npdynamo.backends.numba.region_writes import expand_region_writes
 from npdynamo.backends.numba.report import TUNING_PENDING, NumbaReport  # noqa: F401
 from npdynamo.backends.numba.subgraphs import compile_subgraphs
 from npdynamo.backends.report import Compiled
@@ -107,6 +108,7 @@ def fall_back(report: NumbaReport, reason: str, nodes) -> None:
 def prepare_graph(graph: Graph) -> Graph:
     """A simplified copy of ``graph`` for code generation (the input graph is not changed)."""
     graph, _ = graph.copy()
+    expand_region_writes(graph)
     expand_masked_reductions(graph)
     expand_moments(graph)
     histograms.attach(graph)

@@ -224,6 +224,9 @@ def _lower_where(node: Node, meta: ArrayMeta) -> Lowered:
         raise NotFusible("where: unexpected arguments")
     cond, x, y = node.args
     keys = [_operand_key("where", v) for v in node.args]
+    point = _one_point(cond)
+    if point is not None:
+        return _lower_point_where(point, cond.ndim, x, y, meta)
     if isinstance(cond, Node) and not isinstance(keys[0], np.dtype):
         raise NotFusible("where: the condition is a dynamic scalar")
     cond_dtype = keys[0] if isinstance(keys[0], np.dtype) else np.dtype(type(cond))
@@ -234,6 +237,30 @@ def _lower_where(node: Node, meta: ArrayMeta) -> Lowered:
         out,
         lambda e, _c=cond_dtype: f"({e[1]} if {cast(e[0], _c, np.dtype(bool))} else {e[2]})",
     )
+
+
+def _one_point(cond: object) -> dict[int, int] | None:
+    """A constant boolean condition true at one point, of size 1 or full along each axis (a
+    write ``z[:, :, 1] = v`` rewritten as a selection): axis -> coordinate, else None."""
+    if not (isinstance(cond, np.ndarray) and cond.dtype == bool and cond.ndim
+            and np.count_nonzero(cond) == 1):
+        return None
+    where = np.argwhere(cond)[0]
+    return {t: int(c) for t, c in enumerate(where) if cond.shape[t] > 1}
+
+
+def _lower_point_where(point: dict[int, int], ndim: int, x: object, y: object,
+                       meta: ArrayMeta) -> Lowered:
+    """``where`` on a one-point constant condition: index comparisons, no condition array
+    read (the condition is aligned with the value's last axes, as broadcasting aligns it)."""
+    out = meta.dtype
+
+    def emit(e, _point=point):
+        a, b, *idx = e
+        test = " and ".join(f"{idx[t]} == {c}" for t, c in _point.items()) or "True"
+        return f"({a} if {test} else {b})"
+
+    return Lowered((Operand(x, out), Operand(y, out)), out, emit, indexed=ndim)
 
 
 def _lower_clip(node: Node, meta: ArrayMeta) -> Lowered:
