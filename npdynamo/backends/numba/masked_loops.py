@@ -40,9 +40,9 @@ def new_node(graph: Graph, before: Node, op_name: str, args: tuple, kwargs: dict
     op = ops.REGISTRY[op_name]
     with graph.inserting_before(before):
         node = graph.call_function(op, args, kwargs or {})
+    made.append(node)  # before inferring: a node whose rule raises is erased with the rest
     node.meta["val"] = op.infer(*(_meta(a) for a in args), **(kwargs or {}))
     node.meta["source"] = before.meta.get("source")
-    made.append(node)
     return node
 
 
