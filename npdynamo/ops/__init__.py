@@ -14,6 +14,7 @@ from npdynamo.ops import (
     creation,
     decompositions,
     elementwise,
+    histograms,
     indexing,
     linalg,
     numeric,
@@ -64,6 +65,6 @@ __all__ = [
     *REGISTRY,
 ]
 
-del (complex_parts, composite, control_flow, creation, decompositions, elementwise, indexing,
-     linalg, numeric, reductions, random, reorder, scalar_ops, scans, selection, shape_ops,
-     solvers, speculation, statistics, tuples, writes)
+del (complex_parts, composite, control_flow, creation, decompositions, elementwise, histograms,
+     indexing, linalg, numeric, reductions, random, reorder, scalar_ops, scans, selection,
+     shape_ops, solvers, speculation, statistics, tuples, writes)

@@ -339,6 +339,24 @@ def empty_like_case(draw):
     return Case((draw(arrays()),), {"dtype": draw(maybe_dtype(2)), "shape": shape})
 
 
+@st.composite
+def histogram_case(draw):
+    """Data a few units apart (an autodetected range is never too narrow for the bins: that
+    error depends on the data, which rules never see), every dtype kind, ranges reversed, not
+    finite or beyond the bin dtype's range, bins not an int, weights never."""
+    dtype = draw(st.sampled_from(["float64", "float32", "float16", "int64", "uint8", "int8",
+                                  "bool", "complex128"]))
+    shape = draw(st.sampled_from([(0,), (5,), (2, 3), ()]))
+    a = np.random.default_rng(draw(st.integers(0, 99))).integers(0, 40, shape).astype(dtype)
+    edge = st.one_of(st.integers(-300, 300), st.sampled_from([0.5, -1e6, 1e300, float("inf")]))
+    kwargs = {"bins": draw(st.one_of(st.integers(-1, 7), st.just(2.0)))}
+    if draw(st.booleans()):
+        kwargs["range"] = (draw(edge), draw(edge))
+    if draw(st.booleans()):
+        kwargs["density"] = draw(st.sampled_from([None, False, True]))
+    return Case((a,), kwargs, unsupported_ok=True)
+
+
 def breadth_cases() -> dict[str, st.SearchStrategy[Case]]:
     real = arrays(dtype=None)
     cases: dict[str, st.SearchStrategy[Case]] = {
@@ -355,6 +373,7 @@ def breadth_cases() -> dict[str, st.SearchStrategy[Case]]:
         "take": take_case(),
         "take_along_axis": take_along_axis_case(),
         "searchsorted": searchsorted_case(),
+        "histogram": histogram_case(),
         "repeat": unary(repeat_kwargs),
         "tile": unary(tile_kwargs),
         "pad": unary(pad_kwargs, unsupported_ok=True),

@@ -20,12 +20,14 @@ from npdynamo import progress
 from npdynamo.backends import scheduler, tuning
 from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.inplace import may_alias
-from npdynamo.backends.numba import diskcache, front, threads
+from npdynamo.backends.numba import diskcache, front, histograms, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
 from npdynamo.backends.numba.loop_program import loop_programs
 from npdynamo.backends.numba.masked_loops import expand_masked_reductions
+from npdynamo.backends.numba.moments import expand_moments
 from npdynamo.backends.numba.program import Program, direct_writes, needs_calm_state
+from npdynamo.backends.numba.region_writes import expand_region_writes
 from npdynamo.backends.numba.report import TUNING_PENDING, NumbaReport  # noqa: F401
 from npdynamo.backends.numba.subgraphs import compile_subgraphs
 from npdynamo.backends.report import Compiled
@@ -106,7 +108,10 @@ def fall_back(report: NumbaReport, reason: str, nodes) -> None:
 def prepare_graph(graph: Graph) -> Graph:
     """A simplified copy of ``graph`` for code generation (the input graph is not changed)."""
     graph, _ = graph.copy()
+    expand_region_writes(graph)
     expand_masked_reductions(graph)
+    expand_moments(graph)
+    histograms.attach(graph)
     return passes.run_pipeline(graph, "codegen")
 
 
@@ -217,7 +222,8 @@ def _tuned(
     """The program, or (``tuning``) whichever of its parallel and serial forms, its scheduled
     form (independent steps side by side) and the eager graph runs this graph fastest on its
     first warm calls."""
-    if not program.kernel_names and not report.loops and not report.subgraphs:
+    if (not program.kernel_names and not report.loops and not report.subgraphs
+            and not histograms.attached(graph)):
         # nothing for numba to run: the eager backend's code is the same NumPy calls, with its
         # in-place writes (``z = np.zeros(...); z[:, :, 0] = x`` assigns, not copies)
         report.tuning = "no kernels: runs as the eager graph (NumPy calls only)"

@@ -126,6 +126,10 @@ def _range(lo: str, hi: str) -> str:
     return f"range({hi})" if lo == "0" else f"range(np.uint64({lo}), np.uint64({hi}))"
 
 
+#: Innermost axes of at most this static size get a literal trip count (``_assemble``).
+SMALL_EXTENT = 4
+
+
 class _KernelWriter:
     def __init__(self, group: FusionGroup, parallel: bool, into: dict[Node, Node]) -> None:
         self.g = group
@@ -326,6 +330,9 @@ class _KernelWriter:
         # (the divisor of a constant reciprocal is not read: it would be a parameter unused)
         operands = low.operands[:1] if reciprocal is not None else low.operands
         exprs = [self._read(o, shape, self.g.maps[node]) for o in operands]
+        if isinstance(low, Lowered) and low.indexed:
+            exprs += ["np.int64(0)" if k is None else f"np.int64(i{k})"
+                      for k in self.g.maps[node][-low.indexed:]]
         if node in self.by_reciprocal:
             self.emit(f"{self.v(node)} = ({exprs[0]} * {self.by_reciprocal[node]})", depth)
             return
@@ -373,10 +380,56 @@ class _KernelWriter:
         self._loops(ph, depth + 1, acc_of, None)
 
     def _outer_values(self, level: int, depth: int) -> None:
-        for node in self.g.nodes:
-            if (not self.in_loop(node) and isinstance(self.g.lowered[node], Lowered)
-                    and self.avail[node] == level):
+        nodes = [n for n in self.g.nodes
+                 if not self.in_loop(n) and isinstance(self.g.lowered[n], Lowered)
+                 and self.avail[n] == level]
+        sunk = self._sunk(nodes)
+        inside = {n for branch in sunk.values() for n in branch}
+        for node in nodes:
+            if node in sunk:
+                self._branch(node, sunk[node], depth)
+            elif node not in inside:
                 self._value(node, depth, None)
+
+    def _sunk(self, nodes: list[Node]) -> dict[Node, list[Node]]:
+        """``where`` nodes among ``nodes`` (values computed once per row, outside the inner
+        loops) -> the values only their chosen branch needs, in program order: computed in
+        an ``if`` on the condition, so a masked-out row skips them (a Lennard-Jones energy's
+        divisions below the diagonal). Rows are not vectorised (an inner loop runs per row),
+        so the branch costs no vector lanes."""
+        kept = self.outputs | set(self.spill_host) | set(self.spill_host.values())
+        sunk: dict[Node, list[Node]] = {}
+        for where in nodes:
+            low = self.g.lowered[where]
+            if getattr(where.target, "name", None) != "where" or low.indexed:
+                continue
+            chosen = low.operands[1].value
+            branch: set[Node] = set()
+            for node in reversed(nodes[:nodes.index(where)]):
+                if node in kept or any(node in b for b in sunk.values()):
+                    continue
+                users = [u for u in node.users if u in self.members]
+                only_chosen = node is chosen and all(
+                    o.value is not node for i, o in enumerate(low.operands) if i != 1)
+                if users and all(u in branch or (u is where and only_chosen) for u in users):
+                    branch.add(node)
+            if branch:
+                sunk[where] = [n for n in nodes if n in branch]
+        # a where inside another's branch is computed plainly there
+        inside = {n for branch in sunk.values() for n in branch}
+        return {w: b for w, b in sunk.items() if w not in inside}
+
+    def _branch(self, where: Node, branch: list[Node], depth: int) -> None:
+        low = self.g.lowered[where]
+        shape = _meta(where).shape
+        cond, chosen, other = (self._read(o, shape, self.g.maps[where]) for o in low.operands)
+        test = cast(cond, low.operands[0].dtype, np.dtype(bool))
+        self.emit(f"if {test}:", depth)
+        for node in branch:
+            self._value(node, depth + 1, None)
+        self.emit(f"{self.v(where)} = {chosen}", depth + 1)
+        self.emit("else:", depth)
+        self.emit(f"{self.v(where)} = {other}", depth + 1)
 
     def _store(self, node: Node, depth: int, into: Node | None = None) -> None:
         buf = self._param(into or node, "output")
@@ -530,6 +583,10 @@ class _KernelWriter:
         for k, d in enumerate(self.g.domain):
             if is_one(d):
                 extents.append(f"    n{k} = 1")
+            elif type(d) is int and d <= SMALL_EXTENT and k == len(self.g.domain) - 1:
+                # a short innermost axis of static size (xyz, rgb): a literal trip count,
+                # which LLVM unrolls instead of running a three-step loop per element
+                extents.append(f"    n{k} = {d}")
             elif k in self.extent_src:
                 extents.append(f"    n{k} = {self.extent_src[k]}")
             else:

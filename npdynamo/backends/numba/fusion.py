@@ -37,6 +37,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from npdynamo.backends.numba.lowering import (
+    INDEXED_OPS,
     Lowered,
     NotFusible,
     Reduction,
@@ -205,12 +206,14 @@ class _Partitioner:
     def _place(self, node: Node) -> None:
         kind = getattr(node.target, "kind", "opaque")
         try:
-            if kind == "elementwise":
+            if kind == "elementwise" or getattr(node.target, "name", None) in INDEXED_OPS:
                 lowered: Lowered | Reduction = lower_elementwise(node)
             elif kind == "reduction":
                 lowered = lower_reduction(node)
             else:
                 name = getattr(node.target, "name", node.name)
+                if "numba_impl" in node.meta:
+                    raise NotFusible(f"{name}: its own compiled loop, between kernels")
                 raise NotFusible(f"{name} is neither elementwise nor a reduction: a NumPy call")
             if self._shape(node) is None:
                 raise NotFusible("the result is not an array")

@@ -63,6 +63,9 @@ class Lowered:
     dtype: np.dtype
     emit: Callable[[list[str]], str]
     expensive: bool = False
+    #: the emitter also reads the element's own indices along the value's last ``indexed``
+    #: axes (appended to its operand expressions as ``np.int64`` values): ``triu``, ``tril``
+    indexed: int = 0
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,8 @@ def lower_elementwise(node: Node) -> Lowered:
         return _lower_clip(node, meta)
     if name == "astype":
         return _lower_astype(node, meta)
+    if name in INDEXED_OPS:
+        return _lower_triangle(node, name, meta)
     raise NotFusible(f"{name} has no kernel code (it runs as a NumPy call)")
 
 
@@ -219,6 +224,9 @@ def _lower_where(node: Node, meta: ArrayMeta) -> Lowered:
         raise NotFusible("where: unexpected arguments")
     cond, x, y = node.args
     keys = [_operand_key("where", v) for v in node.args]
+    point = _one_point(cond)
+    if point is not None:
+        return _lower_point_where(point, cond.ndim, x, y, meta)
     if isinstance(cond, Node) and not isinstance(keys[0], np.dtype):
         raise NotFusible("where: the condition is a dynamic scalar")
     cond_dtype = keys[0] if isinstance(keys[0], np.dtype) else np.dtype(type(cond))
@@ -229,6 +237,30 @@ def _lower_where(node: Node, meta: ArrayMeta) -> Lowered:
         out,
         lambda e, _c=cond_dtype: f"({e[1]} if {cast(e[0], _c, np.dtype(bool))} else {e[2]})",
     )
+
+
+def _one_point(cond: object) -> dict[int, int] | None:
+    """A constant boolean condition true at one point, of size 1 or full along each axis (a
+    write ``z[:, :, 1] = v`` rewritten as a selection): axis -> coordinate, else None."""
+    if not (isinstance(cond, np.ndarray) and cond.dtype == bool and cond.ndim
+            and np.count_nonzero(cond) == 1):
+        return None
+    where = np.argwhere(cond)[0]
+    return {t: int(c) for t, c in enumerate(where) if cond.shape[t] > 1}
+
+
+def _lower_point_where(point: dict[int, int], ndim: int, x: object, y: object,
+                       meta: ArrayMeta) -> Lowered:
+    """``where`` on a one-point constant condition: index comparisons, no condition array
+    read (the condition is aligned with the value's last axes, as broadcasting aligns it)."""
+    out = meta.dtype
+
+    def emit(e, _point=point):
+        a, b, *idx = e
+        test = " and ".join(f"{idx[t]} == {c}" for t, c in _point.items()) or "True"
+        return f"({a} if {test} else {b})"
+
+    return Lowered((Operand(x, out), Operand(y, out)), out, emit, indexed=ndim)
 
 
 def _lower_clip(node: Node, meta: ArrayMeta) -> Lowered:
@@ -271,6 +303,29 @@ def _lower_astype(node: Node, meta: ArrayMeta) -> Lowered:
         # NaN, inf and out-of-range floats have no defined integer value in LLVM
         raise NotFusible("astype from float to integer runs as a NumPy call")
     return Lowered((Operand(x, src),), dst, lambda e, _s=src, _d=dst: cast(e[0], _s, _d))
+
+
+#: Ops elementwise in their input but whose value depends on the element's position: fusion
+#: treats them as elementwise although their op kind is not (NumPy does not broadcast them).
+INDEXED_OPS = frozenset({"triu", "tril"})
+
+
+def _lower_triangle(node: Node, name: str, meta: ArrayMeta) -> Lowered:
+    """``triu``/``tril``: the element where its column minus its row is at least / at most
+    ``k``, else zero (NumPy's ``where(tri(..., k), ...)``, exact for every dtype)."""
+    (m,), k = node.args, node.kwargs.get("k", 0)
+    src = m.meta.get("val") if isinstance(m, Node) else None
+    if type(k) is not int or not isinstance(src, ArrayMeta) or src.ndim < 2 \
+            or src.shape != meta.shape or src.dtype != meta.dtype:
+        raise NotFusible(f"{name}: a 1-d input, a symbolic k or a cast runs as a NumPy call")
+    keep = ">=" if name == "triu" else "<="
+    zero = literal(0, meta.dtype)
+
+    def emit(e, _keep=keep, _k=k, _zero=zero):
+        x, row, col = e
+        return f"({x} if {col} - {row} {_keep} {_k} else {_zero})"
+
+    return Lowered((Operand(m, meta.dtype),), meta.dtype, emit, indexed=2)
 
 
 # -- reductions ------------------------------------------------------------------------------

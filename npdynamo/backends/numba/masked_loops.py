@@ -19,6 +19,8 @@ selection only by rounding, as every kernel sum does (``codegen``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from npdynamo import ops
@@ -33,14 +35,14 @@ def _meta(value: object) -> object:
     return value.meta.get("val") if isinstance(value, Node) else value
 
 
-def _new(graph: Graph, before: Node, op_name: str, args: tuple, kwargs: dict | None = None,
+def new_node(graph: Graph, before: Node, op_name: str, args: tuple, kwargs: dict | None = None,
          made: list | None = None) -> Node:
     op = ops.REGISTRY[op_name]
     with graph.inserting_before(before):
         node = graph.call_function(op, args, kwargs or {})
+    made.append(node)  # before inferring: a node whose rule raises is erased with the rest
     node.meta["val"] = op.infer(*(_meta(a) for a in args), **(kwargs or {}))
     node.meta["source"] = before.meta.get("source")
-    made.append(node)
     return node
 
 
@@ -56,7 +58,7 @@ def _elementwise(graph: Graph, node: Node, made: list) -> Node:
         else:
             right, left = stack.pop(), stack.pop()
             op = ops.BINARY_OPERATORS[rest[0]]
-            new = _new(graph, node, op.name, (left, right), made=made)
+            new = new_node(graph, node, op.name, (left, right), made=made)
             lower_elementwise(new)  # raises NotFusible
             stack.append(new)
     value = stack.pop()
@@ -72,35 +74,42 @@ def _rewrite(graph: Graph, node: Node, made: list) -> Node:
         raise NotFusible("a mask over leading axes only: the selection's rows are arrays")
     value = _elementwise(graph, node, made)
     dtype = _meta(value).dtype
-    selected = _new(graph, node, "where", (mask, value, dtype.type(0)), made=made)
+    selected = new_node(graph, node, "where", (mask, value, dtype.type(0)), made=made)
     lower_elementwise(selected)
     want = _meta(node)
     if node.kwargs["kind"] == "sum":
-        return _new(graph, node, "sum", (selected,), made=made)
+        return new_node(graph, node, "sum", (selected,), made=made)
     acc = np.dtype(np.float64) if dtype.kind in "biu" else dtype
-    total = _new(graph, node, "sum", (selected,), {"dtype": acc}, made=made)
-    count = _new(graph, node, "sum", (mask,), made=made)
-    mean = _new(graph, node, "divide", (total, count), made=made)
+    total = new_node(graph, node, "sum", (selected,), {"dtype": acc}, made=made)
+    count = new_node(graph, node, "sum", (mask,), made=made)
+    mean = new_node(graph, node, "divide", (total, count), made=made)
     if _meta(mean).dtype != want.dtype:
-        mean = _new(graph, node, "astype", (mean,), {"dtype": want.dtype}, made=made)
+        mean = new_node(graph, node, "astype", (mean,), {"dtype": want.dtype}, made=made)
     return mean
 
 
-def expand_masked_reductions(graph: Graph) -> None:
-    """Rewrite each ``masked_reduce`` node of ``graph`` as a masked loop where it can be."""
+def rewrite_nodes(graph: Graph, op_name: str,
+                  rewrite: Callable[[Graph, Node, list], Node]) -> None:
+    """Replace each ``op_name`` node of ``graph`` by what ``rewrite(graph, node, made)`` builds
+    before it (``made`` collects the new nodes): kept only when its result has the node's
+    shape and dtype; an exception (no kernel code, a refused dtype...) or another result
+    erases the new nodes and leaves the node as it was (a NumPy call)."""
     for node in list(graph.nodes):
-        if getattr(node.target, "name", None) != "masked_reduce":
+        if getattr(node.target, "name", None) != op_name:
             continue
         made: list[Node] = []
         try:
-            result = _rewrite(graph, node, made)
-        except Exception:  # noqa: BLE001 - no kernel code, a refused dtype...: the NumPy call
-            for new in reversed(made):
-                graph.erase_node(new)
-            continue
-        if _meta(result) != _meta(node):
+            result = rewrite(graph, node, made)
+        except Exception:  # noqa: BLE001 - whatever the reason, the node stays a NumPy call
+            result = None
+        if result is None or _meta(result) != _meta(node):
             for new in reversed(made):
                 graph.erase_node(new)
             continue
         node.replace_all_uses_with(result)
         graph.erase_node(node)
+
+
+def expand_masked_reductions(graph: Graph) -> None:
+    """Rewrite each ``masked_reduce`` node of ``graph`` as a masked loop where it can be."""
+    rewrite_nodes(graph, "masked_reduce", _rewrite)
