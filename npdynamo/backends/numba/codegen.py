@@ -39,7 +39,8 @@ import numpy as np
 
 from npdynamo.backends.numba.folds import fold, fold_start
 from npdynamo.backends.numba.fusion import FusionGroup, IndexMap, broadcast_map
-from npdynamo.backends.numba.lowering import Lowered, Operand, Reduction
+from npdynamo.backends.numba.lowering import Lowered, Operand
+from npdynamo.backends.numba.phases import BLOCK, Phase, PhasePlan, array_meta
 from npdynamo.backends.numba.runtime import has_wide_vectors
 from npdynamo.backends.numba.ufunc_table import cast, dtype_ctor, literal
 from npdynamo.fx.node import Node
@@ -47,8 +48,6 @@ from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import SymInt
 from npdynamo.ops.symbolic_code import is_one
 
-#: Elements folded per vectorised block of a float sum or product.
-BLOCK = 1024
 #: Elements per parallel chunk of a reduction over all axes.
 CHUNK = 16384
 
@@ -86,30 +85,6 @@ class KernelSource:
     into: dict[Node, Node] = field(default_factory=dict)
 
 
-@dataclass
-class _Acc:
-    node: Node
-    red: Reduction
-    blocked: bool
-    total: np.dtype  # dtype of the running total (float64 for float32 sums)
-    name: str = ""
-    part: str = ""
-
-
-@dataclass
-class _Phase:
-    index: int
-    roots: list[Node] = field(default_factory=list)  # values whose element is needed
-    accs: list[_Acc] = field(default_factory=list)
-    stores: list[Node] = field(default_factory=list)  # full outputs written here
-    spills: list[Node] = field(default_factory=list)  # kept in another output's buffer
-
-
-def _meta(value: object) -> ArrayMeta | None:
-    meta = value.meta.get("val") if isinstance(value, Node) else None
-    return meta if isinstance(meta, ArrayMeta) else None
-
-
 def _index(idx_map: IndexMap) -> str:
     if not idx_map:
         return "()"
@@ -139,6 +114,7 @@ class _KernelWriter:
         self.ndim = len(d)
         self.loop_axes = group.reduce_axes or ((self.ndim - 1,) if self.ndim else ())
         self.outer_axes = tuple(k for k in range(self.ndim) if k not in self.loop_axes)
+        self.plan = PhasePlan(group, self.loop_axes)
         self.members = set(group.nodes)
         self.by_reciprocal: dict[Node, str] = {}  # divisions emitted as products, while set
         self.outputs = set(group.outputs)
@@ -154,99 +130,6 @@ class _KernelWriter:
 
     def v(self, node: Node) -> str:
         return f"v{self.local[node]}"
-
-    # -- classification ----------------------------------------------------------------------
-
-    def in_loop(self, node: Node) -> bool:
-        return any(k in self.loop_axes for k in self.g.maps[node] if k is not None)
-
-    def _analyse(self) -> list[_Phase]:
-        avail: dict[Node, int] = {}
-        red_phase: dict[Node, int] = {}
-        for node in self.g.nodes:
-            low = self.g.lowered[node]
-            if isinstance(low, Reduction):
-                src = low.source.value
-                red_phase[node] = avail.get(src, 0) if src in self.members else 0
-                avail[node] = red_phase[node] + 1
-            else:
-                avail[node] = max([avail[o.value] for o in low.operands
-                                   if isinstance(o.value, Node) and o.value in self.members],
-                                  default=0)
-        self.avail = avail
-        count = max([avail[n] for n in self.g.nodes if self.in_loop(n)] +
-                    list(red_phase.values()) + [0]) + 1
-        phases = [_Phase(p) for p in range(count)]
-        # at most BLOCK elements reduced: one block, folded without the loop around it
-        sizes = [self.g.domain[k] for k in self.g.reduce_axes]
-        one_block = all(type(d) is int for d in sizes) and int(np.prod(sizes)) <= BLOCK
-        for node, p in red_phase.items():
-            red = self.g.lowered[node]
-            blocked = red.kind in ("sum", "prod") and red.acc_dtype.kind == "f" and not one_block
-            total = (np.dtype(np.float64) if blocked and red.acc_dtype == np.float32
-                     else red.acc_dtype)
-            phases[p].accs.append(_Acc(node, red, blocked, total))
-            src = red.source.value
-            if isinstance(src, Node) and src in self.members:
-                phases[p].roots.append(src)
-        for node in self.g.outputs:
-            if self.in_loop(node):
-                phases[avail[node]].stores.append(node)
-                phases[avail[node]].roots.append(node)
-        self._plan_spills(phases)
-        return [p for p in phases if p.roots or p.accs]
-
-    def _needed(self, roots: list[Node], phase: int) -> set[Node]:
-        needed: set[Node] = set()
-        stack = list(roots)
-        while stack:
-            node = stack.pop()
-            if node in needed or not self.in_loop(node):
-                continue
-            needed.add(node)
-            if self._buffered_before(node, phase):
-                continue
-            low = self.g.lowered[node]
-            if isinstance(low, Lowered):
-                stack.extend(o.value for o in low.operands
-                             if isinstance(o.value, Node) and o.value in self.members)
-        return needed
-
-    def _buffered_before(self, node: Node, phase: int) -> bool:
-        """Whether ``node``'s elements were stored to a buffer in an earlier phase."""
-        if node in self.spill_host:
-            return self.spill_phase[node] < phase
-        return node in self.outputs and self.avail[node] < phase
-
-    def _plan_spills(self, phases: list[_Phase]) -> None:
-        """Keep an expensive value needed by several phases in a free output buffer: stored
-        by the first phase that computes it (not necessarily the first phase that could: a
-        tanh read only after a reduction of the inputs is computed after it), read back by
-        the later ones."""
-        self.spill_host: dict[Node, Node] = {}
-        self.spill_phase: dict[Node, int] = {}
-        first_use: dict[Node, int] = {}
-        last_use: dict[Node, int] = {}
-        for ph in phases:
-            for node in self._needed(ph.roots, ph.index):
-                first_use.setdefault(node, ph.index)
-                last_use[node] = ph.index
-        hosts = [o for o in self.g.outputs if self.in_loop(o)]
-        used: set[Node] = set()
-        for node in self.g.nodes:
-            low = self.g.lowered[node]
-            if (node in self.outputs or not isinstance(low, Lowered) or not low.expensive
-                    or last_use.get(node, -1) <= first_use.get(node, -1)):
-                continue
-            for host in hosts:
-                if (host not in used and _meta(host).dtype == low.dtype
-                        and self.g.maps[host] == self.g.maps[node]
-                        and self.avail[host] >= last_use[node]):
-                    used.add(host)
-                    self.spill_host[node] = host
-                    self.spill_phase[node] = first_use[node]
-                    phases[first_use[node]].spills.append(node)
-                    break
 
     # -- parameters and element reads --------------------------------------------------------
 
@@ -282,7 +165,7 @@ class _KernelWriter:
             expr, src = self._param(value, "input"), np.dtype(np.float64)
         elif isinstance(value, (Node, np.ndarray)):
             kind = "input" if isinstance(value, Node) else "const"
-            meta = _meta(value) if kind == "input" else ArrayMeta(value.shape, value.dtype)
+            meta = array_meta(value) if kind == "input" else ArrayMeta(value.shape, value.dtype)
             name = self._param(value, kind)
             idx = broadcast_map(meta.shape, reader_shape, reader_map)
             for t, k in enumerate(idx):
@@ -320,12 +203,12 @@ class _KernelWriter:
 
     def _value(self, node: Node, depth: int, phase: int | None) -> None:
         low = self.g.lowered[node]
-        if phase is not None and self._buffered_before(node, phase):
-            host = self.spill_host.get(node, node)
+        if phase is not None and self.plan.buffered_before(node, phase):
+            host = self.plan.spill_host.get(node, node)
             buf = self._param(host, "output")
             self.emit(f"{self.v(node)} = {buf}[{_index(self.g.maps[node])}]", depth)
             return
-        shape = _meta(node).shape
+        shape = array_meta(node).shape
         reciprocal = _constant_reciprocal(node, low)
         # (the divisor of a constant reciprocal is not read: it would be a parameter unused)
         operands = low.operands[:1] if reciprocal is not None else low.operands
@@ -342,22 +225,22 @@ class _KernelWriter:
             return
         self.emit(f"{self.v(node)} = {low.emit(exprs)}", depth)
 
-    def _row_divisions(self, ph: _Phase) -> dict[Node, Node]:
+    def _row_divisions(self, ph: Phase) -> dict[Node, Node]:
         """Float divisions in ``ph``'s inner loop by a value of the row (computed outside the
         loop: a softmax's sum, a layernorm's deviation): division -> divisor."""
         found = {}
-        for node in self._needed(ph.roots, ph.index):
+        for node in self.plan.needed(ph.roots, ph.index):
             low = self.g.lowered[node]
             if (getattr(node.target, "name", None) == "divide" and isinstance(low, Lowered)
-                    and low.dtype.kind == "f" and not self._buffered_before(node, ph.index)):
+                    and low.dtype.kind == "f" and not self.plan.buffered_before(node, ph.index)):
                 divisor = low.operands[1].value
                 if (isinstance(divisor, Node) and divisor in self.members
-                        and not self.in_loop(divisor)
+                        and not self.plan.in_loop(divisor)
                         and self.g.lowered[divisor].dtype == low.dtype):
                     found[node] = divisor
         return found
 
-    def _loops_by_reciprocal(self, ph: _Phase, depth: int, acc_of: dict,
+    def _loops_by_reciprocal(self, ph: Phase, depth: int, acc_of: dict,
                              divisions: dict[Node, Node]) -> None:
         """The phase's loops twice: multiplying by each row divisor's reciprocal, computed once
         per row (a division costs ten multiplications), when every reciprocal is a normal
@@ -381,8 +264,8 @@ class _KernelWriter:
 
     def _outer_values(self, level: int, depth: int) -> None:
         nodes = [n for n in self.g.nodes
-                 if not self.in_loop(n) and isinstance(self.g.lowered[n], Lowered)
-                 and self.avail[n] == level]
+                 if not self.plan.in_loop(n) and isinstance(self.g.lowered[n], Lowered)
+                 and self.plan.avail[n] == level]
         sunk = self._sunk(nodes)
         inside = {n for branch in sunk.values() for n in branch}
         for node in nodes:
@@ -397,7 +280,7 @@ class _KernelWriter:
         an ``if`` on the condition, so a masked-out row skips them (a Lennard-Jones energy's
         divisions below the diagonal). Rows are not vectorised (an inner loop runs per row),
         so the branch costs no vector lanes."""
-        kept = self.outputs | set(self.spill_host) | set(self.spill_host.values())
+        kept = self.outputs | set(self.plan.spill_host) | set(self.plan.spill_host.values())
         sunk: dict[Node, list[Node]] = {}
         for where in nodes:
             low = self.g.lowered[where]
@@ -421,7 +304,7 @@ class _KernelWriter:
 
     def _branch(self, where: Node, branch: list[Node], depth: int) -> None:
         low = self.g.lowered[where]
-        shape = _meta(where).shape
+        shape = array_meta(where).shape
         cond, chosen, other = (self._read(o, shape, self.g.maps[where]) for o in low.operands)
         test = cast(cond, low.operands[0].dtype, np.dtype(bool))
         self.emit(f"if {test}:", depth)
@@ -435,8 +318,8 @@ class _KernelWriter:
         buf = self._param(into or node, "output")
         self.emit(f"{buf}[{_index(self.g.maps[node])}] = {self.v(node)}", depth)
 
-    def _phase_body(self, ph: _Phase, depth: int, acc_of: dict) -> None:
-        needed = self._needed(ph.roots, ph.index)
+    def _phase_body(self, ph: Phase, depth: int, acc_of: dict) -> None:
+        needed = self.plan.needed(ph.roots, ph.index)
         for node in self.g.nodes:
             if node in needed:
                 self._value(node, depth, ph.index)
@@ -448,14 +331,14 @@ class _KernelWriter:
             self.emit(f"{target} = {fold(acc.red.kind, acc.red.acc_dtype, target, src, True)}",
                       depth)
         for node in ph.spills:
-            self._store(node, depth, self.spill_host[node])
+            self._store(node, depth, self.plan.spill_host[node])
         for node in ph.stores:
             self._store(node, depth)
 
     def _full_map(self) -> IndexMap:
         return tuple(None if is_one(d) else k for k, d in enumerate(self.g.domain))
 
-    def _loops(self, ph: _Phase, depth: int, acc_of: dict, first_range: str | None,
+    def _loops(self, ph: Phase, depth: int, acc_of: dict, first_range: str | None,
                axes: tuple[int, ...] | None = None) -> None:
         """The loop nest of one phase over ``axes`` (default: all loop axes); ``first_range``
         bounds the first loop (``"lo|hi"``)."""
@@ -484,7 +367,7 @@ class _KernelWriter:
             depth += 1
         self._phase_body(ph, depth, acc_of)
 
-    def _finish_reductions(self, ph: _Phase, depth: int, acc_of: dict) -> None:
+    def _finish_reductions(self, ph: Phase, depth: int, acc_of: dict) -> None:
         for acc in ph.accs:
             total, red = acc_of[acc.node], acc.red
             count = " * ".join(f"n{k}" for k in self.g.reduce_axes) or "1"
@@ -497,7 +380,7 @@ class _KernelWriter:
                 total = f"({total} if {count} != 0 else {literal(0.0, acc.total)})"
             self.emit(f"{self.v(acc.node)} = {cast(total, acc.total, red.dtype)}", depth)
 
-    def _phase(self, ph: _Phase, depth: int) -> None:
+    def _phase(self, ph: Phase, depth: int) -> None:
         for a in ph.accs:
             a.name, a.part = f"acc{self.local[a.node]}", f"part{self.local[a.node]}"
         acc_of = {a.node: a.name for a in ph.accs}
@@ -520,7 +403,7 @@ class _KernelWriter:
         self._finish_reductions(ph, depth, acc_of)
         self._outer_values(ph.index + 1, depth)
 
-    def _chunked(self, ph: _Phase, depth: int, acc_of: dict) -> None:
+    def _chunked(self, ph: Phase, depth: int, acc_of: dict) -> None:
         """A reduction over every axis in parallel: per-chunk results, folded in order."""
         k0 = self.loop_axes[0]
         rest = " * ".join(f"n{k}" for k in self.loop_axes[1:]) or "1"
@@ -568,13 +451,13 @@ class _KernelWriter:
             for t, k in enumerate(self.g.maps[out]):
                 if k is not None:
                     self.extent_src.setdefault(k, f"{name}.shape[{t}]")
-        phases = self._analyse()
+        phases = self.plan.phases()
         depth = self._outer_loop(1)
         self._outer_values(0, depth)
         for ph in phases:
             self._phase(ph, depth)
         for out in self.g.outputs:
-            if not self.in_loop(out):
+            if not self.plan.in_loop(out):
                 self._store(out, depth)
         return self._assemble()
 
