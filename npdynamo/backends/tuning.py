@@ -65,11 +65,8 @@ class Candidate:
     label: str
     run: Callable[..., tuple]
     activate: Callable[[], None] = lambda: None
-
-    @property
-    def side_by_side(self) -> bool:
-        """Whether ``run`` runs on several threads at once (marked by the scheduler)."""
-        return bool(getattr(self.run, "npdynamo_side_by_side", False))
+    #: ``run`` runs on several threads at once (a scheduled form): its speed needs a free core
+    side_by_side: bool = False
 
 
 def tuning_enabled() -> bool:

@@ -230,8 +230,7 @@ def side_by_side(clock: FakeClock, label: str, costs, runs: list):
         clock.now += costs(runs.count(label))
         return (x + 1,)
 
-    run.npdynamo_side_by_side = True
-    return tuning.Candidate(label, run)
+    return tuning.Candidate(label, run, side_by_side=True)
 
 
 def test_a_side_by_side_form_that_lost_its_core_once_is_not_dropped_for_it():
@@ -262,12 +261,16 @@ def test_a_side_by_side_form_barely_faster_leaves_the_serial_one():
 
 def test_the_scheduler_marks_its_form_as_side_by_side(monkeypatch):
     from npdynamo import ops
-    from npdynamo.backends.eager import may_alias
-    from npdynamo.backends.scheduler import eager_candidate
+    from npdynamo.backends import scheduler
+    from npdynamo.backends.inplace import may_alias
     from npdynamo.fx import Graph
     from npdynamo.ops.meta import ArrayMeta
 
-    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "auto")
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "1")
+    offered = []
+    monkeypatch.setattr(tuning, "fastest_of",
+                        lambda candidates, record, report=None: offered.extend(candidates))
     g = Graph()
     xs = []
     for name in ("a", "b"):
@@ -278,7 +281,5 @@ def test_the_scheduler_marks_its_form_as_side_by_side(monkeypatch):
     for node in products:
         node.meta["val"] = ArrayMeta((256, 256), np.dtype(np.float64))
     g.output(tuple(products))
-    candidate = eager_candidate(g, lambda a, b: (a @ a, b @ b), may_alias(g))
-    assert candidate is not None
-    assert tuning.Candidate("scheduled", candidate.run).side_by_side
-    assert not tuning.Candidate("serial", lambda a, b: (a @ a, b @ b)).side_by_side
+    scheduler.tuned_eager(g, lambda a, b: (a @ a, b @ b), may_alias(g))
+    assert [(c.label, c.side_by_side) for c in offered] == [("serial", False), ("scheduled", True)]

@@ -256,7 +256,7 @@ def _tuned(
     else:
         candidates.append(tuning.Candidate("numba", program.fn))
     if scheduled is not None:
-        candidates.append(tuning.Candidate("numba scheduled", scheduled.run))
+        candidates.append(tuning.Candidate("numba scheduled", scheduled.run, side_by_side=True))
 
     def record(text: str) -> None:
         report.tuning = text

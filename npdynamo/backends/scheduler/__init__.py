@@ -48,4 +48,5 @@ def tuned_eager(graph, serial: Callable[..., tuple], aliases) -> Compiled:
         report.decision = text
 
     return tuning.fastest_of([tuning.Candidate("serial", serial),
-                              tuning.Candidate("scheduled", candidate.run)], record, report=report)
+                              tuning.Candidate("scheduled", candidate.run,
+                                               side_by_side=True)], record, report=report)

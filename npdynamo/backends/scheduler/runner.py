@@ -99,7 +99,6 @@ def scheduled_function(
     forward = define(source, "forward", names, label="schedule", lines=False)
     forward.npdynamo_source = source
     forward.npdynamo_reruns = names["_reruns"]  # [calls rerun serially after a failed stream]
-    forward.npdynamo_side_by_side = True  # its speed needs a free core: the tuner samples it more
     return forward
 
 
