@@ -5,6 +5,7 @@ agree on results, identities and exceptions (``check_fidelity``), on both backen
 from __future__ import annotations
 
 import operator
+import sys
 
 import pytest
 
@@ -44,4 +45,66 @@ def computed_numbers_after_break(n):
     (computed_numbers_after_break, (7,)),
 ])
 def test_computed_constants_keep_their_identity(fn, args, backend):
+    check_fidelity(fn, *args, backend=backend)
+
+
+# -- an except block after a break (test_exceptions.test_getattr_has_name_and_obj_for_method,
+#    test_generator_leaking3, test_dataclasses.test_clean_traceback_from_fields_exception): the
+#    resume function's stack was sized without its handlers, so a call inside one overwrote
+#    the callee's frame (a wrong result, an UnboundLocalError in the callee, or a crash) -------
+class Checker:
+    def pair(self, a, b):
+        return (a, b)
+
+    def three(self, a, b, c):
+        return [a, b, c]
+
+
+class Plain:
+    def method(self):
+        return 1
+
+
+def method_call_in_handler_after_break(checker, obj):
+    print("break")
+    try:
+        obj.missing()
+    except AttributeError as exc:
+        first = checker.pair("missing", exc.name)
+        second = checker.three(obj is exc.obj, first, len(first))
+        return first, second
+
+
+def exc_info_in_handler_after_break(checker):
+    print("break")
+    try:
+        checker.ratio = 1 / 0
+    except ZeroDivisionError as e:
+        pair = checker.pair(sys.exc_info()[1], e)
+        return pair[0] is e, type(pair[1]).__name__
+    return None
+
+
+def nested_handlers_after_break(checker, items):
+    print("break")
+    out = []
+    for x in items:
+        try:
+            try:
+                out.append(checker.pair(x, 1 // x))
+            except ZeroDivisionError as inner:
+                out.append(checker.three(x, str(inner), checker.pair(x, x)))
+                raise KeyError(x) from inner
+        except KeyError as outer:
+            out.append(checker.pair("outer", outer.args))
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, args", [
+    (method_call_in_handler_after_break, (Checker(), Plain())),
+    (exc_info_in_handler_after_break, (Checker(),)),
+    (nested_handlers_after_break, (Checker(), [2, 0, 1])),
+])
+def test_calls_in_except_blocks_after_a_break(fn, args, backend):
     check_fidelity(fn, *args, backend=backend)
