@@ -112,6 +112,46 @@ def test_calls_in_except_blocks_after_a_break(fn, args, backend):
     check_fidelity(fn, *args, backend=backend)
 
 
+# -- capture calls no user __hash__ (test_class: testInit, testBinaryOps, testUnaryOps,
+#    testMisc, testGetSetAndDel): asking whether an object is a disabled or compiled function
+#    looked it up in weak sets and dicts, which ran the class's own __hash__ --------------------
+class Logged:
+    def __init__(self, log):
+        self.log = log
+        log.append("__init__")
+
+    def __hash__(self):
+        self.log.append("__hash__")
+        return 1
+
+    def __eq__(self, other):
+        self.log.append("__eq__")
+        return self is other
+
+    def __neg__(self):
+        self.log.append("__neg__")
+        return 0
+
+
+def user_object_made_inside(log):
+    obj = Logged(log)
+    seen = list(log)
+    return seen, [("made", obj is not None)]
+
+
+def user_object_passed_in(obj):
+    before = list(obj.log)
+    value = -obj
+    print("break")
+    return before, value, list(obj.log)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_capture_calls_no_user_hash(backend):
+    check_fidelity(user_object_made_inside, [], backend=backend)
+    check_fidelity(user_object_passed_in, Logged([]), backend=backend)
+
+
 # -- lifetimes across a break (test_functools/test_set/test_deque test_weakref,
 #    test_copy weak dicts, test_dict/test_set test_container_iterator, test_generators
 #    finalization, test_scope.testCellLeak, test_exceptions test_3114/testExceptionCleanupState):
