@@ -178,3 +178,53 @@ def object_dies_with_its_last_name():
                                        "until the resumed code returns (see the note above)")
 def test_object_dies_with_its_last_name_after_a_break():
     check_fidelity(object_dies_with_its_last_name)
+
+
+# -- a descriptor written in Python runs on every read (test_dataclasses.
+#    test_getting_field_calls_get): capture read it once, natively, and the compiled code never
+#    called __get__ (the call count was 0) ---------------------------------------------------
+class Logging:
+    """A data descriptor logging its calls on the owner's list."""
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        obj.log.append("get")
+        return len(obj.log)
+
+    def __set__(self, obj, value):
+        obj.log.append(("set", value))
+
+
+class Counting:
+    """A non-data descriptor: the instance's own attribute wins over it."""
+
+    def __get__(self, obj, owner=None):
+        return 42
+
+
+class Holder:
+    field = Logging()
+    shadowed = Counting()
+
+    def __init__(self):
+        self.log = []
+
+
+def read_data_descriptor(h):
+    first = h.field
+    h.field = 5
+    second = h.field
+    return first, second, list(h.log)
+
+
+def read_non_data_descriptor(h):
+    before = h.shadowed
+    h.__dict__["shadowed"] = 7
+    return before, h.shadowed
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [read_data_descriptor, read_non_data_descriptor])
+def test_python_descriptors_run_their_get(fn, backend):
+    check_fidelity(fn, Holder(), backend=backend)
