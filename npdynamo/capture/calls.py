@@ -537,11 +537,6 @@ def _user_descriptor(attr: object) -> bool:
     return get is not None and not isinstance(get, types.WrapperDescriptorType)
 
 
-def _is_data_descriptor(attr: object) -> bool:
-    kind = type(attr)
-    return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
-
-
 def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
     """``obj.name`` for a user object, as Python's attribute lookup would find it."""
     ctx = frame.ctx
@@ -569,8 +564,9 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
         getter = ctx.builder.wrap(class_attr.fget, None)
         return inline_call(frame, getter, [obj], {})
     instance_dict = getattr(obj.obj, "__dict__", None)
+    data = hasattr(type(class_attr), "__set__") or hasattr(type(class_attr), "__delete__")
     if _user_descriptor(class_attr) and (
-        _is_data_descriptor(class_attr) or instance_dict is None or name not in instance_dict
+        data or instance_dict is None or name not in instance_dict
     ):
         # its __get__ is user code (a call it logs, a value it caches): reading it here once
         # would drop that call from every run (test_dataclasses.test_getting_field_calls_get)
