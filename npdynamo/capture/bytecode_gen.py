@@ -340,7 +340,7 @@ def _build_resume_code(key: ResumeKey) -> types.CodeType:
     b.name = f"__resume_at_{key.start}_{user_name(code)}"
     if hasattr(b, "qualname"):
         b.qualname = b.name
-    new = encode(b)
+    new = _to_code(b, code)
     # the translator reads ``new`` as the list it was assembled from (the same program as a
     # decode of it gives, in the same order): no decoding, and positions map by identity
     _remember(new, b)
@@ -354,6 +354,18 @@ def _as_free(arg):
     if isinstance(arg, bc.CellVar):
         return bc.FreeVar(arg.name)
     return arg
+
+
+def _to_code(b: bc.Bytecode, original: types.CodeType) -> types.CodeType:
+    """``b`` as a code object whose stack holds at least what the original code's did. The
+    bytecode library sizes the stack from the blocks it reaches from the entry: a handler
+    reached only through a try range that now starts after a jump can be left out, and a frame
+    whose stack overflows its size writes over the next frame (test_exceptions: a method call
+    in an ``except`` block after a break returned the globals, or crashed)."""
+    new = encode(b)
+    if new.co_stacksize < original.co_stacksize:
+        new = new.replace(co_stacksize=original.co_stacksize)
+    return new
 
 
 def _rewrite_for_resume(ins: bc.Instr, cells: set[str], passed: set[str]) -> list[bc.Instr]:
@@ -465,7 +477,7 @@ def break_code(plan: BreakPlan) -> types.CodeType:
     b.kwonlyargcount = 0
     b.flags = b.flags & ~(CO_VARARGS | CO_VARKEYWORDS)
     b.name = code.co_name
-    return encode(b)
+    return _to_code(b, code)
 
 
 def _identity_index(instrs: list, item: object) -> int:

@@ -9,6 +9,7 @@ frames.
 
 from __future__ import annotations
 
+import enum
 import types
 import warnings
 
@@ -521,6 +522,21 @@ def get_attr(frame: Frame, obj: Value, name: str) -> Value:
     raise frame.unsupported(f"reading .{name} of a {_describe(obj)} is not supported")
 
 
+#: Descriptor classes written in Python whose __get__ only reads the member (enum members'
+#: ``.name``/``.value``): reading them at capture time is what Python would do.
+_PURE_DESCRIPTORS = (types.DynamicClassAttribute, enum.property)
+
+
+def _user_descriptor(attr: object) -> bool:
+    """True for a class attribute whose ``__get__`` is not CPython's own (a C slot) and is
+    none of the kinds ``user_attr`` models (functions, static/class methods, properties)."""
+    if attr is None or isinstance(attr, (types.FunctionType, staticmethod, classmethod,
+                                         property, *_PURE_DESCRIPTORS)):
+        return False
+    get = getattr(type(attr), "__get__", None)
+    return get is not None and not isinstance(get, types.WrapperDescriptorType)
+
+
 def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
     """``obj.name`` for a user object, as Python's attribute lookup would find it."""
     ctx = frame.ctx
@@ -548,6 +564,16 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
         getter = ctx.builder.wrap(class_attr.fget, None)
         return inline_call(frame, getter, [obj], {})
     instance_dict = getattr(obj.obj, "__dict__", None)
+    data = hasattr(type(class_attr), "__set__") or hasattr(type(class_attr), "__delete__")
+    if _user_descriptor(class_attr) and (
+        data or instance_dict is None or name not in instance_dict
+    ):
+        # its __get__ is user code (a call it logs, a value it caches): reading it here once
+        # would drop that call from every run (test_dataclasses.test_getting_field_calls_get)
+        raise frame.unsupported(
+            f"reading .{name} runs {type(class_attr).__qualname__}.__get__, a descriptor "
+            "npdynamo does not model"
+        )
     if instance_dict is not None and name in instance_dict:
         value = ctx.builder.wrap(instance_dict[name], AttrSource(obj.source, name))
     elif isinstance(class_attr, types.FunctionType):

@@ -127,6 +127,17 @@ def _pure_snapshot(it: IteratorValue) -> bool:
 MAX_NESTING = 100
 
 
+def _identity_by_object(obj: object) -> bool:
+    """True for a number or string whose identity CPython does not fix by its value (its small
+    ints, empty and one-character strings are one object each; any other may be a new one)."""
+    kind = type(obj)
+    if kind is int:
+        return not -5 <= obj <= 256
+    if kind in (str, bytes):
+        return len(obj) > 1
+    return kind in (float, complex)
+
+
 class ValueRebuilder:
     """Renders tracked values as Python expressions inside a generated function."""
 
@@ -219,7 +230,13 @@ class ValueRebuilder:
         if getattr(value, "source", None) is not None and not getattr(value, "fresh", False):
             return self.source_expr(value.source)
         if isinstance(value, Const):
-            return self.bind(value.value)
+            obj = value.value
+            if _identity_by_object(obj):
+                # the object the code loaded or the capture computed, never a literal: the
+                # compiler would intern '__add__' or share equal constants, so a string built
+                # at run time (``str(b'__add__', 'ascii')``) would become the code's constant
+                return self.namespace.bind(obj, "CONST")
+            return self.bind(obj)
         if isinstance(value, NamedTupleValue):
             return f"{self.bind(value.cls, 'RESULT')}(" + ", ".join(
                 self.expr(v) for v in value.items) + ")"

@@ -181,7 +181,10 @@ def main(argv: list[str]) -> int:
     import npdynamo  # noqa: F401  (both modes: gc-heavy tests then walk the same heap)
 
     skipped = set(skip)
-    tests = [t for t in method_tests(module) if t.id() not in skipped]
+    # ``runner.py -k``: only the tests whose id contains one of these substrings
+    wanted = [k for k in os.environ.get("CONFORMANCE_TEST_FILTER", "").split("\n") if k]
+    tests = [t for t in method_tests(module) if t.id() not in skipped
+             and (not wanted or any(k in t.id() for k in wanted))]
     recorder = None
     if mode == "compiled":
         compile_methods(tests)

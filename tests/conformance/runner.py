@@ -13,7 +13,8 @@ compiled seconds), the regressions with their first error line, the capture time
 instruction stepped through, the 10 slowest captures with what made them slow, and the tests
 whose compiled run took more than 3x their plain time plus 2 s.
 
-``python -m tests.conformance.runner [-j JOBS] [--timeout S] [--json FILE] [MODULE ...]``
+``python -m tests.conformance.runner [-j JOBS] [--timeout S] [--json FILE] [-k TEXT] [MODULE ...]``
+(``-k``, repeatable: only the tests whose id contains one of the TEXTs)
 """
 
 from __future__ import annotations
@@ -47,12 +48,15 @@ ROOT = Path(__file__).resolve().parents[2]
 PASSING = {"pass"}
 
 
-def run_module(module: str, mode: str, timeout: float, workdir: Path) -> dict[str, dict]:
-    """Every test of ``module`` in ``mode``: {test id: its result record}."""
+def run_module(module: str, mode: str, timeout: float, workdir: Path,
+               keep: tuple[str, ...] = ()) -> dict[str, dict]:
+    """Every test of ``module`` in ``mode`` (only those whose id contains one of ``keep``, if
+    given): {test id: its result record}."""
     out = workdir / f"{module}.{mode}.jsonl"
     out.unlink(missing_ok=True)
     results: dict[str, dict] = {}
-    env = dict(os.environ, CONFORMANCE_TEST_TIMEOUT=str(timeout))
+    env = dict(os.environ, CONFORMANCE_TEST_TIMEOUT=str(timeout),
+               CONFORMANCE_TEST_FILTER="\n".join(keep))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     for _attempt in range(50):  # each restart skips at least the test that took the process down
         cmd = [sys.executable, "-m", "tests.conformance.child", module, mode, str(out),
@@ -106,11 +110,11 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def run(modules: list[str], jobs: int, timeout: float) -> dict:
+def run(modules: list[str], jobs: int, timeout: float, keep: tuple[str, ...] = ()) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="npd-conformance-"))
     tasks = [(m, mode) for m in modules for mode in ("plain", "compiled")]
     with ThreadPoolExecutor(jobs) as pool:
-        done = list(pool.map(lambda t: run_module(t[0], t[1], timeout, workdir), tasks))
+        done = list(pool.map(lambda t: run_module(t[0], t[1], timeout, workdir, keep), tasks))
     report: dict = {"python": sys.version.split()[0], "modules": {}}
     for (module, mode), results in zip(tasks, done):
         report["modules"].setdefault(module, {})[mode] = results
@@ -176,8 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per test")
     parser.add_argument("--json", help="also write the raw results here")
+    parser.add_argument("-k", dest="keep", action="append", default=[], metavar="TEXT",
+                        help="only the tests whose id contains TEXT (repeatable)")
     args = parser.parse_args(argv)
-    report = run(args.modules, args.jobs, args.timeout)
+    report = run(args.modules, args.jobs, args.timeout, tuple(args.keep))
     if args.json:
         Path(args.json).write_text(json.dumps(report))
     text, regressions = summarise(report)
