@@ -213,10 +213,11 @@ def expm1(L: Lowering, x: str, t: np.dtype) -> str:
 
 
 def log1p(L: Lowering, x: str, t: np.dtype) -> str:
-    """Goldberg: log(u) * x / (u - 1) with u = 1 + x, exact where u rounds to 1."""
+    """Goldberg: log(u) * (x / (u - 1)) with u = 1 + x, exact where u rounds to 1 (the
+    quotient first: ``log(u) * x`` overflows for x near the largest float)."""
     u = L.add("Add", [x, L.const(1, t)])
     log = L.add("Log", [u])
-    ratio = L.add("Div", [L.add("Mul", [log, x]), L.add("Sub", [u, L.const(1, t)])])
+    ratio = L.add("Mul", [log, L.add("Div", [x, L.add("Sub", [u, L.const(1, t)])])])
     out = where(L, L.add("IsInf", [u], detect_negative=0), u, ratio)
     out = where(L, _eq(L, u, 0, t), log, out)
     return where(L, _eq(L, u, 1, t), x, out)
