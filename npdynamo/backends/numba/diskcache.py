@@ -121,8 +121,11 @@ def load_loop_module(source: str, namespace: dict, described: str) -> tuple[type
 
 def _load(source: str, directory: Path | None, prefix: str, key: str,
           namespace: dict | None = None) -> tuple[types.ModuleType, str, str]:
-    if key in _loaded:
-        module = _loaded[key]
+    # keyed by the cache directory too: a module loaded from another directory keeps writing
+    # its machine code there (a compile worker outlives a change of NPDYNAMO_CACHE_DIR)
+    slot = f"{directory}/{key}"
+    if slot in _loaded:
+        module = _loaded[slot]
         return module, getattr(module, "__file__", None) or "<memory>", source
     name = f"{_PACKAGE}.{prefix}_{key}"
     module = types.ModuleType(name)
@@ -141,7 +144,7 @@ def _load(source: str, directory: Path | None, prefix: str, key: str,
         kernel = getattr(module, "kernel", None)
         if isinstance(kernel, Dispatcher) and hasattr(kernel._cache, "_cache_file"):
             guard_numba_cache(kernel, path)
-    _loaded[key] = module
+    _loaded[slot] = module
     return module, path, source
 
 
