@@ -30,19 +30,19 @@ from npdynamo.ops.table import supported_functions
 # The capture stage (the front end) is imported on first use of one of its names, so that a
 # process that only loads and runs exported programs (``npdynamo.load``) never imports it.
 _CAPTURE_NAMES = {
-    "graph_break": "npdynamo.capture.builtins_table",
+    "graph_break": "npdynamo.capture.builtin_calls",
     "mark_dynamic": "npdynamo.capture.dynamic_dims",
     "mark_static": "npdynamo.capture.dynamic_dims",
-    "ExplainOutput": "npdynamo.capture.explain",
-    "explain": "npdynamo.capture.explain",
+    "ExplainOutput": "npdynamo.introspection.explain",
+    "explain": "npdynamo.introspection.explain",
     "compile": "npdynamo.capture.frames",
     "disable": "npdynamo.capture.frames",
     "enable": "npdynamo.capture.frames",
     "reset": "npdynamo.capture.frames",
-    "EntryInfo": "npdynamo.capture.inspection",
-    "GraphInfo": "npdynamo.capture.inspection",
-    "Inspection": "npdynamo.capture.inspection",
-    "inspect": "npdynamo.capture.inspection",
+    "EntryInfo": "npdynamo.introspection.inspection",
+    "GraphInfo": "npdynamo.introspection.inspection",
+    "Inspection": "npdynamo.introspection.inspection",
+    "inspect": "npdynamo.introspection.inspection",
 }
 
 

@@ -19,7 +19,7 @@ from npdynamo.autograd.symbolic import reverse_mode
 from npdynamo.capture.calls import call_value, inline_call
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.opcalls import VIEW_OPS
-from npdynamo.capture.tables import BUILTINS, VALUE_CALLS
+from npdynamo.capture.registry import BUILTINS, VALUE_CALLS
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     ArrayValue,

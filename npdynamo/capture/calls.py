@@ -22,7 +22,7 @@ from npdynamo.capture.builder import (
     is_trusted_module,
     is_trusted_name,
 )
-from npdynamo.capture.code import CO_GENERATOR, arg_layout
+from npdynamo.capture.bytecode.code import CO_GENERATOR, arg_layout
 from npdynamo.capture.containers import container_method, items_of
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.frames.compiled_function import CompiledFunction
@@ -31,8 +31,8 @@ from npdynamo.capture.frames.dispatch import original_function
 from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
 from npdynamo.capture.opcalls import normalize, normalized_op_call, op_call, raw, raw_sizes
+from npdynamo.capture.registry import BUILTINS, OBJECT_METHODS, VALUE_CALLS, VALUE_METHODS
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
-from npdynamo.capture.tables import BUILTINS, OBJECT_METHODS, VALUE_CALLS, VALUE_METHODS
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.ufunc_methods import ufunc_method
 from npdynamo.capture.values import (

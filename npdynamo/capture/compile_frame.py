@@ -29,22 +29,21 @@ from npdynamo import config, logs
 # when imported; a capture session needs them all.
 from npdynamo.capture import (  # noqa: F401
     autodiff,
-    builtins_table,
-    control_flow,
-    errstate_blocks,
+    builtin_calls,
     opcodes,
     random_calls,
 )
-from npdynamo.capture.break_reasons import reason_from
-from npdynamo.capture.breaks import build_break_entry
-from npdynamo.capture.bytecode_gen import user_label
+from npdynamo.capture.breaks.broken_frame import build_break_entry
+from npdynamo.capture.breaks.reasons import reason_from
+from npdynamo.capture.breaks.resume import CompileContext
+from npdynamo.capture.bytecode.generate import user_label
 from npdynamo.capture.entry import CompiledEntry, finish_entry, python_entry
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
+from npdynamo.capture.flow import errstate_blocks, higher_order  # noqa: F401
 from npdynamo.capture.frames.cache import on_reset
 from npdynamo.capture.frames.decorator import compile as compile_function
 from npdynamo.capture.frames.region import is_library_file
 from npdynamo.capture.rebuild import ValueRebuilder
-from npdynamo.capture.resume import CompileContext
 from npdynamo.capture.translator import CaptureContext, root_frame
 from npdynamo.errors import NpdynamoError, Unsupported
 

@@ -13,21 +13,25 @@ from __future__ import annotations
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from npdynamo.backends.compile import CompiledGraph, compile_graph
 from npdynamo.backends.report import BackendReport, Compiled
-from npdynamo.capture.break_reasons import GraphBreakReason
 from npdynamo.capture.frames.dispatch import make_fallback
 from npdynamo.capture.guards import GuardKind, GuardSet, Owners, SourceTuple
 from npdynamo.capture.guards.guard import frame_params
 from npdynamo.capture.pysource import Namespace, make_function
 from npdynamo.capture.rebuild import ValueRebuilder
-from npdynamo.capture.resume import CompileContext
 from npdynamo.capture.side_effects import write_back_targets
 from npdynamo.capture.translator import CaptureContext
 from npdynamo.fx import GraphModule
+
+if TYPE_CHECKING:
+    # graph breaks sit above the entry they build (breaks/ imports this module)
+    from npdynamo.capture.breaks.reasons import GraphBreakReason
+    from npdynamo.capture.breaks.resume import CompileContext
 
 
 @dataclass

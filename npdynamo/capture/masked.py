@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from npdynamo import ops
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.opcalls import op_call, raw
+from npdynamo.capture.registry import VALUE_METHODS
 from npdynamo.capture.side_effects import write_array
-from npdynamo.capture.tables import VALUE_METHODS
 from npdynamo.capture.values import ArrayValue, Const, Value
 from npdynamo.ops.indexing import boolean_mask
 from npdynamo.ops.writes import (

@@ -17,8 +17,8 @@ import numpy as np
 from npdynamo import ops
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.opcalls import op_call, raw
+from npdynamo.capture.registry import BUILTINS, OBJECT_METHODS
 from npdynamo.capture.side_effects import write_array
-from npdynamo.capture.tables import BUILTINS, OBJECT_METHODS
 from npdynamo.capture.values import ArrayValue, Const, MethodValue, UserObjectValue, Value
 from npdynamo.ops.random import (
     GENERATOR_METHODS,

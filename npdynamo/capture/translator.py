@@ -14,13 +14,12 @@ import linecache
 import re
 import types
 
-import bytecode as bc
-
 from npdynamo import ops, progress
 from npdynamo.autograd.tracer import tracer_value
+from npdynamo.capture import bytecode as bc
 from npdynamo.capture.builder import ValueBuilder
-from npdynamo.capture.bytecode_gen import decoded_instructions, user_name
-from npdynamo.capture.code import CO_GENERATOR, CO_GENERATOR_LIKE, arg_names
+from npdynamo.capture.bytecode.code import CO_GENERATOR, CO_GENERATOR_LIKE, arg_names
+from npdynamo.capture.bytecode.generate import decoded_instructions, user_name
 from npdynamo.capture.errors import (
     CaptureUnsupported,
     Location,
@@ -37,8 +36,8 @@ from npdynamo.capture.guards import (
     SourceTuple,
     remaining_items,
 )
+from npdynamo.capture.registry import HANDLERS
 from npdynamo.capture.side_effects import SideEffects
-from npdynamo.capture.tables import HANDLERS
 from npdynamo.capture.values import (
     NULL,
     ArrayValue,

@@ -22,7 +22,7 @@ import types
 
 import pytest
 
-from npdynamo.capture.bytecode_gen import decode, encode
+from npdynamo.capture.bytecode.generate import decode, encode
 
 
 def round_trip(code: types.CodeType) -> types.CodeType:

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.capture import bytecode_gen as gen
-from npdynamo.capture import reachable
+from npdynamo.capture.bytecode import generate as gen
+from npdynamo.capture.bytecode import reachable
 from npdynamo.capture.translator import STEP_LIMIT
 from tests.fidelity import check_fidelity
 

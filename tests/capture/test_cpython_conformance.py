@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import npdynamo
-from npdynamo.capture import breaks
+from npdynamo.capture.breaks import broken_frame as breaks
 from tests.fidelity import check_fidelity
 
 BACKENDS = ["eager", "numba"]

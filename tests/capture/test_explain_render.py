@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.capture import explain_render
+from npdynamo.introspection import render as explain_render
 
 
 def two_breaks_and_a_loop(x, steps):

@@ -163,7 +163,7 @@ def test_fullgraph_turns_an_internal_error_into_unsupported(monkeypatch):
 
 
 def test_a_handler_that_fails_is_a_graph_break(monkeypatch):
-    from npdynamo.capture.tables import HANDLERS
+    from npdynamo.capture.registry import HANDLERS
 
     def broken(frame, ins):
         raise IndexError("a handler's own bug")

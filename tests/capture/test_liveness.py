@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 import npdynamo
-from npdynamo.capture.bytecode_gen import decoded_instructions
+from npdynamo.capture.bytecode.generate import decoded_instructions
+from npdynamo.capture.bytecode.liveness import live_locals
 from npdynamo.capture.frames.cache import compiled_entries
-from npdynamo.capture.liveness import live_locals
 
 
 def live_at_call(fn, callee: str) -> frozenset[str] | None:

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import npdynamo
-from npdynamo.capture import bytecode_gen
-from npdynamo.capture.resume import CompileContext
+from npdynamo.capture.breaks.resume import CompileContext
+from npdynamo.capture.bytecode import generate as bytecode_gen
 from tests.differential import CountingBackend, check_same
 
 

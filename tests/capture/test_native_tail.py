@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.capture import bytecode_gen as gen
 from npdynamo.capture import compile_frame
-from npdynamo.capture.native_tail import native_stops
+from npdynamo.capture.breaks.native_tail import native_stops
+from npdynamo.capture.bytecode import generate as gen
 from tests.differential import check_same
 
 

@@ -42,7 +42,7 @@ from types import CodeType, FunctionType, MethodType
 from typing import Any
 
 from npdynamo import config
-from npdynamo.capture.code import CO_GENERATOR_LIKE, PY, SUPPORTED_PYTHON, python_supported
+from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE, PY, SUPPORTED_PYTHON, python_supported
 from npdynamo.capture.frames.disable import capture_suspended, suspend_capture
 from npdynamo.capture.frames.dispatch import EntryList, is_generated_code, original_function
 from npdynamo.errors import Unsupported

@@ -29,7 +29,13 @@ import weakref
 from types import CodeType, FunctionType
 
 from npdynamo import generated as generated_code
-from npdynamo.capture.code import CO_VARARGS, CO_VARKEYWORDS, arg_count, arg_layout, arg_names
+from npdynamo.capture.bytecode.code import (
+    CO_VARARGS,
+    CO_VARKEYWORDS,
+    arg_count,
+    arg_layout,
+    arg_names,
+)
 from npdynamo.generated import fresh_name
 
 # Stand-ins compiled into the template and swapped for the real objects afterwards.

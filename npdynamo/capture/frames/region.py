@@ -45,7 +45,7 @@ from types import CodeType, FrameType, FunctionType
 from typing import Any
 
 from npdynamo.backends import lookup_backend
-from npdynamo.capture.code import CO_GENERATOR_LIKE, CO_NESTED, CO_OPTIMIZED, PY
+from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE, CO_NESTED, CO_OPTIMIZED, PY
 from npdynamo.capture.frames.cache import (
     NpdynamoWarning,
     cache_for,

@@ -11,7 +11,7 @@ from npdynamo.capture.containers import (
     store_subscript,
 )
 from npdynamo.capture.errors import UserCodeRaises
-from npdynamo.capture.tables import handler
+from npdynamo.capture.registry import handler
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     Const,

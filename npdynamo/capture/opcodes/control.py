@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from npdynamo.capture.builder import constant_value
+from npdynamo.capture.bytecode.code import PY
 from npdynamo.capture.calls import call_value
-from npdynamo.capture.code import PY
 from npdynamo.capture.containers import (
     get_iter,
     items_of,
     truthiness,
 )
 from npdynamo.capture.errors import UserCodeRaises
-from npdynamo.capture.for_formation import LazyRange, form_for
+from npdynamo.capture.flow.for_loops import LazyRange, form_for
+from npdynamo.capture.flow.while_loops import graph_condition
 from npdynamo.capture.generators import is_lazy, next_item
 from npdynamo.capture.identity import same_object
-from npdynamo.capture.loop_formation import graph_condition
 from npdynamo.capture.opcodes.layout import do_call, pop_callable
-from npdynamo.capture.tables import handler
+from npdynamo.capture.registry import handler
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     NULL,

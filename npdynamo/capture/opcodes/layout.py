@@ -6,8 +6,8 @@ These helpers turn all of that into one canonical call."""
 
 from __future__ import annotations
 
+from npdynamo.capture.bytecode.code import call_slots
 from npdynamo.capture.calls import call_value
-from npdynamo.capture.code import call_slots
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     NULL,

@@ -18,18 +18,18 @@ from npdynamo.capture.containers import (
     truthiness,
 )
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.flow.while_loops import graph_condition, next_instruction
 from npdynamo.capture.generators import is_lazy, lazy_contains
 from npdynamo.capture.identity import same_object
-from npdynamo.capture.loop_formation import graph_condition, next_instruction
 from npdynamo.capture.masked import (
     MASKED_KINDS,
     MaskedRead,
     masked_binary,
     masked_inplace,
 )
+from npdynamo.capture.registry import handler
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
 from npdynamo.capture.special_methods import user_binary_op
-from npdynamo.capture.tables import handler
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     ArrayValue,

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import builtins
 
-import bytecode as bc
-
+from npdynamo.capture import bytecode as bc
 from npdynamo.capture.builder import constant_value
 from npdynamo.capture.calls import class_attribute, get_attr, load_method
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.guards import AttrSource, GlobalSource, ItemSource
 from npdynamo.capture.opcodes.layout import push_method, push_with_null
-from npdynamo.capture.tables import handler
+from npdynamo.capture.registry import handler
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     DELETED,

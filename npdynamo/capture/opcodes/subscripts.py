@@ -16,8 +16,8 @@ from npdynamo.capture.masked import (
     masked_read,
     masked_store,
 )
+from npdynamo.capture.registry import handler
 from npdynamo.capture.side_effects import write_array
-from npdynamo.capture.tables import handler
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     ArrayValue,

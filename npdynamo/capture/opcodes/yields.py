@@ -8,7 +8,7 @@ and it does not change the stack)."""
 
 from __future__ import annotations
 
-from npdynamo.capture.tables import handler
+from npdynamo.capture.registry import handler
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import Const
 

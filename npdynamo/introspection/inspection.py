@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from npdynamo.autograd.aot import AOTReport
 from npdynamo.backends.registry import backend_name
-from npdynamo.capture.bytecode_gen import user_label
+from npdynamo.capture.bytecode.generate import user_label
 from npdynamo.capture.compile_frame import default_context
 from npdynamo.capture.frames.cache import cache_of, recompile_reasons
 from npdynamo.capture.frames.dispatch import original_function

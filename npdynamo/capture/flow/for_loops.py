@@ -35,15 +35,14 @@ touched is thrown away and the result is exactly today's unrolled loop (or its g
 
 from __future__ import annotations
 
-import bytecode as bc
-
 from npdynamo import config
-from npdynamo.capture import control_flow as cf
-from npdynamo.capture.branch_formation import JUMPS_BACK, LEAVING
-from npdynamo.capture.code import CO_GENERATOR_LIKE, PY
+from npdynamo.capture import bytecode as bc
+from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE, PY
+from npdynamo.capture.bytecode.liveness import _reads_writes, live_locals
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
+from npdynamo.capture.flow import higher_order as cf
+from npdynamo.capture.flow.if_statements import JUMPS_BACK, LEAVING
 from npdynamo.capture.guards import GuardKind, NonEmptyRange, SourceTuple
-from npdynamo.capture.liveness import _reads_writes, live_locals
 from npdynamo.capture.side_effects import write_array
 from npdynamo.capture.values import (
     DELETED,

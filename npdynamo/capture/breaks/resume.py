@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from npdynamo.capture.builder import LOOP_ITERATOR_TYPES
-from npdynamo.capture.bytecode_gen import (
+from npdynamo.capture.bytecode.generate import (
     ResumeKey,
     forget_resume_codes,
     resume_code,

@@ -30,7 +30,7 @@ import numpy as np
 from npdynamo import ops
 from npdynamo.capture.calls import call_value
 from npdynamo.capture.errors import CaptureUnsupported
-from npdynamo.capture.tables import builtin
+from npdynamo.capture.registry import builtin
 from npdynamo.capture.values import (
     ArrayValue,
     BoundMethodValue,

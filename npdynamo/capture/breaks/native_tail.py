@@ -19,10 +19,9 @@ from __future__ import annotations
 import types
 from dataclasses import dataclass
 
-import bytecode as bc
-
-from npdynamo.capture import bytecode_gen as gen
-from npdynamo.capture.liveness import live_locals
+from npdynamo.capture import bytecode as bc
+from npdynamo.capture.bytecode import generate as gen
+from npdynamo.capture.bytecode.liveness import live_locals
 
 JUMPS = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
 #: How many instructions a tail may walk: bookkeeping is short, this only bounds odd code.

@@ -18,12 +18,12 @@ comparisons and ``TO_BOOL`` that convert the test to a bool just before the jump
 
 from __future__ import annotations
 
-import bytecode as bc
-
 from npdynamo import config
-from npdynamo.capture.branch_formation import ENTRY_TESTS, LEAVING, form_if
-from npdynamo.capture.code import CO_GENERATOR_LIKE
-from npdynamo.capture.control_flow import (
+from npdynamo.capture import bytecode as bc
+from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE
+from npdynamo.capture.bytecode.liveness import _reads_writes, live_locals
+from npdynamo.capture.errors import CaptureUnsupported
+from npdynamo.capture.flow.higher_order import (
     SubCapture,
     check_untouched,
     extras_of,
@@ -40,8 +40,7 @@ from npdynamo.capture.control_flow import (
     sub_inputs,
     unflatten,
 )
-from npdynamo.capture.errors import CaptureUnsupported
-from npdynamo.capture.liveness import _reads_writes, live_locals
+from npdynamo.capture.flow.if_statements import ENTRY_TESTS, LEAVING, form_if
 from npdynamo.capture.values import DELETED, ArrayValue, ScalarInputValue, Value
 from npdynamo.ops.control_flow import WHILE_LOOP
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from npdynamo.capture.code import PY
+from npdynamo.capture.bytecode.code import PY
 
 if TYPE_CHECKING:
     from npdynamo.capture.translator import Frame

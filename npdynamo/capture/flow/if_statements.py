@@ -13,13 +13,12 @@ break as before, with the reason. CPython compiles the statement as a test jumpi
 
 from __future__ import annotations
 
-import bytecode as bc
-
 from npdynamo import config
-from npdynamo.capture import control_flow as cf
-from npdynamo.capture.code import CO_GENERATOR_LIKE
+from npdynamo.capture import bytecode as bc
+from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE
+from npdynamo.capture.bytecode.liveness import _reads_writes, live_locals
 from npdynamo.capture.errors import CaptureUnsupported
-from npdynamo.capture.liveness import _reads_writes, live_locals
+from npdynamo.capture.flow import higher_order as cf
 from npdynamo.capture.side_effects import write_array
 from npdynamo.capture.values import DELETED, ArrayValue, Value
 from npdynamo.ops.control_flow import COND

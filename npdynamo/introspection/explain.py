@@ -17,14 +17,14 @@ from npdynamo import autograd, config
 from npdynamo.autograd.aot import AOTReport
 from npdynamo.autograd.api import grad_spec
 from npdynamo.backends import lookup_backend
-from npdynamo.capture import explain_render
-from npdynamo.capture.break_reasons import GraphBreakReason
-from npdynamo.capture.bytecode_gen import user_label
+from npdynamo.capture.breaks.reasons import GraphBreakReason
+from npdynamo.capture.breaks.resume import CompileContext
+from npdynamo.capture.bytecode.generate import user_label
 from npdynamo.capture.compile_frame import build_entry, wire
 from npdynamo.capture.frames.cache import cache_of
 from npdynamo.capture.frames.dispatch import original_function
-from npdynamo.capture.resume import CompileContext
 from npdynamo.errors import InvalidArgument, user_location
+from npdynamo.introspection import render as explain_render
 
 
 @dataclass

@@ -19,13 +19,13 @@ from npdynamo.capture.builder import constant_value, is_constant
 from npdynamo.capture.calls import get_attr, graph_number
 from npdynamo.capture.containers import const_key, get_iter, items_of, new_set, truthiness
 from npdynamo.capture.errors import UserCodeRaises
-from npdynamo.capture.for_formation import lazy_range
+from npdynamo.capture.flow.for_loops import lazy_range
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.identity import object_id, same_object
 from npdynamo.capture.opcalls import op_call
 from npdynamo.capture.opcodes.operators import binary_op, unary_op
+from npdynamo.capture.registry import BUILTINS, builtin
 from npdynamo.capture.special_methods import user_len
-from npdynamo.capture.tables import BUILTINS, builtin
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     ArrayValue,

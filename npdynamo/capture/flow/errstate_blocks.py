@@ -21,7 +21,7 @@ import numpy as np
 
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.opcalls import raw
-from npdynamo.capture.tables import BUILTINS, VALUE_CALLS, handler
+from npdynamo.capture.registry import BUILTINS, VALUE_CALLS, handler
 from npdynamo.capture.translator import unsupported_opcode_reason
 from npdynamo.capture.values import Const, Value
 

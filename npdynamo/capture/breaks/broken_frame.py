@@ -19,11 +19,13 @@ import dis
 import io
 import types
 
-import bytecode as bc
-
 from npdynamo import logs
-from npdynamo.capture import bytecode_gen as gen
-from npdynamo.capture.break_reasons import GraphBreakReason
+from npdynamo.capture import bytecode as bc
+from npdynamo.capture.breaks.native_tail import native_stops
+from npdynamo.capture.breaks.reasons import GraphBreakReason
+from npdynamo.capture.breaks.resume import CompileContext, TailCall, drive
+from npdynamo.capture.bytecode import generate as gen
+from npdynamo.capture.bytecode.liveness import live_locals
 from npdynamo.capture.calls import class_attribute
 from npdynamo.capture.entry import (
     CompiledEntry,
@@ -35,10 +37,7 @@ from npdynamo.capture.entry import (
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.frames.dispatch import mark_generated
 from npdynamo.capture.frames.region import is_library_file
-from npdynamo.capture.liveness import live_locals
-from npdynamo.capture.native_tail import native_stops
 from npdynamo.capture.rebuild import ValueRebuilder
-from npdynamo.capture.resume import CompileContext, TailCall, drive
 from npdynamo.capture.translator import CaptureContext, Frame, ReachedBreak, root_frame
 from npdynamo.capture.values import (
     BoundMethodValue,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import bytecode as bc
 
-from npdynamo.capture.code import (
+from npdynamo.capture.bytecode.code import (
     CO_NESTED,
     CO_VARARGS,
     CO_VARKEYWORDS,
@@ -35,7 +35,7 @@ from npdynamo.capture.code import (
     call_slots,
     closure_names,
 )
-from npdynamo.capture.reachable import live_only
+from npdynamo.capture.bytecode.reachable import live_only
 
 TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 

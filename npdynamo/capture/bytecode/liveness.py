@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import bytecode as bc
 
-from npdynamo.capture.bytecode_gen import TERMINAL, decoded_instructions
+from npdynamo.capture.bytecode.generate import TERMINAL, decoded_instructions
 
 #: Names whose call can read the frame's locals implicitly.
 IMPLICIT_READERS = frozenset({"locals", "vars", "exec", "eval", "dir", "super"})

@@ -1,0 +1,13 @@
+"""Control flow captured whole: sub-captures into subgraphs, and loops and branches formed from
+ordinary Python.
+
+- ``higher_order``: ``npdynamo.cond``/``while_loop``/``fori_loop`` under capture, each function
+  a sub-capture into its own subgraph, with the outer values it reads lifted to inputs.
+- ``if_statements``: ``if <array test>:`` captured as one ``cond`` node (opt-in).
+- ``for_loops``: ``for i in range(a, b)`` captured as one ``fori_loop`` node.
+- ``while_loops``: ``while <array condition>:`` captured as one ``while_loop`` node.
+- ``errstate_blocks``: ``with np.errstate(...):`` blocks captured into the graph.
+
+Above the evaluator (calls, ops, values, the translator) whose sub-captures it runs; below the
+opcode handlers that hand a ``for``/``while``/``if``/``with`` to it.
+"""
