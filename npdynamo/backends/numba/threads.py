@@ -32,18 +32,9 @@ BLAS_OPS = frozenset({"matmul", "dot", "einsum", "tensordot", "outer", "inner", 
 PARALLEL_MIN_ELEMENTS = 1 << 17
 
 
-def _mode() -> str:
-    value = config.environment("NPDYNAMO_NUMBA_PARALLEL", "auto").strip().lower()
-    if value in ("0", "never", "false", "off", "no"):
-        return "never"
-    if value in ("1", "always", "true", "on", "yes"):
-        return "always"
-    return "auto"
-
-
 def graph_allows_parallel(graph: Graph) -> tuple[bool, str]:
     """Whether kernels of ``graph`` may run in parallel, and why (for the report)."""
-    mode = _mode()
+    mode = config.switch("NPDYNAMO_NUMBA_PARALLEL")
     if mode == "never":
         return False, "NPDYNAMO_NUMBA_PARALLEL=never"
     if numba.config.NUMBA_NUM_THREADS <= 1:

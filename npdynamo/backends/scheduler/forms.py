@@ -51,12 +51,7 @@ MIN_SPEEDUP = 0.85
 
 def mode() -> str:
     """``NPDYNAMO_SCHEDULE``: ``auto`` (default: measured), ``never``, or ``always``."""
-    value = config.environment("NPDYNAMO_SCHEDULE", "auto").strip().lower()
-    if value in ("0", "never", "false", "off", "no"):
-        return "never"
-    if value in ("1", "always", "true", "on", "yes"):
-        return "always"
-    return "auto"
+    return config.switch("NPDYNAMO_SCHEDULE")
 
 
 @dataclass
