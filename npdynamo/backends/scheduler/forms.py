@@ -62,6 +62,9 @@ class ScheduleReport(BackendReport):
     decision: str = "not decided yet (timed on the first warm calls)"
     backend: str = "eager"
     run: Callable | None = field(default=None, repr=False)  # the scheduled form itself
+    source: str = field(default="", repr=False)  # its generated code
+    #: one item: how many calls the scheduled form reran serially after a stream failed
+    reruns: list[int] = field(default_factory=lambda: [0], repr=False)
 
     def __str__(self) -> str:
         head = f"{self.backend} backend, scheduled form: {self.plan[0] if self.plan else ''}"
@@ -137,11 +140,12 @@ def eager_candidate(graph: Graph, serial: Callable[..., tuple],
     schedule = _plan(steps, aliases)
     if not worth_it(schedule):
         return None
-    run = scheduled_function(
+    run, source, reruns = scheduled_function(
         schedule, [p.name for p in graph.placeholders], outputs, lambda _: render,
         emitter.values, serial, limit_blas=any(s.blas for s in steps),
         generators=_generators(graph, list(graph.placeholders)))
-    report = ScheduleReport(schedule.describe(), backend="eager", run=run)
+    report = ScheduleReport(schedule.describe(), backend="eager", run=run, source=source,
+                            reruns=reruns)
     return Candidate(run, schedule, report)
 
 
@@ -192,11 +196,12 @@ def program_candidate(program, graph: Graph, partition, kernels: dict,
         return not fell_back["_fell_back"] and calm()
 
     outputs = _outputs(graph)
-    run = scheduled_function(
+    run, source, reruns = scheduled_function(
         schedule, [p.name for p in graph.placeholders], outputs, program.render,
         namespace, program.fn, limit_blas=any(s.blas for s in steps),
         generators=_generators(graph, list(graph.placeholders)), may_schedule=may_schedule)
-    report = ScheduleReport(schedule.describe(), backend="numba", run=run)
+    report = ScheduleReport(schedule.describe(), backend="numba", run=run, source=source,
+                            reruns=reruns)
     return Candidate(run, schedule, report)
 
 
