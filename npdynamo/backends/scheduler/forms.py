@@ -27,7 +27,6 @@ from npdynamo import config
 from npdynamo.backends.report import BackendReport
 from npdynamo.backends.scheduler import threads
 from npdynamo.backends.scheduler.plan import (
-    BLAS_OPS,
     CALL_NS,
     HANDOVER_NS,
     Schedule,
@@ -128,11 +127,11 @@ def eager_candidate(graph: Graph, serial: Callable[..., tuple],
     for node in graph.nodes:
         if node.op != "call_function":
             continue
-        name = getattr(node.target, "name", str(node.target))
         steps.append(Step(
             index=len(steps), label=f"{node.name}", lines=[f"{node.name} = {emitter.call(node)}"],
             defines=(node,), uses=tuple(node.all_input_nodes), cost=op_cost(node),
-            impure=getattr(node.target, "impure", False), blas=name in BLAS_OPS))
+            impure=getattr(node.target, "impure", False),
+            blas=getattr(node.target, "blas", False)))
     outputs = _outputs(graph)
     render = emitter.expr(outputs)  # (before the symbols check: it may read sizes too)
     if emitter.symbols or len(steps) < 2:
@@ -177,11 +176,11 @@ def program_candidate(program, graph: Graph, partition, kernels: dict,
                 may_raise=any("raise" == line.strip() for line in lines),
                 writes=() if item.index in calm_only else tuple(into.values())))
         else:
-            name = getattr(item.target, "name", "")
             steps.append(Step(
                 index=i, label=item.name, lines=lines, defines=(item,),
                 uses=tuple(item.all_input_nodes), cost=op_cost(item),
-                impure=getattr(item.target, "impure", False), blas=name in BLAS_OPS))
+                impure=getattr(item.target, "impure", False),
+                blas=getattr(item.target, "blas", False)))
     if len(steps) < 2:
         return None
     schedule = _plan(steps, aliases)
