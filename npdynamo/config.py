@@ -40,7 +40,8 @@ compile_workers: int | None = None
 #: Debugging / testing: every capture runs the frame in plain Python instead of a graph.
 force_fallback: bool = bool(os.environ.get("NPDYNAMO_FORCE_FALLBACK"))
 
-#: Print extra detail in warnings and reports.
+#: Debugging: compile worker processes (the numba backend's tiers) print their errors to stderr
+#: instead of discarding them.
 verbose: bool = bool(os.environ.get("NPDYNAMO_VERBOSE"))
 
 #: Every ``NPDYNAMO_*`` environment variable the package reads, and what it sets. The knobs above
@@ -49,7 +50,7 @@ verbose: bool = bool(os.environ.get("NPDYNAMO_VERBOSE"))
 ENVIRONMENT: dict[str, str] = {
     "NPDYNAMO_TIERED": "0: no tiers (``tiered``)",
     "NPDYNAMO_FORCE_FALLBACK": "set: every capture runs in Python (``force_fallback``)",
-    "NPDYNAMO_VERBOSE": "set: ``verbose``",
+    "NPDYNAMO_VERBOSE": "set: compile workers print their errors (``verbose``)",
     "NPDYNAMO_CACHE_DIR": "the kernel cache directory (default ~/.cache/npdynamo)",
     "NPDYNAMO_LOGS": "comma-separated log topics to show (``logs``)",
     "NPDYNAMO_PROGRESS": "0: no progress lines for slow compiles (``progress``)",
@@ -67,3 +68,14 @@ def environment(name: str, default: str = "") -> str:
     if name not in ENVIRONMENT:
         raise KeyError(f"{name} is not one of npdynamo's environment variables")
     return os.environ.get(name, default)
+
+
+def switch(name: str) -> str:
+    """A ``never / always / auto`` variable of ``ENVIRONMENT``, read now: ``"never"`` for
+    0/never/false/off/no, ``"always"`` for 1/always/true/on/yes, else ``"auto"``."""
+    value = environment(name, "auto").strip().lower()
+    if value in ("0", "never", "false", "off", "no"):
+        return "never"
+    if value in ("1", "always", "true", "on", "yes"):
+        return "always"
+    return "auto"

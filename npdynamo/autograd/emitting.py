@@ -26,9 +26,6 @@ from npdynamo.ops.symbolic_code import same_shape
 
 Emit = Callable[..., Any]
 
-#: Non-differentiable ops whose array operands only lend a shape and dtype: their results are
-#: constants, so no gradient flows into them and none is needed.
-SHAPE_ONLY = frozenset({"zeros_like", "ones_like"})
 _PY_SCALARS = (bool, int, float, complex)
 _PY_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64),
               complex: np.dtype(np.complex128)}

@@ -57,6 +57,17 @@ class FlowNetwork:
             total += bottleneck
 
     def _shortest_path(self, source: int, sink: int) -> dict[int, int] | None:
+        parent_arc = self._search(source, sink)[0]
+        return parent_arc if sink in parent_arc else None
+
+    def source_side(self, source: int) -> set[int]:
+        """Vertices reachable from ``source`` in the residual graph (after ``max_flow``): the
+        source side of a minimum cut."""
+        return self._search(source)[1]
+
+    def _search(self, source: int, sink: int | None = None) -> tuple[dict[int, int], set[int]]:
+        """Breadth-first search of the residual graph from ``source``, stopping at ``sink``:
+        the arc each vertex was reached by, and the vertices reached."""
         parent_arc: dict[int, int] = {}
         seen = {source}
         queue = deque([source])
@@ -68,20 +79,6 @@ class FlowNetwork:
                     seen.add(v)
                     parent_arc[v] = arc
                     if v == sink:
-                        return parent_arc
+                        return parent_arc, seen
                     queue.append(v)
-        return None
-
-    def source_side(self, source: int) -> set[int]:
-        """Vertices reachable from ``source`` in the residual graph (after ``max_flow``): the
-        source side of a minimum cut."""
-        seen = {source}
-        queue = deque([source])
-        while queue:
-            u = queue.popleft()
-            for arc in self._adj[u]:
-                v = self._head[arc]
-                if v not in seen and self._cap[arc] > 0:
-                    seen.add(v)
-                    queue.append(v)
-        return seen
+        return parent_arc, seen

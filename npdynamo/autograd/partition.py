@@ -26,20 +26,13 @@ from npdynamo.ops import ArrayMeta, Op
 from npdynamo.ops.symbolic import hint_of
 from npdynamo.ops.symbolic_code import symbol_name
 
-#: Data movement cheap enough to redo in the backward (besides every elementwise op).
-RECOMPUTABLE_OPS = frozenset(
-    "reshape transpose expand_dims squeeze broadcast_to ravel flatten swapaxes moveaxis copy "
-    "array asarray getitem concatenate stack zeros ones full zeros_like ones_like full_like "
-    "arange eye linspace".split()
-)
-
 
 def recomputable(node: Node) -> bool:
     """Whether the backward may recompute ``node`` instead of having it saved."""
     op = node.target
     if node.op != "call_function" or not isinstance(op, Op) or op.impure:
         return False
-    return op.kind == "elementwise" or op.name in RECOMPUTABLE_OPS
+    return op.recomputable
 
 
 def nbytes(node: Node) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from npdynamo.autograd.emitting import SHAPE_ONLY, Emit, backprop_step, meta
+from npdynamo.autograd.emitting import Emit, backprop_step, meta
 from npdynamo.errors import GradError
 from npdynamo.fx import Graph, Node, map_arg
 from npdynamo.ops import REGISTRY, ArrayMeta, Op
@@ -35,7 +35,8 @@ def carries_gradient(node: Node) -> bool:
 
 
 def _constant_result(node: Node) -> bool:
-    return getattr(node.target, "name", None) in SHAPE_ONLY
+    # (its array operands only lend a shape and dtype: a constant, no gradient flows into it)
+    return getattr(node.target, "shape_only", False)
 
 
 def reverse_mode(

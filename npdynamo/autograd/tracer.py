@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from npdynamo.autograd.emitting import SHAPE_ONLY
 from npdynamo.autograd.tape import BlockedEntry, OpEntry, Tape
 from npdynamo.errors import GradError
 from npdynamo.ops import REGISTRY, Op, UnsupportedArguments, normalize_call, normalize_method
@@ -307,7 +306,7 @@ def apply(op: Op, args: tuple | list, kwargs: dict) -> Any:
         raise GradError(f"np.linalg.{op.name} is not differentiable (in a function being "
                         "differentiated)")
     out = op.impl(*raw, **kwargs)
-    if tracked and _is_complex(out) and op.name not in SHAPE_ONLY:
+    if tracked and _is_complex(out) and not op.shape_only:
         # kept tracked, so that a gradient reaching it is an error rather than a silent zero
         var = tape.new_var()
         tape.record(BlockedEntry(op, var, complex_result=True))
@@ -320,7 +319,7 @@ def apply(op: Op, args: tuple | list, kwargs: dict) -> Any:
             raise GradError(f"np.{op.name} is not differentiable (in a function being "
                             "differentiated)")
         return out
-    if not tracked or op.name in SHAPE_ONLY:
+    if not tracked or op.shape_only:
         return Tracer(out, tape, None)
     var = tape.new_var()
     if op.differentiable:

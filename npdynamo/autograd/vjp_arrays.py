@@ -9,7 +9,6 @@ replaying the assignment with position ids.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,36 +16,34 @@ import numpy as np
 from npdynamo.autograd.backward_ops import index_add
 from npdynamo.autograd.emitting import Emit, is_array, map_handles, meta
 from npdynamo.autograd.vjp_helpers import Math, unbroadcast
+from npdynamo.autograd.vjp_registry import vjp
 from npdynamo.ops import REGISTRY, ArrayMeta
 from npdynamo.ops.indexing import boolean_mask
 from npdynamo.ops.rules import normalize_axis, product
-
-RULES: dict[str, Callable[..., tuple]] = {}
 
 
 def _back_to_shape(emit: Emit, g: Any, out: Any, x: Any, **kwargs: Any) -> tuple:
     return (Math(emit).reshape(g, meta(x).shape),)
 
 
-for _name in ("reshape", "expand_dims", "squeeze", "ravel", "flatten"):
-    RULES[_name] = _back_to_shape
+vjp("reshape", "expand_dims", "squeeze", "ravel", "flatten")(_back_to_shape)
 
 
 def _identity(emit: Emit, g: Any, out: Any, x: Any, **kwargs: Any) -> tuple:
     return (g if is_array(x) else None,)
 
 
-for _name in ("copy", "array", "asarray"):
-    RULES[_name] = _identity
+vjp("copy", "array", "asarray")(_identity)
 
 
 def _chosen(emit: Emit, g: Any, out: Any, holds: Any, value: Any) -> tuple:
     return (None, g if is_array(value) else None)  # the test only decides whether it runs
 
 
-RULES["chosen"] = _chosen
+vjp("chosen")(_chosen)
 
 
+@vjp("transpose")
 def _transpose(emit: Emit, g: Any, out: Any, x: Any, axes: Any = None) -> tuple:
     if axes is None:
         return (Math(emit)("transpose", g),)
@@ -56,14 +53,17 @@ def _transpose(emit: Emit, g: Any, out: Any, x: Any, axes: Any = None) -> tuple:
     return (Math(emit)("transpose", g, axes=inverse),)
 
 
+@vjp("swapaxes")
 def _swapaxes(emit: Emit, g: Any, out: Any, x: Any, *, axis1: int, axis2: int) -> tuple:
     return (Math(emit)("swapaxes", g, axis1=axis1, axis2=axis2),)
 
 
+@vjp("moveaxis")
 def _moveaxis(emit: Emit, g: Any, out: Any, x: Any, *, source: Any, destination: Any) -> tuple:
     return (Math(emit)("moveaxis", g, source=destination, destination=source),)
 
 
+@vjp("broadcast_to", "broadcast_view")  # (np.broadcast_arrays' writeable views: the same)
 def _broadcast_to(emit: Emit, g: Any, out: Any, array: Any, *, shape: Any) -> tuple:
     return (unbroadcast(emit, g, meta(array)) if is_array(array) else None,)
 
@@ -72,6 +72,7 @@ def _part_meta(a: Any) -> ArrayMeta:
     return meta(a) if is_array(a) else ArrayMeta.of(np.asarray(a))
 
 
+@vjp("concatenate")
 def _concatenate(emit: Emit, g: Any, out: Any, arrays: Any, *, axis: Any = 0) -> tuple:
     M = Math(emit)
     cts, offset = [], 0
@@ -90,6 +91,7 @@ def _concatenate(emit: Emit, g: Any, out: Any, arrays: Any, *, axis: Any = 0) ->
     return (tuple(cts),)
 
 
+@vjp("stack")
 def _stack(emit: Emit, g: Any, out: Any, arrays: Any, *, axis: int = 0) -> tuple:
     M = Math(emit)
     ax = normalize_axis("stack", axis, meta(out).ndim)
@@ -99,10 +101,12 @@ def _stack(emit: Emit, g: Any, out: Any, arrays: Any, *, axis: int = 0) -> tuple
     ),)
 
 
+@vjp("full")
 def _full(emit: Emit, g: Any, out: Any, fill_value: Any, **kwargs: Any) -> tuple:
     return (unbroadcast(emit, g, meta(fill_value)) if is_array(fill_value) else None,)
 
 
+@vjp("full_like")
 def _full_like(emit: Emit, g: Any, out: Any, a: Any, fill_value: Any, **kwargs: Any) -> tuple:
     return (None, unbroadcast(emit, g, meta(fill_value)) if is_array(fill_value) else None)
 
@@ -112,6 +116,7 @@ def _has_arrays(index: Any) -> bool:
     return any(isinstance(i, list) or is_array(i) for i in items)
 
 
+@vjp("getitem")
 def _getitem(emit: Emit, g: Any, out: Any, x: Any, index: Any) -> tuple:
     M = Math(emit)
     xm = meta(x)
@@ -121,6 +126,7 @@ def _getitem(emit: Emit, g: Any, out: Any, x: Any, index: Any) -> tuple:
     return ct, None
 
 
+@vjp("setitem")
 def _setitem(emit: Emit, g: Any, out: Any, x: Any, index: Any, value: Any) -> tuple:
     M = Math(emit)
     ct_x = M("setitem", g, index, 0.0)
@@ -153,6 +159,7 @@ def _mask_value_ct(emit: Emit, g: Any, index: Any, value: Any) -> Any:
     return M.reshape(unbroadcast(emit, summed, ArrayMeta(core, vm.dtype)), vm.shape)
 
 
+@vjp("index_add")
 def _index_add(emit: Emit, g: Any, out: Any, x: Any, index: Any, value: Any) -> tuple:
     ct_value = None
     if is_array(value):
@@ -160,17 +167,4 @@ def _index_add(emit: Emit, g: Any, out: Any, x: Any, index: Any, value: Any) -> 
     return g, None, ct_value
 
 
-RULES.update(
-    transpose=_transpose,
-    swapaxes=_swapaxes,
-    moveaxis=_moveaxis,
-    broadcast_to=_broadcast_to,
-    broadcast_view=_broadcast_to,  # np.broadcast_arrays' writeable views: the same gradient
-    concatenate=_concatenate,
-    stack=_stack,
-    full=_full,
-    full_like=_full_like,
-    getitem=_getitem,
-    setitem=_setitem,
-    index_add=_index_add,
-)
+

@@ -24,16 +24,14 @@ Complex inputs have no rule here (GradError).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from npdynamo.autograd.emitting import is_array, meta
 from npdynamo.autograd.vjp_helpers import Math
+from npdynamo.autograd.vjp_registry import vjp
 from npdynamo.errors import GradError
-
-RULES: dict[str, Callable[..., tuple]] = {}
 
 
 def _real_only(name: str, a: Any) -> None:
@@ -49,6 +47,7 @@ def _t(M: Math, a: Any) -> Any:
     return M("swapaxes", a, axis1=-1, axis2=-2)
 
 
+@vjp("slogdet")
 def _slogdet(emit, g, out, a):
     _real_only("slogdet", a)
     M = Math(emit)
@@ -59,6 +58,7 @@ def _slogdet(emit, g, out, a):
     return (M.mul(scale, _t(M, M("inv", a))),)
 
 
+@vjp("eigh")
 def _eigh(emit, g, out, a, *, UPLO="L"):
     _real_only("eigh", a)
     M = Math(emit)
@@ -81,9 +81,10 @@ def _eigh(emit, g, out, a, *, UPLO="L"):
     return (M.add(M.mul(strict, 2.0), diagonal),)
 
 
-RULES.update(slogdet=_slogdet, eigh=_eigh)
 
 
+
+@vjp("svd")
 def _svd(emit, g, out, a, *, full_matrices=True, hermitian=False):
     """A = U diag(s) Vh, the reduced factors (k = min(m, n)); with full_matrices the extra
     columns of U or rows of Vh are not unique, so their cotangents must be absent."""
@@ -132,7 +133,7 @@ def _svd(emit, g, out, a, *, full_matrices=True, hermitian=False):
     return (grad if extra is None else M.add(grad, extra),)
 
 
-RULES.update(svd=_svd)
+
 
 
 def _copyltu(M: Math, x: Any) -> Any:
@@ -148,6 +149,7 @@ def _qr_square(M: Math, q: Any, r: Any, g_q: Any, g_r: Any) -> Any:
     return _t(M, M("solve", r, _t(M, b)))
 
 
+@vjp("qr")
 def _qr(emit, g, out, a, *, mode="reduced"):
     """Reduced factors; for a wide A = [X | Y] (m < n), R = [U | V] with X = QU and V = Q^T Y:
     Y_bar = Q V_bar and X's rule takes Q_bar + Y V_bar^T. ``complete`` on a tall matrix has
@@ -185,6 +187,7 @@ def _qr(emit, g, out, a, *, mode="reduced"):
     return (M("concatenate", [g_x, M("matmul", q, g_v)], axis=-1),)
 
 
+@vjp("lstsq")
 def _lstsq(emit, g, out, a, b, *, rcond=None):
     """x = (A^T A)^-1 A^T b for a full-column-rank A (m >= n). With r = b - A x,
     z = (A^T A)^-1 x_bar and each residual's d(r_j^T r_j) = 2 r_j^T (db_j - dA x_j):
@@ -223,4 +226,4 @@ def _lstsq(emit, g, out, a, b, *, rcond=None):
     return (ct_a if is_array(a) else None, ct_b if is_array(b) else None)
 
 
-RULES.update(qr=_qr, lstsq=_lstsq)
+

@@ -22,9 +22,7 @@ from typing import Any
 
 from npdynamo.autograd.emitting import Emit, is_array, meta
 from npdynamo.autograd.vjp_helpers import Math, unbroadcast
-
-Rule = Callable[..., tuple]
-RULES: dict[str, Rule] = {}
+from npdynamo.autograd.vjp_registry import Rule, vjp
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -39,7 +37,7 @@ def _unary(name: str, derivative: Callable[[Math, Any, Any, Any], Any] | None) -
         return (derivative(Math(emit), g, out, x),)
 
     rule.__name__ = f"{name}_vjp"
-    RULES[name] = rule
+    vjp(name)(rule)
 
 
 _UNARY: dict[str, Callable[[Math, Any, Any, Any], Any] | None] = {
@@ -96,7 +94,7 @@ def _binary(name: str):
             )
 
         rule.__name__ = f"{name}_vjp"
-        RULES[name] = rule
+        vjp(name)(rule)
         return rule
 
     return deco
@@ -234,6 +232,6 @@ def _astype(emit: Emit, g: Any, out: Any, x: Any, dtype: Any = None) -> tuple:
     return (g,)
 
 
-RULES["where"] = _where
-RULES["clip"] = _clip
-RULES["astype"] = _astype
+vjp("where")(_where)
+vjp("clip")(_clip)
+vjp("astype")(_astype)

@@ -14,25 +14,15 @@ from typing import Any
 
 import numpy as np
 
+from npdynamo.autograd import vjp_reductions  # noqa: F401  (the rules reused here)
 from npdynamo.autograd.backward_ops import index_add
 from npdynamo.autograd.emitting import Emit, is_array, meta
 from npdynamo.autograd.vjp_helpers import Math, expand_reduced, reduced_axes
-from npdynamo.autograd.vjp_reductions import RULES as REDUCTION_RULES
+from npdynamo.autograd.vjp_registry import RULES, vjp
 from npdynamo.errors import GradError
 from npdynamo.ops import REGISTRY, ArrayMeta
 from npdynamo.ops.rules import normalize_axis
 from npdynamo.ops.selection import _stacked_metas
-
-RULES: dict[str, Callable[..., tuple]] = {}
-
-
-def _rule(*names: str):
-    def deco(fn: Callable[..., tuple]) -> Callable[..., tuple]:
-        for name in names:
-            RULES[name] = fn
-        return fn
-
-    return deco
 
 
 def _scatter(emit: Emit, shape: tuple, index: tuple, g: Any) -> Any:
@@ -54,18 +44,18 @@ def _picked(emit: Emit, g: Any, xm: ArrayMeta, pick: Callable[[np.ndarray], np.n
     return M.reshape(flat, xm.shape)
 
 
-@_rule("flip")
+@vjp("flip")
 def _flip(emit, g, out, m, *, axis=None):
     return (Math(emit)("flip", g, axis=axis),)
 
 
-@_rule("roll")
+@vjp("roll")
 def _roll(emit, g, out, a, *, shift, axis=None):
     back = -shift if isinstance(shift, int) else tuple(-s for s in shift)
     return (Math(emit)("roll", g, shift=back, axis=axis),)
 
 
-@_rule("rot90")
+@vjp("rot90")
 def _rot90(emit, g, out, m, *, k=1, axes=(0, 1)):
     return (Math(emit)("rot90", g, k=-k, axes=axes),)
 
@@ -81,7 +71,8 @@ def _triangle_rule(name: str):
     return rule
 
 
-RULES["tril"], RULES["triu"] = _triangle_rule("tril"), _triangle_rule("triu")
+vjp("tril")(_triangle_rule("tril"))
+vjp("triu")(_triangle_rule("triu"))
 
 
 def _permuted(emit, g, x, perm_op: str, axis, **kw):
@@ -95,23 +86,23 @@ def _permuted(emit, g, x, perm_op: str, axis, **kw):
     return M("take_along_axis", g, inverse, axis=axis)
 
 
-@_rule("sort")
+@vjp("sort")
 def _sort(emit, g, out, a, *, axis=-1, stable=None):
     return (_permuted(emit, g, a, "argsort", axis, stable=True),)
 
 
-@_rule("partition")
+@vjp("partition")
 def _partition(emit, g, out, a, *, axis=-1, kth=None):
     return (_permuted(emit, g, a, "argpartition", axis, kth=kth),)
 
 
-@_rule("nan_to_num")
+@vjp("nan_to_num")
 def _nan_to_num(emit, g, out, x, **kwargs):
     M = Math(emit)
     return (M.where(M("isfinite", x), g, 0.0),)
 
 
-@_rule("take")
+@vjp("take")
 def _take(emit, g, out, a, indices, *, axis=None):
     am = meta(a)
     if axis is None:
@@ -121,7 +112,7 @@ def _take(emit, g, out, a, indices, *, axis=None):
     return _scatter(emit, am.shape, (slice(None),) * ax + (indices,), g), None
 
 
-@_rule("take_along_axis")
+@vjp("take_along_axis")
 def _take_along_axis(emit, g, out, arr, indices, *, axis=-1):
     am = meta(arr)
     if axis is None:
@@ -136,24 +127,24 @@ def _take_along_axis(emit, g, out, arr, indices, *, axis=-1):
     return _scatter(emit, am.shape, index, g), None
 
 
-@_rule("repeat")
+@vjp("repeat")
 def _repeat(emit, g, out, a, *, repeats, axis=None):
     xm = meta(a)
     return (_picked(emit, g, xm, lambda pos: np.repeat(pos, repeats, axis)),)
 
 
-@_rule("tile")
+@vjp("tile")
 def _tile(emit, g, out, A, *, reps):
     return (_picked(emit, g, meta(A), lambda pos: np.tile(pos, reps)),)
 
 
-@_rule("pad")
+@vjp("pad")
 def _pad(emit, g, out, array, *, pad_width, mode="constant", constant_values=0):
     extra = {"constant_values": 0} if mode == "constant" else {}
     return (_picked(emit, g, meta(array), lambda pos: np.pad(pos, pad_width, mode, **extra)),)
 
 
-@_rule("diag")
+@vjp("diag")
 def _diag(emit, g, out, v, *, k=0):
     vm = meta(v)
     if vm.ndim == 1:
@@ -161,12 +152,12 @@ def _diag(emit, g, out, v, *, k=0):
     return (_picked(emit, g, vm, lambda pos: np.diag(pos, k)),)
 
 
-@_rule("diagflat")
+@vjp("diagflat")
 def _diagflat(emit, g, out, v, *, k=0):
     return (_picked(emit, g, meta(v), lambda pos: np.diagflat(pos, k)),)
 
 
-@_rule("append")
+@vjp("append")
 def _append(emit, g, out, arr, values, *, axis=None):
     M = Math(emit)
     cts, offset = [], 0
@@ -184,7 +175,7 @@ def _append(emit, g, out, arr, values, *, axis=None):
     return tuple(cts)
 
 
-@_rule("ediff1d")
+@vjp("ediff1d")
 def _ediff1d(emit, g, out, ary):
     M = Math(emit)
     am = meta(ary)
@@ -192,12 +183,12 @@ def _ediff1d(emit, g, out, ary):
     return (M.reshape(ct, am.shape) if am.size > 1 else M.zeros(am.shape, meta(g).dtype),)
 
 
-@_rule("diagonal")
+@vjp("diagonal")
 def _diagonal(emit, g, out, a, *, offset=0, axis1=0, axis2=1):
     return (_picked(emit, g, meta(a), lambda pos: np.diagonal(pos, offset, axis1, axis2)),)
 
 
-@_rule("trace")
+@vjp("trace")
 def _trace(emit, g, out, a, *, offset=0, axis1=0, axis2=1, dtype=None):
     M = Math(emit)
     am = meta(a)
@@ -206,7 +197,7 @@ def _trace(emit, g, out, a, *, offset=0, axis1=0, axis2=1, dtype=None):
     return (_picked(emit, spread, am, lambda pos: np.diagonal(pos, offset, axis1, axis2)),)
 
 
-@_rule("atleast_1d", "atleast_2d", "atleast_3d")
+@vjp("atleast_1d", "atleast_2d", "atleast_3d")
 def _atleast(emit, g, out, a):
     return (Math(emit).reshape(g, meta(a).shape) if is_array(a) else None,)
 
@@ -229,7 +220,7 @@ def _stacking(name: str):
 
 
 for _name in ("hstack", "vstack", "dstack", "column_stack"):
-    RULES[_name] = _stacking(_name)
+    vjp(_name)(_stacking(_name))
 
 
 # -- scans ----------------------------------------------------------------------------------
@@ -250,18 +241,18 @@ def _reverse_cumsum(emit, g, x, axis, include_initial=False):
     return ct
 
 
-@_rule("cumsum", "cumulative_sum")
+@vjp("cumsum", "cumulative_sum")
 def _cumsum(emit, g, out, a, *, axis=None, dtype=None, include_initial=False):
     return (_reverse_cumsum(emit, g, a, axis, include_initial),)
 
 
-@_rule("nancumsum")
+@vjp("nancumsum")
 def _nancumsum(emit, g, out, a, *, axis=None, dtype=None, include_initial=False):
     M = Math(emit)
     return (M.where(M("isnan", a), 0.0, _reverse_cumsum(emit, g, a, axis)),)
 
 
-@_rule("diff")
+@vjp("diff")
 def _diff(emit, g, out, a, *, n=1, axis=-1, prepend=None, append=None):
     M = Math(emit)
     am = meta(a)
@@ -280,7 +271,7 @@ def _diff(emit, g, out, a, *, n=1, axis=-1, prepend=None, append=None):
 # -- nan-aware reductions -------------------------------------------------------------------
 
 
-@_rule("nansum")
+@vjp("nansum")
 def _nansum(emit, g, out, a, *, axis=None, dtype=None, keepdims=False):
     M = Math(emit)
     xm = meta(a)
@@ -288,7 +279,7 @@ def _nansum(emit, g, out, a, *, axis=None, dtype=None, keepdims=False):
     return (M.where(M("isnan", a), 0.0, gk),)
 
 
-@_rule("nanmean")
+@vjp("nanmean")
 def _nanmean(emit, g, out, a, *, axis=None, dtype=None, keepdims=False):
     M = Math(emit)
     xm = meta(a)
@@ -316,7 +307,8 @@ def _nan_moment(std: bool):
     return rule
 
 
-RULES["nanvar"], RULES["nanstd"] = _nan_moment(False), _nan_moment(True)
+vjp("nanvar")(_nan_moment(False))
+vjp("nanstd")(_nan_moment(True))
 
 def _order_statistic(name: str):
     # The linear method interpolates between two sorted neighbours (virtual index q (n - 1)):
@@ -354,17 +346,17 @@ def _order_statistic(name: str):
 
 
 for _name in ("median", "percentile", "quantile"):
-    RULES[_name] = _order_statistic(_name)
+    vjp(_name)(_order_statistic(_name))
 
 for _name, _plain in (("nanmax", "max"), ("nanmin", "min"), ("average", "mean")):
-    RULES[_name] = REDUCTION_RULES[_plain]
+    vjp(_name)(RULES[_plain])
 
 
-@_rule("ptp")
+@vjp("ptp")
 def _ptp(emit, g, out, a, *, axis=None, keepdims=False):
     M = Math(emit)
     hi = M("max", a, axis=axis, keepdims=keepdims)
     lo = M("min", a, axis=axis, keepdims=keepdims)
-    (ct_hi,) = REDUCTION_RULES["max"](emit, g, hi, a, axis=axis, keepdims=keepdims)
-    (ct_lo,) = REDUCTION_RULES["min"](emit, g, lo, a, axis=axis, keepdims=keepdims)
+    (ct_hi,) = RULES["max"](emit, g, hi, a, axis=axis, keepdims=keepdims)
+    (ct_lo,) = RULES["min"](emit, g, lo, a, axis=axis, keepdims=keepdims)
     return (M.sub(ct_hi, ct_lo),)

@@ -8,22 +8,22 @@ backward graph is made of the same BLAS-backed ops as the forward one.
 from __future__ import annotations
 
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from npdynamo.autograd.emitting import Emit, is_array, meta
 from npdynamo.autograd.vjp_helpers import Math, unbroadcast
+from npdynamo.autograd.vjp_registry import vjp
 from npdynamo.ops import ArrayMeta
-
-RULES: dict[str, Callable[..., tuple]] = {}
 
 
 def _swap_last(M: Math, a: Any) -> Any:
     return M("swapaxes", a, axis1=-1, axis2=-2)
 
 
+@vjp("matmul")
 def _matmul(emit: Emit, g: Any, out: Any, a: Any, b: Any, dtype: Any = None) -> tuple:
     # Promote 1-D operands to matrices (as NumPy does), differentiate the batched matrix
     # product, then sum broadcast batch axes away and drop the promoted axes.
@@ -76,6 +76,7 @@ def _permute_back(M: Math, ct: Any, labels: list[int]) -> Any:
     return M("transpose", ct, axes=order)
 
 
+@vjp("tensordot")
 def _tensordot(emit: Emit, g: Any, out: Any, a: Any, b: Any, axes: Any = 2) -> tuple:
     am, bm = meta(a), meta(b)
     if isinstance(axes, int):
@@ -87,6 +88,7 @@ def _tensordot(emit: Emit, g: Any, out: Any, a: Any, b: Any, axes: Any = 2) -> t
     return _tensordot_cts(emit, g, a, b, axes_a, axes_b)
 
 
+@vjp("dot")
 def _dot(emit: Emit, g: Any, out: Any, a: Any, b: Any) -> tuple:
     am, bm = meta(a), meta(b)
     if am.ndim == 0 or bm.ndim == 0:
@@ -100,6 +102,7 @@ def _dot(emit: Emit, g: Any, out: Any, a: Any, b: Any) -> tuple:
     return _tensordot_cts(emit, g, a, b, [am.ndim - 1], [max(bm.ndim - 2, 0)])
 
 
+@vjp("outer")
 def _outer(emit: Emit, g: Any, out: Any, a: Any, b: Any) -> tuple:
     M = Math(emit)
     ct_a = ct_b = None
@@ -145,6 +148,7 @@ def _einsum_terms(subscripts: str, metas: list[ArrayMeta]) -> tuple[list[list[st
     return labels, out, sizes
 
 
+@vjp("einsum")
 def _einsum(emit: Emit, g: Any, out: Any, subscripts: str, *operands: Any,
             dtype: Any = None) -> tuple:
     M = Math(emit)
@@ -186,4 +190,4 @@ def _einsum(emit: Emit, g: Any, out: Any, subscripts: str, *operands: Any,
     return tuple(cts)
 
 
-RULES.update(matmul=_matmul, dot=_dot, outer=_outer, tensordot=_tensordot, einsum=_einsum)
+

@@ -8,7 +8,6 @@ zeros exactly (no division by zero).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from npdynamo.autograd.emitting import Emit, meta
@@ -18,17 +17,7 @@ from npdynamo.autograd.vjp_helpers import (
     reduced_axes,
     reduced_size,
 )
-
-RULES: dict[str, Callable[..., tuple]] = {}
-
-
-def _rule(name: str):
-    def deco(fn: Callable[..., tuple]) -> Callable[..., tuple]:
-        fn.__name__ = f"{name}_vjp"
-        RULES[name] = fn
-        return fn
-
-    return deco
+from npdynamo.autograd.vjp_registry import vjp
 
 
 def _setup(emit: Emit, x: Any, axis: Any) -> tuple:
@@ -37,7 +26,7 @@ def _setup(emit: Emit, x: Any, axis: Any) -> tuple:
     return Math(emit), xm, reduced_axes(xm, axis)
 
 
-@_rule("sum")
+@vjp("sum")
 def _sum(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any = None,
          keepdims: bool = False) -> tuple:
     xm = meta(x)
@@ -45,7 +34,7 @@ def _sum(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any =
     return (Math(emit).broadcast_to(gk, xm.shape),)
 
 
-@_rule("mean")
+@vjp("mean")
 def _mean(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any = None,
           keepdims: bool = False) -> tuple:
     M, xm, axes = _setup(emit, x, axis)
@@ -53,7 +42,7 @@ def _mean(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any 
     return (M.broadcast_to(gk, xm.shape),)
 
 
-@_rule("prod")
+@vjp("prod")
 def _prod(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any = None,
           keepdims: bool = False) -> tuple:
     # d prod / d x_i is the product of the other elements: out / x_i when no element is zero;
@@ -84,7 +73,7 @@ def _extremum(name: str):
         share = M.div(gk, M.astype(count, meta(g).dtype))
         return (M.where(hit, share, 0.0),)
 
-    _rule(name)(rule)
+    vjp(name)(rule)
 
 
 _extremum("max")
@@ -96,7 +85,7 @@ def _centered(emit: Emit, x: Any, axes: tuple[int, ...]) -> Any:
     return M.sub(x, M("mean", x, axis=axes, keepdims=True)) if axes else M.mul(x, 0.0)
 
 
-@_rule("var")
+@vjp("var")
 def _var(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any = None,
          ddof: Any = 0, keepdims: bool = False) -> tuple:
     M, xm, axes = _setup(emit, x, axis)
@@ -105,7 +94,7 @@ def _var(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any =
     return (M.mul(M.mul(gk, _centered(emit, x, axes)), scale),)
 
 
-@_rule("std")
+@vjp("std")
 def _std(emit: Emit, g: Any, out: Any, x: Any, *, axis: Any = None, dtype: Any = None,
          ddof: Any = 0, keepdims: bool = False) -> tuple:
     M, xm, axes = _setup(emit, x, axis)

@@ -5,12 +5,13 @@ op's result ``out`` and the op's canonical arguments, it returns one cotangent p
 argument (a tuple of them for a sequence argument such as ``concatenate``'s arrays; None for an
 argument that gets no gradient). It computes only through ``emit(op, *args, **kwargs)``, so the
 tape runs it on arrays and reverse mode runs it on graph nodes. Importing this module installs
-the rules; ``missing_rules()`` lists differentiable ops left without one.
+the rules (each ``vjp_*`` module registers its own with ``vjp_registry.vjp``);
+``missing_rules()`` lists differentiable ops left without one.
 """
 
 from __future__ import annotations
 
-from npdynamo.autograd import (
+from npdynamo.autograd import (  # noqa: F401  (each registers its rules with @vjp)
     vjp_arrays,
     vjp_decompositions,
     vjp_elementwise,
@@ -20,17 +21,8 @@ from npdynamo.autograd import (
     vjp_solvers,
 )
 from npdynamo.autograd.backward_ops import BACKWARD_OPS
+from npdynamo.autograd.vjp_registry import RULES
 from npdynamo.ops import REGISTRY
-
-RULES = {
-    **vjp_elementwise.RULES,
-    **vjp_reductions.RULES,
-    **vjp_linalg.RULES,
-    **vjp_arrays.RULES,
-    **vjp_layout.RULES,
-    **vjp_solvers.RULES,
-    **vjp_decompositions.RULES,
-}
 
 
 def install() -> None:

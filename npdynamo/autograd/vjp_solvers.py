@@ -9,24 +9,22 @@ zero where the norm is zero (the subgradient JAX picks). Other orders raise ``Gr
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from npdynamo.autograd.backward_ops import eigenvectors
 from npdynamo.autograd.emitting import is_array, meta
 from npdynamo.autograd.vjp_helpers import Math, expand_reduced, reduced_axes, unbroadcast
 from npdynamo.autograd.vjp_linalg import _tensordot_cts
+from npdynamo.autograd.vjp_registry import vjp
 from npdynamo.errors import GradError
 from npdynamo.ops import ArrayMeta
-
-RULES: dict[str, Callable[..., tuple]] = {}
 
 
 def _t(M: Math, a):
     return M("swapaxes", a, axis1=-1, axis2=-2)
 
 
+@vjp("norm")
 def _norm(emit, g, out, x, *, ord=None, axis=None, keepdims=False):
     if ord is not None:
         raise GradError(f"np.linalg.norm with ord={ord!r} has no gradient rule; use ord=None")
@@ -40,18 +38,21 @@ def _norm(emit, g, out, x, *, ord=None, axis=None, keepdims=False):
     return (M.where(zero, 0.0, M.mul(M.broadcast_to(share, xm.shape), x)),)
 
 
+@vjp("det")
 def _det(emit, g, out, a):
     M = Math(emit)
     scale = M.reshape(M.mul(g, out), meta(out).shape + (1, 1))
     return (M.mul(scale, _t(M, M("inv", a))),)
 
 
+@vjp("inv")
 def _inv(emit, g, out, a):
     M = Math(emit)
     inv_t = _t(M, out)
     return (M.neg(M("matmul", M("matmul", inv_t, g), inv_t)),)
 
 
+@vjp("solve")
 def _solve(emit, g, out, a, b):
     M = Math(emit)
     am, bm = meta(a), meta(b)
@@ -71,6 +72,7 @@ def _solve(emit, g, out, a, b):
             unbroadcast(emit, gb, bm) if is_array(b) else None)
 
 
+@vjp("inner")
 def _inner(emit, g, out, a, b):
     am, bm = meta(a), meta(b)
     M = Math(emit)
@@ -80,6 +82,7 @@ def _inner(emit, g, out, a, b):
     return _tensordot_cts(emit, g, a, b, [am.ndim - 1], [bm.ndim - 1])
 
 
+@vjp("vdot")
 def _vdot(emit, g, out, a, b):
     M = Math(emit)
     am, bm = meta(a), meta(b)
@@ -89,6 +92,7 @@ def _vdot(emit, g, out, a, b):
             M.reshape(M.mul(g, M.reshape(a, bm.shape)), bm.shape) if is_array(b) else None)
 
 
+@vjp("sinc")
 def _sinc(emit, g, out, x):
     # sinc'(x) = (cos(pi x) - sinc(x)) / x, and 0 at x = 0
     M = Math(emit)
@@ -98,6 +102,7 @@ def _sinc(emit, g, out, x):
     return (M.mul(g, M.where(zero, 0.0, slope)),)
 
 
+@vjp("kron")
 def _kron(emit, g, out, a, b):
     # kron(a, b) reshaped to (a0, b0, a1, b1, ...) is the outer product of the padded operands
     M = Math(emit)
@@ -116,6 +121,7 @@ def _kron(emit, g, out, a, b):
     return (ct_a if is_array(a) else None, ct_b if is_array(b) else None)
 
 
+@vjp("cross")
 def _cross(emit, g, out, a, b, *, axisa=-1, axisb=-1, axisc=-1):
     # d(a x b) = da x b + a x db; <g, da x b> = <b x g, da>
     M = Math(emit)
@@ -174,6 +180,7 @@ def _convolution(name: str):
     return rule
 
 
+@vjp("polyval")
 def _polyval(emit, g, out, p, x):
     # out = sum_i p[i] x^(n-1-i): d/dp[i] = x^(n-1-i), d/dx = sum_i (n-1-i) p[i] x^(n-2-i)
     M = Math(emit)
@@ -192,6 +199,7 @@ def _polyval(emit, g, out, p, x):
     return ct_p, ct_x
 
 
+@vjp("eigvalsh")
 def _eigvalsh(emit, g, out, a, **kwargs):
     # dw_k = v_k^T dA v_k for the symmetric matrix eigvalsh builds from a's lower triangle:
     # S = V diag(g) V^T, counted twice below the diagonal and not at all above it.
@@ -207,11 +215,10 @@ def _eigvalsh(emit, g, out, a, **kwargs):
     return (M.sub(M("tril", M.mul(s, 2.0)), diagonal),)
 
 
+@vjp("round")
 def _round(emit, g, out, a, **kwargs):
     return (Math(emit).mul(g, 0.0),)
 
 
-RULES.update(norm=_norm, det=_det, inv=_inv, solve=_solve, inner=_inner, vdot=_vdot,
-             round=_round, sinc=_sinc, kron=_kron, cross=_cross,
-             convolve=_convolution("convolve"), correlate=_convolution("correlate"),
-             polyval=_polyval, eigvalsh=_eigvalsh)
+vjp("convolve")(_convolution("convolve"))
+vjp("correlate")(_convolution("correlate"))

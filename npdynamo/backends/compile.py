@@ -131,7 +131,7 @@ def keep_states_on_error(graph: Graph, inputs: list[Node], compiled: Callable, *
     order (``exact_backend``: the eager backend), on a call where no ufunc can raise
     (``fp_state``). A draw validates its arguments before it draws."""
     calls = [n for n in graph.nodes if n.op == "call_function"]
-    draws = [n for n in calls if getattr(n.target, "name", None) in ("draw", "shuffled")]
+    draws = [n for n in calls if getattr(n.target, "draws", False)]
     if not draws:
         return compiled
     positions = [i for i, node in enumerate(inputs)

@@ -20,7 +20,6 @@ from npdynamo.backends.fp_state import ufuncs_cannot_raise
 from npdynamo.backends.inplace import (
     in_place_plan,
     may_alias,
-    op_name,
     same_array_meta,
     setitem_plan,
     temporary_plan,
@@ -77,10 +76,6 @@ def _always() -> bool:
     return True
 
 
-#: Loop op -> how many body inputs come before the carried values (fori_loop's index).
-_LOOP_BODIES = {"fori_loop": 1, "while_loop": 0}
-
-
 def owning_loops(graph: Graph) -> Graph | None:
     """A copy of ``graph`` whose loops own their carried arrays, or None when no loop gains.
 
@@ -96,10 +91,10 @@ def owning_loops(graph: Graph) -> Graph | None:
     new, _ = graph.copy()
     changed = False
     for node in list(nodes_with_subgraphs(new)):
-        offset = _LOOP_BODIES.get(op_name(node))
-        if offset is None:
+        loop = getattr(node.target, "loop", None)  # (the body's position, inputs before carried)
+        if loop is None:
             continue
-        position = 2 if op_name(node) == "fori_loop" else 1
+        position, offset = loop
         body, carried = node.args[position], node.args[position + 1]
         owned = _owning_body(body, offset, len(carried))
         if owned is None:

@@ -150,13 +150,9 @@ def _plain_transpose(node: Node) -> bool:
     return op_name(node) == "transpose" and not node.kwargs
 
 
-#: Reductions whose only errors on an array of a known rank are floating-point ones (``max``
-#: and ``min`` raise on an empty axis, which a symbolic size may become).
-_QUIET_REDUCTIONS = frozenset({"sum", "prod", "mean"})
-
-
 def _plain_reduction(node: Node) -> bool:
-    return (op_name(node) in _QUIET_REDUCTIONS and set(node.kwargs) <= {"axis", "keepdims"}
+    # (a quiet reduction: only floating-point errors on an array of a known rank)
+    return (getattr(node.target, "quiet", False) and set(node.kwargs) <= {"axis", "keepdims"}
             and isinstance(node.args[0], Node)
             and isinstance(node.args[0].meta.get("val"), ArrayMeta))
 
@@ -303,17 +299,10 @@ def may_alias(graph: Graph) -> dict[Node, frozenset[Node]]:
     return owners
 
 
-#: Ops whose result is always a new array of its own (NumPy's array creation functions).
-_NEW_ARRAYS = frozenset({
-    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
-    "arange", "linspace", "eye", "tri", "tril", "triu", "copy",
-})
-
-
 def _shared_memory(node: Node, owners: dict[Node, frozenset[Node]]) -> frozenset[Node]:
     """The arrays whose memory ``node``'s value may share: a ufunc's result, or a created
     array (``np.zeros``, ...), is a new array; anything else (a view, a reshape, an op
     returning one of its operands) may be any of its operands'."""
-    if is_plain_ufunc_call(node) or op_name(node) in _NEW_ARRAYS:
+    if is_plain_ufunc_call(node) or getattr(node.target, "allocates", False):
         return frozenset({node})
     return frozenset().union(*(owners.get(a, frozenset()) for a in node.all_input_nodes))

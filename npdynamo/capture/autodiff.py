@@ -18,7 +18,6 @@ from npdynamo.autograd.api import _argnums, grad, value_and_grad
 from npdynamo.autograd.symbolic import reverse_mode
 from npdynamo.capture.calls import call_value, inline_call
 from npdynamo.capture.errors import UserCodeRaises
-from npdynamo.capture.opcalls import VIEW_OPS
 from npdynamo.capture.registry import BUILTINS, VALUE_CALLS
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
@@ -118,7 +117,7 @@ def _reverse_mode(frame: Frame, nodes, result: ArrayValue, leaves: list[ArrayVal
             continue
         grad = ArrayValue(ct)
         # the tape hands out fresh, writable arrays: never a view, an input or a shared result
-        if ct.op == "placeholder" or getattr(ct.target, "name", "") in VIEW_OPS or ct in seen:
+        if ct.op == "placeholder" or getattr(ct.target, "view", False) or ct in seen:
             grad = ctx.call_op(ops.REGISTRY["copy"], (grad,), {})
         seen.add(ct)
         grads.append(grad)

@@ -28,27 +28,6 @@ from npdynamo.ops.composite import Composite
 if TYPE_CHECKING:
     from npdynamo.capture.translator import Frame
 
-#: Ops whose result may share memory with their first operand (NumPy returns a view).
-VIEW_OPS = frozenset(
-    {
-        "reshape",
-        "transpose",
-        "getitem",
-        "ravel",
-        "squeeze",
-        "expand_dims",
-        "broadcast_to",
-        "swapaxes",
-        "moveaxis",
-        "diagonal",
-        "diag",
-        "flip",
-        "rot90",
-        "broadcast_view",
-        "real",
-        "imag",
-    }
-)
 
 
 def raw(value: Value):
@@ -112,7 +91,7 @@ def op_call(frame: Frame, op, args: tuple, kwargs: dict) -> Value:
     if isinstance(result, TupleValue):  # an op with several results (np.linalg.svd)
         cls = op.result_type(kwargs)
         return result if cls is tuple else NamedTupleValue(result.items, cls)
-    if (op.name in VIEW_OPS and args and isinstance(args[0], ArrayValue)
+    if (op.view and args and isinstance(args[0], ArrayValue)
             and isinstance(result, ArrayValue) and not result.meta.scalar):
         # NumPy returns a view here (basic indexing, reshape, transpose...): writes through one
         # must reach the other; integer-array indexing copies

@@ -37,6 +37,11 @@ def subgraphs_of(node: Node) -> list[GraphModule]:
     return [a for a in node.args if is_subgraph(a)]
 
 
+def is_loop(node: Node) -> bool:
+    """Whether ``node`` calls a loop op (``while_loop``, ``fori_loop``: the op's ``loop``)."""
+    return node.op == "call_function" and getattr(node.target, "loop", None) is not None
+
+
 def nodes_with_subgraphs(graph: Graph) -> Iterator[Node]:
     """The nodes of ``graph`` that hold subgraphs."""
     for node in graph.nodes:

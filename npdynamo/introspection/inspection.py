@@ -14,6 +14,7 @@ import types
 from dataclasses import dataclass, field
 
 from npdynamo.autograd.aot import AOTReport
+from npdynamo.backends.numba.report import NumbaReport
 from npdynamo.backends.registry import backend_name
 from npdynamo.capture.bytecode.generate import user_label
 from npdynamo.capture.compile_frame import default_context
@@ -48,7 +49,7 @@ class GraphInfo:
     def runs_on(self) -> str:
         """What runs the graph: ``numba kernels``, or NumPy calls and why."""
         report = self.report
-        if report is None or not hasattr(report, "fell_back"):
+        if not isinstance(report, NumbaReport):
             return f"{self.backend} backend"
         if report.fell_back:
             return f"NumPy calls (the numba backend fell back: {report.reason})"
@@ -65,7 +66,8 @@ class GraphInfo:
     @property
     def compile_time_s(self) -> float:
         """The backend's compile time for this graph (0 when the backend does not say)."""
-        return float(getattr(self.report, "compile_time_s", 0.0) or 0.0)
+        report = self.report
+        return float(report.compile_time_s or 0.0) if isinstance(report, NumbaReport) else 0.0
 
 
 @dataclass
@@ -165,13 +167,13 @@ def _entry_info(entry, label: str, backend: str) -> EntryInfo:
 
 def _kernel_counts(report) -> dict[str, int]:
     counts = {"compiled": 0, "from_disk": 0}
-    if report is None:
+    if not isinstance(report, NumbaReport):
         return counts
-    for dispatcher in getattr(report, "dispatchers", ()):
+    for dispatcher in report.dispatchers:
         hits = sum(dispatcher.stats.cache_hits.values())
         counts["from_disk"] += hits
         counts["compiled"] += max(len(dispatcher.overloads) - hits, 0)
-    for _name, inner in getattr(report, "subgraphs", ()):
+    for _name, inner in report.subgraphs:
         for key, count in _kernel_counts(inner).items():
             counts[key] += count
     return counts

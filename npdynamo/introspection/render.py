@@ -18,6 +18,8 @@ import shutil
 import subprocess
 from collections.abc import Iterable
 
+from npdynamo.backends.numba.report import NumbaReport
+from npdynamo.backends.scheduler import ScheduleReport
 from npdynamo.errors import NpdynamoError
 from npdynamo.fx.subgraphs import subgraphs_of
 from npdynamo.ops.meta import ScalarMeta
@@ -44,14 +46,14 @@ def short_text(out) -> str:
     if out.graphs:
         lines.append("Ops per graph:")
         lines += _capped(grouped_op_lines(out.graphs, out.ops_per_graph), "graphs")
-    kernels = [r for r in out.backend_reports if r is not None and hasattr(r, "kernels")]
+    kernels = [r for r in out.backend_reports if isinstance(r, NumbaReport)]
     if kernels:
         total = sum(r.kernels for r in kernels)
-        fell = sum(1 for r in kernels if getattr(r, "fell_back", False))
+        fell = sum(1 for r in kernels if r.fell_back)
         lines.append(f"Backend: {total} numba kernel(s) in {len(kernels)} graph(s)"
                      + (f", {fell} graph(s) fell back to NumPy" if fell else ""))
         # per loop: one compiled program, or the Python loop and why
-        lines += [f"  {loop}" for r in kernels for loop in getattr(r, "loops", ())]
+        lines += [f"  {loop}" for r in kernels for loop in r.loops]
     lines += _schedule_lines(out.backend_reports)
     if out.aot_functions:
         lines.append(f"AOT autograd: {len(out.aot_functions)} forward/backward pair(s)")
@@ -71,17 +73,17 @@ def _schedule_lines(reports: list) -> list[str]:
     steps it runs side by side (``backends/scheduler``; ``verbose()`` has every stream)."""
     lines = []
     for i, report in enumerate(reports, 1):
-        schedule = getattr(report, "schedule", report)  # numba's report holds it; eager's is it
-        plan = getattr(schedule, "plan", None)
-        if not plan:
+        schedule = report.schedule if isinstance(report, NumbaReport) else report  # eager's is it
+        if not isinstance(schedule, ScheduleReport) or not schedule.plan:
             continue
+        plan = schedule.plan
         lines.append(f"Schedule of graph {i}: {plan[0]}")
         lines += [f"  {line}" for line in plan[1:] if line.startswith("side by side")]
     return lines
 
 
 def _loop_lines(out, capped: bool) -> list[str]:
-    loops = [f"  - {text}" for text in getattr(out, "loops", ())]
+    loops = [f"  - {text}" for text in out.loops]
     if not loops:
         return []
     return ["Loops and branches:", *(_capped(loops, "loops") if capped else loops)]
@@ -106,7 +108,7 @@ def verbose_text(out) -> str:
         for i, report in enumerate(out.backend_reports, 1):
             text = str(report) if report is not None else "runs the graph's NumPy code"
             lines.append(f"  graph {i}: " + text.replace("\n", "\n    "))
-    reports = [f.report() for f in out.aot_functions if getattr(f, "partitions", None)]
+    reports = [f.report() for f in out.aot_functions if f.partitions]
     if reports:
         lines.append("Forward/backward partitions (what the backward saves):")
         lines += ["  " + r.replace("\n", "\n  ") for r in reports]
@@ -251,7 +253,7 @@ def graph_colour(i: int) -> str:
 
 def to_html(out, title: str | None = None) -> str:
     """The whole report as one self-contained HTML page."""
-    fn = getattr(out, "function", None)
+    fn = out.function
     name = title or getattr(fn, "__qualname__", None) or "compiled function"
     e = html.escape
     parts = [
@@ -348,7 +350,7 @@ def _shown_lines(out, referenced: set[tuple[str, int]]) -> dict[str, list[int]]:
     """Per file, the lines to show: the whole compiled function, and every other line an op or
     a break came from (inlined helpers)."""
     shown: dict[str, set[int]] = {}
-    fn = getattr(out, "function", None)
+    fn = out.function
     if fn is not None:
         try:
             lines, first = inspect.getsourcelines(fn)
@@ -380,19 +382,17 @@ def _breaks_section(out) -> str:
 
 def _node_kernels(report) -> dict[str, str]:
     """node name -> what the numba backend made of it."""
-    if report is None:
-        return {}
-    if getattr(report, "fell_back", False):
+    if not isinstance(report, NumbaReport) or report.fell_back:
         return {}
     kernels: dict[str, str] = {}
-    for k, names in enumerate(getattr(report, "group_nodes", []), 1):
+    for k, names in enumerate(report.group_nodes, 1):
         parallel = report.parallel[k - 1] if k - 1 < len(report.parallel) else False
         threads = {True: "parallel", False: "serial", None: "threads chosen per call"}[parallel]
         for name in names:
             kernels[name] = f"kernel {k} ({threads})"
-    for name, why in getattr(report, "not_fused", []):
+    for name, why in report.not_fused:
         kernels[name] = f"NumPy call: {why}"
-    for record in getattr(report, "loops", []):
+    for record in report.loops:
         kernels[record.node] = ("one compiled loop (numba)" if record.compiled
                                 else f"Python loop: {record.why}")
     return kernels
@@ -437,7 +437,7 @@ def _python_section(out) -> str:
 
 
 def _aot_section(out) -> str:
-    reports = [f.report() for f in out.aot_functions if getattr(f, "partitions", None)]
+    reports = [f.report() for f in out.aot_functions if f.partitions]
     if not reports:
         return ""
     body = "".join(f"<pre>{html.escape(r)}</pre>" for r in reports)
@@ -469,9 +469,8 @@ def to_dot(out) -> str:
     lines = ["digraph npdynamo {", "  rankdir=TB; node [shape=box, fontname=monospace];"]
     for i, gm in enumerate(out.graphs, 1):
         report = out.backend_reports[i - 1] if i - 1 < len(out.backend_reports) else None
-        groups = [] if report is None or getattr(report, "fell_back", False) else list(
-            getattr(report, "group_nodes", [])
-        )
+        groups = (list(report.group_nodes)
+                  if isinstance(report, NumbaReport) and not report.fell_back else [])
         grouped = {name for names in groups for name in names}
         lines.append(f'  subgraph cluster_g{i} {{ label="graph {i}"; style=filled; '
                      f'color="{graph_colour(i)}";')

@@ -53,8 +53,8 @@ def functions(*names: str):
 
 #: Binders of NumPy functions that return a view of their operand (np.flip, np.rot90,
 #: np.atleast_*d), kept out of ``FUNCTIONS``: the capture stage tracks
-#: writes through views only for the ops it lists (``capture.calls.VIEW_OPS``); until those ops
-#: are listed there, calling these functions stays a graph break rather than risk a stale view.
+#: writes through views only for ops that declare it (``Op.view``); until their ops do, calling
+#: these functions stays a graph break rather than risk a stale view.
 VIEW_FUNCTIONS: dict[Any, Binder] = {}
 
 

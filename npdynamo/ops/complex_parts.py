@@ -25,4 +25,4 @@ def _part_rule(name: str):
 
 
 for _name, _impl in (("real", np.real), ("imag", np.imag)):
-    register(Op(_name, _impl, _part_rule(_name), differentiable=False))
+    register(Op(_name, _impl, _part_rule(_name), differentiable=False, view=True))

@@ -131,7 +131,8 @@ def _broadcast_view(array: np.ndarray, *, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_arrays(array, np.broadcast_to(np.zeros((), np.int8), target.shape))[0]
 
 
-register(Op("broadcast_view", _broadcast_view, _broadcast_to_rule, defaults={"shape": REQUIRED}))
+register(Op("broadcast_view", _broadcast_view, _broadcast_to_rule, defaults={"shape": REQUIRED},
+            view=True))
 
 
 def _broadcast_all(b: Builder, name: str, arrays: list) -> tuple:

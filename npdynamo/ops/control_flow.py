@@ -233,16 +233,17 @@ def _fori_vjp_inputs(lower, upper, body_fn, body_vjp, carried, extra, cts, grad_
             (body_vjp, _inputs(ScalarMeta(int), *carried, *extra, *cts))]
 
 
-def _control_flow_op(name: str, impl: Callable, rule: Callable, inputs: Callable) -> Op:
+def _control_flow_op(name: str, impl: Callable, rule: Callable, inputs: Callable,
+                     loop: tuple[int, int] | None = None) -> Op:
     # differentiated by autograd's control-flow step, not by a per-op VJP rule
-    op = Op(name, impl, rule, kind="opaque", differentiable=False)
-    op.subgraph_inputs = inputs  # (subgraph, input metas) pairs, for passes that descend
-    return register(op)
+    return register(Op(name, impl, rule, kind="opaque", differentiable=False,
+                       subgraph_inputs=inputs, loop=loop))
 
 
 COND = _control_flow_op("cond", _cond_impl, _cond_rule, _cond_inputs)
-WHILE_LOOP = _control_flow_op("while_loop", _while_impl, _while_rule, _while_inputs)
-FORI_LOOP = _control_flow_op("fori_loop", _fori_impl, _fori_rule, _fori_inputs)
+# (loop: the body's position among the arguments, its inputs before the carried values)
+WHILE_LOOP = _control_flow_op("while_loop", _while_impl, _while_rule, _while_inputs, (1, 0))
+FORI_LOOP = _control_flow_op("fori_loop", _fori_impl, _fori_rule, _fori_inputs, (2, 1))
 FORI_LOOP_VJP = _control_flow_op("fori_loop_vjp", _fori_vjp_impl, _fori_vjp_rule,
                                  _fori_vjp_inputs)
 

@@ -156,21 +156,24 @@ def _arange(*, start=0, stop, step=1, dtype=None):
 
 _SHAPE_DTYPE = {"shape": REQUIRED, "dtype": _FLOAT64}
 _LIKE = {"dtype": None, "shape": None}
+#: A new array of its own (``Op`` traits), cheap enough for a backward to redo.
+_NEW = {"allocates": True, "recomputable": True}
 
 for _op in (
-    Op("zeros", _zeros, _filled_rule("zeros"), differentiable=False, defaults=_SHAPE_DTYPE),
-    Op("ones", _ones, _filled_rule("ones"), differentiable=False, defaults=_SHAPE_DTYPE),
-    Op("full", _full, _full_rule, defaults={"shape": REQUIRED, "dtype": None}),
+    Op("zeros", _zeros, _filled_rule("zeros"), differentiable=False, defaults=_SHAPE_DTYPE, **_NEW),
+    Op("ones", _ones, _filled_rule("ones"), differentiable=False, defaults=_SHAPE_DTYPE, **_NEW),
+    Op("full", _full, _full_rule, defaults={"shape": REQUIRED, "dtype": None}, **_NEW),
     Op("zeros_like", np.zeros_like, _like_rule("zeros_like"), differentiable=False,
-       defaults=_LIKE),
-    Op("ones_like", np.ones_like, _like_rule("ones_like"), differentiable=False, defaults=_LIKE),
-    Op("full_like", np.full_like, _full_like_rule, defaults=_LIKE),
+       defaults=_LIKE, **_NEW, shape_only=True),
+    Op("ones_like", np.ones_like, _like_rule("ones_like"), differentiable=False, defaults=_LIKE,
+       **_NEW, shape_only=True),
+    Op("full_like", np.full_like, _full_like_rule, defaults=_LIKE, **_NEW),
     Op("arange", _arange, _arange_rule, differentiable=False,
-       defaults={"start": 0, "stop": REQUIRED, "step": 1, "dtype": None}),
+       defaults={"start": 0, "stop": REQUIRED, "step": 1, "dtype": None}, **_NEW),
     Op("eye", np.eye, _eye_rule, differentiable=False,
-       defaults={"N": REQUIRED, "M": None, "k": 0, "dtype": _FLOAT64}),
+       defaults={"N": REQUIRED, "M": None, "k": 0, "dtype": _FLOAT64}, **_NEW),
     Op("linspace", np.linspace, _linspace_rule, differentiable=False,
        defaults={"start": REQUIRED, "stop": REQUIRED, "num": 50, "endpoint": True,
-                 "dtype": None}),
+                 "dtype": None}, **_NEW),
 ):
     register(_op)

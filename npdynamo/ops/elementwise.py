@@ -48,6 +48,16 @@ BINARY_UFUNCS = {
         False,
     ),
 }
+#: Ufuncs that compute a transcendental function per element (``Op.cost == "expensive"``).
+_EXPENSIVE = frozenset(
+    "exp tanh log sin cos tan arcsin arccos arctan sinh cosh arcsinh arccosh arctanh log2 log10 "
+    "log1p expm1 exp2 cbrt arctan2 hypot logaddexp logaddexp2 fmod float_power".split())
+#: When a ufunc's results are >= +0.0 or nan (``Op.nonnegative``): for any operands, or when
+#: both operands are.
+_NONNEGATIVE = {
+    **dict.fromkeys("absolute fabs square exp exp2 cosh".split(), "always"),
+    **dict.fromkeys("add multiply divide maximum fmax hypot".split(), "operands"),
+}
 COMPARISONS = frozenset("equal not_equal less less_equal greater greater_equal".split())
 _CLIP_UFUNC: np.ufunc = np._core.umath.clip  # np.clip is a Python wrapper around this ufunc
 
@@ -131,6 +141,8 @@ def _make_ufunc_ops() -> dict[str, Op]:
                 kind="elementwise",
                 differentiable=differentiable,
                 defaults={"dtype": None},
+                cost="expensive" if name in _EXPENSIVE else "pass",
+                nonnegative=_NONNEGATIVE.get(name),
             )
         )
     return made

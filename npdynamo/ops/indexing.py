@@ -308,7 +308,8 @@ def _setitem(x, index, value):
     return out
 
 
-register(Op("getitem", _getitem, _getitem_rule))
+register(Op("getitem", _getitem, _getitem_rule, view=True, cost="free",
+            recomputable=True))  # (a view for basic indexing; integer arrays copy)
 register(Op("setitem", _setitem, _setitem_rule))
 
 

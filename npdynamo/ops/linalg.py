@@ -220,8 +220,8 @@ def _einsum_rule(subscripts: str, *operands: object, dtype: np.dtype | None = No
     return ArrayMeta(shape, out_dtype, scalar=shape == ())
 
 
-register(Op("matmul", np.matmul, _matmul_rule, defaults={"dtype": None}))
-register(Op("dot", np.dot, _dot_rule))
-register(Op("outer", np.outer, _outer_rule))
-register(Op("tensordot", np.tensordot, _tensordot_rule, defaults={"axes": 2}))
-register(Op("einsum", np.einsum, _einsum_rule, defaults={"dtype": None}))
+register(Op("matmul", np.matmul, _matmul_rule, defaults={"dtype": None}, cost="blas"))
+register(Op("dot", np.dot, _dot_rule, cost="blas"))
+register(Op("outer", np.outer, _outer_rule, cost="blas"))
+register(Op("tensordot", np.tensordot, _tensordot_rule, defaults={"axes": 2}, cost="blas"))
+register(Op("einsum", np.einsum, _einsum_rule, defaults={"dtype": None}, cost="blas"))

@@ -133,24 +133,21 @@ for _op in (
     Op("correlate", _convolution_impl("correlate"), _convolution_rule("correlate"),
        defaults={"mode": "full"}),
     Op("polyval", np.polyval, _polyval_rule),
-    Op("interp", _interp, _interp_rule, defaults={"left": None, "right": None}),
+    Op("interp", _interp, _interp_rule, differentiable=False,  # (no VJP rule yet)
+       defaults={"left": None, "right": None}),
     Op("isclose", _isclose, _isclose_rule, differentiable=False,
        defaults={"rtol": 1e-05, "atol": 1e-08, "equal_nan": False}),
     Op("round", _round, _round_rule, defaults={"decimals": 0}),
     Op("sinc", np.sinc, _special_rule("sinc")),
-    Op("i0", np.i0, _special_rule("i0")),
+    Op("i0", np.i0, _special_rule("i0"), differentiable=False),  # (no VJP rule yet)
     Op("tri", np.tri, _tri_rule, differentiable=False,
-       defaults={"N": REQUIRED, "M": None, "k": 0, "dtype": _F64}),
+       defaults={"N": REQUIRED, "M": None, "k": 0, "dtype": _F64}, allocates=True),
     Op("empty", _zeros, _filled_rule("empty"), differentiable=False,
-       defaults={"shape": REQUIRED, "dtype": _F64}),
+       defaults={"shape": REQUIRED, "dtype": _F64}, allocates=True),
     Op("empty_like", _zeros_like, _like_rule("empty_like"), differentiable=False,
-       defaults={"dtype": None, "shape": None}),
+       defaults={"dtype": None, "shape": None}, allocates=True),
 ):
     register(_op)
-
-# Differentiable in principle but without a VJP rule yet: npdynamo.grad raises GradError.
-for _name in ("interp", "i0"):
-    REGISTRY[_name].differentiable = False
 
 
 # -- binders --------------------------------------------------------------------------------

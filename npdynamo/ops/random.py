@@ -326,9 +326,9 @@ def _draw_source(args: tuple, kwargs: dict, expr: Callable[[object], str]) -> st
     return f"{expr(state)}.{method}({', '.join(parts)})"
 
 
-register(Op("draw", _draw, _draw_rule, differentiable=False, impure=True,
+register(Op("draw", _draw, _draw_rule, differentiable=False, draws=True,
             defaults={"method": REQUIRED, "names": (), "static": ()})).source = _draw_source
-register(Op("shuffled", _shuffled, _shuffled_rule, differentiable=False, impure=True,
+register(Op("shuffled", _shuffled, _shuffled_rule, differentiable=False, draws=True,
             defaults={"axis": 0}))
 
 

@@ -196,20 +196,25 @@ def _mean_impl():
     return mean
 
 
-def _reg(name: str, rule, defaults: dict, *, differentiable: bool = True) -> Op:
+def _reg(name: str, rule, defaults: dict, *, differentiable: bool = True, quiet: bool = False,
+         nonnegative: str | None = None) -> Op:
     impl = _UFUNC_REDUCE.get(name) or (_mean_impl() if name == "mean" else _by_method(name))
     return register(
         Op(name, impl, rule, kind="reduction", differentiable=differentiable,
-           defaults=defaults)
+           defaults=defaults, quiet=quiet, nonnegative=nonnegative)
     )
 
 
 # Registered by name only: module globals called sum/max/min/any/all would shadow builtins.
-_reg("sum", _accumulating_rule("sum", _sum_dtype, True), _WITH_DTYPE)
-_reg("prod", _accumulating_rule("prod", _sum_dtype, True), _WITH_DTYPE)
-_reg("mean", _accumulating_rule("mean", _mean_dtype, False), _WITH_DTYPE)
-_reg("max", _extremum_rule("max", "maximum"), _AXIS_KEEPDIMS)
-_reg("min", _extremum_rule("min", "minimum"), _AXIS_KEEPDIMS)
+# (quiet: only floating-point errors on an array of a known rank; max and min raise on an empty
+# axis, which a symbolic size may become)
+_reg("sum", _accumulating_rule("sum", _sum_dtype, True), _WITH_DTYPE, quiet=True,
+     nonnegative="operands")
+_reg("prod", _accumulating_rule("prod", _sum_dtype, True), _WITH_DTYPE, quiet=True)
+_reg("mean", _accumulating_rule("mean", _mean_dtype, False), _WITH_DTYPE, quiet=True,
+     nonnegative="operands")
+_reg("max", _extremum_rule("max", "maximum"), _AXIS_KEEPDIMS, nonnegative="operands")
+_reg("min", _extremum_rule("min", "minimum"), _AXIS_KEEPDIMS, nonnegative="operands")
 _reg("any", _logical_rule("any"), _AXIS_KEEPDIMS, differentiable=False)
 _reg("all", _logical_rule("all"), _AXIS_KEEPDIMS, differentiable=False)
 _reg("var", _moment_rule("var"), _WITH_DDOF)

@@ -15,6 +15,13 @@ from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.unsupported import UnsupportedArguments  # noqa: F401  (re-exported)
 
 KINDS = ("elementwise", "reduction", "opaque")
+#: ``Op.cost``: ``free`` makes a view or a new shape (no pass over the data), ``pass`` reads and
+#: writes each element once, ``expensive`` computes a transcendental function per element (worth
+#: keeping in a buffer rather than recomputing), ``blas`` calls BLAS (``2 m k n`` flops).
+COSTS = ("free", "pass", "expensive", "blas")
+#: ``Op.nonnegative``: ``always`` >= +0.0 or nan for any operands; ``operands`` when every
+#: operand is (never -0.0 or negative in either case).
+NONNEGATIVE = (None, "always", "operands")
 
 
 class _Required:
@@ -37,6 +44,24 @@ class Op:
     them. ``vjp`` is filled in by the autograd stage. ``source``, when an op sets it, spells a
     call as generated Python code: ``source(args, kwargs, expr)`` with ``expr`` rendering one
     argument, giving the text or None for the plain ``impl`` call.
+
+    Its traits, declared where it is defined, tell passes and backends what it does without
+    their knowing its name:
+
+    - ``view``: the result may share memory with the first operand (NumPy returns a view);
+    - ``allocates``: the result is always a new array of its own (never an operand's memory);
+    - ``cost`` (one of ``COSTS``), and ``blas`` (``cost == "blas"``);
+    - ``recomputable``: cheap enough for a backward to redo rather than save (default: the
+      elementwise ops);
+    - ``quiet``: a reduction whose only errors on an array of known rank are floating-point ones;
+    - ``nonnegative`` (one of ``NONNEGATIVE``): when its results are >= +0.0 or nan;
+    - ``shape_only``: its array operands only lend a shape and dtype (``zeros_like``);
+    - ``draws``: draws from a random generator (implies ``impure``);
+    - ``subgraph_inputs``: an op with subgraphs (``cond``, loops): ``(subgraph, input metas)``
+      pairs from its arguments, for passes that descend;
+    - ``loop``: a loop op's ``(position of its body among the arguments, body inputs before
+      the carried values)``;
+    - ``differentiable``: ``npdynamo.grad`` may differentiate through it (a VJP rule exists).
     """
 
     def __init__(
@@ -49,18 +74,47 @@ class Op:
         differentiable: bool = True,
         impure: bool = False,
         defaults: Mapping[str, Any] | None = None,
+        view: bool = False,
+        allocates: bool = False,
+        cost: str = "pass",
+        recomputable: bool | None = None,
+        quiet: bool = False,
+        nonnegative: str | None = None,
+        shape_only: bool = False,
+        draws: bool = False,
+        subgraph_inputs: Callable[..., list] | None = None,
+        loop: tuple[int, int] | None = None,
     ) -> None:
         if kind not in KINDS:
             raise ValueError(f"op {name!r}: kind must be one of {KINDS}, not {kind!r}")
+        if cost not in COSTS:
+            raise ValueError(f"op {name!r}: cost must be one of {COSTS}, not {cost!r}")
+        if nonnegative not in NONNEGATIVE:
+            raise ValueError(f"op {name!r}: nonnegative must be one of {NONNEGATIVE}")
         self.name = name
         self.impl = impl
         self.rule = rule
         self.kind = kind
         self.differentiable = differentiable
-        self.impure = impure
+        self.impure = impure or draws
+        self.view = view
+        self.allocates = allocates
+        self.cost = cost
+        self.recomputable = kind == "elementwise" if recomputable is None else recomputable
+        self.quiet = quiet
+        self.nonnegative = nonnegative
+        self.shape_only = shape_only
+        self.draws = draws
+        self.subgraph_inputs = subgraph_inputs
+        self.loop = loop
         self.defaults: dict[str, Any] = dict(defaults or {})
         self.vjp: Callable[..., Any] | None = None
         self.source: Callable[[tuple, dict, Callable[[Any], str]], str | None] | None = None
+
+    @property
+    def blas(self) -> bool:
+        """Whether it calls BLAS (multi-threaded under NumPy)."""
+        return self.cost == "blas"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.impl(*args, **kwargs)

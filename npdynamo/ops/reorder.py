@@ -120,11 +120,11 @@ def _sorting(fn):
 
 
 for _op in (
-    Op("flip", _flip, _flip_rule, defaults={"axis": None}),
+    Op("flip", _flip, _flip_rule, defaults={"axis": None}, view=True),
     Op("roll", _roll, _roll_rule, defaults={"shift": 0, "axis": None}),
-    Op("rot90", _rot90, _rot90_rule, defaults={"k": 1, "axes": (0, 1)}),
-    Op("tril", np.tril, _triangle_rule("tril"), defaults={"k": 0}),
-    Op("triu", np.triu, _triangle_rule("triu"), defaults={"k": 0}),
+    Op("rot90", _rot90, _rot90_rule, defaults={"k": 1, "axes": (0, 1)}, view=True),
+    Op("tril", np.tril, _triangle_rule("tril"), defaults={"k": 0}, allocates=True),
+    Op("triu", np.triu, _triangle_rule("triu"), defaults={"k": 0}, allocates=True),
     Op("sort", _sorting(np.sort), _sort_rule("sort", None), defaults={"axis": -1, "stable": None}),
     Op("argsort", _sorting(np.argsort), _sort_rule("argsort", _INTP), differentiable=False,
        defaults={"axis": -1, "stable": None}),

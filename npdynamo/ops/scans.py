@@ -85,15 +85,16 @@ def _diff(a, *, n=1, axis=-1, prepend=None, append=None):
 
 _CUMULATIVE = tuple(n for n in ("cumulative_sum", "cumulative_prod") if hasattr(np, n))
 
+# cumprod and its kin are differentiable in principle but have no VJP rule yet
+# (``differentiable=False``: npdynamo.grad raises GradError)
+_WITHOUT_VJP = ("cumprod", "nancumprod", *_CUMULATIVE[1:])
+
 for _name in SCANS + _CUMULATIVE:
     register(Op(_name, _scan_impl(_name), _scan_rule(_name),
+                differentiable=_name not in _WITHOUT_VJP,
                 defaults={"axis": None, "dtype": None, "include_initial": False}))
 register(Op("diff", _diff, _diff_rule,
             defaults={"n": 1, "axis": -1, "prepend": None, "append": None}))
-
-# Differentiable in principle but without a VJP rule yet: npdynamo.grad raises GradError.
-for _name in ("cumprod", "nancumprod", *_CUMULATIVE[1:]):
-    REGISTRY[_name].differentiable = False
 
 
 # -- binders --------------------------------------------------------------------------------

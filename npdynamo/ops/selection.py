@@ -295,11 +295,12 @@ for _op in (
     Op("tile", _tile, _tile_rule, defaults={"reps": REQUIRED}),
     Op("pad", _pad, _pad_rule,
        defaults={"pad_width": REQUIRED, "mode": "constant", "constant_values": 0}),
-    Op("diag", np.diag, _diag_rule, defaults={"k": 0}),
+    Op("diag", np.diag, _diag_rule, defaults={"k": 0}, view=True),
     Op("diagflat", np.diagflat, _diagflat_rule, defaults={"k": 0}),
     Op("append", np.append, _append_rule, defaults={"axis": None}),
     Op("ediff1d", np.ediff1d, _ediff1d_rule),
-    Op("diagonal", np.diagonal, _diagonal_rule, defaults={"offset": 0, "axis1": 0, "axis2": 1}),
+    Op("diagonal", np.diagonal, _diagonal_rule, defaults={"offset": 0, "axis1": 0, "axis2": 1},
+       view=True),
     Op("trace", np.trace, _trace_rule,
        defaults={"offset": 0, "axis1": 0, "axis2": 1, "dtype": None}),
     *(Op(f"atleast_{n}d", getattr(np, f"atleast_{n}d"), _atleast_rule(f"atleast_{n}d", n))
@@ -388,7 +389,7 @@ def _pad_binder(array, pad_width, mode="constant", **kwargs):
                    mode=mode, constant_values=fill)
 
 
-@functions("diag")  # of a matrix a read-only view (capture.opcalls.VIEW_OPS), else a new array
+@functions("diag")  # of a matrix a read-only view (Op.view), else a new array
 def _diag_binder(v, k=0):
     return C.canon(REGISTRY["diag"], [C.operand("diag", v)], k=C.as_index(k, "k"))
 

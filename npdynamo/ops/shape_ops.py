@@ -234,22 +234,26 @@ def _flatten(a):
     return a.flatten()
 
 
+#: A view of its operand, or a new shape of it (``Op`` traits): no pass over the data, cheap
+#: enough for a backward to redo.
+_VIEW = {"view": True, "cost": "free", "recomputable": True}
+
 for _op in (
-    Op("reshape", _reshape, _reshape_rule, defaults={"shape": REQUIRED}),
-    Op("transpose", _transpose, _transpose_rule, defaults={"axes": None}),
-    Op("expand_dims", np.expand_dims, _expand_dims_rule, defaults={"axis": REQUIRED}),
-    Op("squeeze", np.squeeze, _squeeze_rule, defaults={"axis": None}),
-    Op("concatenate", np.concatenate, _concatenate_rule, defaults={"axis": 0}),
-    Op("stack", np.stack, _stack_rule, defaults={"axis": 0}),
-    Op("broadcast_to", np.broadcast_to, _broadcast_to_rule, defaults={"shape": REQUIRED}),
-    Op("ravel", np.ravel, _flat_rule("ravel")),
-    Op("flatten", _flatten, _flat_rule("flatten")),
-    Op("copy", _copy, _copy_rule),
-    Op("array", _array, _array_rule("array"), defaults={"dtype": None}),
-    Op("asarray", _asarray, _array_rule("asarray"), defaults={"dtype": None}),
+    Op("reshape", _reshape, _reshape_rule, defaults={"shape": REQUIRED}, **_VIEW),
+    Op("transpose", _transpose, _transpose_rule, defaults={"axes": None}, **_VIEW),
+    Op("expand_dims", np.expand_dims, _expand_dims_rule, defaults={"axis": REQUIRED}, **_VIEW),
+    Op("squeeze", np.squeeze, _squeeze_rule, defaults={"axis": None}, **_VIEW),
+    Op("concatenate", np.concatenate, _concatenate_rule, defaults={"axis": 0}, recomputable=True),
+    Op("stack", np.stack, _stack_rule, defaults={"axis": 0}, recomputable=True),
+    Op("broadcast_to", np.broadcast_to, _broadcast_to_rule, defaults={"shape": REQUIRED}, **_VIEW),
+    Op("ravel", np.ravel, _flat_rule("ravel"), **_VIEW),
+    Op("flatten", _flatten, _flat_rule("flatten"), recomputable=True),
+    Op("copy", _copy, _copy_rule, allocates=True, recomputable=True),
+    Op("array", _array, _array_rule("array"), defaults={"dtype": None}, recomputable=True),
+    Op("asarray", _asarray, _array_rule("asarray"), defaults={"dtype": None}, recomputable=True),
     Op("swapaxes", np.swapaxes, _swapaxes_rule,
-       defaults={"axis1": REQUIRED, "axis2": REQUIRED}),
+       defaults={"axis1": REQUIRED, "axis2": REQUIRED}, **_VIEW),
     Op("moveaxis", np.moveaxis, _moveaxis_rule,
-       defaults={"source": REQUIRED, "destination": REQUIRED}),
+       defaults={"source": REQUIRED, "destination": REQUIRED}, **_VIEW),
 ):
     register(_op)

@@ -202,28 +202,26 @@ for _op in (
        defaults={"ord": None, "axis": None, "keepdims": False}),
     Op("det", np.linalg.det, _matrix_rule("det", lambda m: m.shape[:-2])),
     Op("inv", np.linalg.inv, _matrix_rule("inv", _same)),
-    Op("cholesky", np.linalg.cholesky, _matrix_rule("cholesky", _same)),
+    # (differentiable=False: differentiable in principle, but no VJP rule yet)
+    Op("cholesky", np.linalg.cholesky, _matrix_rule("cholesky", _same), differentiable=False),
     Op("pinv", np.linalg.pinv,
-       _matrix_rule("pinv", lambda m: m.shape[:-2] + m.shape[:-3:-1], square=False)),
+       _matrix_rule("pinv", lambda m: m.shape[:-2] + m.shape[:-3:-1], square=False),
+       differentiable=False),
     Op("eigvalsh", np.linalg.eigvalsh,
        _matrix_rule("eigvalsh", lambda m: m.shape[:-1], real=True)),
     Op("solve", np.linalg.solve, _solve_rule),
-    Op("matrix_power", _matrix_power, _matrix_power_rule, defaults={"n": 1}),
+    Op("matrix_power", _matrix_power, _matrix_power_rule, differentiable=False,
+       defaults={"n": 1}),
     Op("kron", np.kron, _kron_rule),
-    Op("inner", np.inner, _inner_rule),
-    Op("vdot", np.vdot, _vdot_rule),
+    Op("inner", np.inner, _inner_rule, cost="blas"),
+    Op("vdot", np.vdot, _vdot_rule, cost="blas"),
     Op("cross", _cross, _cross_rule, defaults={"axisa": -1, "axisb": -1, "axisc": -1}),
 ):
     register(_op)
 if hasattr(np.linalg, "svdvals"):
     register(Op("svdvals", np.linalg.svdvals,
                 _matrix_rule("svdvals", lambda m: m.shape[:-2] + (min(m.shape[-2:]),),
-                             real=True, square=False)))
-
-# Differentiable in principle but without a VJP rule yet: npdynamo.grad raises GradError.
-for _name in ("cholesky", "pinv", "matrix_power",
-              *(("svdvals",) if hasattr(np.linalg, "svdvals") else ())):
-    REGISTRY[_name].differentiable = False
+                             real=True, square=False), differentiable=False))
 
 
 # -- binders --------------------------------------------------------------------------------

@@ -25,4 +25,4 @@ def _tuple_item_rule(results: object, index: int) -> Any:
 
 #: differentiated by reverse mode's projection step, not by a VJP rule of its own
 TUPLE_ITEM = register(Op("tuple_item", _tuple_item, _tuple_item_rule, kind="opaque",
-                         differentiable=False))
+                         differentiable=False, cost="free"))

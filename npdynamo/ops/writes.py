@@ -313,11 +313,13 @@ def _written(name: str, target: object, op: Op, args: tuple, kwargs: dict) -> Co
     return Composite(name, build)
 
 
+# (differentiable=False: VJP rules not written yet, npdynamo.grad raises GradError)
 for _op in (
-    Op("copyto", _copyto, _copyto_rule, defaults={"casting": "same_kind"}),
-    Op("putmask", _putmask, _putmask_rule),
-    Op("fill_diagonal", _fill_diagonal, _fill_diagonal_rule, defaults={"wrap": False}),
-    Op("put_along_axis", _put_along_axis, _put_along_axis_rule, defaults={"axis": None}),
+    Op("copyto", _copyto, _copyto_rule, differentiable=False, defaults={"casting": "same_kind"}),
+    Op("putmask", _putmask, _putmask_rule, differentiable=False),
+    Op("fill_diagonal", _fill_diagonal, _fill_diagonal_rule, differentiable=False,
+       defaults={"wrap": False}),
+    Op("put_along_axis", _put_along_axis, _put_along_axis_rule, differentiable=False,
+       defaults={"axis": None}),
 ):
-    _op.differentiable = False  # VJP rules not written yet: npdynamo.grad raises GradError
     register(_op)

@@ -70,8 +70,8 @@ def run_both_forms(fn, args, backend, monkeypatch, calls=3):
     assert_same_value(_state(serial_args), _state(got_args), "arguments after")
     (entry,) = compiled_entries(scheduled)
     report = entry.report
-    run = report.schedule.run if backend == "numba" else report.run
-    assert run.npdynamo_reruns == [0]  # every call completed scheduled
+    schedule = report.schedule if backend == "numba" else report
+    assert schedule.reruns == [0]  # every call completed scheduled
     return report
 
 
@@ -251,7 +251,7 @@ def test_warnings_are_the_serial_ones_in_the_serial_order(monkeypatch):
     assert "runs scheduled" in str(entry.report)
     # the two calls that warned were rerun serially; under errstate(raise) the serial form ran
     # at once, and under all="ignore" the streams ran as they were
-    assert entry.compiled.run.npdynamo_reruns == [2]
+    assert entry.report.reruns == [2]
 
 
 def test_calls_from_two_threads_at_once(monkeypatch):
@@ -371,7 +371,7 @@ def test_random_graphs_scheduled_are_bitwise_serial_on_both_backends(case):
             report = run.report
             schedule = getattr(report, "schedule", report)
             if schedule is not None and getattr(schedule, "run", None) is not None:
-                assert schedule.run.npdynamo_reruns == [0]
+                assert schedule.reruns == [0]
 
 
 def _step(index, uses=(), defines=None, **kw):

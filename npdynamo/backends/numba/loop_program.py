@@ -52,7 +52,6 @@ from numba.core.types import Type as NumbaType
 from npdynamo import progress
 from npdynamo.backends.numba import diskcache
 from npdynamo.backends.numba.loop_writer import (
-    LOOP_OPS,
     NotCompilable,
     UnexpectedValue,
     Writer,
@@ -60,6 +59,7 @@ from npdynamo.backends.numba.loop_writer import (
 )
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
+from npdynamo.fx.subgraphs import is_loop
 from npdynamo.generated import define
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic_code import symbol_name
@@ -265,9 +265,9 @@ def loop_programs(graph: Graph, prepare: Callable[[Graph], Graph]) -> list[LoopR
     the op's Python loop). Returns one record per loop node."""
     records = []
     for node in graph.nodes:
-        op = getattr(node.target, "name", None)
-        if node.op != "call_function" or op not in LOOP_OPS:
+        if not is_loop(node):
             continue
+        op = node.target.name
         record = LoopRecord(node.name, op, compiled=False)
         try:
             writer = _loop_source(node, op, prepare)

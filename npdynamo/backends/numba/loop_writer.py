@@ -26,14 +26,12 @@ from npdynamo.backends.numba.fusion import FusionGroup, partition
 from npdynamo.backends.numba.loop_inplace import InPlacePlan
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
-from npdynamo.fx.subgraphs import is_subgraph
+from npdynamo.fx.subgraphs import is_loop, is_subgraph
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.scalar_ops import SCALAR_OPS
 from npdynamo.ops.symbolic import SymInt
 from npdynamo.ops.symbolic_code import free_symbol_names, python_source
 
-LOOP_OPS = ("while_loop", "fori_loop")
-_CONTROL_FLOW = (*LOOP_OPS, "cond")
 _PY_BINARY = {"py_add": "+", "py_sub": "-", "py_mul": "*"}
 _INT_HELPERS = {"py_add": "int_add", "py_sub": "int_sub", "py_mul": "int_mul",
                 "py_floordiv": "int_floordiv", "py_mod": "int_mod"}
@@ -308,7 +306,7 @@ class Writer(InPlacePlan):
         if node.kwargs:
             env[node] = self.numpy_call(node, name, env, depth)
             return
-        if name in _CONTROL_FLOW:
+        if is_loop(node) or name == "cond":
             env[node] = self.control_flow(node, name, [node.args], env, depth)
             return
         method = getattr(self, f"op_{name}", None)
@@ -397,7 +395,8 @@ class Writer(InPlacePlan):
         self.array(x, "getitem")
         # (an element, ``x[i, j]``, is a number in the compiled code: no view to pass on)
         if not node_meta(node).scalar and any(
-                getattr(user.target, "name", "") in _CONTROL_FLOW for user in node.users):
+                is_loop(user) or getattr(user.target, "name", "") == "cond"
+                for user in node.users):
             raise NotCompilable("a view (getitem) passed into a branch or loop")
         return f"{self.value(x, env)}[{self.index(index, env)}]"
 

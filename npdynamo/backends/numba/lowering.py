@@ -32,10 +32,6 @@ KERNEL_DTYPES = frozenset(
     for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
               np.uint64, np.float32, np.float64)
 )
-#: Ops whose values are worth keeping in a buffer rather than recomputing in a later loop.
-EXPENSIVE_OPS = frozenset("exp tanh log sin cos tan arcsin arccos arctan sinh cosh arcsinh "
-                          "arccosh arctanh log2 log10 log1p expm1 exp2 cbrt arctan2 hypot "
-                          "logaddexp logaddexp2 fmod float_power".split())
 REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "any", "all", "norm"})
 #: Loop dtypes a symbolic size (a Python int below 2**53 in practice) converts to exactly as
 #: NumPy converts it; narrower integers would need NumPy's range check (OverflowError).
@@ -181,7 +177,7 @@ def _lower_ufunc(node: Node, name: str, meta: ArrayMeta) -> Lowered:
         tuple(Operand(a, d) for a, d in zip(node.args, ins)),
         out,
         lambda e, _f=emitter, _i=ins, _o=out: _f(_i, _o, e),
-        expensive=name in EXPENSIVE_OPS,
+        expensive=node.target.cost == "expensive",  # worth a buffer rather than recomputing
     )
 
 

@@ -25,32 +25,22 @@ from npdynamo import config
 from npdynamo.fx.graph import Graph
 from npdynamo.ops.symbolic import Dim
 
-#: Ops that call BLAS (multi-threaded OpenBLAS under NumPy).
-BLAS_OPS = frozenset({"matmul", "dot", "einsum", "tensordot", "outer", "inner", "vdot"})
 #: Smallest domain run in parallel (elements); measured on a 2-core machine, where a parallel
 #: elementwise kernel first beats the serial one between 2**16 and 2**17 elements.
 PARALLEL_MIN_ELEMENTS = 1 << 17
 
 
-def _mode() -> str:
-    value = config.environment("NPDYNAMO_NUMBA_PARALLEL", "auto").strip().lower()
-    if value in ("0", "never", "false", "off", "no"):
-        return "never"
-    if value in ("1", "always", "true", "on", "yes"):
-        return "always"
-    return "auto"
-
-
 def graph_allows_parallel(graph: Graph) -> tuple[bool, str]:
     """Whether kernels of ``graph`` may run in parallel, and why (for the report)."""
-    mode = _mode()
+    mode = config.switch("NPDYNAMO_NUMBA_PARALLEL")
     if mode == "never":
         return False, "NPDYNAMO_NUMBA_PARALLEL=never"
     if numba.config.NUMBA_NUM_THREADS <= 1:
         return False, "NUMBA_NUM_THREADS=1"
     if mode == "always":
         return True, "NPDYNAMO_NUMBA_PARALLEL=always"
-    blas = sorted({getattr(n.target, "name", "") for n in graph.nodes} & BLAS_OPS)
+    # (BLAS is multi-threaded OpenBLAS under NumPy)
+    blas = sorted({n.target.name for n in graph.nodes if getattr(n.target, "blas", False)})
     if blas:
         return False, f"the graph calls BLAS ({', '.join(blas)}): serial kernels"
     return True, "no BLAS in the graph"

@@ -27,7 +27,6 @@ from npdynamo import config
 from npdynamo.backends.report import BackendReport
 from npdynamo.backends.scheduler import threads
 from npdynamo.backends.scheduler.plan import (
-    BLAS_OPS,
     CALL_NS,
     HANDOVER_NS,
     Schedule,
@@ -51,12 +50,7 @@ MIN_SPEEDUP = 0.85
 
 def mode() -> str:
     """``NPDYNAMO_SCHEDULE``: ``auto`` (default: measured), ``never``, or ``always``."""
-    value = config.environment("NPDYNAMO_SCHEDULE", "auto").strip().lower()
-    if value in ("0", "never", "false", "off", "no"):
-        return "never"
-    if value in ("1", "always", "true", "on", "yes"):
-        return "always"
-    return "auto"
+    return config.switch("NPDYNAMO_SCHEDULE")
 
 
 @dataclass
@@ -67,6 +61,9 @@ class ScheduleReport(BackendReport):
     decision: str = "not decided yet (timed on the first warm calls)"
     backend: str = "eager"
     run: Callable | None = field(default=None, repr=False)  # the scheduled form itself
+    source: str = field(default="", repr=False)  # its generated code
+    #: one item: how many calls the scheduled form reran serially after a stream failed
+    reruns: list[int] = field(default_factory=lambda: [0], repr=False)
 
     def __str__(self) -> str:
         head = f"{self.backend} backend, scheduled form: {self.plan[0] if self.plan else ''}"
@@ -130,11 +127,11 @@ def eager_candidate(graph: Graph, serial: Callable[..., tuple],
     for node in graph.nodes:
         if node.op != "call_function":
             continue
-        name = getattr(node.target, "name", str(node.target))
         steps.append(Step(
             index=len(steps), label=f"{node.name}", lines=[f"{node.name} = {emitter.call(node)}"],
             defines=(node,), uses=tuple(node.all_input_nodes), cost=op_cost(node),
-            impure=getattr(node.target, "impure", False), blas=name in BLAS_OPS))
+            impure=getattr(node.target, "impure", False),
+            blas=getattr(node.target, "blas", False)))
     outputs = _outputs(graph)
     render = emitter.expr(outputs)  # (before the symbols check: it may read sizes too)
     if emitter.symbols or len(steps) < 2:
@@ -142,11 +139,12 @@ def eager_candidate(graph: Graph, serial: Callable[..., tuple],
     schedule = _plan(steps, aliases)
     if not worth_it(schedule):
         return None
-    run = scheduled_function(
+    run, source, reruns = scheduled_function(
         schedule, [p.name for p in graph.placeholders], outputs, lambda _: render,
         emitter.values, serial, limit_blas=any(s.blas for s in steps),
         generators=_generators(graph, list(graph.placeholders)))
-    report = ScheduleReport(schedule.describe(), backend="eager", run=run)
+    report = ScheduleReport(schedule.describe(), backend="eager", run=run, source=source,
+                            reruns=reruns)
     return Candidate(run, schedule, report)
 
 
@@ -178,11 +176,11 @@ def program_candidate(program, graph: Graph, partition, kernels: dict,
                 may_raise=any("raise" == line.strip() for line in lines),
                 writes=() if item.index in calm_only else tuple(into.values())))
         else:
-            name = getattr(item.target, "name", "")
             steps.append(Step(
                 index=i, label=item.name, lines=lines, defines=(item,),
                 uses=tuple(item.all_input_nodes), cost=op_cost(item),
-                impure=getattr(item.target, "impure", False), blas=name in BLAS_OPS))
+                impure=getattr(item.target, "impure", False),
+                blas=getattr(item.target, "blas", False)))
     if len(steps) < 2:
         return None
     schedule = _plan(steps, aliases)
@@ -197,11 +195,12 @@ def program_candidate(program, graph: Graph, partition, kernels: dict,
         return not fell_back["_fell_back"] and calm()
 
     outputs = _outputs(graph)
-    run = scheduled_function(
+    run, source, reruns = scheduled_function(
         schedule, [p.name for p in graph.placeholders], outputs, program.render,
         namespace, program.fn, limit_blas=any(s.blas for s in steps),
         generators=_generators(graph, list(graph.placeholders)), may_schedule=may_schedule)
-    report = ScheduleReport(schedule.describe(), backend="numba", run=run)
+    report = ScheduleReport(schedule.describe(), backend="numba", run=run, source=source,
+                            reruns=reruns)
     return Candidate(run, schedule, report)
 
 

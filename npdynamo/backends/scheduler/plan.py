@@ -26,12 +26,9 @@ from npdynamo.ops.meta import ArrayMeta
 HANDOVER_NS = 30_000.0
 #: Estimated fixed cost of one NumPy call or kernel dispatch (ns).
 CALL_NS = 1_500.0
-#: Ops that call BLAS: ``2 m k n`` floating-point operations at about this many per ns (1 core).
-BLAS_OPS = frozenset({"matmul", "dot", "einsum", "tensordot", "outer", "inner", "vdot"})
+#: Ops that call BLAS (``Op.blas``): ``2 m k n`` floating-point operations at about this many per
+#: ns (1 core).
 FLOPS_PER_NS = 20.0
-#: Ops that make a view or a new shape of their operand (no pass over the data).
-VIEW_OPS = frozenset({"getitem", "reshape", "transpose", "expand_dims", "squeeze",
-                      "broadcast_to", "ravel", "swapaxes", "moveaxis", "tuple_item"})
 
 
 @dataclass(eq=False)
@@ -178,11 +175,11 @@ def elements(node: object) -> int:
 
 def op_cost(node: Node) -> float:
     """Estimated ns of one op run by NumPy."""
-    name = getattr(node.target, "name", "")
+    cost = getattr(node.target, "cost", "pass")
     out = elements(node)
-    if name in VIEW_OPS:
+    if cost == "free":  # a view or a new shape of its operand: no pass over the data
         return CALL_NS / 3
-    if name in BLAS_OPS:
+    if cost == "blas":
         operand = node.args[0] if node.args else None
         meta = operand.meta.get("val") if isinstance(operand, Node) else None
         inner = meta.shape[-1] if isinstance(meta, ArrayMeta) and meta.shape else 1

@@ -77,8 +77,9 @@ def scheduled_function(
     limit_blas: bool,
     generators: Callable[[tuple], list] | None = None,
     may_schedule: Callable[[], bool] = calm,
-) -> Callable[..., tuple]:
-    """The scheduled callable of ``schedule`` (see the module docstring).
+) -> tuple[Callable[..., tuple], str, list[int]]:
+    """The scheduled callable of ``schedule`` (see the module docstring), its source, and a
+    one-item list counting the calls it reran serially after a failed stream.
 
     ``params``: the graph's input names; ``outputs``/``render_output``: the graph's outputs and
     the expression returning them; ``namespace``: the globals the steps' lines use;
@@ -97,9 +98,7 @@ def scheduled_function(
         __name__="npdynamo.backends.scheduler.generated",
     )
     forward = define(source, "forward", names, label="schedule", lines=False)
-    forward.npdynamo_source = source
-    forward.npdynamo_reruns = names["_reruns"]  # [calls rerun serially after a failed stream]
-    return forward
+    return forward, source, names["_reruns"]
 
 
 def _source(schedule: Schedule, params: list[str], outputs: tuple,

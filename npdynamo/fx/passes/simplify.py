@@ -33,9 +33,6 @@ from npdynamo.fx.subgraphs import in_subgraphs
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.registry import REGISTRY
 
-_NONNEG_UNARY = frozenset({"absolute", "fabs", "square", "exp", "exp2", "cosh"})
-_NONNEG_BINARY = frozenset({"add", "multiply", "divide", "maximum", "fmax", "hypot"})
-
 
 def _op(node: Node) -> str | None:
     return getattr(node.target, "name", None) if node.op == "call_function" else None
@@ -62,15 +59,15 @@ def _nonnegative(value: Any, depth: int = 0) -> bool:
         return number > 0 or (number == 0 and not np.signbit(number))
     if not isinstance(value, Node) or depth > 8:
         return False
-    name = _op(value)
-    if name in _NONNEG_UNARY:
+    if value.op != "call_function":
+        return False
+    nonnegative = getattr(value.target, "nonnegative", None)  # (an Op's trait)
+    if nonnegative == "always":
         return True
-    if name == "multiply" and value.args[0] is value.args[1]:
+    if _op(value) == "multiply" and value.args[0] is value.args[1]:
         return True
-    if name in _NONNEG_BINARY and len(value.args) == 2:
+    if nonnegative == "operands" and value.args:
         return all(_nonnegative(a, depth + 1) for a in value.args)
-    if name in ("sum", "mean", "max", "min") and value.args:
-        return _nonnegative(value.args[0], depth + 1)
     return False
 
 
