@@ -24,8 +24,8 @@ from npdynamo.capture.guards import GuardKind, GuardSet, Owners, SourceTuple
 from npdynamo.capture.guards.guard import frame_params
 from npdynamo.capture.pysource import Namespace, make_function
 from npdynamo.capture.rebuild import ValueRebuilder
+from npdynamo.capture.session import CaptureContext
 from npdynamo.capture.side_effects import write_back_targets
-from npdynamo.capture.translator import CaptureContext
 from npdynamo.fx import GraphModule
 
 if TYPE_CHECKING:

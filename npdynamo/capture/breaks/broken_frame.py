@@ -38,7 +38,8 @@ from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.frames.dispatch import mark_generated
 from npdynamo.capture.frames.region import is_library_file
 from npdynamo.capture.rebuild import ValueRebuilder
-from npdynamo.capture.translator import CaptureContext, Frame, ReachedBreak, root_frame
+from npdynamo.capture.session import CaptureContext
+from npdynamo.capture.translator import Frame, ReachedBreak, root_frame
 from npdynamo.capture.values import (
     BoundMethodValue,
     CellValue,
