@@ -1,19 +1,20 @@
 """The capture session: everything one capture of one function builds, and the limits it keeps.
 
-``CaptureContext`` is the state of one capture: the fx graph (the function's own; a loop body's
-or branch's while a sub-capture of ``flow/`` runs), the guards, the graph inputs read from the
-frame, the side effects, the symbolic sizes and the facts the op rules relied on. The translator's
-frames (``translator.py``) step through bytecode and record into it; ``call_op`` is the one place
-an op becomes a graph node. ``compile_frame`` makes one per attempt and hands it, finished, to
-``entry.py`` (a whole graph) or ``breaks/`` (a graph break). What all the captures of one
-compiled function share (the backend, the resume functions) is the ``CompileContext`` of
-``breaks/resume.py``.
+``CaptureContext`` is the state of one capture: the fx graph (the function's own, or a loop
+body's or branch's while a sub-capture of ``flow/`` is active: ``subcapture``), the guards, the
+graph inputs read from the frame, the side effects, the symbolic sizes and the facts the op rules
+relied on. The translator's frames (``translator.py``) step through bytecode and record into it;
+``call_op`` is the one place an op becomes a graph node. ``compile_frame`` makes one per attempt
+and hands it, finished, to ``entry.py`` (a whole graph) or ``breaks/`` (a graph break). What all
+the captures of one compiled function share (the backend, the resume functions) is the
+``CompileContext`` of ``breaks/resume.py``.
 """
 
 from __future__ import annotations
 
 import re
 import types
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from npdynamo import ops, progress
@@ -43,6 +44,7 @@ from npdynamo.ops.symbol_table import SymbolTable
 from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymInt, compare, hint_of
 
 if TYPE_CHECKING:
+    from npdynamo.capture.flow.subcapture import SubCapture
     from npdynamo.capture.translator import Frame
 
 #: Ops one graph may hold: a long loop unrolled past this ends the graph (a graph break), so
@@ -67,7 +69,7 @@ class CaptureContext:
         self.unrolled_loops = {} if unrolled_loops is None else unrolled_loops
         #: what became of each loop met, once per text (``explain``)
         self.loop_notes: dict[str, None] = {}
-        #: the np.errstate modes the ops recorded now run under (``errstate_blocks.py``)
+        #: the np.errstate modes the ops recorded now run under (``flow/errstate_blocks.py``)
         self.errstate: tuple = ()
         #: ``compile(dynamic=...)``; the symbols of this capture's dynamic input dimensions and
         #: the facts about them the op rules relied on (they become the entry's size guards)
@@ -79,11 +81,11 @@ class CaptureContext:
         self.cells_as_argument = cells_as_argument
         #: loop iterators among the arguments are not unrolled: their FOR_ITER runs natively
         self.opaque_iterators = opaque_iterators
-        self.graph = Graph()
-        #: the function's own graph; ``graph`` is a loop body's or branch's while it is captured
-        #: (``control_flow.py``), and ``lift`` then maps outer values into it
-        self.root_graph = self.graph
-        self.lift = None
+        #: the function's own graph
+        self.root_graph = Graph()
+        #: the loop body or branch being captured into its own graph while one is
+        #: (``flow/subcapture.py``); ``graph`` and ``lift`` are read through it
+        self.subcapture: SubCapture | None = None
         #: id -> ArrayValue of arrays a control-flow node read or returned (they may alias)
         self.loop_aliased: dict[int, ArrayValue] = {}
         self.arg_names = list(arg_names(fn.__code__))
@@ -100,6 +102,19 @@ class CaptureContext:
         self.steps = 0
         self.node_count = 0
         self.current: Frame | None = None
+
+    @property
+    def graph(self) -> Graph:
+        """Where an op is recorded now: the active sub-capture's graph, else the function's."""
+        sub = self.subcapture
+        return self.root_graph if sub is None else sub.graph
+
+    @property
+    def lift(self) -> Callable | None:
+        """How a tracked operand becomes a node of ``graph`` inside a sub-capture (lifting outer
+        graph values to placeholders); None on the function's own graph."""
+        sub = self.subcapture
+        return None if sub is None else sub.lift
 
     def guard_namespace(self) -> dict:
         ns = {"G": self.fn.__globals__, "REMAINING": remaining_items}
