@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from npdynamo import config, logs
 
-# The handlers of opcodes and builtins and the autodiff calls register into ``capture.tables``
+# The handlers of opcodes and builtins and the autodiff calls register into ``capture.registry``
 # when imported; a capture session needs them all.
 from npdynamo.capture import (  # noqa: F401
     autodiff,

@@ -5,7 +5,8 @@ effects) and the compile step (``backends/compile.py``). ``finish_entry`` closes
 the values the rebuilder needs, has it compiled, and generates the entry's runner: call the
 compiled graph, rebuild the return value, replay side effects, return. ``python_entry`` is the
 entry of a frame that runs in plain Python under the guards seen so far. The broken frame's
-entry (``breaks.py``) is built from the same pieces; ``compile_frame.py`` decides which applies.
+entry (``breaks/broken_frame.py``) is built from the same pieces; ``compile_frame.py`` decides
+which applies.
 """
 
 from __future__ import annotations
