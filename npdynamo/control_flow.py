@@ -4,10 +4,10 @@ Called outside a compiled function they run plainly: each is exactly the few lin
 its body below (the reference semantics jax.lax documents for its own versions). Inside
 ``npdynamo.compile`` the translator does not run these lines: it captures each function passed
 in into a subgraph and records one ``cond``/``while_loop``/``fori_loop`` node
-(``capture/control_flow.py``), so a loop of any length is one graph whose size does not grow with
-the trip count. When a function cannot be captured that way (a graph break inside it, a carried
-value that changes dtype or shape, a side effect on outside objects) the call is a graph break
-and runs as written here.
+(``capture/flow/higher_order.py``), so a loop of any length is one graph whose size does not grow
+with the trip count. When a function cannot be captured that way (a graph break inside it, a carried
+value that changes dtype or shape, a side effect on outside objects) the call is a graph break and
+runs as written here.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ differentiated arguments, as the tape returns them, so a training step with its 
 captures into ONE graph. Anything this cannot express (a differentiated Python float, a graph
 break inside the loss) is a graph break at the call, where the tape runs it eagerly.
 
-``grad``/``value_and_grad`` register into ``tables.BUILTINS`` and the calls of the functions they
-make (``GradFunctionValue``) into ``tables.VALUE_CALLS``.
+``grad``/``value_and_grad`` register into ``registry.BUILTINS`` and the calls of the functions they
+make (``GradFunctionValue``) into ``registry.VALUE_CALLS``.
 """
 
 from __future__ import annotations

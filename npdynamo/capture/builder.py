@@ -51,7 +51,7 @@ from npdynamo.capture.values import (
 )
 
 if TYPE_CHECKING:
-    from npdynamo.capture.translator import CaptureContext
+    from npdynamo.capture.session import CaptureContext
 
 #: Iterators a resume function may receive (a loop continued after a graph break).
 ITERATOR_TYPES = (

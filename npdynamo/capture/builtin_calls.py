@@ -3,7 +3,7 @@
 ``len(x)`` of an array is its guarded shape; ``range``/``enumerate``/``zip`` build iterators the
 translator unrolls; ``min``/``max``/``abs``/``sum`` work on numbers and fold arrays into ops where
 Python itself would call NumPy (``abs(x)``, ``sum([a, b])``). ``float(x)`` of a graph value is a
-graph break. Each handler registers into ``tables.BUILTINS`` with ``@builtin(targets...)`` and
+graph break. Each handler registers into ``registry.BUILTINS`` with ``@builtin(targets...)`` and
 is called as ``handler(frame, target, args, kwargs)``.
 """
 

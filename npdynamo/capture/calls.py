@@ -3,7 +3,7 @@
 The opcode handlers reduce every call form (function, method pair, keyword names, ``*args``) to
 ``call_value(frame, fn, args, kwargs)``. NumPy callables and array methods are normalised by
 ``ops`` into canonical ops and recorded as graph nodes; Python builtins are evaluated on tracked
-values (``builtins_table.py``, looked up in ``tables.BUILTINS``); user functions run as inlined
+values (``builtin_calls.py``, looked up in ``registry.BUILTINS``); user functions run as inlined
 frames.
 """
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from npdynamo import config, logs
 
-# The handlers of opcodes and builtins and the autodiff calls register into ``capture.tables``
+# The handlers of opcodes and builtins and the autodiff calls register into ``capture.registry``
 # when imported; a capture session needs them all.
 from npdynamo.capture import (  # noqa: F401
     autodiff,
@@ -44,7 +44,8 @@ from npdynamo.capture.frames.cache import on_reset
 from npdynamo.capture.frames.decorator import compile as compile_function
 from npdynamo.capture.frames.region import is_library_file
 from npdynamo.capture.rebuild import ValueRebuilder
-from npdynamo.capture.translator import CaptureContext, root_frame
+from npdynamo.capture.session import CaptureContext
+from npdynamo.capture.translator import root_frame
 from npdynamo.errors import NpdynamoError, Unsupported
 
 

@@ -5,7 +5,8 @@ effects) and the compile step (``backends/compile.py``). ``finish_entry`` closes
 the values the rebuilder needs, has it compiled, and generates the entry's runner: call the
 compiled graph, rebuild the return value, replay side effects, return. ``python_entry`` is the
 entry of a frame that runs in plain Python under the guards seen so far. The broken frame's
-entry (``breaks.py``) is built from the same pieces; ``compile_frame.py`` decides which applies.
+entry (``breaks/broken_frame.py``) is built from the same pieces; ``compile_frame.py`` decides
+which applies.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from npdynamo.capture.guards import GuardKind, GuardSet, Owners, SourceTuple
 from npdynamo.capture.guards.guard import frame_params
 from npdynamo.capture.pysource import Namespace, make_function
 from npdynamo.capture.rebuild import ValueRebuilder
+from npdynamo.capture.session import CaptureContext
 from npdynamo.capture.side_effects import write_back_targets
-from npdynamo.capture.translator import CaptureContext
 from npdynamo.fx import GraphModule
 
 if TYPE_CHECKING:

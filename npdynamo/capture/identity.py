@@ -45,7 +45,8 @@ from npdynamo.capture.values import (
 )
 
 if TYPE_CHECKING:
-    from npdynamo.capture.translator import CaptureContext, Frame
+    from npdynamo.capture.session import CaptureContext
+    from npdynamo.capture.translator import Frame
 
 #: Objects of which CPython has exactly one: ``is`` on them is a fact about values.
 SINGLETON_TYPES = (type(None), bool, type(Ellipsis), type(NotImplemented))

@@ -38,7 +38,7 @@ from npdynamo.capture.values import (
 )
 
 if TYPE_CHECKING:
-    from npdynamo.capture.translator import CaptureContext
+    from npdynamo.capture.session import CaptureContext
 
 #: Kinds whose rebuilt object has an identity the user can observe (``is``, mutation).
 IDENTITY_KINDS = (

@@ -2,7 +2,7 @@
 
 A leaf of the capture package. The translator runs each instruction through ``HANDLERS`` and a
 call of a builtin through ``BUILTINS`` without importing the modules that implement them: the
-opcode handlers (``opcodes/``), the builtins (``builtins_table.py``) and gradients inside a
+opcode handlers (``opcodes/``), the builtins (``builtin_calls.py``) and gradients inside a
 capture (``autodiff.py``) register here when they are imported, and the capture session imports
 them once (``entry.py``). So no layer below them needs to know them, and none of them imports
 the translator back for anything but the ``Frame`` type.

@@ -29,7 +29,7 @@ from npdynamo.capture.guards import ItemSource
 from npdynamo.capture.values import ArrayValue, Value
 
 if TYPE_CHECKING:
-    from npdynamo.capture.translator import CaptureContext
+    from npdynamo.capture.session import CaptureContext
 
 
 @dataclass

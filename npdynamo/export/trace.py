@@ -26,7 +26,8 @@ from npdynamo.capture.dynamic_dims import mark_dynamic
 from npdynamo.capture.entry import check_written_arrays
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
 from npdynamo.capture.guards import AttrSource, ItemSource, LocalSource
-from npdynamo.capture.translator import CaptureContext, root_frame
+from npdynamo.capture.session import CaptureContext
+from npdynamo.capture.translator import root_frame
 from npdynamo.capture.values import (
     ArrayValue,
     ComputedNumberValue,

@@ -8,7 +8,7 @@ Everything a pass or backend needs is here, so the IR stays one vocabulary:
 * ``impl``: the loop or branch in plain Python (the eager backend runs exactly this, so results
   are bitwise those of the user's own loop, and may be the very input arrays or views of them,
   as the user's loop returns them: capture refuses in-place writes to them, ``capture/
-  control_flow.py``);
+  flow/higher_order.py``);
 * ``rule``: carried values keep their dtype and shape (a Python number its type), a loop
   condition and a ``cond`` predicate are one value (shape ``()``), both branches of a ``cond``
   return the same kinds of values; anything else is refused with ``UnsupportedArguments``;

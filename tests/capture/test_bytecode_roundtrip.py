@@ -1,5 +1,5 @@
 """The bytecode layer on its own: every code object of large standard-library modules, decoded and
-written back the way ``capture/bytecode_gen.py`` does it, runs unchanged.
+written back the way ``capture/bytecode/generate.py`` does it, runs unchanged.
 
 Graph breaks and resume functions are built by editing decoded instruction lists; if reading and
 writing an untouched code object changed its behaviour, every broken frame would be suspect. Each

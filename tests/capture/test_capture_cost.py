@@ -1,8 +1,8 @@
 """What makes captures cheap must not change what they do (issue 23, item 5; issue 24, item 3).
 
 - Broken frames and resume functions are assembled without their dead code
-  (``capture/reachable.py``): programs whose breaks sit inside try ranges, handlers, ``with``
-  blocks and loops run as in Python, and a resume function near a function's end is short.
+  (``capture/bytecode/reachable.py``): programs whose breaks sit inside try ranges, handlers,
+  ``with`` blocks and loops run as in Python, and a resume function near a function's end is short.
 - A resume function is read by the translator as the list it was assembled from, never decoded:
   that list must be the same program a decode of its code gives.
 - A loop past the step limit breaks once and the rest of the frame runs in Python.

@@ -1,4 +1,4 @@
-"""``with np.errstate(...):`` inside a compiled function (``capture/errstate_blocks.py``): one
+"""``with np.errstate(...):`` inside a compiled function (``capture/flow/errstate_blocks.py``): one
 graph whose ops inside the block run under its modes, on both backends, with NumPy's results,
 warnings and exceptions, composed with the state the caller runs under."""
 

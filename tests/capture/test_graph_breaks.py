@@ -188,7 +188,7 @@ def _long_loop(x):
 
 
 def test_a_very_long_unrolled_loop_is_split_into_graphs(monkeypatch):
-    from npdynamo.capture.translator import GRAPH_NODE_LIMIT
+    from npdynamo.capture.session import GRAPH_NODE_LIMIT
 
     # the split is what this test measures: an in-graph fori_loop would hold the whole loop
     monkeypatch.setattr(npdynamo.config, "capture_for_loops", False)

@@ -1,4 +1,4 @@
-"""Liveness of locals (``capture/liveness.py``): what a resume function is handed."""
+"""Liveness of locals (``capture/bytecode/liveness.py``): what a resume function is handed."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The native tail of a break (capture/native_tail.py): bookkeeping after the native instruction
-runs in the broken frame, so a loop whose body breaks hands over once per iteration. Differential
-tests on loops whose tails walk jumps, FOR_ITER (both ways), stores and native inner loops, plus
-unit tests of the walk."""
+"""The native tail of a break (capture/breaks/native_tail.py): bookkeeping after the native
+instruction runs in the broken frame, so a loop whose body breaks hands over once per iteration.
+Differential tests on loops whose tails walk jumps, FOR_ITER (both ways), stores and native inner
+loops, plus unit tests of the walk."""
 
 import contextlib
 import io

@@ -6,7 +6,7 @@ point gives the translator's exact state there: the graph of everything before i
 (NULL slots included) and the bound locals and cells. From that state the entry gets:
 
 * a *prefix* function (generated Python): call the compiled graph, rebuild the live values;
-* the *break code* (``bytecode_gen.break_code``): prefix, the instruction natively, then a
+* the *break code* (``bytecode/generate.break_code``): prefix, the instruction natively, then a
   resume function — one per way out of the instruction (a branch has two).
 
 A user function called natively at the break goes through ``npdynamo.compile`` so it is captured
@@ -38,7 +38,8 @@ from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.frames.dispatch import mark_generated
 from npdynamo.capture.frames.region import is_library_file
 from npdynamo.capture.rebuild import ValueRebuilder
-from npdynamo.capture.translator import CaptureContext, Frame, ReachedBreak, root_frame
+from npdynamo.capture.session import CaptureContext
+from npdynamo.capture.translator import Frame, ReachedBreak, root_frame
 from npdynamo.capture.values import (
     BoundMethodValue,
     CellValue,

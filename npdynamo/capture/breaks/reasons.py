@@ -1,7 +1,9 @@
-"""Why a graph ends: typed break reasons, each with a message a NumPy user understands and a hint.
+"""Why a graph ends: break reasons, each of a kind, with a message a NumPy user understands and
+a hint.
 
 The translator raises ``CaptureUnsupported`` with a ``kind``; the entry turns it into one of these
-records, which ``explain``, the ``graph_breaks`` log and ``Unsupported`` errors all show.
+records (with its kind's hint when the break gives none), which ``explain``, the ``graph_breaks``
+log and ``Unsupported`` errors all show.
 """
 
 from __future__ import annotations
@@ -11,6 +13,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from npdynamo.capture.errors import Location
+
+#: The kinds of graph break, each with the hint shown when the break gives none of its own.
+HINTS = {
+    "unsupported_construct": "if this line is on a hot path, write it with NumPy operations or "
+                             "move it outside the compiled function; otherwise accept the graph "
+                             "break",
+    "io": "print or write outside the compiled function, or accept the graph break",
+    "data_dependent_branch": "use np.where / np.select to compute both sides without branching",
+    "graph_value_to_python": "keep the value as an array (np.where, masks) instead of a Python "
+                             "number",
+    "unknown_function": "use NumPy functions npdynamo knows, or call this outside the compiled "
+                        "function",
+    "side_effect": "return the new value instead of storing it outside the function",
+    "explicit": "remove npdynamo.graph_break() to let the graphs on both sides fuse",
+    "disabled": "remove npdynamo.disable from the function to let its code be captured",
+    # npdynamo itself failed on this line (a bug): the line runs in Python, never the user's
+    # program fails for it
+    "internal_error": "this is a bug in npdynamo; the line runs in Python meanwhile",
+}
 
 
 @dataclass
@@ -22,9 +43,8 @@ class GraphBreakReason:
     hint: str = ""
     location: Location | None = None
     user_stack: list[Location] = field(default_factory=list)
-    kind = "unsupported_construct"
-    default_hint = ("if this line is on a hot path, write it with NumPy operations or move it "
-                    "outside the compiled function; otherwise accept the graph break")
+    #: one of ``HINTS``
+    kind: str = "unsupported_construct"
 
     @property
     def filename(self) -> str:
@@ -50,75 +70,13 @@ class GraphBreakReason:
         return text
 
 
-class InputOutputBreak(GraphBreakReason):
-    kind = "io"
-    default_hint = "print or write outside the compiled function, or accept the graph break"
-
-
-class DataDependentBranch(GraphBreakReason):
-    kind = "data_dependent_branch"
-    default_hint = "use np.where / np.select to compute both sides without branching"
-
-
-class GraphValueToPython(GraphBreakReason):
-    kind = "graph_value_to_python"
-    default_hint = "keep the value as an array (np.where, masks) instead of a Python number"
-
-
-class UnknownFunction(GraphBreakReason):
-    kind = "unknown_function"
-    default_hint = "use NumPy functions npdynamo knows, or call this outside the compiled function"
-
-
-class SideEffectBreak(GraphBreakReason):
-    kind = "side_effect"
-    default_hint = "return the new value instead of storing it outside the function"
-
-
-class UnsupportedConstruct(GraphBreakReason):
-    kind = "unsupported_construct"
-
-
-class ExplicitGraphBreak(GraphBreakReason):
-    kind = "explicit"
-    default_hint = "remove npdynamo.graph_break() to let the graphs on both sides fuse"
-
-
-class DisabledCall(GraphBreakReason):
-    kind = "disabled"
-    default_hint = "remove npdynamo.disable from the function to let its code be captured"
-
-
-class InternalError(GraphBreakReason):
-    """npdynamo itself failed on this line (a bug): the line runs in Python, never the user's
-    program fails for it."""
-
-    kind = "internal_error"
-    default_hint = "this is a bug in npdynamo; the line runs in Python meanwhile"
-
-
-KINDS = {
-    cls.kind: cls
-    for cls in (
-        InternalError,
-        InputOutputBreak,
-        DataDependentBranch,
-        GraphValueToPython,
-        UnknownFunction,
-        SideEffectBreak,
-        UnsupportedConstruct,
-        ExplicitGraphBreak,
-        DisabledCall,
-    )
-}
-
-
 def reason_from(exc, is_library: Callable[[str], bool] = lambda filename: False
                 ) -> GraphBreakReason:
     """The typed record of a ``CaptureUnsupported``. A break inside library code (the
     standard library's ``json.dumps``, an installed package) called from the user's code is
     reported at the user's call, the library's frames summarised: that call runs in Python."""
-    cls = KINDS.get(getattr(exc, "kind", ""), UnsupportedConstruct)
+    kind = getattr(exc, "kind", "")
+    kind = kind if kind in HINTS else "unsupported_construct"
     stack = list(exc.user_stack)
     calls = [i for i, loc in enumerate(stack[:-1])
              if not is_library(loc.filename) and is_library(stack[i + 1].filename)]
@@ -129,9 +87,9 @@ def reason_from(exc, is_library: Callable[[str], bool] = lambda filename: False
         # what failed inside the library, when it says something to the user (not a detail of
         # the library's own internals: "re.match.__globals__['_compile']...")
         why = f" ({exc.reason})" if "__" not in exc.reason else ""
-        return cls(
+        return GraphBreakReason(
             f"{callee.function or 'a function'} ({where}, library code) cannot be captured"
             f"{why}, so this call runs in Python",
             "nothing to do unless the call is on a hot path: then call it outside the "
-            "compiled function", stack[at], stack[:at + 1])
-    return cls(exc.reason, exc.hint or cls.default_hint, exc.location, stack)
+            "compiled function", stack[at], stack[:at + 1], kind)
+    return GraphBreakReason(exc.reason, exc.hint or HINTS[kind], exc.location, stack, kind)

@@ -427,8 +427,8 @@ class BreakPlan:
     #: handoff(resume, cells, *stack, *locals): the frame's last call. A function's own frame
     #: drives the resume chain; a resume function's frame returns a tail-call marker to it.
     handoff: object = None
-    #: native tail (``native_tail.py``): instead of ``fallthrough``/``branch``, the original code
-    #: runs on after the instruction and hands over before each of these instruction indices
+    #: native tail (``breaks/native_tail.py``): instead of ``fallthrough``/``branch``, the original
+    #: code runs on after the instruction and hands over before each of these instruction indices
     stops: tuple[tuple[int, Continuation], ...] = ()
 
 

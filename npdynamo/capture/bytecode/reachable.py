@@ -1,7 +1,7 @@
 """Dead code out of generated break code: only what can run from the code's entry is assembled.
 
 A resume function is built from the WHOLE original instruction list behind a forward-jumping
-prologue (``bytecode_gen.py``), so what lies before its resume point is mostly dead. Assembling
+prologue (``generate.py``), so what lies before its resume point is mostly dead. Assembling
 (and, when it is captured, reading) the dead part was most of the cost of a graph break in a long
 function (a test method of 2,800 instructions that breaks at each of its asserts regenerated all
 of it per break), so ``live_only`` drops it before assembly. The same holds for a broken

@@ -1,6 +1,8 @@
 """Control flow captured whole: sub-captures into subgraphs, and loops and branches formed from
 ordinary Python.
 
+- ``subcapture``: the declared state of a sub-capture (``CaptureContext.subcapture``): the
+  subgraph ops go into, and the outer values lifted into it.
 - ``higher_order``: ``npdynamo.cond``/``while_loop``/``fori_loop`` under capture, each function
   a sub-capture into its own subgraph, with the outer values it reads lifted to inputs.
 - ``if_statements``: ``if <array test>:`` captured as one ``cond`` node (opt-in).

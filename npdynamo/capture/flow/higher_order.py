@@ -15,14 +15,13 @@ object or cell, reads the value of a carried Python number, or when a carried va
 dtype, shape or structure. The checks compare the state reachable from the functions and their
 arguments before and after the sub-capture.
 
-Registers into ``tables.BUILTINS``; imported once by the capture session (``entry.py``).
+Registers into ``registry.BUILTINS``; imported once by ``compile_frame``.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -30,6 +29,8 @@ import numpy as np
 from npdynamo import ops
 from npdynamo.capture.calls import call_value
 from npdynamo.capture.errors import CaptureUnsupported
+from npdynamo.capture.flow.subcapture import CARRY_HINT as _HINT
+from npdynamo.capture.flow.subcapture import SubCapture
 from npdynamo.capture.registry import builtin
 from npdynamo.capture.values import (
     ArrayValue,
@@ -50,7 +51,7 @@ from npdynamo.capture.values import (
     Value,
 )
 from npdynamo.control_flow import cond, fori_loop, while_loop
-from npdynamo.fx import Graph, GraphModule, Node
+from npdynamo.fx import Node
 from npdynamo.fx.sizes import unbound_symbols
 from npdynamo.ops.control_flow import COND, FORI_LOOP, WHILE_LOOP, describe
 from npdynamo.ops.loop_index import index_symbol
@@ -59,7 +60,6 @@ from npdynamo.ops.symbolic import SymInt
 from npdynamo.ops.tuples import TUPLE_ITEM
 
 _NUMBERS = (int, float, complex)
-_HINT = "keep loop state in arrays passed as the carried value, and write functions of them"
 
 
 class LoopScalarValue(ScalarInputValue):
@@ -77,86 +77,6 @@ class LoopScalarValue(ScalarInputValue):
         raise self._ctx.unsupported(
             f"{self._what} is used where Python needs its value, which changes from one "
             "iteration to the next", "compute with it as a number, or carry an array instead")
-
-
-class SubCapture:
-    """One branch or loop body being captured into its own graph."""
-
-    def __init__(self, ctx, name: str) -> None:
-        self.ctx = ctx
-        self.name = name
-        self.parent: SubCapture | None = getattr(ctx, "subcapture", None)
-        self.graph = Graph()
-        self.lifted: dict[Node, Node] = {}
-        self.extra: list[Node] = []  # outer nodes, in the order of their placeholders
-        self.watched: list[tuple[ArrayValue, Node]] = []  # outer arrays read, node when read
-
-    def placeholder(self, name: str, meta: ArrayMeta | ScalarMeta) -> Node:
-        return self.graph.placeholder(name, meta)
-
-    def lift_node(self, node: Node) -> Node:
-        """``node`` as seen inside this subgraph: itself, or the placeholder it was lifted to."""
-        if node.graph is self.graph:
-            return node
-        if node in self.lifted:
-            return self.lifted[node]
-        if self.parent is not None:
-            outer = self.parent.lift_node(node)
-        elif node.graph is self.ctx.root_graph:
-            outer = node
-        else:
-            raise self.ctx.unsupported(
-                "a value computed inside a loop or branch body is used outside it (it escaped "
-                "through an outer variable or container)", _HINT, kind="side_effect")
-        meta = outer.meta.get("val")
-        placeholder = self.graph.placeholder(
-            outer.name, meta if isinstance(meta, (ArrayMeta, ScalarMeta)) else None)
-        for key in ("size_symbol", "size_expr"):  # a size read from a value (ops.loop_index)
-            if key in outer.meta:
-                placeholder.meta[key] = outer.meta[key]
-        self.lifted[node] = placeholder
-        self.extra.append(outer)
-        return placeholder
-
-    def lift(self, value: Any) -> Any:
-        """The node for a tracked value used by an op of this subgraph (``ctx.lift``)."""
-        if isinstance(value, ArrayValue):
-            node = value.node
-            if node.graph is not self.graph:
-                self.watched.append((value, node))
-                return self.lift_node(node)
-            return node
-        if isinstance(value, ScalarInputValue):
-            return self.lift_node(value.node)
-        return value
-
-    @contextmanager
-    def active(self):
-        ctx = self.ctx
-        saved = (ctx.graph, ctx.lift, getattr(ctx, "subcapture", None))
-        ctx.graph, ctx.lift, ctx.subcapture = self.graph, self.lift, self
-        try:
-            yield self
-        finally:
-            ctx.graph, ctx.lift, ctx.subcapture = saved
-
-    def finish(self, outputs: list[Value]) -> GraphModule:
-        """Close the subgraph over ``outputs`` (leaves) and check it wrote into no outer array."""
-        for value, node in self.watched:
-            if value.node is not node:
-                raise self.ctx.unsupported(
-                    f"the function passed to npdynamo.{self.name.rsplit('_', 2)[0]} writes into "
-                    "an array from outside it in place", _HINT, kind="side_effect")
-        with self.active():
-            self.graph.output(tuple(self.lift(v) if isinstance(v, Value) else v
-                                    for v in (_leaf_payload(v) for v in outputs)))
-        return GraphModule(self.graph, self.name)
-
-
-def _leaf_payload(leaf: Value) -> Any:
-    if isinstance(leaf, (ArrayValue, ScalarInputValue)):
-        return leaf
-    return leaf.value  # a Python number constant
 
 
 def inside_expression(frame) -> bool:

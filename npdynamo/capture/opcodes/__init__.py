@@ -1,4 +1,4 @@
-"""The opcode handlers: the modules of this package register them into ``tables.HANDLERS``."""
+"""The opcode handlers: the modules of this package register them into ``registry.HANDLERS``."""
 
 from npdynamo.capture.opcodes import (  # noqa: F401
     building,

@@ -12,7 +12,8 @@ import pytest
 
 import npdynamo
 
-EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+EXAMPLES = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples")
 #: modules a user may import from: the package itself and the graph IR it documents
 PUBLIC_MODULES = {"npdynamo", "npdynamo.fx", "npdynamo.fx.passes", "npdynamo.ops"}
 
