@@ -72,6 +72,35 @@ def view_written_root_read(x, T):
     return x
 
 
+def nested_loops(a, T, S):
+    U = np.zeros(a.shape[0] + 2)
+    u = U[1:-1]
+    u[:] = a
+    for t in range(T):
+        for s in range(S):     # the inner body makes u again from the outer body's U
+            u += 0.1 * (U[:-2] - 2 * u + U[2:])
+        U[0] = U[-1]
+    return U, u
+
+
+def view_made_in_the_outer_body(a, T, S):
+    U = a.copy()
+    for t in range(T):
+        w = U[::2]
+        for s in range(S):
+            w *= 0.99
+            U[1] += w[0]
+    return U
+
+
+def transposed(A, T):
+    B = A.copy()
+    Bt = B.T                   # a view by transpose, read only
+    for t in range(T):
+        B[0] += Bt[:, 1]
+    return B, Bt
+
+
 def root_rebound(x, T):
     v = x[1:]
     for k in range(T):
@@ -94,6 +123,7 @@ FORMED = [
     (view_of_a_view, lambda T: (RNG.random(9), T)),
     (view_from_argument, lambda T: (RNG.random(4), T)),
     (view_written_root_read, lambda T: (RNG.random(5), T)),
+    (transposed, lambda T: (RNG.random((3, 3)), T)),
 ]
 IDS = [f.__name__ for f, _ in FORMED]
 
@@ -131,3 +161,11 @@ def test_a_rebound_view_or_root_is_not_formed_and_exact(fn):
     report = quiet_explain(fn, RNG.random(5), 20)
     assert not any("in the graph as one fori_loop" in line for line in report.loops), \
         report.loops
+
+
+@pytest.mark.parametrize("fn, make", [
+    (nested_loops, lambda: (RNG.random(6), 20, 17)),
+    (view_made_in_the_outer_body, lambda: (RNG.random(9), 20, 18)),
+], ids=["nested_loops", "view_made_in_the_outer_body"])
+def test_views_in_nested_loops(fn, make):
+    in_one_graph(fn, *make(), loops=2)
