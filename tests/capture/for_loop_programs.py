@@ -224,9 +224,9 @@ def swaps(a, b, T):
 
 
 def aliased(u, T):
-    v = u[1:]
+    v = u
     for k in range(T):
-        u[0] += v[0]           # v shares u's memory
+        u[0] += v[0]           # v is u: the graph would carry two values for one array
     return u, v
 
 

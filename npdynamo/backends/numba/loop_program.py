@@ -60,7 +60,7 @@ from npdynamo.backends.numba.loop_writer import (
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.fx.subgraphs import is_loop
-from npdynamo.generated import define
+from npdynamo.generated import Namespace, define
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic_code import symbol_name
 
@@ -188,9 +188,16 @@ class LoopCall:
         if path != "<memory>":
             diskcache.guard_numba_cache(self.jit, path)
         record.dispatcher = self.jit
-        self.convert = [_converter(m) for m in node.meta.get("val") or ()]
+        self.node_results = list(node.meta.get("val") or ())
+        self.convert = [_converter(m) for m in self.node_results]
         first = 0 if self.op == "while_loop" else 2  # the carried values' parameters
         self.carried = (first, first + len(self.convert))
+        self.metas = [node_meta(v) if isinstance(v, Node) else v
+                      for v in _flat_args(self.op, node.args)]
+        # what the program calls: this general path until a compiled call gives the
+        # specialisation that ``_fast_path`` calls directly
+        self.run: Callable[..., tuple] = self.__call__
+        self._specialised = False
 
     def __call__(self, *args: Any) -> tuple:
         if self.record.compiled:
@@ -210,6 +217,9 @@ class LoopCall:
                                            f"{type(exc).__name__}: {lines[0] if lines else ''}")
                 else:
                     self.record.runs += 1
+                    if not self._specialised:
+                        self._specialised = True
+                        self.run = _fast_path(self, args, flat) or self.run
                     return tuple(conv(v) for conv, v in zip(self.convert, out))
         return self.impl(*args)
 
@@ -222,6 +232,69 @@ class LoopCall:
         with warnings.catch_warnings(), progress.busy():
             warnings.simplefilter("ignore", NumbaWarning)
             return self.jit(*flat)
+
+
+# -- the warm path -----------------------------------------------------------------------
+#: the bits of ``ndarray.flags.num`` numba's array type depends on or ``_runs_compiled``
+#: checks: NumPy's C_CONTIGUOUS (layout C), ALIGNED and WRITEABLE (read-only is another type)
+_FLAG_BITS = 0x1 | 0x100 | 0x400
+
+
+def _fast_path(call: LoopCall, args: tuple, flat: tuple) -> Callable[..., tuple] | None:
+    """The loop node's call as one generated function: when every argument has the type and
+    flags it had in ``flat`` (a call that ran compiled), it calls the machine code numba
+    compiled for them (``entry_point``: no type resolution by numba's dispatcher) and
+    converts the results as ``LoopCall`` does; any other argument goes the general way
+    (``call.__call__``), and a raise reruns the Python loop. None: no specialisation of
+    numba's matches ``flat`` exactly (numba converted an argument), so no fast path."""
+    jit = call.jit
+    try:
+        signature = tuple(jit.typeof_pyval(v) for v in flat)
+    except Exception:  # a value numba cannot type: the general path decides
+        return None
+    compiled = jit.overloads.get(signature)
+    if compiled is None or len(flat) != len(call.metas):
+        return None
+    ns = Namespace(reserved=[f"a{k}" for k in range(len(args))] +
+                   [f"p{k}" for k in range(len(flat))] + ["out"])
+    params = [f"a{k}" for k in range(len(args))]
+    lines = [f"def run({', '.join(params)}):"]
+    flat_names = []
+    subgraphs = (0, 1) if call.op == "while_loop" else (2,)  # as ``_flat_args`` leaves out
+    for k, arg in enumerate(args):
+        if k in subgraphs:
+            continue
+        if isinstance(arg, tuple):
+            names = [f"p{len(flat_names) + j}" for j in range(len(arg))]
+            if names:
+                lines.append(f"    {', '.join(names)}, = a{k}")
+            flat_names += names
+        else:
+            flat_names.append(f"a{k}")
+    if len(flat_names) != len(flat):
+        return None
+    tests = []
+    for name, value in zip(flat_names, flat):
+        tests.append(f"type({name}) is {ns.bind(type(value), 'type')}")
+        if isinstance(value, np.ndarray):  # the dtype object, rank and flags numba typed
+            tests += [f"{name}.dtype is {ns.bind(value.dtype, 'dtype')}",
+                      f"{name}.ndim == {value.ndim}",
+                      f"{name}.flags.num & {_FLAG_BITS} == {value.flags.num & _FLAG_BITS}"]
+    results = ", ".join(
+        f"out[{k}]" if isinstance(meta, ArrayMeta) and not meta.scalar
+        else f"{ns.bind(conv, 'convert')}(out[{k}])"
+        for k, (conv, meta) in enumerate(zip(call.convert, call.node_results)))
+    everything = ", ".join(params)
+    entry = ns.bind(compiled.entry_point, "entry")
+    lines += [f"    if {' and '.join(tests) or 'True'}:",
+              "        try:",
+              f"            out = {entry}({', '.join(flat_names)})",
+              "        except Exception:  # the loop raised: Python's loop raises or returns",
+              f"            return {ns.bind(call.impl, 'impl')}({everything})",
+              f"        {ns.bind(call.record, 'record')}.runs += 1",
+              f"        return ({results}{',' if len(call.convert) == 1 else ''})",
+              f"    return {ns.bind(call.__call__, 'general')}({everything})"]
+    return define("\n".join(lines) + "\n", "run", ns, label="loop-call")
 
 
 def _described(namespace: dict) -> str | None:

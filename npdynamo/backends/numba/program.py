@@ -34,6 +34,7 @@ from npdynamo.backends.inplace import cannot_raise, may_alias
 from npdynamo.backends.numba import errstate, threads
 from npdynamo.backends.numba.codegen import KernelSource
 from npdynamo.backends.numba.fusion import FusionGroup, Partition
+from npdynamo.backends.numba.loop_program import LoopCall
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.fx.sizes import symbol_reads
@@ -371,6 +372,8 @@ class Program:
         # a loop node may carry its compiled loop (``loop_program``) in place of the Python one
         impl = node.meta.get("numba_impl") or getattr(node.target, "impl", node.target)
         fn = ns.bind(impl, getattr(node.target, "name", "op"))
+        if isinstance(impl, LoopCall):  # its warm path, once a compiled call made one
+            fn += ".run"
         parts = [ns.render(a, names) for a in node.args]
         parts += [f"{k}={ns.render(v, names)}" for k, v in node.kwargs.items()]
         target = names[node] if names else node.name
