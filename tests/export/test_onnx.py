@@ -16,7 +16,7 @@ from npdynamo.fx.subgraphs import is_subgraph
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.registry import REGISTRY
 from tests.export.onnx_cases import CASES
-from tests.export.onnx_edge_cases import EDGE_CASES, OP_GRAPHS
+from tests.export.onnx_edge_cases import EDGE_CASES, OP_GRAPHS, scaled_by_peak
 from tests.export.workloads import BY_NAME, WORKLOADS, as_tuple, assert_close
 
 onnx = pytest.importorskip("onnx")
@@ -169,3 +169,28 @@ def test_coverage_is_at_least_90_percent():
     assert len(covered) >= 0.9 * len(REGISTRY)
     missing = set(REGISTRY) - covered
     assert missing == set(NOT_EXPORTED), missing ^ set(NOT_EXPORTED)  # each with its reason
+
+
+@pytest.mark.parametrize("scale", [3.0, 0.01, 0.0, np.nan, np.inf])
+def test_speculated_choice_gives_pythons_choice_on_any_data(scale):
+    # npdynamo reruns in Python when max(1.0, peak) is the float; the model computes both
+    ep = npdynamo.export(scaled_by_peak, np.ones((4, 3)), dynamic_shapes=[{0: npdynamo.Dim("n")}])
+    x = np.random.default_rng(3).standard_normal((7, 3)) * scale
+    with np.errstate(all="ignore"):
+        expected = scaled_by_peak(x.copy())
+    _compare(scale, expected, _run(_session(ep.to_onnx()), ep, [x]))
+
+
+def _peak_divides_a_number(x):
+    return x * (1.0 / max(1.0, x.max()))  # Python's 1.0 / 0.0 would raise
+
+
+def _peak_meets_float32(x, y):
+    return y * max(1.0, x.max())  # float32 with a Python float, float64 with a NumPy scalar
+
+
+@pytest.mark.parametrize("fn", [_peak_divides_a_number, _peak_meets_float32])
+def test_speculated_choice_refused_where_the_python_float_may_differ(fn):
+    args = [np.ones(3), np.ones(3, np.float32)][:fn.__code__.co_argcount]
+    with pytest.raises(ExportError, match="a Python float and a NumPy scalar may differ"):
+        npdynamo.export(fn, *args).to_onnx()
