@@ -14,8 +14,15 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from npdynamo.export import (onnx_arrays, onnx_choice, onnx_math, onnx_numeric, onnx_ops,
-                             onnx_shapes, onnx_stats)
+from npdynamo.export import (
+    onnx_arrays,
+    onnx_choice,
+    onnx_math,
+    onnx_numeric,
+    onnx_ops,
+    onnx_shapes,
+    onnx_stats,
+)
 from npdynamo.export.onnx_writer import OPSET, Lowering
 
 if TYPE_CHECKING:
