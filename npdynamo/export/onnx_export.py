@@ -5,7 +5,7 @@ reductions, linear algebra; ``onnx_shapes``: shapes, creation, indexing, control
 ``onnx_numeric``: statistics, scans, sorting; ``onnx_math``: composite elementwise math;
 ``onnx_stats``: NaN-aware reductions, quantiles, products along an axis, searching;
 ``onnx_arrays``: array building, diagonals, products of arrays, writes into a copy;
-``onnx_choice``: speculated choices), checks
+``choice``: speculated choices), checks
 the model with ``onnx.checker`` and saves it. Needs the ``onnx`` extra.
 """
 
@@ -15,8 +15,8 @@ import os
 from typing import TYPE_CHECKING
 
 from npdynamo.export import (
+    choice,
     onnx_arrays,
-    onnx_choice,
     onnx_math,
     onnx_numeric,
     onnx_ops,
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 LOWERINGS = {**onnx_ops.LOWERINGS, **onnx_shapes.LOWERINGS, **onnx_numeric.LOWERINGS,
              **onnx_math.LOWERINGS, **onnx_stats.LOWERINGS, **onnx_arrays.LOWERINGS,
-             **onnx_choice.LOWERINGS}
+             **choice.LOWERINGS}
 
 
 _DECOMPOSITION = "a LAPACK decomposition or solver (no ONNX op; a loop of ONNX ops would not " \

@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from npdynamo.export import choice
 from npdynamo.export.schema import ExportError, tree_text
 from npdynamo.fx import GraphModule
 from npdynamo.fx.subgraphs import is_subgraph
 from npdynamo.generated import unique_name
+from npdynamo.ops import speculation
 
 if TYPE_CHECKING:
     from npdynamo.export.program import ExportedProgram
@@ -127,6 +129,9 @@ class _Writer:
         for key, value in scope.items():
             if key.startswith("__") or key == own or key not in code:
                 continue
+            if value is speculation.chosen.impl:  # Python's choice where it is proved exact
+                choice.numpy_only(gm.graph)
+                value = choice.choose
             body.append(f"    {key} = {self.expr(value, key)}")
         body += ["    " + line if line else "" for line in code.splitlines()]
         body.append(f"    return {own}")

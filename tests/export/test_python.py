@@ -61,3 +61,25 @@ def test_op_needing_npdynamo_is_refused():
     ep = npdynamo.export(f, np.random.default_rng(0).standard_normal((5, 3)))
     with pytest.raises(ExportError, match="no NumPy-only form"):
         ep.to_python("/tmp/unused-export-module.py")
+
+
+def test_speculated_choice_is_pythons_choice_in_the_module(tmp_path):
+    import importlib.util
+
+    from tests.differential import assert_same_value
+    from tests.export.onnx_edge_cases import scaled_by_peak
+    ep = npdynamo.export(scaled_by_peak, np.ones((4, 3)), dynamic_shapes=[{0: npdynamo.Dim("n")}])
+    ep.to_python(tmp_path / "peak.py")
+    spec = importlib.util.spec_from_file_location("peak", tmp_path / "peak.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for scale in (3.0, 0.01, 0.0, np.nan):  # the NumPy scalar, then Python's float 1.0
+        x = np.random.default_rng(5).standard_normal((6, 3)) * scale
+        assert_same_value(scaled_by_peak(x.copy()), module.scaled_by_peak(x))
+
+
+def test_speculated_choice_refused_where_the_python_float_may_differ():
+    def f(x):
+        return x * (1.0 / max(1.0, x.max()))  # Python's 1.0 / 0.0 would raise
+    with pytest.raises(ExportError, match="a Python float and a NumPy scalar may differ"):
+        npdynamo.export(f, np.ones(3)).to_python("/tmp/unused-export-module.py")

@@ -1,9 +1,11 @@
-"""The ONNX form of a speculated choice (``ops/speculation.py``): ``max(1.0, m)`` of a graph
-scalar ``m``, for ``onnx_export``.
+"""A speculated choice (``ops/speculation.py``: ``max(1.0, m)`` of a graph scalar ``m``) in the
+targets that cannot rerun Python: ONNX (``onnx_export``) and the NumPy-only module
+(``python_writer``).
 
 npdynamo runs ``chosen(holds, m)`` and, when the data makes Python choose the constant, raises
-and reruns the frame in Python. A model cannot rerun, so it computes both: ``Where(holds, m,
-otherwise)``, ``otherwise`` being Python's choice (capture records it: a Python float). That is
+and reruns the frame in Python. A model or a NumPy-only module cannot rerun, so it picks the
+value itself: ``Where(holds, m, otherwise)`` in ONNX, ``m if holds else otherwise`` in Python,
+``otherwise`` being Python's choice (capture records it: a Python float). That is
 exact only where the rest of the graph computes the same values from the Python float as from
 the NumPy scalar it was captured with, which this module proves or refuses (``ExportError``):
 the scalar is float64, and every op it flows into before it meets an array is ``+``, ``-`` or
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from npdynamo.export.schema import ExportError
+from npdynamo.fx import Graph
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 
@@ -50,7 +53,20 @@ def _same_in_both(arg: Any) -> bool:
     return type(arg) in (bool, float)
 
 
-def _check_flow(node: Node) -> None:
+def check_flow(node: Node) -> None:
+    """Raise ``ExportError`` unless the graph computes the same values from the Python float
+    Python would choose as from the NumPy scalar ``node`` (a ``chosen``) was captured with."""
+    if node.kwargs.get("otherwise") is None:
+        raise ExportError("a speculated choice is checked at run time and raises when it "
+                          "fails; this target cannot rerun Python, and Python's other choice "
+                          "is not known here")
+    meta = node.args[1].meta.get("val") if isinstance(node.args[1], Node) else None
+    if not isinstance(meta, ArrayMeta) or meta.dtype != np.float64:
+        raise ExportError("a speculated choice of a scalar that is not float64")
+    _check_users(node)
+
+
+def _check_users(node: Node) -> None:
     for user in node.users:
         if user.op == "output":
             continue  # a model output is a float64 tensor in both cases
@@ -63,15 +79,23 @@ def _check_flow(node: Node) -> None:
             raise ExportError(f"the chosen value flows into {name} ({user.name}), where a "
                               "Python float and a NumPy scalar may differ")
         if not array:
-            _check_flow(user)  # still a scalar that Python would compute as a float
+            _check_users(user)  # still a scalar that Python would compute as a float
+
+
+def choose(holds, value, *, otherwise=None):
+    """What the NumPy-only module runs for ``chosen``: Python's own choice."""
+    return value if holds else otherwise
+
+
+def numpy_only(graph: Graph) -> None:
+    """Check every speculated choice of ``graph`` (not its subgraphs) for ``choose``."""
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target.name == "chosen":
+            check_flow(node)
 
 
 def _chosen(L: Lowering, node: Node, holds: Any, value: Any, otherwise: Any = None) -> str:
-    meta = L.meta(value)
-    if otherwise is None or not isinstance(meta, ArrayMeta) or meta.dtype != np.float64:
-        raise ExportError("a speculated choice is checked at run time and raises when it "
-                          "fails; ONNX cannot raise, and Python's other choice is not known here")
-    _check_flow(node)
+    check_flow(node)
     return L.add("Where", [L.value(holds, np.bool_), L.value(value, np.float64),
                            L.const(np.float64(otherwise))])
 
