@@ -302,7 +302,8 @@ def check(case: Case, folder: str, timing: bool = True) -> tuple[dict, tuple | N
     return row, times
 
 
-def table(title: str, cases: list, folder: str, timing: bool) -> None:
+def table(title: str, cases: list, folder: str, timing: bool) -> str:
+    """Check and print every program of ``cases``; returns the coverage row (markdown)."""
     print(f"\n== {title}")
     print(f"{'program':<26} {'dims':<7} " + " ".join(f"{t:<8}" for t in TARGETS)
           + "  numba ms    ORT ms  ORT/numba")
@@ -338,6 +339,12 @@ def table(title: str, cases: list, folder: str, timing: bool) -> None:
         geo = float(np.exp(np.mean(np.log(ratios))))
         print(f"  ORT time / numba time, geometric mean over {len(ratios)}: {geo:.2f}x "
               "(rough: a shared machine)")
+    return (f"| {title.split(' (')[0]} | {exported}/{len(cases)} | "
+            + " | ".join(f"{totals[t]}/{exported}" for t in TARGETS) + " |")
+
+
+COVERAGE_HEADER = ("| programs | one graph | eager | numba | archive | ONNX Runtime "
+                   "| NumPy only |\n|---|---|---|---|---|---|---|")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -349,19 +356,21 @@ def main(argv: list[str] | None = None) -> None:
     opts = parser.parse_args(argv)
     only = set(filter(None, opts.only.split(",")))
     warnings.simplefilter("ignore")
+    rows = []
     with tempfile.TemporaryDirectory(prefix="npdynamo-export-cov-") as tmp:
         cases = [c for c in workload_cases() if not only or c.name in only]
         if cases:
-            table("make bench workloads (benchmarks/workloads.py)", cases, tmp, not opts.no_time)
+            rows.append(table("make bench workloads (benchmarks/workloads.py)", cases, tmp,
+                              not opts.no_time))
         folder = Path(opts.folder)
-        if opts.no_kernels:
-            return
-        if not folder.is_dir():
+        if not opts.no_kernels and not folder.is_dir():
             print(f"\nno kernels at {folder} (the external folder is not part of the "
                   "repository; NPDYNAMO_EXTERNAL names another place)")
-            return
-        table(f"numpy-benchmarks kernels ({folder})", kernel_cases(folder, only), tmp,
-              not opts.no_time)
+        elif not opts.no_kernels:
+            rows.append(table(f"numpy-benchmarks kernels ({folder})",
+                              kernel_cases(folder, only), tmp, not opts.no_time))
+    print("\n== coverage (programs matching NumPy / programs exported as one graph)")
+    print(COVERAGE_HEADER, *rows, sep="\n")
 
 
 if __name__ == "__main__":
