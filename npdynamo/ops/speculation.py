@@ -9,8 +9,9 @@ computed in the graph) is true and raises ``AssumptionFailed`` otherwise. A grap
 has written nothing back, so its frame reruns in Python, which makes the other choice itself:
 results are always Python's; a call where the assumption fails pays for the graph and the rerun.
 ``otherwise``, when capture knows it, is Python's choice when the test fails (a Python float:
-the constants' own ``max``/``min``): a target that cannot rerun (ONNX, NumPy alone) uses it where it can
-prove the rest of the graph computes the same values from it (``export/choice.py``).
+the constants' own ``max``/``min``): a target that cannot rerun (ONNX, NumPy alone) uses it
+where it can prove the rest of the graph computes the same values from it
+(``export/choice.py``).
 """
 
 from __future__ import annotations
