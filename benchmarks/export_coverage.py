@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402
 
 import npdynamo  # noqa: E402
 from benchmarks import workloads as W  # noqa: E402
+from npdynamo.export.onnx_complex import to_model  # noqa: E402
 
 #: ``../shared/external/numpy-benchmarks`` next to the checkout (absent in a user's clone), or
 #: the folder named by ``NPDYNAMO_EXTERNAL`` (a checkout elsewhere)
@@ -185,18 +186,19 @@ def leaf(ep, args: list, path: tuple) -> Any:
 
 def onnx_feeds(ep, session, args: list) -> dict:
     names = {i.name for i in session.get_inputs()}
-    return {s.name: np.asarray(leaf(ep, args, s.path)) for s in ep.inputs
+    return {s.name: to_model(leaf(ep, args, s.path)) for s in ep.inputs
             if s.kind == "input" and s.name in names}
 
 
 def onnx_expected(ep, fn: Callable, args: list) -> list:
     """What the ONNX model returns for ``args``: NumPy's returned arrays, then the new values of
-    the arrays the program writes (ONNX has no in-place writes)."""
+    the arrays the program writes (ONNX has no in-place writes); complex ones as the model
+    gives them, (real, imag) along a trailing axis."""
     args = copy.deepcopy(args)
     result = [v for v in flatten(fn(*args), []) if isinstance(v, (np.ndarray, np.generic))]
     specs = {s.name: s for s in ep.inputs}
-    return result + [np.asarray(leaf(ep, args, specs[name].path))
-                     for _, name in sorted(ep.mutations.items())]
+    return [to_model(v) for v in result] + [to_model(leaf(ep, args, specs[name].path))
+                                             for _, name in sorted(ep.mutations.items())]
 
 
 def same(expected: Any, got: Any, exact: bool) -> bool:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from npdynamo.export import (
     choice,
     onnx_arrays,
+    onnx_complex,
     onnx_math,
     onnx_numeric,
     onnx_ops,
@@ -66,7 +67,7 @@ def to_onnx(ep: ExportedProgram, path: str | os.PathLike | None = None,
     from onnx import helper
 
     opset = opset or OPSET
-    graph = Lowering(ep, helper, onnx, LOWERINGS, opset).main()
+    graph = Lowering(ep, helper, onnx, LOWERINGS, opset, onnx_complex.LOWERINGS).main()
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="npdynamo")
     model.ir_version = min(model.ir_version, 10)  # what current ONNX Runtime releases read

@@ -194,3 +194,52 @@ def test_speculated_choice_refused_where_the_python_float_may_differ(fn):
     args = [np.ones(3), np.ones(3, np.float32)][:fn.__code__.co_argcount]
     with pytest.raises(ExportError, match="a Python float and a NumPy scalar may differ"):
         npdynamo.export(fn, *args).to_onnx()
+
+
+_EDGES = np.array([0.0, -0.0, 1.0, -2.5, 1e300, 1e-310, np.inf, -np.inf, np.nan])
+
+
+def _complex_edges(dtype):
+    re, im = np.meshgrid(_EDGES, _EDGES)
+    return (re + 1j * im).ravel().astype(dtype)
+
+
+def _complex_arithmetic(z, w, x):
+    return (z + w, z - x, z * w, z / w, w / x, -z, np.conj(w), z.real, w.imag, np.abs(z),
+            2.5j * z - 1, (z - z.real.min() - 1j * z.imag.min()) / np.abs(w).max())
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_complex_arithmetic_is_numpys_on_real_and_imaginary_parts(dtype):
+    from npdynamo.export.onnx_complex import from_model, to_model
+    z = _complex_edges(dtype)
+    w = np.roll(z, 7)
+    x = np.resize(_EDGES, z.shape).astype(np.float32 if dtype == np.complex64 else np.float64)
+    ep = npdynamo.export(_complex_arithmetic, z, w, x, dynamic_shapes=[{0: npdynamo.Dim("n")}] * 3)
+    session = _session(ep.to_onnx())
+    assert session.get_inputs()[0].shape == ["n", 2]  # (real, imag) along a trailing axis
+    for k in (len(z), 17):
+        args = [z[:k], w[:k], x[:k]]
+        with np.errstate(all="ignore"):
+            expected = _complex_arithmetic(*args)
+        got = session.run(None, {i.name: to_model(a) for i, a in zip(session.get_inputs(), args)})
+        for i, (e, g) in enumerate(zip(expected, got)):
+            g = from_model(g, e.dtype)
+            assert g.dtype == e.dtype and g.shape == e.shape, i
+            rtol = 1e-5 if e.real.dtype == np.float32 else 1e-10
+            for part in (np.real, np.imag):
+                np.testing.assert_allclose(part(g), part(e), rtol=rtol, atol=0, equal_nan=True,
+                                           err_msg=f"output {i}")
+
+
+def _complex_in_a_loop(z):
+    for _ in range(20):
+        z = z * 0.5 + 1j
+    return z
+
+
+def test_complex_op_without_onnx_form_is_named():
+    with pytest.raises(ExportError, match="complex"):
+        npdynamo.export(lambda z: np.exp(z), np.ones(3, complex)).to_onnx()
+    with pytest.raises(ExportError, match="complex"):
+        npdynamo.export(_complex_in_a_loop, np.ones(3, complex)).to_onnx()

@@ -1,0 +1,197 @@
+"""Complex numbers in ONNX models, for ``onnx_export``: ONNX Runtime has almost no complex
+kernels, so a complex array is lowered as two real ONNX values, its real and imaginary parts
+(``Pair``), and complex arithmetic is written with real ops as NumPy computes it (its ufunc
+loops promote a real operand to complex with a zero imaginary part, so the formulas below keep
+every term, as NumPy's do: ``inf * 0`` terms give NaN where NumPy's give NaN).
+
+At the model's boundary a complex128 (complex64) array is one float64 (float32) tensor with a
+trailing axis of 2, (real, imag): ``np.stack([z.real, z.imag], -1)`` in, and
+``out[..., 0] + 1j * out[..., 1]`` back (``docs/export.md``). An op on complex values without an
+entry here raises ``ExportError`` naming it (``Lowering.lower`` routes every node whose operands
+or result are complex to this table).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from npdynamo.export.schema import ExportError
+from npdynamo.fx.node import Node
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
+
+if TYPE_CHECKING:
+    from npdynamo.export.onnx_writer import Lowering
+
+
+class Pair(NamedTuple):
+    """The ONNX values of a complex array's real and imaginary parts."""
+
+    re: str
+    im: str
+
+
+def dtype_of(arg: Any) -> np.dtype | None:
+    meta = arg.meta.get("val") if isinstance(arg, Node) else None
+    if isinstance(meta, ArrayMeta):
+        return meta.dtype
+    if isinstance(meta, ScalarMeta):
+        return np.asarray(meta.type(0)).dtype
+    if type(arg) in (bool, int, float, complex) or isinstance(arg, (np.generic, np.ndarray)):
+        return np.asarray(arg).dtype
+    return None
+
+
+def is_complex(arg: Any) -> bool:
+    if type(arg) in (tuple, list):
+        return any(is_complex(a) for a in arg)
+    dtype = dtype_of(arg)
+    return dtype is not None and dtype.kind == "c"
+
+
+def involves_complex(node: Node) -> bool:
+    """Whether ``node`` reads or makes a complex value (then only this table may lower it)."""
+    return (is_complex(node) or is_complex(list(node.args))
+            or is_complex(list(node.kwargs.values())))
+
+
+def part_dtype(dtype: np.dtype) -> np.dtype:
+    """The real dtype of a complex dtype's parts (complex128 -> float64)."""
+    return np.dtype(np.float32) if np.dtype(dtype) == np.complex64 else np.dtype(np.float64)
+
+
+def split(L: Lowering, packed: str) -> Pair:
+    """The parts of a ``(..., 2)`` tensor (a model input or a constant)."""
+    return Pair(*(L.add("Gather", [packed, L.const(np.int64(i))], axis=-1) for i in (0, 1)))
+
+
+def pack(L: Lowering, pair: Pair) -> str:
+    """A ``Pair`` as one ``(..., 2)`` tensor (a model output)."""
+    axis = L.ints([-1])
+    return L.add("Concat", [L.add("Unsqueeze", [p, axis]) for p in pair], axis=-1)
+
+
+def parts(L: Lowering, arg: Any, t: np.dtype) -> Pair:
+    """Operand ``arg`` as complex parts of dtype ``t`` (a real operand: imaginary part 0)."""
+    if isinstance(arg, Node):
+        held = L.scope.env[arg]
+        if isinstance(held, Pair):
+            source = part_dtype(dtype_of(arg))
+            return Pair(L.cast(held.re, source, t), L.cast(held.im, source, t))
+        re = L.value(arg, t)
+        return Pair(re, _zeros(L, re, t))
+    dtype = dtype_of(arg)
+    if dtype is None:
+        raise ExportError(f"an operand {arg!r:.60} has no complex ONNX form")
+    value = np.asarray(arg)
+    return Pair(L.const(value.real.astype(t)), L.const(value.imag.astype(t)))
+
+
+def _zeros(L: Lowering, like: str, t: np.dtype) -> str:
+    zero = L.onnx.numpy_helper.from_array(np.zeros(1, t), L.fresh("zero"))
+    return L.add("ConstantOfShape", [L.add("Shape", [like])], value=zero)
+
+
+def _out(node: Node) -> np.dtype:
+    return dtype_of(node)
+
+
+def _binary(fn):
+    def lower(L: Lowering, node: Node, a: Any, b: Any, **kw: Any) -> Any:
+        if kw:
+            raise ExportError(f"complex {node.target.name} with {sorted(kw)}")
+        out = _out(node)
+        if out.kind != "c":
+            raise ExportError(f"complex {node.target.name} giving {out}")
+        t = part_dtype(out)
+        return fn(L, parts(L, a, t), parts(L, b, t), t)
+    return lower
+
+
+def _add(L: Lowering, a: Pair, b: Pair, t: np.dtype) -> Pair:
+    return Pair(L.add("Add", [a.re, b.re]), L.add("Add", [a.im, b.im]))
+
+
+def _subtract(L: Lowering, a: Pair, b: Pair, t: np.dtype) -> Pair:
+    return Pair(L.add("Sub", [a.re, b.re]), L.add("Sub", [a.im, b.im]))
+
+
+def _multiply(L: Lowering, a: Pair, b: Pair, t: np.dtype) -> Pair:
+    re = L.add("Sub", [L.add("Mul", [a.re, b.re]), L.add("Mul", [a.im, b.im])])
+    im = L.add("Add", [L.add("Mul", [a.re, b.im]), L.add("Mul", [a.im, b.re])])
+    return Pair(re, im)
+
+
+def _divide(L: Lowering, a: Pair, b: Pair, t: np.dtype) -> Pair:
+    """NumPy's complex division (Smith's method, its ufunc loop's branches)."""
+    def where(c: str, x: str, y: str) -> str:
+        return L.add("Where", [c, x, y])
+    br_abs, bi_abs = L.add("Abs", [b.re]), L.add("Abs", [b.im])
+    one = L.const(1, t)
+    # |b.re| >= |b.im|: rat = bi / br, scl = 1 / (br + bi * rat)
+    rat1 = L.add("Div", [b.im, b.re])
+    scl1 = L.add("Div", [one, L.add("Add", [b.re, L.add("Mul", [b.im, rat1])])])
+    re1 = L.add("Mul", [L.add("Add", [a.re, L.add("Mul", [a.im, rat1])]), scl1])
+    im1 = L.add("Mul", [L.add("Sub", [a.im, L.add("Mul", [a.re, rat1])]), scl1])
+    # both zero: a / |b.re| part by part (NumPy's complex inf or nan)
+    zero = L.add("And", [L.add("Equal", [br_abs, L.const(0, t)]),
+                         L.add("Equal", [bi_abs, L.const(0, t)])])
+    re1 = where(zero, L.add("Div", [a.re, br_abs]), re1)
+    im1 = where(zero, L.add("Div", [a.im, br_abs]), im1)
+    # otherwise: rat = br / bi, scl = 1 / (bi + br * rat)
+    rat2 = L.add("Div", [b.re, b.im])
+    scl2 = L.add("Div", [one, L.add("Add", [b.im, L.add("Mul", [b.re, rat2])])])
+    re2 = L.add("Mul", [L.add("Add", [L.add("Mul", [a.re, rat2]), a.im]), scl2])
+    im2 = L.add("Mul", [L.add("Sub", [L.add("Mul", [a.im, rat2]), a.re]), scl2])
+    first = L.add("GreaterOrEqual", [br_abs, bi_abs])
+    return Pair(where(first, re1, re2), where(first, im1, im2))
+
+
+def _abs(L: Lowering, x: Pair, t: np.dtype) -> str:
+    from npdynamo.export.onnx_math import _hypot  # onnx_math imports the writer, which imports us
+
+    return _hypot(L, x.re, x.im, t)  # NumPy's npy_cabs is hypot
+
+
+def _unary(fn, real_result: bool = False):
+    def lower(L: Lowering, node: Node, x: Any, **kw: Any) -> Any:
+        if kw:
+            raise ExportError(f"complex {node.target.name} with {sorted(kw)}")
+        source = dtype_of(x)
+        if source is None or source.kind != "c":
+            raise ExportError(f"{node.target.name} of {source} giving {_out(node)}")
+        t = part_dtype(source)
+        result = fn(L, parts(L, x, t), t)
+        out = _out(node)
+        return L.cast(result, t, out) if real_result else result
+    return lower
+
+
+LOWERINGS = {
+    "add": _binary(_add), "subtract": _binary(_subtract), "multiply": _binary(_multiply),
+    "divide": _binary(_divide),
+    "negative": _unary(lambda L, x, t: Pair(L.add("Neg", [x.re]), L.add("Neg", [x.im]))),
+    "conjugate": _unary(lambda L, x, t: Pair(L.add("Identity", [x.re]), L.add("Neg", [x.im]))),
+    "real": _unary(lambda L, x, t: L.add("Identity", [x.re]), real_result=True),
+    "imag": _unary(lambda L, x, t: L.add("Identity", [x.im]), real_result=True),
+    "absolute": _unary(lambda L, x, t: _abs(L, x, t), real_result=True),
+}
+
+
+def to_model(value: Any) -> np.ndarray:
+    """An array as the model takes it: a complex one as (real, imag) along a trailing axis."""
+    value = np.asarray(value)
+    if value.dtype.kind != "c":
+        return value
+    return np.stack([value.real, value.imag], -1)
+
+
+def from_model(value: np.ndarray, dtype: Any) -> np.ndarray:
+    """A model output back as an array of ``dtype`` (complex from its trailing (real, imag))."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "c":
+        return value
+    out = np.empty(value.shape[:-1], dtype)
+    out.real, out.imag = value[..., 0], value[..., 1]
+    return out
