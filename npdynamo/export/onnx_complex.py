@@ -168,6 +168,66 @@ def _unary(fn, real_result: bool = False):
     return lower
 
 
+def _structural(name: str):
+    """An op that moves or selects elements without computing with them (``getitem``,
+    ``setitem``, ``zeros``, ...): the real op's lowering, once per part, with the complex
+    operands and the result seen as arrays of the part dtype."""
+    def lower(L: Lowering, node: Node, *args: Any, **kwargs: Any) -> Any:
+        from npdynamo.export.onnx_export import LOWERINGS as REAL
+
+        if kwargs.get("dtype") is not None and np.dtype(kwargs["dtype"]).kind == "c":
+            kwargs = {**kwargs, "dtype": part_dtype(kwargs["dtype"])}
+        real_value = name == "setitem" and not is_complex(args[2])  # before metas change
+        touched = [n for n in (node, *_nodes(args), *_nodes(kwargs.values()))
+                   if isinstance(n.meta.get("val"), ArrayMeta) and is_complex(n)]
+        saved = {n: (n.meta["val"], L.scope.env.get(n)) for n in touched}
+        halves = []
+        try:
+            for half in (0, 1):
+                for n in touched:
+                    meta = saved[n][0]
+                    n.meta["val"] = ArrayMeta(meta.shape, part_dtype(meta.dtype), meta.scalar)
+                    if n is not node:
+                        L.scope.env[n] = saved[n][1][half]
+                halves.append(REAL[name](L, node, *_half(args, half, real_value), **kwargs))
+        finally:
+            for n, (meta, held) in saved.items():
+                n.meta["val"] = meta
+                if n is not node:
+                    L.scope.env[n] = held
+        return Pair(*halves)
+    return lower
+
+
+def _half(args: tuple, half: int, real_value: bool) -> tuple:
+    """The operands of one part's op: a complex constant's part, and a real value written
+    into a complex array (``setitem``) as itself, then as imaginary part 0."""
+    def part(v: Any) -> Any:
+        if type(v) is complex or isinstance(v, np.complexfloating):
+            return (v.real, v.imag)[half]
+        if type(v) in (tuple, list):
+            return type(v)(part(x) for x in v)
+        return v
+    args = tuple(part(a) for a in args)
+    if real_value and half:
+        args = (*args[:2], 0.0, *args[3:])
+    return args
+
+
+def _nodes(values: Any) -> list[Node]:
+    out = []
+    for v in values:
+        if isinstance(v, Node):
+            out.append(v)
+        elif type(v) in (tuple, list):
+            out += _nodes(v)
+    return out
+
+
+def _sum(L: Lowering, node: Node, x: Any, **kwargs: Any) -> Pair:
+    return _structural("sum")(L, node, x, **kwargs)  # the parts add up separately
+
+
 LOWERINGS = {
     "add": _binary(_add), "subtract": _binary(_subtract), "multiply": _binary(_multiply),
     "divide": _binary(_divide),
@@ -176,7 +236,18 @@ LOWERINGS = {
     "real": _unary(lambda L, x, t: L.add("Identity", [x.re]), real_result=True),
     "imag": _unary(lambda L, x, t: L.add("Identity", [x.im]), real_result=True),
     "absolute": _unary(lambda L, x, t: _abs(L, x, t), real_result=True),
+    "sum": _sum,
+    **{name: _structural(name) for name in ("getitem", "setitem", "zeros", "copy")},
 }
+
+
+def _loops() -> dict:
+    from npdynamo.export import onnx_shapes  # the loops hold a complex value as its two parts
+
+    def tuple_item(L: Lowering, node: Node, t: Any, i: int) -> Any:
+        return L.scope.env[t][i]
+    return {"fori_loop": onnx_shapes._fori_loop, "while_loop": onnx_shapes._while_loop,
+            "tuple_item": tuple_item}
 
 
 def to_model(value: Any) -> np.ndarray:

@@ -24,8 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 #: one-graph kernels ONNX cannot hold, and why (checked: exporting them still raises)
 NO_ONNX = {
-    **dict.fromkeys(["cma_pt", "make_decision", "mandelbrot"],
-                    "complex numbers in a loop, a masked write or a creation op (not written)"),
+    "mandelbrot": "a complex ** inside a masked write (mask_apply's program): not written",
 }
 
 

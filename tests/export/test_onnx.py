@@ -232,14 +232,33 @@ def test_complex_arithmetic_is_numpys_on_real_and_imaginary_parts(dtype):
                                            err_msg=f"output {i}")
 
 
-def _complex_in_a_loop(z):
-    for _ in range(20):
-        z = z * 0.5 + 1j
-    return z
-
-
 def test_complex_op_without_onnx_form_is_named():
-    with pytest.raises(ExportError, match="complex"):
+    with pytest.raises(ExportError, match="the op exp has no ONNX form for complex numbers"):
         npdynamo.export(lambda z: np.exp(z), np.ones(3, complex)).to_onnx()
-    with pytest.raises(ExportError, match="complex"):
-        npdynamo.export(_complex_in_a_loop, np.ones(3, complex)).to_onnx()
+    with pytest.raises(ExportError, match="the op where has no ONNX form for complex numbers"):
+        npdynamo.export(lambda z: np.where(z.real > 0, z, 0), np.ones(3, complex)).to_onnx()
+
+
+def _complex_loop_and_writes(z, w):
+    out = np.zeros(z.shape, dtype=z.dtype)
+    for i in range(30):  # a plain Python loop: rolled into the graph, an ONNX Loop
+        k = np.argmin(np.abs(z[i] - w))
+        out[i] = w[k] * np.conj(z[i])
+        z[i + 1] = z[i + 1] + 0.01j * np.sum(out)
+    out[30] = 2.0
+    out[31] = 1.5j
+    return out, z
+
+
+def test_complex_values_through_loops_indexing_and_writes():
+    from npdynamo.export.onnx_complex import from_model, to_model
+    rng = np.random.default_rng(8)
+    z = rng.standard_normal(32) + 1j * rng.standard_normal(32)
+    w = rng.standard_normal(5) + 1j * rng.standard_normal(5)
+    ep = npdynamo.export(_complex_loop_and_writes, z.copy(), w)
+    assert any(n.op_type == "Loop" for n in ep.to_onnx().graph.node)
+    session = _session(ep.to_onnx())
+    expected = _complex_loop_and_writes(z.copy(), w)
+    got = session.run(None, {i.name: to_model(a) for i, a in zip(session.get_inputs(), (z, w))})
+    for e, g in zip((*expected, expected[1]), got):  # the results, then z written in place
+        np.testing.assert_allclose(from_model(g, e.dtype), e, rtol=1e-10)
