@@ -174,7 +174,7 @@ EDGE_CASES = {
 OP_GRAPHS = [
     (("atleast_1d",), np.float64(2.5), np.atleast_1d), (("atleast_2d",), V, np.atleast_2d),
     (("atleast_3d",), X, np.atleast_3d), (("atleast_3d",), V, np.atleast_3d),
-    (("real",), X, np.real), (("imag",), X, np.imag),
+    (("real",), X, np.real), (("imag",), X, np.imag), (("imag",), SPECIAL, np.imag),
     (("py_float", "py_neg"), np.float64(2.5), lambda v: -float(v)),
     (("py_int", "py_abs"), np.float64(-7.9), lambda v: abs(int(v))),
     (("py_int", "py_pos"), np.float64(-7.9), lambda v: +int(v)),
