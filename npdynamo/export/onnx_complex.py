@@ -228,6 +228,54 @@ def _sum(L: Lowering, node: Node, x: Any, **kwargs: Any) -> Pair:
     return _structural("sum")(L, node, x, **kwargs)  # the parts add up separately
 
 
+def _as_pair(L: Lowering, value: Any, t: np.dtype) -> Pair:
+    if isinstance(value, Pair):
+        return value
+    if type(value) in (bool, int, float, complex):
+        return Pair(L.const(np.asarray(value).real.astype(t)),
+                    L.const(np.asarray(value).imag.astype(t)))
+    raise ExportError(f"{value!r:.40} in a complex masked expression")
+
+
+def _program_op(L: Lowering, op: str, a: Any, b: Any, t: np.dtype) -> Pair:
+    if op == "**":  # NumPy's complex power by 2 or 3 is products (its small-integer branch)
+        if type(b) is not int or b not in (2, 3):
+            raise ExportError(f"a complex ** {b!r} (only ** 2 and ** 3 are written)")
+        a = _as_pair(L, a, t)
+        out = _multiply(L, a, a, t)
+        return _multiply(L, out, a, t) if b == 3 else out
+    fn = {"+": _add, "-": _subtract, "*": _multiply, "/": _divide}.get(op)
+    if fn is None:
+        raise ExportError(f"the operator {op} on complex numbers in a masked expression")
+    return fn(L, _as_pair(L, a, t), _as_pair(L, b, t), t)
+
+
+def _mask_apply(L: Lowering, node: Node, current: Any, mask: Any, *arrays: Any,
+                program: tuple) -> Pair:
+    """``x[mask] = f(x[mask], ...)`` of complex arrays: ``f`` on both parts, then ``Where``."""
+    from npdynamo.export.onnx_arrays import _mask_for
+    from npdynamo.export.onnx_ops import _ndim
+
+    out = _out(node)
+    if out.kind != "c":
+        raise ExportError(f"a masked write of complex values into {out}")
+    t = part_dtype(out)
+    leaves = [parts(L, a, t) for a in arrays]
+    stack: list = []
+    for kind, *rest in program:
+        if kind == "leaf":
+            stack.append(leaves[rest[0]])
+        elif kind == "const":
+            stack.append(rest[0])
+        else:
+            right = stack.pop()
+            stack.append(_program_op(L, rest[0], stack.pop(), right, t))
+    value = _as_pair(L, stack.pop(), t)
+    flags = _mask_for(L, mask, _ndim(current))
+    target = parts(L, current, t)
+    return Pair(*(L.add("Where", [flags, v, c]) for v, c in zip(value, target)))
+
+
 LOWERINGS = {
     "add": _binary(_add), "subtract": _binary(_subtract), "multiply": _binary(_multiply),
     "divide": _binary(_divide),
@@ -236,7 +284,7 @@ LOWERINGS = {
     "real": _unary(lambda L, x, t: L.add("Identity", [x.re]), real_result=True),
     "imag": _unary(lambda L, x, t: L.add("Identity", [x.im]), real_result=True),
     "absolute": _unary(lambda L, x, t: _abs(L, x, t), real_result=True),
-    "sum": _sum,
+    "sum": _sum, "mask_apply": _mask_apply,
     **{name: _structural(name) for name in ("getitem", "setitem", "zeros", "copy")},
 }
 

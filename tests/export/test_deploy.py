@@ -22,10 +22,9 @@ from benchmarks import export_coverage as cov
 pytest.importorskip("onnxruntime")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-#: one-graph kernels ONNX cannot hold, and why (checked: exporting them still raises)
-NO_ONNX = {
-    "mandelbrot": "a complex ** inside a masked write (mask_apply's program): not written",
-}
+#: one-graph kernels ONNX cannot hold, and why (checked: exporting them still raises): none
+#: since complex numbers and speculated choices have an ONNX form
+NO_ONNX: dict[str, str] = {}
 
 
 def _deploy(cases, tmp_path):

@@ -262,3 +262,30 @@ def test_complex_values_through_loops_indexing_and_writes():
     got = session.run(None, {i.name: to_model(a) for i, a in zip(session.get_inputs(), (z, w))})
     for e, g in zip((*expected, expected[1]), got):  # the results, then z written in place
         np.testing.assert_allclose(from_model(g, e.dtype), e, rtol=1e-10)
+
+
+def _escape(z, c):
+    for _ in range(25):  # a masked complex update in a rolled loop
+        keep = np.abs(z) < 4.0
+        z[keep] = z[keep] ** 2 + c[keep]
+    return z, np.abs(z) < 4.0
+
+
+def test_complex_masked_update_in_a_loop():
+    from npdynamo.export.onnx_complex import from_model, to_model
+    rng = np.random.default_rng(2)
+    c = (rng.standard_normal((6, 7)) + 1j * rng.standard_normal((6, 7))) * 0.8
+    ep = npdynamo.export(_escape, np.zeros_like(c), c)
+    session = _session(ep.to_onnx())
+    expected = _escape(np.zeros_like(c), c)
+    got = session.run(None, {i.name: to_model(a) for i, a in
+                             zip(session.get_inputs(), (np.zeros_like(c), c))})
+    np.testing.assert_allclose(from_model(got[0], np.complex128), expected[0], rtol=1e-10)
+    np.testing.assert_array_equal(got[1], expected[1])
+    with pytest.raises(ExportError, match=r"complex \*\* 5"):
+        npdynamo.export(lambda z, m: _power_five(z, m), c, np.abs(c) < 1).to_onnx()
+
+
+def _power_five(z, m):
+    z[m] = z[m] ** 5
+    return z
