@@ -181,6 +181,8 @@ def _structural(name: str):
         touched = [n for n in (node, *_nodes(args), *_nodes(kwargs.values()))
                    if isinstance(n.meta.get("val"), ArrayMeta) and is_complex(n)]
         saved = {n: (n.meta["val"], L.scope.env.get(n)) for n in touched}
+        if any(n is not node and not isinstance(held, Pair) for n, (_, held) in saved.items()):
+            raise ExportError(f"complex {name} of a value not held as its parts")
         halves = []
         try:
             for half in (0, 1):
