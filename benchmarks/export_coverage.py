@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 
 import npdynamo  # noqa: E402
 from benchmarks import workloads as W  # noqa: E402
-from npdynamo.export.onnx_complex import to_model  # noqa: E402
+from npdynamo.export.onnx_pairs import to_model  # noqa: E402
 
 #: ``../shared/external/numpy-benchmarks`` next to the checkout (absent in a user's clone), or
 #: the folder named by ``NPDYNAMO_EXTERNAL`` (a checkout elsewhere)

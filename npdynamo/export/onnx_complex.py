@@ -1,96 +1,34 @@
 """Complex numbers in ONNX models, for ``onnx_export``: ONNX Runtime has almost no complex
 kernels, so a complex array is lowered as two real ONNX values, its real and imaginary parts
-(``Pair``), and complex arithmetic is written with real ops as NumPy computes it (its ufunc
-loops promote a real operand to complex with a zero imaginary part, so the formulas below keep
-every term, as NumPy's do: ``inf * 0`` terms give NaN where NumPy's give NaN).
+(``onnx_pairs.Pair``), and complex arithmetic is written with real ops as NumPy computes it
+(its ufunc loops promote a real operand to complex with a zero imaginary part, so the formulas
+below keep every term, as NumPy's do: ``inf * 0`` terms give NaN where NumPy's give NaN).
 
 At the model's boundary a complex128 (complex64) array is one float64 (float32) tensor with a
 trailing axis of 2, (real, imag): ``np.stack([z.real, z.imag], -1)`` in, and
-``out[..., 0] + 1j * out[..., 1]`` back (``docs/export.md``). An op on complex values without an
-entry here raises ``ExportError`` naming it (``Lowering.lower`` routes every node whose operands
-or result are complex to this table).
+``out[..., 0] + 1j * out[..., 1]`` back (``onnx_pairs``, ``docs/export.md``). Indexing,
+writes, ``zeros`` and ``sum`` lower the real op once per part; loops carry both parts. An op
+on complex values without an entry here raises ``ExportError`` naming it (``Lowering.lower``
+routes every node whose operands or result are complex to this table).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from npdynamo.export import onnx_shapes
+from npdynamo.export.onnx_arrays import _mask_for
+from npdynamo.export.onnx_math import _hypot
+from npdynamo.export.onnx_ops import _ndim
+from npdynamo.export.onnx_pairs import Pair, dtype_of, is_complex, part_dtype, parts
 from npdynamo.export.schema import ExportError
 from npdynamo.fx.node import Node
-from npdynamo.ops.meta import ArrayMeta, ScalarMeta
+from npdynamo.ops.meta import ArrayMeta
 
 if TYPE_CHECKING:
     from npdynamo.export.onnx_writer import Lowering
-
-
-class Pair(NamedTuple):
-    """The ONNX values of a complex array's real and imaginary parts."""
-
-    re: str
-    im: str
-
-
-def dtype_of(arg: Any) -> np.dtype | None:
-    meta = arg.meta.get("val") if isinstance(arg, Node) else None
-    if isinstance(meta, ArrayMeta):
-        return meta.dtype
-    if isinstance(meta, ScalarMeta):
-        return np.asarray(meta.type(0)).dtype
-    if type(arg) in (bool, int, float, complex) or isinstance(arg, (np.generic, np.ndarray)):
-        return np.asarray(arg).dtype
-    return None
-
-
-def is_complex(arg: Any) -> bool:
-    if type(arg) in (tuple, list):
-        return any(is_complex(a) for a in arg)
-    dtype = dtype_of(arg)
-    return dtype is not None and dtype.kind == "c"
-
-
-def involves_complex(node: Node) -> bool:
-    """Whether ``node`` reads or makes a complex value (then only this table may lower it)."""
-    return (is_complex(node) or is_complex(list(node.args))
-            or is_complex(list(node.kwargs.values())))
-
-
-def part_dtype(dtype: np.dtype) -> np.dtype:
-    """The real dtype of a complex dtype's parts (complex128 -> float64)."""
-    return np.dtype(np.float32) if np.dtype(dtype) == np.complex64 else np.dtype(np.float64)
-
-
-def split(L: Lowering, packed: str) -> Pair:
-    """The parts of a ``(..., 2)`` tensor (a model input or a constant)."""
-    return Pair(*(L.add("Gather", [packed, L.const(np.int64(i))], axis=-1) for i in (0, 1)))
-
-
-def pack(L: Lowering, pair: Pair) -> str:
-    """A ``Pair`` as one ``(..., 2)`` tensor (a model output)."""
-    axis = L.ints([-1])
-    return L.add("Concat", [L.add("Unsqueeze", [p, axis]) for p in pair], axis=-1)
-
-
-def parts(L: Lowering, arg: Any, t: np.dtype) -> Pair:
-    """Operand ``arg`` as complex parts of dtype ``t`` (a real operand: imaginary part 0)."""
-    if isinstance(arg, Node):
-        held = L.scope.env[arg]
-        if isinstance(held, Pair):
-            source = part_dtype(dtype_of(arg))
-            return Pair(L.cast(held.re, source, t), L.cast(held.im, source, t))
-        re = L.value(arg, t)
-        return Pair(re, _zeros(L, re, t))
-    dtype = dtype_of(arg)
-    if dtype is None:
-        raise ExportError(f"an operand {arg!r:.60} has no complex ONNX form")
-    value = np.asarray(arg)
-    return Pair(L.const(value.real.astype(t)), L.const(value.imag.astype(t)))
-
-
-def _zeros(L: Lowering, like: str, t: np.dtype) -> str:
-    zero = L.onnx.numpy_helper.from_array(np.zeros(1, t), L.fresh("zero"))
-    return L.add("ConstantOfShape", [L.add("Shape", [like])], value=zero)
 
 
 def _out(node: Node) -> np.dtype:
@@ -149,8 +87,6 @@ def _divide(L: Lowering, a: Pair, b: Pair, t: np.dtype) -> Pair:
 
 
 def _abs(L: Lowering, x: Pair, t: np.dtype) -> str:
-    from npdynamo.export.onnx_math import _hypot  # onnx_math imports the writer, which imports us
-
     return _hypot(L, x.re, x.im, t)  # NumPy's npy_cabs is hypot
 
 
@@ -173,8 +109,6 @@ def _structural(name: str):
     ``setitem``, ``zeros``, ...): the real op's lowering, once per part, with the complex
     operands and the result seen as arrays of the part dtype."""
     def lower(L: Lowering, node: Node, *args: Any, **kwargs: Any) -> Any:
-        from npdynamo.export.onnx_export import LOWERINGS as REAL
-
         if kwargs.get("dtype") is not None and np.dtype(kwargs["dtype"]).kind == "c":
             kwargs = {**kwargs, "dtype": part_dtype(kwargs["dtype"])}
         real_value = name == "setitem" and not is_complex(args[2])  # before metas change
@@ -191,7 +125,7 @@ def _structural(name: str):
                     n.meta["val"] = ArrayMeta(meta.shape, part_dtype(meta.dtype), meta.scalar)
                     if n is not node:
                         L.scope.env[n] = saved[n][1][half]
-                halves.append(REAL[name](L, node, *_half(args, half, real_value), **kwargs))
+                halves.append(L.lowerings[name](L, node, *_half(args, half, real_value), **kwargs))
         finally:
             for n, (meta, held) in saved.items():
                 n.meta["val"] = meta
@@ -255,9 +189,6 @@ def _program_op(L: Lowering, op: str, a: Any, b: Any, t: np.dtype) -> Pair:
 def _mask_apply(L: Lowering, node: Node, current: Any, mask: Any, *arrays: Any,
                 program: tuple) -> Pair:
     """``x[mask] = f(x[mask], ...)`` of complex arrays: ``f`` on both parts, then ``Where``."""
-    from npdynamo.export.onnx_arrays import _mask_for
-    from npdynamo.export.onnx_ops import _ndim
-
     out = _out(node)
     if out.kind != "c":
         raise ExportError(f"a masked write of complex values into {out}")
@@ -288,31 +219,7 @@ LOWERINGS = {
     "absolute": _unary(lambda L, x, t: _abs(L, x, t), real_result=True),
     "sum": _sum, "mask_apply": _mask_apply,
     **{name: _structural(name) for name in ("getitem", "setitem", "zeros", "copy")},
+    # the loops hold a complex value as its two parts
+    "fori_loop": onnx_shapes._fori_loop, "while_loop": onnx_shapes._while_loop,
+    "tuple_item": onnx_shapes._tuple_item,
 }
-
-
-def _loops() -> dict:
-    from npdynamo.export import onnx_shapes  # the loops hold a complex value as its two parts
-
-    def tuple_item(L: Lowering, node: Node, t: Any, i: int) -> Any:
-        return L.scope.env[t][i]
-    return {"fori_loop": onnx_shapes._fori_loop, "while_loop": onnx_shapes._while_loop,
-            "tuple_item": tuple_item}
-
-
-def to_model(value: Any) -> np.ndarray:
-    """An array as the model takes it: a complex one as (real, imag) along a trailing axis."""
-    value = np.asarray(value)
-    if value.dtype.kind != "c":
-        return value
-    return np.stack([value.real, value.imag], -1)
-
-
-def from_model(value: np.ndarray, dtype: Any) -> np.ndarray:
-    """A model output back as an array of ``dtype`` (complex from its trailing (real, imag))."""
-    dtype = np.dtype(dtype)
-    if dtype.kind != "c":
-        return value
-    out = np.empty(value.shape[:-1], dtype)
-    out.real, out.imag = value[..., 0], value[..., 1]
-    return out

@@ -29,7 +29,6 @@ from npdynamo.export.onnx_writer import OPSET, Lowering
 if TYPE_CHECKING:
     from npdynamo.export.program import ExportedProgram
 
-COMPLEX_LOWERINGS = {**onnx_complex.LOWERINGS, **onnx_complex._loops()}
 LOWERINGS = {**onnx_ops.LOWERINGS, **onnx_shapes.LOWERINGS, **onnx_numeric.LOWERINGS,
              **onnx_math.LOWERINGS, **onnx_stats.LOWERINGS, **onnx_arrays.LOWERINGS,
              **choice.LOWERINGS}
@@ -68,7 +67,7 @@ def to_onnx(ep: ExportedProgram, path: str | os.PathLike | None = None,
     from onnx import helper
 
     opset = opset or OPSET
-    graph = Lowering(ep, helper, onnx, LOWERINGS, opset, COMPLEX_LOWERINGS).main()
+    graph = Lowering(ep, helper, onnx, LOWERINGS, opset, onnx_complex.LOWERINGS).main()
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="npdynamo")
     model.ir_version = min(model.ir_version, 10)  # what current ONNX Runtime releases read

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from npdynamo.export.onnx_complex import Pair, part_dtype, parts
 from npdynamo.export.onnx_ops import _ndim as _nd
 from npdynamo.export.onnx_ops import _no_kwargs, _out, _shape
+from npdynamo.export.onnx_pairs import Pair, part_dtype, parts
 from npdynamo.export.onnx_writer import Lowering, Scope, _scalar_dtype
 from npdynamo.export.schema import ExportError
 from npdynamo.fx.node import Node

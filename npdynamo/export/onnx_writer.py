@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from npdynamo.export.onnx_complex import Pair, involves_complex, pack, part_dtype, split
+from npdynamo.export.onnx_pairs import Pair, involves_complex, pack, part_dtype, split
 from npdynamo.export.schema import ExportError
 from npdynamo.fx import Graph
 from npdynamo.fx.node import Node

@@ -12,7 +12,7 @@ import sys
 import onnxruntime as ort
 
 import npdynamo
-from npdynamo.export.onnx_complex import to_model
+from npdynamo.export.onnx_pairs import to_model
 
 
 def leaf(ep, args, path):

@@ -211,7 +211,7 @@ def _complex_arithmetic(z, w, x):
 
 @pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
 def test_complex_arithmetic_is_numpys_on_real_and_imaginary_parts(dtype):
-    from npdynamo.export.onnx_complex import from_model, to_model
+    from npdynamo.export.onnx_pairs import from_model, to_model
     z = _complex_edges(dtype)
     w = np.roll(z, 7)
     x = np.resize(_EDGES, z.shape).astype(np.float32 if dtype == np.complex64 else np.float64)
@@ -251,7 +251,7 @@ def _complex_loop_and_writes(z, w):
 
 
 def test_complex_values_through_loops_indexing_and_writes():
-    from npdynamo.export.onnx_complex import from_model, to_model
+    from npdynamo.export.onnx_pairs import from_model, to_model
     rng = np.random.default_rng(8)
     z = rng.standard_normal(32) + 1j * rng.standard_normal(32)
     w = rng.standard_normal(5) + 1j * rng.standard_normal(5)
@@ -272,7 +272,7 @@ def _escape(z, c):
 
 
 def test_complex_masked_update_in_a_loop():
-    from npdynamo.export.onnx_complex import from_model, to_model
+    from npdynamo.export.onnx_pairs import from_model, to_model
     rng = np.random.default_rng(2)
     c = (rng.standard_normal((6, 7)) + 1j * rng.standard_normal((6, 7))) * 0.8
     ep = npdynamo.export(_escape, np.zeros_like(c), c)
