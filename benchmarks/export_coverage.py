@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402
 
 import npdynamo  # noqa: E402
 from benchmarks import workloads as W  # noqa: E402
+from npdynamo.export.onnx_pairs import to_model  # noqa: E402
 
 #: ``../shared/external/numpy-benchmarks`` next to the checkout (absent in a user's clone), or
 #: the folder named by ``NPDYNAMO_EXTERNAL`` (a checkout elsewhere)
@@ -185,18 +186,19 @@ def leaf(ep, args: list, path: tuple) -> Any:
 
 def onnx_feeds(ep, session, args: list) -> dict:
     names = {i.name for i in session.get_inputs()}
-    return {s.name: np.asarray(leaf(ep, args, s.path)) for s in ep.inputs
+    return {s.name: to_model(leaf(ep, args, s.path)) for s in ep.inputs
             if s.kind == "input" and s.name in names}
 
 
 def onnx_expected(ep, fn: Callable, args: list) -> list:
     """What the ONNX model returns for ``args``: NumPy's returned arrays, then the new values of
-    the arrays the program writes (ONNX has no in-place writes)."""
+    the arrays the program writes (ONNX has no in-place writes); complex ones as the model
+    gives them, (real, imag) along a trailing axis."""
     args = copy.deepcopy(args)
     result = [v for v in flatten(fn(*args), []) if isinstance(v, (np.ndarray, np.generic))]
     specs = {s.name: s for s in ep.inputs}
-    return result + [np.asarray(leaf(ep, args, specs[name].path))
-                     for _, name in sorted(ep.mutations.items())]
+    return [to_model(v) for v in result] + [to_model(leaf(ep, args, specs[name].path))
+                                             for _, name in sorted(ep.mutations.items())]
 
 
 def same(expected: Any, got: Any, exact: bool) -> bool:
@@ -302,7 +304,8 @@ def check(case: Case, folder: str, timing: bool = True) -> tuple[dict, tuple | N
     return row, times
 
 
-def table(title: str, cases: list, folder: str, timing: bool) -> None:
+def table(title: str, cases: list, folder: str, timing: bool) -> str:
+    """Check and print every program of ``cases``; returns the coverage row (markdown)."""
     print(f"\n== {title}")
     print(f"{'program':<26} {'dims':<7} " + " ".join(f"{t:<8}" for t in TARGETS)
           + "  numba ms    ORT ms  ORT/numba")
@@ -338,6 +341,12 @@ def table(title: str, cases: list, folder: str, timing: bool) -> None:
         geo = float(np.exp(np.mean(np.log(ratios))))
         print(f"  ORT time / numba time, geometric mean over {len(ratios)}: {geo:.2f}x "
               "(rough: a shared machine)")
+    return (f"| {title.split(' (')[0]} | {exported}/{len(cases)} | "
+            + " | ".join(f"{totals[t]}/{exported}" for t in TARGETS) + " |")
+
+
+COVERAGE_HEADER = ("| programs | one graph | eager | numba | archive | ONNX Runtime "
+                   "| NumPy only |\n|---|---|---|---|---|---|---|")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -349,19 +358,21 @@ def main(argv: list[str] | None = None) -> None:
     opts = parser.parse_args(argv)
     only = set(filter(None, opts.only.split(",")))
     warnings.simplefilter("ignore")
+    rows = []
     with tempfile.TemporaryDirectory(prefix="npdynamo-export-cov-") as tmp:
         cases = [c for c in workload_cases() if not only or c.name in only]
         if cases:
-            table("make bench workloads (benchmarks/workloads.py)", cases, tmp, not opts.no_time)
+            rows.append(table("make bench workloads (benchmarks/workloads.py)", cases, tmp,
+                              not opts.no_time))
         folder = Path(opts.folder)
-        if opts.no_kernels:
-            return
-        if not folder.is_dir():
+        if not opts.no_kernels and not folder.is_dir():
             print(f"\nno kernels at {folder} (the external folder is not part of the "
                   "repository; NPDYNAMO_EXTERNAL names another place)")
-            return
-        table(f"numpy-benchmarks kernels ({folder})", kernel_cases(folder, only), tmp,
-              not opts.no_time)
+        elif not opts.no_kernels:
+            rows.append(table(f"numpy-benchmarks kernels ({folder})",
+                              kernel_cases(folder, only), tmp, not opts.no_time))
+    print("\n== coverage (programs matching NumPy / programs exported as one graph)")
+    print(COVERAGE_HEADER, *rows, sep="\n")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def _identity(emit: Emit, g: Any, out: Any, x: Any, **kwargs: Any) -> tuple:
 vjp("copy", "array", "asarray")(_identity)
 
 
-def _chosen(emit: Emit, g: Any, out: Any, holds: Any, value: Any) -> tuple:
+def _chosen(emit: Emit, g: Any, out: Any, holds: Any, value: Any, otherwise: Any = None) -> tuple:
     return (None, g if is_array(value) else None)  # the test only decides whether it runs
 
 

@@ -276,7 +276,10 @@ def _assumed_winner(frame: Frame, name: str, fn, items: list[Value]) -> Value | 
     holds = tests[0]
     for test in tests[1:]:
         holds = op_call(frame, ops.REGISTRY["logical_and"], (holds, test), {})
-    return op_call(frame, ops.REGISTRY["chosen"], (holds, value), {})
+    otherwise = fn(consts)  # Python's result when the graph value does not win
+    kept = type(otherwise) is float and not any(c != c for c in consts)
+    return op_call(frame, ops.REGISTRY["chosen"], (holds, value),
+                   {"otherwise": otherwise} if kept else {})
 
 
 def _plain_consts(frame: Frame, items: list[Value], what: str) -> list:

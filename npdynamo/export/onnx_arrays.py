@@ -299,7 +299,9 @@ def _correlation(reverse: bool) -> Callable:
 LOWERINGS.update(kron=_kron, tensordot=_tensordot, matrix_power=_matrix_power, cross=_cross,
                  convolve=_correlation(True), correlate=_correlation(False))
 LOWERINGS["real"] = lambda L, node, x: L.add("Identity", [_real(L, node, x)])
-LOWERINGS["imag"] = lambda L, node, x: L.add("Mul", [_real(L, node, x), L.const(0, _out(node))])
+LOWERINGS["imag"] = lambda L, node, x: L.add("ConstantOfShape", [L.add("Shape", [_real(
+    L, node, x)])], value=L.onnx.numpy_helper.from_array(np.zeros(1, _out(node))))  # not x * 0:
+# NaN for an infinite x
 
 
 def _real(L: Lowering, node: Node, x: Any) -> str:

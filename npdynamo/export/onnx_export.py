@@ -4,7 +4,8 @@ Joins the lowering (``onnx_writer.Lowering``) with the op tables (``onnx_ops``: 
 reductions, linear algebra; ``onnx_shapes``: shapes, creation, indexing, control flow;
 ``onnx_numeric``: statistics, scans, sorting; ``onnx_math``: composite elementwise math;
 ``onnx_stats``: NaN-aware reductions, quantiles, products along an axis, searching;
-``onnx_arrays``: array building, diagonals, products of arrays, writes into a copy), checks
+``onnx_arrays``: array building, diagonals, products of arrays, writes into a copy;
+``choice``: speculated choices), checks
 the model with ``onnx.checker`` and saves it. Needs the ``onnx`` extra.
 """
 
@@ -13,14 +14,24 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from npdynamo.export import onnx_arrays, onnx_math, onnx_numeric, onnx_ops, onnx_shapes, onnx_stats
+from npdynamo.export import (
+    choice,
+    onnx_arrays,
+    onnx_complex,
+    onnx_math,
+    onnx_numeric,
+    onnx_ops,
+    onnx_shapes,
+    onnx_stats,
+)
 from npdynamo.export.onnx_writer import OPSET, Lowering
 
 if TYPE_CHECKING:
     from npdynamo.export.program import ExportedProgram
 
 LOWERINGS = {**onnx_ops.LOWERINGS, **onnx_shapes.LOWERINGS, **onnx_numeric.LOWERINGS,
-             **onnx_math.LOWERINGS, **onnx_stats.LOWERINGS, **onnx_arrays.LOWERINGS}
+             **onnx_math.LOWERINGS, **onnx_stats.LOWERINGS, **onnx_arrays.LOWERINGS,
+             **choice.LOWERINGS}
 
 
 _DECOMPOSITION = "a LAPACK decomposition or solver (no ONNX op; a loop of ONNX ops would not " \
@@ -39,8 +50,6 @@ NOT_EXPORTED: dict[str, str] = {
     "copysign": "ONNX cannot read the sign bit of a NaN",
     "nextafter": "needs bit casts (not in opset 18)",
     "i0": "not written yet (Cephes' Chebyshev series would do)",
-    "chosen": "a speculated choice is checked at run time and raises when it fails; ONNX "
-              "cannot raise",
     "fori_loop_vjp": "the backward of a rolled loop (not written yet)",
 }
 
@@ -58,7 +67,7 @@ def to_onnx(ep: ExportedProgram, path: str | os.PathLike | None = None,
     from onnx import helper
 
     opset = opset or OPSET
-    graph = Lowering(ep, helper, onnx, LOWERINGS, opset).main()
+    graph = Lowering(ep, helper, onnx, LOWERINGS, opset, onnx_complex.LOWERINGS).main()
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="npdynamo")
     model.ir_version = min(model.ir_version, 10)  # what current ONNX Runtime releases read

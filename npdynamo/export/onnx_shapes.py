@@ -15,6 +15,7 @@ import numpy as np
 
 from npdynamo.export.onnx_ops import _ndim as _nd
 from npdynamo.export.onnx_ops import _no_kwargs, _out, _shape
+from npdynamo.export.onnx_pairs import Pair, part_dtype, parts
 from npdynamo.export.onnx_writer import Lowering, Scope, _scalar_dtype
 from npdynamo.export.schema import ExportError
 from npdynamo.fx.node import Node
@@ -360,8 +361,24 @@ def _operands(L: Lowering, gm: Any, args: Any, skip: int = 0) -> list[str]:
     out = []
     for arg, meta in zip(args, metas):
         dtype = meta.dtype if isinstance(meta, ArrayMeta) else _scalar_dtype(meta)
-        out.append(L.value(arg, dtype))
+        out.append(parts(L, arg, part_dtype(dtype)) if dtype.kind == "c" else L.value(arg, dtype))
     return out
+
+
+def _flat(values: list) -> list[str]:
+    """Loop-carried values as ONNX values: a complex one is two (its parts)."""
+    return [v for value in values for v in (value if isinstance(value, Pair) else (value,))]
+
+
+def _regroup(names: list[str], metas: list) -> tuple:
+    """``_flat`` undone: the loop's outputs, a complex one as its ``Pair``."""
+    out, names = [], list(names)
+    for meta in metas:
+        if isinstance(meta, ArrayMeta) and meta.dtype.kind == "c":
+            out.append(Pair(names.pop(0), names.pop(0)))
+        else:
+            out.append(names.pop(0))
+    return tuple(out)
 
 
 def _inline(L: Lowering, gm: Any, names: list[str]) -> list[str]:
@@ -390,12 +407,24 @@ def _cond(L: Lowering, node: Node, pred: Any, true_fn: Any, false_fn: Any, opera
 
 def _loop_inputs(L: Lowering, carried_nodes: list) -> tuple[str, str, list[str], list]:
     it, flag = L.fresh("iter"), L.fresh("cond_in")
-    names = [L.fresh("carried") for _ in carried_nodes]
+    names = _regroup([L.fresh("carried") for meta in carried_nodes
+                      for _ in range(1 + _is_complex(meta))], carried_nodes)
     infos = [L.helper.make_tensor_value_info(it, L.elem_type(np.int64), []),
              L.helper.make_tensor_value_info(flag, L.elem_type(np.bool_), [])]
     for name, meta in zip(names, carried_nodes):
-        infos.append(_info(L, name, meta))
-    return it, flag, names, infos
+        infos += _infos(L, name, meta)
+    return it, flag, list(names), infos
+
+
+def _is_complex(meta: Any) -> bool:
+    return isinstance(meta, ArrayMeta) and meta.dtype.kind == "c"
+
+
+def _infos(L: Lowering, name: Any, meta: Any) -> list:
+    if isinstance(name, Pair):
+        part = ArrayMeta(meta.shape, part_dtype(meta.dtype))
+        return [_info(L, name.re, part), _info(L, name.im, part)]
+    return [_info(L, name, meta)]
 
 
 def _info(L: Lowering, name: str, meta: Any):
@@ -407,12 +436,13 @@ def _info(L: Lowering, name: str, meta: Any):
 def _loop_body(L: Lowering, graph_name: str, nodes: list, infos: list, flag_out: str,
                results: list[str], metas: list):
     outputs = [L.helper.make_tensor_value_info(flag_out, L.elem_type(np.bool_), [])]
-    finals = []
     for res, meta in zip(results, metas):
-        final = L.fresh("carried_out")
-        nodes.append(L.helper.make_node("Identity", [res], [final]))
-        outputs.append(_info(L, final, meta))
-        finals.append(final)
+        if _is_complex(meta) and not isinstance(res, Pair):
+            raise ExportError("a complex loop value held as a real one")
+        finals = _regroup([L.fresh("carried_out") for _ in _flat([res])], [meta])[0]
+        for r, f in zip(_flat([res]), _flat([finals])):
+            nodes.append(L.helper.make_node("Identity", [r], [f]))
+        outputs += _infos(L, finals, meta)
     return L.helper.make_graph(nodes, L.fresh(graph_name), infos, outputs)
 
 
@@ -434,9 +464,13 @@ def _while_loop(L: Lowering, node: Node, cond_fn: Any, body_fn: Any, carried: An
                            new, metas)
     finally:
         L.scope = outer
-    outs = L.add("Loop", ["", first, *start], outputs=len(metas),
-                 body=graph)
-    return tuple(outs) if len(metas) > 1 else (outs,)
+    return _loop(L, ["", first, *_flat(start)], graph, metas)
+
+
+def _loop(L: Lowering, inputs: list, graph: Any, metas: list) -> tuple:
+    count = sum(1 + _is_complex(m) for m in metas)
+    outs = L.add("Loop", inputs, outputs=count, body=graph)
+    return _regroup(outs if count > 1 else [outs], metas)
 
 
 def _fori_loop(L: Lowering, node: Node, lower: Any, upper: Any, body_fn: Any, carried: Any,
@@ -457,8 +491,7 @@ def _fori_loop(L: Lowering, node: Node, lower: Any, upper: Any, body_fn: Any, ca
                            metas)
     finally:
         L.scope = outer
-    outs = L.add("Loop", [trips, "", *start], outputs=len(metas), body=graph)
-    return tuple(outs) if len(metas) > 1 else (outs,)
+    return _loop(L, [trips, "", *_flat(start)], graph, metas)
 
 
 LOWERINGS.update(cond=_cond, while_loop=_while_loop, fori_loop=_fori_loop)

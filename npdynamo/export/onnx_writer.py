@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from npdynamo.export.onnx_pairs import Pair, involves_complex, pack, part_dtype, split
 from npdynamo.export.schema import ExportError
 from npdynamo.fx import Graph
 from npdynamo.fx.node import Node
@@ -51,19 +52,27 @@ class Lowering:
     """Lowers the program's graph (and its subgraphs) into ONNX graphs."""
 
     def __init__(self, ep: ExportedProgram, helper, onnx, lowerings: dict,
-                 opset: int = OPSET) -> None:
+                 opset: int = OPSET, complex_lowerings: dict | None = None) -> None:
         self.ep = ep
         self.lowerings = lowerings
+        self.complex_lowerings = complex_lowerings or {}
         self.opset = opset
         self.helper = helper
         self.onnx = onnx
         self.used: set[str] = set()
+        self.counts: dict[str, int] = {}
         self.scope: Scope | None = None
         self.initializers: list = []
 
     # -- names and nodes ----------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
-        return unique_name(hint, self.used)
+        """``hint``, ``hint_1``, ...: the first name not used (``unique_name``'s names), found
+        from the last one given for ``hint`` (a model has thousands of ``const``: scanning
+        from ``const`` each time took 12 s of grayscott's 14 s)."""
+        count = self.counts.get(hint, 0)
+        name = unique_name(hint if count == 0 else f"{hint}_{count}", self.used)
+        self.counts[hint] = count + 1
+        return name
 
     def add(self, op_type: str, inputs: list, outputs: int = 1, **attrs: Any):
         """Append one ONNX node; returns its output name (a list when ``outputs`` > 1)."""
@@ -113,6 +122,8 @@ class Lowering:
         dtype = np.dtype(dtype)
         if isinstance(arg, Node):
             name = self.scope.env[arg]
+            if isinstance(name, Pair):
+                raise ExportError(f"{arg.name} is complex: this op has no complex ONNX form")
             if isinstance(name, tuple):
                 raise ExportError(f"{arg.name} has several results")
             meta = self.meta(arg)
@@ -177,23 +188,34 @@ class Lowering:
     def main(self):
         ep, helper = self.ep, self.helper
         env: dict[Node, Any] = {}
+        self.scope = scope = Scope(ep.graph, env)  # the splits of complex inputs go first
         inputs, initializers = [], []
         for spec, node in zip(ep.inputs, ep.graph.placeholders):
             name = self.fresh(node.name)
             env[node] = name
             meta = spec.meta
+            cplx = isinstance(meta, ArrayMeta) and meta.dtype.kind == "c"
             if spec.kind == "constant":
-                initializers.append(self.onnx.numpy_helper.from_array(
-                    np.asarray(ep.constants[spec.name]), name))
-                continue
-            if not isinstance(meta, ArrayMeta):
-                raise ExportError(f"input {spec.name} is a Python number; ONNX takes arrays")
-            dims = [d if type(d) is int else ep.dim_name(symbol_name(d) or str(d))
-                    for d in meta.shape]
-            inputs.append(helper.make_tensor_value_info(name, self.elem_type(meta.dtype), dims))
-        outs = self.lower(Scope(ep.graph, env))
+                value = np.asarray(ep.constants[spec.name])
+                if cplx:  # as a model input: (real, imag) along a trailing axis
+                    value = np.stack([value.real, value.imag], -1)
+                initializers.append(self.onnx.numpy_helper.from_array(value, name))
+            else:
+                if not isinstance(meta, ArrayMeta):
+                    raise ExportError(f"input {spec.name} is a Python number; ONNX takes "
+                                      "arrays")
+                dims = [d if type(d) is int else ep.dim_name(symbol_name(d) or str(d))
+                        for d in meta.shape]
+                dtype = part_dtype(meta.dtype) if cplx else meta.dtype
+                inputs.append(helper.make_tensor_value_info(
+                    name, self.elem_type(dtype), dims + [2] * cplx))
+            if cplx:
+                env[node] = split(self, name)
+        outs = self.lower(scope)
         outputs = []
         for i, (name, node) in enumerate(outs):
+            if isinstance(name, Pair):
+                name = pack(self, name)
             final = self.fresh(f"out{i}")
             self.scope.nodes.append(helper.make_node("Identity", [name], [final]))
             outputs.append(self._value_info(final, node))
@@ -203,6 +225,9 @@ class Lowering:
         meta = self.meta(node) if isinstance(node, Node) else None
         if isinstance(meta, ArrayMeta):
             dims = [d if type(d) is int else None for d in meta.shape]
+            if meta.dtype.kind == "c":  # (real, imag) along a trailing axis
+                return self.helper.make_tensor_value_info(
+                    name, self.elem_type(part_dtype(meta.dtype)), dims + [2])
             return self.helper.make_tensor_value_info(name, self.elem_type(meta.dtype), dims)
         if isinstance(meta, ScalarMeta):
             return self.helper.make_tensor_value_info(name, self.elem_type(
@@ -217,6 +242,11 @@ class Lowering:
                 if node.op != "call_function":
                     continue
                 lower = self.lowerings.get(node.target.name)
+                if involves_complex(node):
+                    lower = self.complex_lowerings.get(node.target.name)
+                    if lower is None:
+                        raise ExportError(f"the op {node.target.name} has no ONNX form for "
+                                          f"complex numbers yet ({_where(node)})")
                 if lower is None:
                     raise ExportError(f"the op {node.target.name} has no ONNX form yet "
                                       f"({_where(node)}); npdynamo.export.onnx_supported_ops() "
@@ -227,7 +257,8 @@ class Lowering:
                     raise ExportError(f"{node.target.name} ({_where(node)}): {exc}") from None
             results = scope.graph.output_node.args[0]
             results = results if isinstance(results, (tuple, list)) else (results,)
-            return [(self.value(r, self._dtype(r)), r) for r in results]
+            return [(scope.env[r] if isinstance(r, Node) and isinstance(scope.env[r], Pair)
+                     else self.value(r, self._dtype(r)), r) for r in results]
         finally:
             self.scope = outer if outer is not None else scope
 
@@ -242,9 +273,13 @@ class Lowering:
     def subgraph(self, gm: Any, operands: list[str], name: str) -> tuple:
         """Subgraph ``gm`` lowered into a scope of its own, its placeholders reading the outer
         values ``operands`` by name; returns (scope, [], output value infos)."""
+        if any(isinstance(o, Pair) for o in operands):
+            raise ExportError("complex values in a loop or branch have no ONNX form yet")
         scope = Scope(gm.graph, dict(zip(gm.graph.placeholders, operands)))
         outputs = []
         for res, node in self.lower(scope):
+            if isinstance(res, Pair):
+                raise ExportError("complex values out of a loop or branch have no ONNX form yet")
             final = self.fresh(f"{name}_out")
             scope.nodes.append(self.helper.make_node("Identity", [res], [final]))
             outputs.append(self._value_info(final, node))

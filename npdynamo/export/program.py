@@ -24,7 +24,7 @@ from npdynamo.backends.compile import compile_graph
 from npdynamo.backends.registry import lookup_backend
 from npdynamo.errors import NpdynamoError
 from npdynamo.export import archive
-from npdynamo.export.schema import ArchiveError, GraphReader, GraphWriter, sym_data
+from npdynamo.export.schema import ArchiveError, GraphReader, GraphWriter, sym_data, tree_text
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import Fact, SymInt, free_symbols
@@ -228,7 +228,7 @@ class ExportedProgram:
                              + (f" <= {high}" if high is not None else ""))
         if self.facts:
             lines.append("  constraints: " + ", ".join(self.fact_text(f) for f in self.facts))
-        lines.append(f"  returns: {_tree_text(self.output_tree)}")
+        lines.append(f"  returns: {tree_text(self.output_tree, 'output {}')}")
         for index, target in self.mutations.items():
             lines.append(f"  mutates: {target} <- output {index}")
         lines.append("  graph:")
@@ -420,16 +420,3 @@ def _rebuild(tree: Any, outs: tuple) -> Any:
     if "list" in tree:
         return [_rebuild(t, outs) for t in tree["list"]]
     return {k: _rebuild(t, outs) for k, t in tree["dict"]}
-
-
-def _tree_text(tree: Any) -> str:
-    if "out" in tree:
-        return f"output {tree['out']}"
-    if "const" in tree:
-        return repr(tree["const"])
-    if "tuple" in tree:
-        items = [_tree_text(t) for t in tree["tuple"]]
-        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-    if "list" in tree:
-        return "[" + ", ".join(_tree_text(t) for t in tree["list"]) + "]"
-    return "{" + ", ".join(f"{k!r}: {_tree_text(t)}" for k, t in tree["dict"]) + "}"

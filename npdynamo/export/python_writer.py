@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from npdynamo.export.schema import ExportError
+from npdynamo.export import choice
+from npdynamo.export.schema import ExportError, tree_text
 from npdynamo.fx import GraphModule
 from npdynamo.fx.subgraphs import is_subgraph
 from npdynamo.generated import unique_name
+from npdynamo.ops import speculation
 
 if TYPE_CHECKING:
     from npdynamo.export.program import ExportedProgram
@@ -92,25 +94,12 @@ def to_python(ep: ExportedProgram, path: str | os.PathLike) -> None:
         else:
             dest = spec.path[0] + "".join(f"[{k!r}]" for k in spec.path[1:])
             lines.append(f"    np.copyto({dest}, outs[{index}])")
-    lines.append(f"    return {_tree(ep.output_tree)}")
+    lines.append(f"    return {tree_text(ep.output_tree, 'outs[{}]')}")
     source = "\n".join(lines) + "\n"
     compile(source, path, "exec")  # a writer bug shows here, not on the deployment machine
     with open(path, "w") as f:
         f.write(source)
     np.savez(stem + ".npz", **{k: np.asarray(v) for k, v in ep.constants.items()})
-
-
-def _tree(tree: Any) -> str:
-    if "out" in tree:
-        return f"outs[{tree['out']}]"
-    if "const" in tree:
-        return repr(tree["const"])
-    if "tuple" in tree:
-        items = [_tree(t) for t in tree["tuple"]]
-        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-    if "list" in tree:
-        return "[" + ", ".join(_tree(t) for t in tree["list"]) + "]"
-    return "{" + ", ".join(f"{k!r}: {_tree(t)}" for k, t in tree["dict"]) + "}"
 
 
 class _Writer:
@@ -140,6 +129,9 @@ class _Writer:
         for key, value in scope.items():
             if key.startswith("__") or key == own or key not in code:
                 continue
+            if value is speculation.chosen.impl:  # Python's choice where it is proved exact
+                choice.numpy_only(gm.graph)
+                value = choice.choose
             body.append(f"    {key} = {self.expr(value, key)}")
         body += ["    " + line if line else "" for line in code.splitlines()]
         body.append(f"    return {own}")

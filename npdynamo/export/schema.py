@@ -368,3 +368,19 @@ def _field(data: Any, key: str, kind: type) -> Any:
     if type(data) is not dict or key not in data:
         raise ArchiveError(f"missing field {key!r}")
     return _check(data[key], kind)
+
+
+def tree_text(tree: Any, out: str) -> str:
+    """The output tree (``{"out": i}``, ``{"const": v}``, ``{"tuple"/"list": [...]}``,
+    ``{"dict": [[key, tree]]}``) as Python-like text, output ``i`` written as ``out.format(i)``:
+    ``print(ep)`` shows it, and the NumPy-only module returns it as source."""
+    if "out" in tree:
+        return out.format(tree["out"])
+    if "const" in tree:
+        return repr(tree["const"])
+    if "tuple" in tree:
+        items = [tree_text(t, out) for t in tree["tuple"]]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if "list" in tree:
+        return "[" + ", ".join(tree_text(t, out) for t in tree["list"]) + "]"
+    return "{" + ", ".join(f"{k!r}: {tree_text(t, out)}" for k, t in tree["dict"]) + "}"

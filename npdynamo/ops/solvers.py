@@ -19,7 +19,7 @@ from numpy.linalg import LinAlgError
 from npdynamo.ops import canonical as C
 from npdynamo.ops.binding import FUNCTIONS, bound
 from npdynamo.ops.meta import ArrayMeta
-from npdynamo.ops.registry import REGISTRY, Op, UnsupportedArguments, register
+from npdynamo.ops.registry import REGISTRY, REQUIRED, Op, UnsupportedArguments, register
 from npdynamo.ops.rules import broadcast_shapes, normalize_axes, normalize_axis, to_meta
 
 _F64 = np.dtype(np.float64)
@@ -211,7 +211,7 @@ for _op in (
        _matrix_rule("eigvalsh", lambda m: m.shape[:-1], real=True)),
     Op("solve", np.linalg.solve, _solve_rule),
     Op("matrix_power", _matrix_power, _matrix_power_rule, differentiable=False,
-       defaults={"n": 1}),
+       defaults={"n": REQUIRED}),
     Op("kron", np.kron, _kron_rule),
     Op("inner", np.inner, _inner_rule, cost="blas"),
     Op("vdot", np.vdot, _vdot_rule, cost="blas"),
@@ -277,6 +277,11 @@ def _solve(a, b):
 
 @linalg("matrix_power")
 def _matrix_power_binder(a, n):
+    C.static("matrix_power", "n", n)
+    if n == 1 and not isinstance(a, (list, tuple)):
+        # NumPy returns the array itself (no copy): a graph op would give a new array, so a
+        # write through the result or an ``is`` test would differ
+        raise UnsupportedArguments("matrix_power(a, 1) returns a itself, not a new array")
     return C.canon(REGISTRY["matrix_power"], [C.operand("matrix_power", a)],
                    n=C.as_index(C.static("matrix_power", "n", n), "n"))
 

@@ -8,6 +8,10 @@ Python constants give an object whose *type* depends on the data: ``max(1.0, m)`
 computed in the graph) is true and raises ``AssumptionFailed`` otherwise. A graph that raises
 has written nothing back, so its frame reruns in Python, which makes the other choice itself:
 results are always Python's; a call where the assumption fails pays for the graph and the rerun.
+``otherwise``, when capture knows it, is Python's choice when the test fails (a Python float:
+the constants' own ``max``/``min``): a target that cannot rerun (ONNX, NumPy alone) uses it
+where it can prove the rest of the graph computes the same values from it
+(``export/choice.py``).
 """
 
 from __future__ import annotations
@@ -28,14 +32,16 @@ def _check_test(shape: tuple, dtype: np.dtype) -> None:
         raise TypeError(f"chosen: the test must be one boolean, not {dtype}{shape}")
 
 
-def _chosen(holds, value):
+def _chosen(holds, value, *, otherwise=None):
     _check_test(np.shape(holds), np.asarray(holds).dtype)
     if not holds:
         raise AssumptionFailed("a value chosen at capture is not Python's choice for this data")
     return value
 
 
-def _chosen_rule(holds: object, value: object) -> ArrayMeta:
+def _chosen_rule(holds: object, value: object, *, otherwise: float | None = None) -> ArrayMeta:
+    if otherwise is not None and type(otherwise) is not float:
+        raise TypeError(f"chosen: otherwise is a Python float, not {otherwise!r}")
     test = to_meta("chosen", holds)
     _check_test(test.shape, test.dtype)
     if not isinstance(value, (ArrayMeta, np.ndarray, np.generic)):
@@ -43,4 +49,5 @@ def _chosen_rule(holds: object, value: object) -> ArrayMeta:
     return to_meta("chosen", value)
 
 
-chosen = register(Op("chosen", _chosen, _chosen_rule, kind="opaque"))
+chosen = register(Op("chosen", _chosen, _chosen_rule, kind="opaque",
+                     defaults={"otherwise": None}))

@@ -143,6 +143,12 @@ def _python_numbers(x):
             (f % 0.3) * x, x.sum().item() * x, x.sum() ** 2.0 * x, abs(x.sum()) * x)
 
 
+def scaled_by_peak(x):
+    """A speculated choice: Python's ``max`` gives the float 1.0 or the NumPy scalar."""
+    peak = max(1.0, np.abs(x).max()) + 1e-9
+    return x / peak, 2.0 * peak - 1.0
+
+
 EDGE_CASES = {
     "elementwise_edges": (_elementwise, (SPECIAL, DIVISOR, UNIT, SMALL)),
     "elementwise_edges32": (_elementwise32, tuple(a.astype(np.float32) for a in (
@@ -160,6 +166,7 @@ EDGE_CASES = {
     "arrays": (_arrays, (X, M, V)),
     "masked_writes": (_writes, (X, X > 0, V)),
     "python_numbers_more": (_python_numbers, (X,)),
+    "speculated_choice": (scaled_by_peak, (X,)),
 }
 
 #: canonical ops no NumPy call (or Python operator on a graph number) captures today: (the ops
@@ -167,7 +174,7 @@ EDGE_CASES = {
 OP_GRAPHS = [
     (("atleast_1d",), np.float64(2.5), np.atleast_1d), (("atleast_2d",), V, np.atleast_2d),
     (("atleast_3d",), X, np.atleast_3d), (("atleast_3d",), V, np.atleast_3d),
-    (("real",), X, np.real), (("imag",), X, np.imag),
+    (("real",), X, np.real), (("imag",), X, np.imag), (("imag",), SPECIAL, np.imag),
     (("py_float", "py_neg"), np.float64(2.5), lambda v: -float(v)),
     (("py_int", "py_abs"), np.float64(-7.9), lambda v: abs(int(v))),
     (("py_int", "py_pos"), np.float64(-7.9), lambda v: +int(v)),

@@ -9,10 +9,10 @@ import importlib.util
 import pickle
 import sys
 
-import numpy as np
 import onnxruntime as ort
 
 import npdynamo
+from npdynamo.export.onnx_pairs import to_model
 
 
 def leaf(ep, args, path):
@@ -37,7 +37,7 @@ def run_job(job):
             out[backend] = (ep(*a, backend=backend), a)
         a = copy.deepcopy(args)
         out["python"] = (getattr(module, ep.name)(*a), a)
-        feeds = {s.name: np.asarray(leaf(ep, args, s.path)) for s in ep.inputs
+        feeds = {s.name: to_model(leaf(ep, args, s.path)) for s in ep.inputs
                  if s.kind == "input" and s.name in names}
         out["onnx"] = session.run(None, feeds)
         results.append(out)

@@ -16,7 +16,7 @@ from npdynamo.fx.subgraphs import is_subgraph
 from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.registry import REGISTRY
 from tests.export.onnx_cases import CASES
-from tests.export.onnx_edge_cases import EDGE_CASES, OP_GRAPHS
+from tests.export.onnx_edge_cases import EDGE_CASES, OP_GRAPHS, scaled_by_peak
 from tests.export.workloads import BY_NAME, WORKLOADS, as_tuple, assert_close
 
 onnx = pytest.importorskip("onnx")
@@ -169,3 +169,123 @@ def test_coverage_is_at_least_90_percent():
     assert len(covered) >= 0.9 * len(REGISTRY)
     missing = set(REGISTRY) - covered
     assert missing == set(NOT_EXPORTED), missing ^ set(NOT_EXPORTED)  # each with its reason
+
+
+@pytest.mark.parametrize("scale", [3.0, 0.01, 0.0, np.nan, np.inf])
+def test_speculated_choice_gives_pythons_choice_on_any_data(scale):
+    # npdynamo reruns in Python when max(1.0, peak) is the float; the model computes both
+    ep = npdynamo.export(scaled_by_peak, np.ones((4, 3)), dynamic_shapes=[{0: npdynamo.Dim("n")}])
+    x = np.random.default_rng(3).standard_normal((7, 3)) * scale
+    with np.errstate(all="ignore"):
+        expected = scaled_by_peak(x.copy())
+    _compare(scale, expected, _run(_session(ep.to_onnx()), ep, [x]))
+
+
+def _peak_divides_a_number(x):
+    return x * (1.0 / max(1.0, x.max()))  # Python's 1.0 / 0.0 would raise
+
+
+def _peak_meets_float32(x, y):
+    return y * max(1.0, x.max())  # float32 with a Python float, float64 with a NumPy scalar
+
+
+@pytest.mark.parametrize("fn", [_peak_divides_a_number, _peak_meets_float32])
+def test_speculated_choice_refused_where_the_python_float_may_differ(fn):
+    args = [np.ones(3), np.ones(3, np.float32)][:fn.__code__.co_argcount]
+    with pytest.raises(ExportError, match="a Python float and a NumPy scalar may differ"):
+        npdynamo.export(fn, *args).to_onnx()
+
+
+_EDGES = np.array([0.0, -0.0, 1.0, -2.5, 1e300, 1e-310, np.inf, -np.inf, np.nan])
+
+
+def _complex_edges(dtype):
+    re, im = np.meshgrid(_EDGES, _EDGES)
+    return (re + 1j * im).ravel().astype(dtype)
+
+
+def _complex_arithmetic(z, w, x):
+    return (z + w, z - x, z * w, z / w, w / x, -z, np.conj(w), z.real, w.imag, np.abs(z),
+            2.5j * z - 1, (z - z.real.min() - 1j * z.imag.min()) / np.abs(w).max())
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_complex_arithmetic_is_numpys_on_real_and_imaginary_parts(dtype):
+    from npdynamo.export.onnx_pairs import from_model, to_model
+    z = _complex_edges(dtype)
+    w = np.roll(z, 7)
+    x = np.resize(_EDGES, z.shape).astype(np.float32 if dtype == np.complex64 else np.float64)
+    ep = npdynamo.export(_complex_arithmetic, z, w, x, dynamic_shapes=[{0: npdynamo.Dim("n")}] * 3)
+    session = _session(ep.to_onnx())
+    assert session.get_inputs()[0].shape == ["n", 2]  # (real, imag) along a trailing axis
+    for k in (len(z), 17):
+        args = [z[:k], w[:k], x[:k]]
+        with np.errstate(all="ignore"):
+            expected = _complex_arithmetic(*args)
+        got = session.run(None, {i.name: to_model(a) for i, a in zip(session.get_inputs(), args)})
+        for i, (e, g) in enumerate(zip(expected, got)):
+            g = from_model(g, e.dtype)
+            assert g.dtype == e.dtype and g.shape == e.shape, i
+            rtol = 1e-5 if e.real.dtype == np.float32 else 1e-10
+            for part in (np.real, np.imag):
+                np.testing.assert_allclose(part(g), part(e), rtol=rtol, atol=0, equal_nan=True,
+                                           err_msg=f"output {i}")
+
+
+def test_complex_op_without_onnx_form_is_named():
+    with pytest.raises(ExportError, match="the op exp has no ONNX form for complex numbers"):
+        npdynamo.export(lambda z: np.exp(z), np.ones(3, complex)).to_onnx()
+    with pytest.raises(ExportError, match="the op where has no ONNX form for complex numbers"):
+        npdynamo.export(lambda z: np.where(z.real > 0, z, 0), np.ones(3, complex)).to_onnx()
+
+
+def _complex_loop_and_writes(z, w):
+    out = np.zeros(z.shape, dtype=z.dtype)
+    for i in range(30):  # a plain Python loop: rolled into the graph, an ONNX Loop
+        k = np.argmin(np.abs(z[i] - w))
+        out[i] = w[k] * np.conj(z[i])
+        z[i + 1] = z[i + 1] + 0.01j * np.sum(out)
+    out[30] = 2.0
+    out[31] = 1.5j
+    return out, z
+
+
+def test_complex_values_through_loops_indexing_and_writes():
+    from npdynamo.export.onnx_pairs import from_model, to_model
+    rng = np.random.default_rng(8)
+    z = rng.standard_normal(32) + 1j * rng.standard_normal(32)
+    w = rng.standard_normal(5) + 1j * rng.standard_normal(5)
+    ep = npdynamo.export(_complex_loop_and_writes, z.copy(), w)
+    assert any(n.op_type == "Loop" for n in ep.to_onnx().graph.node)
+    session = _session(ep.to_onnx())
+    expected = _complex_loop_and_writes(z.copy(), w)
+    got = session.run(None, {i.name: to_model(a) for i, a in zip(session.get_inputs(), (z, w))})
+    for e, g in zip((*expected, expected[1]), got):  # the results, then z written in place
+        np.testing.assert_allclose(from_model(g, e.dtype), e, rtol=1e-10)
+
+
+def _escape(z, c):
+    for _ in range(25):  # a masked complex update in a rolled loop
+        keep = np.abs(z) < 4.0
+        z[keep] = z[keep] ** 2 + c[keep]
+    return z, np.abs(z) < 4.0
+
+
+def test_complex_masked_update_in_a_loop():
+    from npdynamo.export.onnx_pairs import from_model, to_model
+    rng = np.random.default_rng(2)
+    c = (rng.standard_normal((6, 7)) + 1j * rng.standard_normal((6, 7))) * 0.8
+    ep = npdynamo.export(_escape, np.zeros_like(c), c)
+    session = _session(ep.to_onnx())
+    expected = _escape(np.zeros_like(c), c)
+    got = session.run(None, {i.name: to_model(a) for i, a in
+                             zip(session.get_inputs(), (np.zeros_like(c), c))})
+    np.testing.assert_allclose(from_model(got[0], np.complex128), expected[0], rtol=1e-10)
+    np.testing.assert_array_equal(got[1], expected[1])
+    with pytest.raises(ExportError, match=r"complex \*\* 5"):
+        npdynamo.export(lambda z, m: _power_five(z, m), c, np.abs(c) < 1).to_onnx()
+
+
+def _power_five(z, m):
+    z[m] = z[m] ** 5
+    return z

@@ -158,3 +158,19 @@ def test_export_leaves_no_dynamic_marks_on_the_callers_arrays():
     npdynamo.export(lambda a: a * 2, x, dynamic_shapes=[{0: Dim("n")}])
     from npdynamo.capture.dynamic_dims import _marks_of
     assert _marks_of(x) is None
+
+
+def _powers(m):
+    y = np.linalg.matrix_power(m, 1)  # NumPy returns m itself: the write below is seen in m
+    y += 1.0
+    return y is m, np.linalg.matrix_power(m, 3), np.linalg.matrix_power([[1.0, 2.0]] * 2, 1)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_matrix_power_of_one_is_the_array_itself(backend):
+    from tests.differential import check_same
+    check_same(_powers, np.arange(4.0).reshape(2, 2), backend=backend)
+    with pytest.raises(npdynamo.Unsupported, match="returns a itself"):
+        npdynamo.export(lambda m: np.linalg.matrix_power(m, 1), np.ones((2, 2)))
+    ep = npdynamo.export(lambda m: np.linalg.matrix_power(m, 2), np.ones((2, 2)))
+    assert_same_value(np.linalg.matrix_power(np.eye(2) * 3, 2), ep(np.eye(2) * 3))
