@@ -220,6 +220,18 @@ def fill_method(x):
     return x
 
 
+@mutates(lambda: (a(5), a(3)))
+def setitem_called_by_name(z, w):
+    z.__setitem__(1, w[0])  # a write, as z[1] = w[0] (was silently dropped)
+    return z
+
+
+@mutates(lambda: (a(5), a(3)))
+def setitem_called_through_the_class(z, w):
+    np.ndarray.__setitem__(z, slice(1, 3), w[:2] * 2)
+    return z + 1
+
+
 @mutates(lambda: (a(3, 4),))
 def view_written_through(x):
     row = x[0]
