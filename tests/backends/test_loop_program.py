@@ -153,6 +153,25 @@ def complex_carried(z, T):
     return nd.fori_loop(0, T, lambda t, v: v * (0.5 + 0.5j), z)
 
 
+def crc_bits(data):
+    """A CRC over int64 bytes: shifts, masks and an if on a bit, all scalar loop code."""
+    crc = 0xFFFF
+    for i in range(data.shape[0]):
+        crc ^= data[i] << 8
+        for _ in range(8):
+            crc = (crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+
+
+def signed_shifts(v, counts):
+    """Arithmetic right shifts of negative values and counts past the width, in a loop."""
+    acc = np.zeros_like(v)
+    for i in range(counts.shape[0]):
+        acc = (acc ^ (v >> counts[i])) + (v << counts[i])
+    return acc
+
+
 def int_growth(x, T):
     """A Python int carried through the loop outgrows int64: Python's exact int results."""
 
@@ -275,6 +294,17 @@ def test_ops_without_a_nopython_form_are_numpy_calls_inside_the_compiled_loop():
     # a private view of another layout is read through its C-ordered copy
     (record,) = same_everywhere(gradient_steps, RNG.random((8, 5)), RNG.random(8), 30)
     assert record.numpy_ops == ("transpose",), str(record)
+
+
+def test_shifts_are_compiled_loop_code_not_numpy_calls():
+    (record,) = same_everywhere(crc_bits, RNG.integers(0, 256, 24))
+    assert record.numpy_ops == (), str(record)
+    for dtype in ("int8", "int64", "uint16"):
+        v = np.array([-128, -7, -1, 0, 1, 5, 127], dtype=np.int64).astype(dtype)
+        # 20 counts: a loop of fewer than config.for_loop_min_trips steps would be unrolled
+        counts = np.array([0, 1, 3, 7, 8, 9, 63, 64, 70, -1] * 2, dtype=np.int64).astype(dtype)
+        (record,) = same_everywhere(signed_shifts, v, counts)
+        assert record.numpy_ops == (), str(record)
 
 
 def test_zero_trip_loops_return_what_the_python_loop_returns():

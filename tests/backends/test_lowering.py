@@ -21,7 +21,7 @@ from npdynamo.fx import Graph, GraphModule
 from npdynamo.ops.meta import ArrayMeta
 
 FLOAT_VALUES = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e30, -7.75]
-DTYPES = ["float32", "float64", "int8", "int64", "uint64", "bool"]
+DTYPES = ["float32", "float64", "int8", "int64", "uint8", "uint64", "bool"]
 # approximations and libm calls round differently from NumPy's loops (test_float_ufuncs.py)
 NOT_EXACT = {"exp", "tanh", "log", *ufunc_table.LIBM_OPS}
 EXACT_UNARY = [n for n in ufunc_table.UFUNC_EMITTERS
@@ -103,3 +103,5 @@ def test_every_table_op_matches_numpy_exactly(dtype):
     if dtype.kind in "fi":
         assert {"add", "subtract", "multiply", "maximum", "less", "where"} <= fused
         assert not ({"add", "subtract", "multiply", "maximum"} & not_fused)
+    if dtype.kind in "iu":  # shift counts below 0 and past the width included (_values)
+        assert {"left_shift", "right_shift", "bitwise_xor", "invert"} <= fused

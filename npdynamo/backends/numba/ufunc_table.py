@@ -198,6 +198,31 @@ def _bitwise(symbol: str) -> Emitter:
     return emit
 
 
+def _shift_count_fits(count: str, dtype: np.dtype) -> str:
+    """``0 <= count < bits of dtype``: the shifts C defines (LLVM's are poison beyond)."""
+    width = literal(dtype.itemsize * 8, dtype)
+    return f"{count} < {width}" if dtype.kind == "u" else \
+        f"({count} >= {literal(0, dtype)} and {count} < {width})"
+
+
+def _left_shift(ins, out, e):
+    # NumPy: a count outside [0, bits) shifts every bit out (0); bits shifted past the sign wrap
+    if out.kind not in "iu":
+        return None
+    a, b = e
+    return f"({wrap(f'{a} << {b}', out)} if {_shift_count_fits(b, out)} else {literal(0, out)})"
+
+
+def _right_shift(ins, out, e):
+    # NumPy: arithmetic shift of signed values; a count outside [0, bits) leaves the sign only
+    if out.kind not in "iu":
+        return None
+    a, b = e
+    beyond = literal(0, out) if out.kind == "u" else \
+        f"({literal(-1, out)} if {a} < {literal(0, out)} else {literal(0, out)})"
+    return f"({wrap(f'{a} >> {b}', out)} if {_shift_count_fits(b, out)} else {beyond})"
+
+
 UFUNC_EMITTERS: dict[str, Emitter] = {
     "add": _binary("+", "|"),
     "subtract": _binary("-"),
@@ -238,6 +263,8 @@ UFUNC_EMITTERS: dict[str, Emitter] = {
     "bitwise_and": _bitwise("&"),
     "bitwise_or": _bitwise("|"),
     "bitwise_xor": _bitwise("^"),
+    "left_shift": _left_shift,
+    "right_shift": _right_shift,
 }
 
 
