@@ -23,16 +23,21 @@ def dtype_ctor(dtype: np.dtype) -> str:
     return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
 
 
+def _float_text(f: float) -> str:
+    return "np.nan" if f != f else ("np.inf" if f == np.inf else "-np.inf" if f == -np.inf
+                                    else repr(f))
+
+
 def literal(value: object, dtype: np.dtype) -> str:
     """Source for the constant ``value`` converted to ``dtype`` the way a ufunc loop converts it."""
     converted = np.array(value).astype(dtype)[()]
     if dtype.kind == "b":
         return "True" if converted else "False"
     if dtype.kind == "f":
-        f = float(converted)
-        text = "np.nan" if f != f else ("np.inf" if f == np.inf else "-np.inf" if f == -np.inf
-                                        else repr(f))
-        return f"{dtype_ctor(dtype)}({text})"
+        return f"{dtype_ctor(dtype)}({_float_text(float(converted))})"
+    if dtype.kind == "c":
+        parts = (_float_text(float(converted.real)), _float_text(float(converted.imag)))
+        return f"{dtype_ctor(dtype)}(complex({parts[0]}, {parts[1]}))"
     return f"{dtype_ctor(dtype)}({int(converted)})"
 
 
@@ -42,6 +47,8 @@ def cast(expr: str, src: np.dtype, dst: np.dtype) -> str:
         return expr
     if dst.kind == "b":
         return f"({expr} != 0)"
+    if dst.kind == "c" and src.kind == "b":
+        return f"{dtype_ctor(dst)}(np.float64({expr}))"
     return f"{dtype_ctor(dst)}({expr})"
 
 
@@ -66,17 +73,28 @@ def wrapping_arithmetic(symbol: str, a: str, b: str, dtype: np.dtype) -> str:
     return wrap(f"{a} {symbol} {b}", dtype)
 
 
+def _complex_helper(name: str, dtype: np.dtype) -> str:
+    """The ``runtime`` helper computing complex ``name`` as NumPy's loop for ``dtype``."""
+    return f"complex_{name}_c{dtype.itemsize * 8}"
+
+
 def _binary(symbol: str, bool_symbol: str | None = None) -> Emitter:
     def emit(ins, out, e):
         if out.kind == "b":
             return None if bool_symbol is None else f"({e[0]} {bool_symbol} {e[1]})"
+        if out.kind == "c" and symbol == "*":
+            return f"{_complex_helper('multiply', out)}({e[0]}, {e[1]})"
         return wrapping_arithmetic(symbol, e[0], e[1], out)
 
     return emit
 
 
 def _divide(ins, out, e):
-    return f"({e[0]} / {e[1]})" if out.kind == "f" and ins[0] == ins[1] == out else None
+    if ins[0] != out or ins[1] != out:
+        return None
+    if out.kind == "c":
+        return f"{_complex_helper('divide', out)}({e[0]}, {e[1]})"
+    return f"({e[0]} / {e[1]})" if out.kind == "f" else None
 
 
 def _negative(ins, out, e):
@@ -84,6 +102,8 @@ def _negative(ins, out, e):
 
 
 def _absolute(ins, out, e):
+    if ins[0].kind == "c":
+        return f"{_complex_helper('abs', ins[0])}({e[0]})"
     if out.kind == "f":
         return f"np.abs({e[0]})"
     if out.kind in "ub":
@@ -92,7 +112,7 @@ def _absolute(ins, out, e):
 
 
 def _square(ins, out, e):
-    return e[0] if out.kind == "b" else wrapping_arithmetic("*", e[0], e[0], out)
+    return e[0] if out.kind == "b" else _binary("*")(ins, out, [e[0], e[0]])
 
 
 def _float_call(fn: str) -> Emitter:
@@ -104,7 +124,7 @@ def _float_call(fn: str) -> Emitter:
 
 def _rounding(fn: str) -> Emitter:
     def emit(ins, out, e):
-        if ins[0] != out:
+        if ins[0] != out or out.kind == "c":
             return None
         return f"{fn}({e[0]})" if out.kind == "f" else e[0]
 
@@ -116,7 +136,7 @@ def _reciprocal(ins, out, e):
 
 
 def _sign(ins, out, e):
-    if out.kind == "b":
+    if out.kind in "bc":
         return None
     one, zero, x = literal(1, out), literal(0, out), e[0]
     if out.kind == "u":
@@ -128,6 +148,8 @@ def _sign(ins, out, e):
 
 def _maximum(ins, out, e):
     a, b = e
+    if out.kind == "c":  # NumPy orders complex values lexicographically
+        return None
     if out.kind == "b":
         return f"({a} | {b})"
     nan = f" or {a} != {a}" if out.kind == "f" else ""
@@ -136,6 +158,8 @@ def _maximum(ins, out, e):
 
 def _minimum(ins, out, e):
     a, b = e
+    if out.kind == "c":  # NumPy orders complex values lexicographically
+        return None
     if out.kind == "b":
         return f"({a} & {b})"
     nan = f" or {a} != {a}" if out.kind == "f" else ""
@@ -156,8 +180,11 @@ def _fmin(ins, out, e):
 
 def _compare(symbol: str) -> Emitter:
     def emit(ins, out, e):
-        # NumPy compares mixed signed/unsigned integers exactly with dedicated loops
-        return f"({e[0]} {symbol} {e[1]})" if ins[0] == ins[1] else None
+        # NumPy compares mixed signed/unsigned integers exactly with dedicated loops, and
+        # orders complex values lexicographically (numba has only == and != on them)
+        if ins[0] != ins[1] or (ins[0].kind == "c" and symbol not in ("==", "!=")):
+            return None
+        return f"({e[0]} {symbol} {e[1]})"
 
     return emit
 
@@ -174,14 +201,20 @@ def _logical_not(ins, out, e):
 
 
 def _isnan(ins, out, e):
-    return f"({e[0]} != {e[0]})" if ins[0].kind == "f" else "False"
+    return f"({e[0]} != {e[0]})" if ins[0].kind in "fc" else "False"
 
 
 def _isinf(ins, out, e):
+    if ins[0].kind == "c":  # either part infinite (the other may be nan)
+        inf = literal(np.inf, np.finfo(ins[0]).dtype)
+        return f"(np.abs({e[0]}.real) == {inf} or np.abs({e[0]}.imag) == {inf})"
     return f"(np.abs({e[0]}) == {literal(np.inf, ins[0])})" if ins[0].kind == "f" else "False"
 
 
 def _isfinite(ins, out, e):
+    if ins[0].kind == "c":
+        inf = literal(np.inf, np.finfo(ins[0]).dtype)
+        return f"(np.abs({e[0]}.real) < {inf} and np.abs({e[0]}.imag) < {inf})"
     return f"(np.abs({e[0]}) < {literal(np.inf, ins[0])})" if ins[0].kind == "f" else "True"
 
 
@@ -240,8 +273,9 @@ UFUNC_EMITTERS: dict[str, Emitter] = {
     "ceil": _rounding("np.ceil"),
     "trunc": _rounding("np.trunc"),
     "rint": _rounding("np.rint"),
-    # the identity on real dtypes (complex values are not fused)
-    "conjugate": lambda ins, out, e: e[0] if ins[0] == out and out.kind in "iuf" else None,
+    # the identity on real dtypes
+    "conjugate": lambda ins, out, e: None if ins[0] != out or out.kind == "b" else (
+        f"np.conj({e[0]})" if out.kind == "c" else e[0]),
     "maximum": _maximum,
     "minimum": _minimum,
     "fmax": _fmax,
