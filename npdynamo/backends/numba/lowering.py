@@ -230,7 +230,10 @@ def _lower_where(node: Node, meta: ArrayMeta) -> Lowered:
     if node.kwargs or len(node.args) != 3:
         raise NotFusible("where: unexpected arguments")
     cond, x, y = node.args
-    keys = [_operand_key("where", v) for v in node.args]
+    if any(isinstance(v, SymInt) for v in (x, y)) and meta.dtype not in SIZE_OPERAND_DTYPES:
+        raise NotFusible(f"where: a symbolic size as {meta.dtype}: NumPy checks its range")
+    keys = [int if v is not cond and _dynamic_int(v) and meta.dtype in WIDE_INT_DTYPES
+            else _operand_key("where", v, sizes=v is not cond) for v in node.args]
     point = _one_point(cond)
     if point is not None:
         return _lower_point_where(point, cond.ndim, x, y, meta)
@@ -244,6 +247,15 @@ def _lower_where(node: Node, meta: ArrayMeta) -> Lowered:
         out,
         lambda e, _c=cond_dtype: f"({e[1]} if {cast(e[0], _c, np.dtype(bool))} else {e[2]})",
     )
+
+
+#: Where a dynamic Python int converts exactly (capture guards int inputs to int64's range).
+WIDE_INT_DTYPES = frozenset(np.dtype(t) for t in (np.int64, np.float64))
+
+
+def _dynamic_int(value: object) -> bool:
+    meta = value.meta.get("val") if isinstance(value, Node) else None
+    return isinstance(meta, ScalarMeta) and meta.type is int
 
 
 def _one_point(cond: object) -> dict[int, int] | None:
