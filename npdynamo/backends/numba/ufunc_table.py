@@ -115,13 +115,6 @@ def _square(ins, out, e):
     return e[0] if out.kind == "b" else _binary("*")(ins, out, [e[0], e[0]])
 
 
-def _float_call(fn: str) -> Emitter:
-    def emit(ins, out, e):
-        return f"{fn}({e[0]})" if out.kind == "f" and ins[0] == out else None
-
-    return emit
-
-
 def _rounding(fn: str) -> Emitter:
     def emit(ins, out, e):
         if ins[0] != out or out.kind == "c":
@@ -146,36 +139,24 @@ def _sign(ins, out, e):
     return f"({one} if {x} > 0 else ({minus} if {x} < 0 else ({zero} if {x} == 0 else {x})))"
 
 
-def _maximum(ins, out, e):
-    a, b = e
-    if out.kind == "c":  # NumPy orders complex values lexicographically
-        return None
-    if out.kind == "b":
-        return f"({a} | {b})"
-    nan = f" or {a} != {a}" if out.kind == "f" else ""
-    return f"({a} if ({a} > {b}{nan}) else {b})"
+def _extremum(order: str, bool_symbol: str, keep_nan_of: int) -> Emitter:
+    """maximum (``order`` ``>``) or minimum (``<``): ``a`` where it wins, else ``b``. Floats:
+    the nan of operand ``keep_nan_of`` wins too (0, ``a``: maximum/minimum propagate a nan;
+    1, ``b``: fmax/fmin return the other operand)."""
+    def emit(ins, out, e):
+        a, b = e
+        if out.kind == "c":  # NumPy orders complex values lexicographically
+            return None
+        if out.kind == "b":
+            return f"({a} {bool_symbol} {b})"
+        nan = f" or {e[keep_nan_of]} != {e[keep_nan_of]}" if out.kind == "f" else ""
+        return f"({a} if ({a} {order} {b}{nan}) else {b})"
+
+    return emit
 
 
-def _minimum(ins, out, e):
-    a, b = e
-    if out.kind == "c":  # NumPy orders complex values lexicographically
-        return None
-    if out.kind == "b":
-        return f"({a} & {b})"
-    nan = f" or {a} != {a}" if out.kind == "f" else ""
-    return f"({a} if ({a} < {b}{nan}) else {b})"
-
-
-def _fmax(ins, out, e):
-    a, b = e
-    return f"({a} if ({a} > {b} or {b} != {b}) else {b})" if out.kind == "f" else _maximum(
-        ins, out, e)
-
-
-def _fmin(ins, out, e):
-    a, b = e
-    return f"({a} if ({a} < {b} or {b} != {b}) else {b})" if out.kind == "f" else _minimum(
-        ins, out, e)
+_maximum, _minimum = _extremum(">", "|", 0), _extremum("<", "&", 0)
+_fmax, _fmin = _extremum(">", "|", 1), _extremum("<", "&", 1)
 
 
 def _compare(symbol: str) -> Emitter:
@@ -204,18 +185,20 @@ def _isnan(ins, out, e):
     return f"({e[0]} != {e[0]})" if ins[0].kind in "fc" else "False"
 
 
-def _isinf(ins, out, e):
-    if ins[0].kind == "c":  # either part infinite (the other may be nan)
+def _infinity_test(symbol: str, join: str, integers: str) -> Emitter:
+    """isinf (``|x| == inf``, either part of a complex) or isfinite (``|x| < inf``, both
+    parts); ``integers``: the constant result on integers and booleans."""
+    def emit(ins, out, e):
+        if ins[0].kind not in "fc":
+            return integers
+        parts = [f"{e[0]}.real", f"{e[0]}.imag"] if ins[0].kind == "c" else [e[0]]
         inf = literal(np.inf, np.finfo(ins[0]).dtype)
-        return f"(np.abs({e[0]}.real) == {inf} or np.abs({e[0]}.imag) == {inf})"
-    return f"(np.abs({e[0]}) == {literal(np.inf, ins[0])})" if ins[0].kind == "f" else "False"
+        return f"({f' {join} '.join(f'np.abs({p}) {symbol} {inf}' for p in parts)})"
+
+    return emit
 
 
-def _isfinite(ins, out, e):
-    if ins[0].kind == "c":
-        inf = literal(np.inf, np.finfo(ins[0]).dtype)
-        return f"(np.abs({e[0]}.real) < {inf} and np.abs({e[0]}.imag) < {inf})"
-    return f"(np.abs({e[0]}) < {literal(np.inf, ins[0])})" if ins[0].kind == "f" else "True"
+_isinf, _isfinite = _infinity_test("==", "or", "False"), _infinity_test("<", "and", "True")
 
 
 def _invert(ins, out, e):
@@ -238,22 +221,37 @@ def _shift_count_fits(count: str, dtype: np.dtype) -> str:
         f"({count} >= {literal(0, dtype)} and {count} < {width})"
 
 
-def _left_shift(ins, out, e):
-    # NumPy: a count outside [0, bits) shifts every bit out (0); bits shifted past the sign wrap
-    if out.kind not in "iu":
-        return None
-    a, b = e
-    return f"({wrap(f'{a} << {b}', out)} if {_shift_count_fits(b, out)} else {literal(0, out)})"
+def _shift(symbol: str) -> Emitter:
+    """NumPy's ``<<`` / ``>>`` on integers: a count outside [0, bits) shifts every bit out
+    (0; a negative value shifted right keeps its sign, -1); bits shifted past the sign wrap,
+    and signed values shift right arithmetically."""
+    def emit(ins, out, e):
+        if out.kind not in "iu":
+            return None
+        a, b = e
+        zero = literal(0, out)
+        beyond = zero if symbol == "<<" or out.kind == "u" else \
+            f"({literal(-1, out)} if {a} < {zero} else {zero})"
+        return f"({wrap(f'{a} {symbol} {b}', out)} if {_shift_count_fits(b, out)} else {beyond})"
+
+    return emit
 
 
-def _right_shift(ins, out, e):
-    # NumPy: arithmetic shift of signed values; a count outside [0, bits) leaves the sign only
-    if out.kind not in "iu":
-        return None
-    a, b = e
-    beyond = literal(0, out) if out.kind == "u" else \
-        f"({literal(-1, out)} if {a} < {literal(0, out)} else {literal(0, out)})"
-    return f"({wrap(f'{a} >> {b}', out)} if {_shift_count_fits(b, out)} else {beyond})"
+def _same_float(ins: tuple[np.dtype, ...], out: np.dtype) -> bool:
+    return out.kind == "f" and all(d == out for d in ins)
+
+
+def _bits(dtype: np.dtype) -> str:
+    return f"f{dtype.itemsize * 8}"
+
+
+def _float_calls(fn: str) -> Emitter:
+    """A float ufunc of any arity computed by numba's own scalar ``np.<fn>`` (libm), for the
+    loops whose inputs all have the output's float dtype."""
+    def emit(ins, out, e):
+        return f"np.{fn}({', '.join(e)})" if _same_float(ins, out) else None
+
+    return emit
 
 
 UFUNC_EMITTERS: dict[str, Emitter] = {
@@ -264,9 +262,9 @@ UFUNC_EMITTERS: dict[str, Emitter] = {
     "negative": _negative,
     "positive": lambda ins, out, e: e[0],
     "absolute": _absolute,
-    "fabs": _float_call("np.abs"),
+    "fabs": _float_calls("abs"),
     "square": _square,
-    "sqrt": _float_call("np.sqrt"),
+    "sqrt": _float_calls("sqrt"),
     "reciprocal": _reciprocal,
     "sign": _sign,
     "floor": _rounding("np.floor"),
@@ -297,8 +295,8 @@ UFUNC_EMITTERS: dict[str, Emitter] = {
     "bitwise_and": _bitwise("&"),
     "bitwise_or": _bitwise("|"),
     "bitwise_xor": _bitwise("^"),
-    "left_shift": _left_shift,
-    "right_shift": _right_shift,
+    "left_shift": _shift("<<"),
+    "right_shift": _shift(">>"),
 }
 
 
@@ -314,25 +312,6 @@ for _name in ("exp", "tanh", "log"):
     UFUNC_EMITTERS[_name] = _approx(_name)
 
 
-def _same_float(ins: tuple[np.dtype, ...], out: np.dtype) -> bool:
-    return out.kind == "f" and all(d == out for d in ins)
-
-
-def _bits(dtype: np.dtype) -> str:
-    return f"f{dtype.itemsize * 8}"
-
-
-def _float_calls(fn: str) -> Emitter:
-    """A float ufunc of any arity computed by numba's own scalar ``np.<fn>`` (libm), for the
-    loops whose inputs all have the output's float dtype."""
-    def emit(ins, out, e):
-        if out.kind != "f" or any(d != out for d in ins):
-            return None
-        return f"np.{fn}({', '.join(e)})"
-
-    return emit
-
-
 # Float ufuncs without a vectorised approximation: scalar libm calls (within 3 ulps of NumPy's,
 # nan/inf/zeros as NumPy's, measured). A loop with a call does not vectorise, but the graph
 # around it stays one pass over memory. (Float // and % are NumPy's own steps, ``runtime``:
@@ -343,12 +322,16 @@ LIBM_OPS = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "
             "nextafter", "fmod", "float_power")
 for _name in LIBM_OPS:
     UFUNC_EMITTERS[_name] = _float_calls(_name)
-UFUNC_EMITTERS["floor_divide"] = (
-    lambda ins, out, e: f"floor_divide_{_bits(out)}({e[0]}, {e[1]})" if _same_float(ins, out)
-    else None)
-UFUNC_EMITTERS["remainder"] = (
-    lambda ins, out, e: f"remainder_{_bits(out)}({e[0]}, {e[1]})" if _same_float(ins, out)
-    else None)
+def _float_helper(name: str) -> Emitter:
+    """``runtime``'s NumPy step for float ``name`` (``floor_divide_f64`` ...)."""
+    def emit(ins, out, e):
+        return f"{name}_{_bits(out)}({', '.join(e)})" if _same_float(ins, out) else None
+
+    return emit
+
+
+for _name in ("floor_divide", "remainder"):
+    UFUNC_EMITTERS[_name] = _float_helper(_name)
 
 
 def _heaviside(ins, out, e):
