@@ -38,6 +38,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from npdynamo import generated
+
 #: Largest difference from NumPy's results in units in the last place (the tests check it).
 MAX_ULPS = 8
 
@@ -80,9 +82,9 @@ def _horner(coefficients: tuple) -> object:
     """An njit ``poly(r)``: the polynomial with ``coefficients`` (highest degree first) by
     Horner's rule, written out step by step (as LLVM gets it: no loop to unroll)."""
     steps = "".join(f"    p = p * r + c[{k}]\n" for k in range(1, len(coefficients)))
-    namespace = {"c": coefficients}
-    exec(f"def poly(r):\n    p = c[0]\n{steps}    return p\n", namespace)  # noqa: S102
-    return njit(fastmath=_FLAGS, error_model="numpy")(namespace["poly"])
+    poly = generated.define(f"def poly(r):\n    p = c[0]\n{steps}    return p\n", "poly",
+                            {"c": coefficients}, label="horner")
+    return njit(fastmath=_FLAGS, error_model="numpy")(poly)
 
 
 def _exp_tanh(ftype: type, itype: type, from_bits, hi_bits: int, degree: int, bias: int,

@@ -162,9 +162,7 @@ class Writer(InPlacePlan):
             return repr(v)
         if type(v) is float:
             return repr(v) if math.isfinite(v) else self.bind(v, "float")
-        if type(v) is complex:
-            return self.bind(v, "complex")
-        if isinstance(v, np.generic) and v.dtype.kind in "biufc":
+        if type(v) is complex or isinstance(v, np.generic) and v.dtype.kind in "biufc":
             return self.bind(v, "scalar")
         if type(v) is SymInt:
             return self.size(v)
