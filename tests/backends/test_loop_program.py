@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import npdynamo as nd
+from benchmarks.loop_kernels import crc16
 from examples.solver_loop import heat_stencil, jacobi, make_system
 from tests.backends.compare import assert_close
 from tests.capture import control_flow_programs as P
@@ -148,9 +149,17 @@ def gradient_steps(A, b, T):
     return x
 
 
-def complex_carried(z, T):
-    """A carried complex array: the loop writer refuses it, the loop stays in Python."""
-    return nd.fori_loop(0, T, lambda t, v: v * (0.5 + 0.5j), z)
+def half_carried(z, T):
+    """A carried float16 array: numba has no float16, the loop stays in Python."""
+    return nd.fori_loop(0, T, lambda t, v: v * 0.5, z.astype(np.float16))
+
+
+def signed_shifts(v, counts):
+    """Arithmetic right shifts of negative values and counts past the width, in a loop."""
+    acc = np.zeros_like(v)
+    for i in range(counts.shape[0]):
+        acc = (acc ^ (v >> counts[i])) + (v << counts[i])
+    return acc
 
 
 def int_growth(x, T):
@@ -258,12 +267,12 @@ def test_python_int_overflowing_int64_reruns_in_python():
 
 
 def test_a_loop_that_cannot_be_written_falls_back_with_its_reason():
-    z = RNG.random(6) + 1j * RNG.random(6)
-    check_same(complex_carried, z, 20)
-    (record,) = loop_records(complex_carried, (z, 20))
-    assert not record.compiled and "complex128" in record.why, str(record)
+    z = RNG.random(6)
+    check_same(half_carried, z, 20)
+    (record,) = loop_records(half_carried, (z, 20))
+    assert not record.compiled and "float16" in record.why, str(record)
     assert "Python loop (" in str(record)
-    assert_close(nd.compile(complex_carried, backend="numba")(z, 20), complex_carried(z, 20))
+    assert_close(nd.compile(half_carried, backend="numba")(z, 20), half_carried(z, 20))
 
 
 def test_ops_without_a_nopython_form_are_numpy_calls_inside_the_compiled_loop():
@@ -275,6 +284,18 @@ def test_ops_without_a_nopython_form_are_numpy_calls_inside_the_compiled_loop():
     # a private view of another layout is read through its C-ordered copy
     (record,) = same_everywhere(gradient_steps, RNG.random((8, 5)), RNG.random(8), 30)
     assert record.numpy_ops == ("transpose",), str(record)
+
+
+def test_shifts_are_compiled_loop_code_not_numpy_calls():
+    # the corpus's CRC: shifts, masks and an if on a bit, all scalar loop code
+    (record,) = same_everywhere(crc16, RNG.integers(0, 256, 24))
+    assert record.numpy_ops == (), str(record)
+    for dtype in ("int8", "int64", "uint16"):
+        v = np.array([-128, -7, -1, 0, 1, 5, 127], dtype=np.int64).astype(dtype)
+        # 20 counts: a loop of fewer than config.for_loop_min_trips steps would be unrolled
+        counts = np.array([0, 1, 3, 7, 8, 9, 63, 64, 70, -1] * 2, dtype=np.int64).astype(dtype)
+        (record,) = same_everywhere(signed_shifts, v, counts)
+        assert record.numpy_ops == (), str(record)
 
 
 def test_zero_trip_loops_return_what_the_python_loop_returns():

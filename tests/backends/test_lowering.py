@@ -21,7 +21,9 @@ from npdynamo.fx import Graph, GraphModule
 from npdynamo.ops.meta import ArrayMeta
 
 FLOAT_VALUES = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e30, -7.75]
-DTYPES = ["float32", "float64", "int8", "int64", "uint64", "bool"]
+DTYPES = ["float32", "float64", "int8", "int64", "uint8", "uint64", "bool", "complex64",
+          "complex128"]
+COMPLEX_PARTS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -2.5, 1e30, 3e-39, 0.75]
 # approximations and libm calls round differently from NumPy's loops (test_float_ufuncs.py)
 NOT_EXACT = {"exp", "tanh", "log", *ufunc_table.LIBM_OPS}
 EXACT_UNARY = [n for n in ufunc_table.UFUNC_EMITTERS
@@ -30,6 +32,10 @@ BINARY = [n for n in ufunc_table.UFUNC_EMITTERS if getattr(np, n).nin == 2 and n
 
 
 def _values(dtype: np.dtype) -> np.ndarray:
+    if dtype.kind == "c":  # every pair of special parts, as real and imaginary part
+        with np.errstate(all="ignore"):
+            return np.array([complex(r, i) for r in COMPLEX_PARTS for i in COMPLEX_PARTS],
+                            dtype=dtype)
     if dtype.kind == "f":
         return np.array(FLOAT_VALUES, dtype=dtype)
     if dtype.kind == "b":
@@ -94,12 +100,22 @@ def test_every_table_op_matches_numpy_exactly(dtype):
     not_fused = {name.rstrip("_0123456789") for name, _ in report.not_fused}
     for name, g, w in zip(names, got, want):
         assert type(g) is type(w) and g.dtype == w.dtype and g.shape == w.shape, name
-        same = np.array_equal(g, w, equal_nan=w.dtype.kind == "f")
-        assert same, f"{name} on {dtype}:\n{g}\n{w}"
-        if w.dtype.kind == "f":
-            zeros = w == 0
-            assert np.array_equal(np.signbit(g[zeros]), np.signbit(w[zeros])), f"{name}: -0.0"
+        # complex values part by part (a nan in one part says nothing of the other)
+        parts = [(w.real, g.real), (w.imag, g.imag)] if w.dtype.kind == "c" else [(w, g)]
+        for want_part, got_part in parts:
+            floats = want_part.dtype.kind == "f"
+            same = np.array_equal(got_part, want_part, equal_nan=floats)
+            assert same, f"{name} on {dtype}:\n{g}\n{w}"
+            if floats:
+                zeros = want_part == 0
+                assert np.array_equal(np.signbit(got_part[zeros]), np.signbit(want_part[zeros])), \
+                    f"{name}: -0.0"
     # the table's float and integer ops must really be in the kernel
     if dtype.kind in "fi":
         assert {"add", "subtract", "multiply", "maximum", "less", "where"} <= fused
         assert not ({"add", "subtract", "multiply", "maximum"} & not_fused)
+    if dtype.kind == "c":  # NumPy's complex loops, step for step (runtime.complex_*)
+        assert {"add", "subtract", "multiply", "divide", "absolute", "conjugate", "square",
+                "equal", "not_equal", "isnan", "isinf", "isfinite", "power", "where"} <= fused
+    if dtype.kind in "iu":  # shift counts below 0 and past the width included (_values)
+        assert {"left_shift", "right_shift", "bitwise_xor", "invert"} <= fused

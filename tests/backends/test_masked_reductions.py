@@ -86,3 +86,52 @@ def test_masked_sum_with_arguments_breaks_but_runs():
     out = npdynamo.explain(f)(x)
     assert out.graph_break_count == 1 and "arguments" in str(out)
     assert npdynamo.compile(f)(x) == f(x)
+
+
+# -- masked writes: y[mask] = f(x[mask], ...) and y[mask] = number -------------------------------
+def escape_step(z, c, n, count, horizon):
+    inside = np.abs(z) < horizon
+    count[inside] = n
+    z[inside] = z[inside] ** 2 + c[inside]
+    return z, count
+
+
+def masked_writes_of_numbers(x, k, small):
+    m = x > 0.5
+    y = x.copy()
+    y[m] = 2.5
+    ints = (x * 10).astype(np.int64)
+    ints[m] = k  # a dynamic int into int64
+    ints[~m] = True
+    small[m] = 100  # in int8's range
+    return y, ints, small
+
+
+def masked_writes_numpy_checks(x, small, k):
+    m = x > 0.5
+    ints = (x * 10).astype(np.int64)
+    ints[m] = 2.75  # NumPy truncates a float written into ints: a NumPy call
+    small[m] = k  # an int (a constant of the graph) out of int8's range: a NumPy call
+    return ints, small
+
+
+def test_masked_writes_are_where_in_a_kernel():
+    z = rng.standard_normal((20, 30)) + 1j * rng.standard_normal((20, 30))
+    c = rng.standard_normal((20, 30)) + 1j * rng.standard_normal((20, 30))
+    args = (z, c, 7, np.zeros((20, 30), np.int64), 2.0)
+    check_one_graph(escape_step, args)
+    assert not _numpy_calls(escape_step, args)  # abs, <, both writes: one kernel
+    x = rng.random((6, 9))
+    args = (x, 17, np.zeros((6, 9), np.int8))
+    check_one_graph(masked_writes_of_numbers, args)
+    assert not [c for c in _numpy_calls(masked_writes_of_numbers, args) if "setitem" in c]
+
+
+def test_masked_writes_numpy_would_convert_differently_stay_numpy_calls():
+    x = rng.random((6, 9))
+    args = (x, np.zeros((6, 9), np.int8), 5)
+    check_one_graph(masked_writes_numpy_checks, args)
+    calls = _numpy_calls(masked_writes_numpy_checks, args)
+    assert len([c for c in calls if c.startswith("setitem")]) == 1, calls  # k = 5 fits int8
+    with pytest.raises(OverflowError):  # k = 300 does not: NumPy's own error
+        npdynamo.compile(masked_writes_numpy_checks, backend="numba")(x, args[1].copy(), 300)

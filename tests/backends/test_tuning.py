@@ -198,8 +198,8 @@ def test_close_candidates_get_more_rounds_and_slow_losers_are_dropped():
 
 
 def complex_filter(E, w, steps):
-    """A loop over complex values (which the loop writer does not compile): its body's kernels
-    run per iteration, against the eager graph's loop, which writes ``out`` in place."""
+    """A loop over complex values: its body's kernels run inside the compiled loop, against
+    the eager graph's loop, which writes ``out`` in place."""
     out = np.zeros(steps, dtype=np.complex128)
     for i in range(steps):
         est = np.sum(E[i:i + 4] * np.conj(w))

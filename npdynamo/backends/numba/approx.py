@@ -38,41 +38,31 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from npdynamo import generated
+
 #: Largest difference from NumPy's results in units in the last place (the tests check it).
 MAX_ULPS = 8
 
 
-@intrinsic
-def _f32_from_bits(typingctx, bits):
-    if bits != types.int32:
-        return None
+def _bitcast(source: types.Type, target: types.Type):
+    """An intrinsic reading the bits of a ``source`` value as a ``target`` value."""
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float32))
+    @intrinsic
+    def cast(typingctx, value):
+        if value != source:
+            return None
 
-    return types.float32(types.int32), codegen
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], context.get_value_type(target))
 
+        return target(source), codegen
 
-@intrinsic
-def _f64_from_bits(typingctx, bits):
-    if bits != types.int64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-
-    return types.float64(types.int64), codegen
+    return cast
 
 
-@intrinsic
-def _f64_to_bits(typingctx, value):
-    if value != types.float64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
-
-    return types.int64(types.float64), codegen
+_f32_from_bits = _bitcast(types.int32, types.float32)
+_f64_from_bits = _bitcast(types.int64, types.float64)
+_f64_to_bits = _bitcast(types.float64, types.int64)
 
 
 def _ln2_split(fraction_bits: int) -> tuple[float, float]:
@@ -85,129 +75,78 @@ def _ln2_split(fraction_bits: int) -> tuple[float, float]:
     return hi, lo
 
 
-# float32: |n| < 2**8 and hi has 16 significant bits -> n*hi fits 24 bits.
-_LN2_HI_32, _LN2_LO_32 = (np.float32(v) for v in _ln2_split(16))
-# float64: |n| < 2**11 and hi has 32 significant bits -> n*hi fits 53 bits.
-_LN2_HI_64, _LN2_LO_64 = _ln2_split(32)
-_INV_LN2_32 = np.float32(1 / math.log(2))
-_INV_LN2_64 = 1 / math.log(2)
-
-# Taylor coefficients 1/k! of expm1, highest degree first (for Horner), from k = 2.
-_C32 = tuple(np.float32(1 / math.factorial(k)) for k in range(7, 1, -1))
-_C64 = tuple(1 / math.factorial(k) for k in range(12, 1, -1))
-
-_F32_HALF, _F32_ONE, _F32_TWO = np.float32(0.5), np.float32(1.0), np.float32(2.0)
-# Clamps keep n inside the range where both halves of 2**n are normal numbers; beyond them the
-# result is already 0 or inf. tanh saturates to 1 in float32 past 9.1 and in float64 past 19.1.
-_EXP_LO_32, _EXP_HI_32 = np.float32(-104.0), np.float32(89.0)
-_EXP_LO_64, _EXP_HI_64 = -746.0, 710.0
-_TANH_Y_MAX_32, _TANH_Y_MAX_64 = np.float32(20.0), 40.0
-
 _FLAGS = {"contract"}
 
 
-@njit(fastmath=_FLAGS, error_model="numpy")
-def _expm1_poly_f32(r):
-    c = _C32
-    p = c[0]
-    p = p * r + c[1]
-    p = p * r + c[2]
-    p = p * r + c[3]
-    p = p * r + c[4]
-    p = p * r + c[5]
-    return r + r * r * p
+def _horner(coefficients: tuple) -> object:
+    """An njit ``poly(r)``: the polynomial with ``coefficients`` (highest degree first) by
+    Horner's rule, written out step by step (as LLVM gets it: no loop to unroll)."""
+    steps = "".join(f"    p = p * r + c[{k}]\n" for k in range(1, len(coefficients)))
+    poly = generated.define(f"def poly(r):\n    p = c[0]\n{steps}    return p\n", "poly",
+                            {"c": coefficients}, label="horner")
+    return njit(fastmath=_FLAGS, error_model="numpy")(poly)
 
 
-@njit(fastmath=_FLAGS, error_model="numpy")
-def _expm1_poly_f64(r):
-    c = _C64
-    p = c[0]
-    p = p * r + c[1]
-    p = p * r + c[2]
-    p = p * r + c[3]
-    p = p * r + c[4]
-    p = p * r + c[5]
-    p = p * r + c[6]
-    p = p * r + c[7]
-    p = p * r + c[8]
-    p = p * r + c[9]
-    p = p * r + c[10]
-    return r + r * r * p
+def _exp_tanh(ftype: type, itype: type, from_bits, hi_bits: int, degree: int, bias: int,
+              mantissa: int, exp_range: tuple[float, float], tanh_y_max: float):
+    """``exp`` and ``tanh`` of one float width (``ftype``, its bits as ``itype``).
+
+    ``hi_bits``: the significant bits of ln2's high part (``n * hi`` must be exact: float32
+    |n| < 2**8 with 16 bits fits 24, float64 |n| < 2**11 with 32 bits fits 53); ``degree`` of
+    the expm1 Taylor polynomial; ``bias``/``mantissa`` of the exponent field; ``exp_range``
+    the clamps keeping both halves of 2**n normal (beyond them the result is 0 or inf);
+    ``tanh_y_max`` where tanh has saturated (float32 past 9.1, float64 past 19.1)."""
+    hi, lo = (ftype(v) for v in _ln2_split(hi_bits))
+    inv_ln2, half, one, two = ftype(1 / math.log(2)), ftype(0.5), ftype(1.0), ftype(2.0)
+    exp_lo, exp_hi = ftype(exp_range[0]), ftype(exp_range[1])
+    y_max = ftype(tanh_y_max)
+    # Taylor coefficients 1/k! of expm1, highest degree first, down to k = 2
+    poly = _horner(tuple(ftype(1 / math.factorial(k)) for k in range(degree, 1, -1)))
+
+    @njit(fastmath=_FLAGS, error_model="numpy")
+    def expm1_poly(r):
+        return r + r * r * poly(r)
+
+    @njit(fastmath=_FLAGS, error_model="numpy")
+    def reduce(y):
+        """(r, 2**(n//2), 2**(n - n//2)) for ``y`` clamped already, ``y = n*ln2 + r``."""
+        nf = np.floor(y * inv_ln2 + half)
+        r = (y - nf * hi) - nf * lo
+        n = itype(nf)
+        n1 = n >> 1
+        return r, from_bits(itype((n1 + bias) << mantissa)), \
+            from_bits(itype((n - n1 + bias) << mantissa))
+
+    @njit(fastmath=_FLAGS, error_model="numpy")
+    def exp(x):
+        y = x if x > exp_lo else exp_lo
+        y = y if y < exp_hi else exp_hi  # nan becomes the upper clamp here...
+        r, s1, s2 = reduce(y)
+        e = ((one + expm1_poly(r)) * s1) * s2
+        return e if x == x else x  # ...and comes back here
+
+    @njit(fastmath=_FLAGS, error_model="numpy")
+    def tanh(x):
+        y = two * np.abs(x)
+        y = y if y < y_max else y_max
+        r, s1, s2 = reduce(y)
+        s = s1 * s2  # y >= 0 keeps 2**n normal and small: one product is exact
+        t = s * expm1_poly(r) + (s - one)
+        h = np.copysign(t / (t + two), x)
+        return h if x == x else x
+
+    return exp, tanh
 
 
-@njit(fastmath=_FLAGS, error_model="numpy")
-def _reduce_f32(y):
-    """(n, r, 2**(n//2), 2**(n - n//2)) for float32 ``y``; ``y`` must be clamped already."""
-    nf = np.floor(y * _INV_LN2_32 + _F32_HALF)
-    r = (y - nf * _LN2_HI_32) - nf * _LN2_LO_32
-    n = np.int32(nf)
-    n1 = n >> 1
-    s1 = _f32_from_bits(np.int32((n1 + 127) << 23))
-    s2 = _f32_from_bits(np.int32((n - n1 + 127) << 23))
-    return r, s1, s2
+#: ``exp``/``tanh`` of a float32 and of a float64, each to within ``MAX_ULPS`` ulps.
+exp_f32, tanh_f32 = _exp_tanh(np.float32, np.int32, _f32_from_bits, 16, 7, 127, 23,
+                              (-104.0, 89.0), 20.0)
+exp_f64, tanh_f64 = _exp_tanh(np.float64, np.int64, _f64_from_bits, 32, 12, 1023, 52,
+                              (-746.0, 710.0), 40.0)
 
-
-@njit(fastmath=_FLAGS, error_model="numpy")
-def _reduce_f64(y):
-    nf = np.floor(y * _INV_LN2_64 + 0.5)
-    r = (y - nf * _LN2_HI_64) - nf * _LN2_LO_64
-    n = np.int64(nf)
-    n1 = n >> 1
-    s1 = _f64_from_bits(np.int64((n1 + 1023) << 52))
-    s2 = _f64_from_bits(np.int64((n - n1 + 1023) << 52))
-    return r, s1, s2
-
-
-@njit(fastmath=_FLAGS, error_model="numpy")
-def exp_f32(x):
-    """``exp`` of a float32, to within ``MAX_ULPS`` ulps."""
-    y = x if x > _EXP_LO_32 else _EXP_LO_32
-    y = y if y < _EXP_HI_32 else _EXP_HI_32  # nan becomes the upper clamp here...
-    r, s1, s2 = _reduce_f32(y)
-    e = ((_F32_ONE + _expm1_poly_f32(r)) * s1) * s2
-    return e if x == x else x  # ...and comes back here
-
-
-@njit(fastmath=_FLAGS, error_model="numpy")
-def exp_f64(x):
-    """``exp`` of a float64, to within ``MAX_ULPS`` ulps."""
-    y = x if x > _EXP_LO_64 else _EXP_LO_64
-    y = y if y < _EXP_HI_64 else _EXP_HI_64
-    r, s1, s2 = _reduce_f64(y)
-    e = ((1.0 + _expm1_poly_f64(r)) * s1) * s2
-    return e if x == x else x
-
-
-@njit(fastmath=_FLAGS, error_model="numpy")
-def tanh_f32(x):
-    """``tanh`` of a float32, to within ``MAX_ULPS`` ulps."""
-    a = np.abs(x)
-    y = _F32_TWO * a
-    y = y if y < _TANH_Y_MAX_32 else _TANH_Y_MAX_32
-    r, s1, s2 = _reduce_f32(y)
-    s = s1 * s2  # y >= 0 keeps 2**n normal and small: one product is exact
-    t = s * _expm1_poly_f32(r) + (s - _F32_ONE)
-    h = t / (t + _F32_TWO)
-    h = np.copysign(h, x)
-    return h if x == x else x
-
-
-@njit(fastmath=_FLAGS, error_model="numpy")
-def tanh_f64(x):
-    """``tanh`` of a float64, to within ``MAX_ULPS`` ulps."""
-    a = np.abs(x)
-    y = 2.0 * a
-    y = y if y < _TANH_Y_MAX_64 else _TANH_Y_MAX_64
-    r, s1, s2 = _reduce_f64(y)
-    s = s1 * s2
-    t = s * _expm1_poly_f64(r) + (s - 1.0)
-    h = t / (t + 2.0)
-    h = np.copysign(h, x)
-    return h if x == x else x
-
-
+_LN2_HI_64, _LN2_LO_64 = _ln2_split(32)
 # 2/(2k+1) for k = 11 .. 1, highest degree first: 2*atanh(s)/s - 2 = sum over k of these z**k.
-_LOG_C64 = tuple(2.0 / (2 * k + 1) for k in range(11, 0, -1))
+_LOG_POLY = _horner(tuple(2.0 / (2 * k + 1) for k in range(11, 0, -1)))
 _SQRT2 = math.sqrt(2.0)
 _TINY_64 = 2.0**-1022  # the smallest normal float64
 _SUBNORMAL_SCALE = 2.0**54
@@ -229,19 +168,7 @@ def log_f64(x):
     f = m - 1.0
     s = f / (2.0 + f)
     z = s * s
-    c = _LOG_C64
-    r = c[0]
-    r = r * z + c[1]
-    r = r * z + c[2]
-    r = r * z + c[3]
-    r = r * z + c[4]
-    r = r * z + c[5]
-    r = r * z + c[6]
-    r = r * z + c[7]
-    r = r * z + c[8]
-    r = r * z + c[9]
-    r = r * z + c[10]
-    r = r * z
+    r = _LOG_POLY(z) * z
     half_f2 = 0.5 * f * f
     k = np.float64(e + 1 if big else e)
     result = k * _LN2_HI_64 - ((half_f2 - (s * (half_f2 + r) + k * _LN2_LO_64)) - f)

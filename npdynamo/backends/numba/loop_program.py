@@ -106,7 +106,7 @@ def _loop_source(node: Node, op: str, prepare: Callable[[Graph], Graph]) -> Writ
         if type(meta) is complex:
             raise NotCompilable("a carried or outer Python complex")
         if isinstance(meta, (ArrayMeta, np.ndarray, np.generic)) and \
-                meta.dtype.kind not in "biuf":
+                meta.dtype.kind not in "biufc":
             raise NotCompilable(f"a carried or outer value of dtype {meta.dtype}")
         if isinstance(meta, ScalarMeta) and meta.type not in (int, float):
             raise NotCompilable(f"a carried or outer Python {meta.type.__name__}")

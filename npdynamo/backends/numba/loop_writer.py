@@ -162,7 +162,7 @@ class Writer(InPlacePlan):
             return repr(v)
         if type(v) is float:
             return repr(v) if math.isfinite(v) else self.bind(v, "float")
-        if isinstance(v, np.generic) and v.dtype.kind in "biuf":
+        if type(v) is complex or isinstance(v, np.generic) and v.dtype.kind in "biufc":
             return self.bind(v, "scalar")
         if type(v) is SymInt:
             return self.size(v)
@@ -331,7 +331,7 @@ class Writer(InPlacePlan):
         meta = node_meta(node)
         if isinstance(meta, ScalarMeta) and meta.type in (int, float):
             nb_type = numba.int64 if meta.type is int else numba.float64
-        elif isinstance(meta, ArrayMeta) and meta.dtype.kind in "biuf":
+        elif isinstance(meta, ArrayMeta) and meta.dtype.kind in "biufc":
             nb_type = numba.from_dtype(meta.dtype)
             if not meta.scalar:
                 nb_type = numba.types.Array(nb_type, len(meta.shape), "C")
@@ -409,7 +409,8 @@ class Writer(InPlacePlan):
             same = mv.dtype == mx.dtype
         else:  # a Python number: NumPy converts it as numba does for these targets only
             py = mv.type if isinstance(mv, ScalarMeta) else type(value)
-            same = (py is float and mx.dtype.kind == "f") or (
+            same = (py is float and mx.dtype.kind in "fc") or (
+                py is complex and mx.dtype.kind == "c") or (
                 py is int and mx.dtype in (np.dtype(np.int64), np.dtype(np.float64)))
             if py is int and mx.dtype.kind == "i" and not same:
                 # NumPy raises OverflowError for an int out of the dtype's range: so does
@@ -454,7 +455,7 @@ class Writer(InPlacePlan):
         meta = node_meta(x)
         if not isinstance(meta, ArrayMeta) or meta.scalar:
             raise NoNopythonForm(f"{where} of something other than an array")
-        if meta.dtype.kind not in "biuf":
+        if meta.dtype.kind not in "biufc":
             raise NoNopythonForm(f"{where} of dtype {meta.dtype}")
         return meta
 

@@ -26,11 +26,13 @@ from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import SymInt
 
-#: dtypes a kernel computes with; anything else (float16, complex, datetimes...) stays in NumPy.
+#: dtypes a kernel computes with; anything else (float16, long double, datetimes...) stays in
+#: NumPy. Complex values have the table's arithmetic, abs, conjugate, == and != (NumPy's loops
+#: step for step, ``runtime``); their other ufuncs and orderings are NumPy calls.
 KERNEL_DTYPES = frozenset(
     np.dtype(t)
     for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-              np.uint64, np.float32, np.float64)
+              np.uint64, np.float32, np.float64, np.complex64, np.complex128)
 )
 REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "any", "all", "norm"})
 #: Loop dtypes a symbolic size (a Python int below 2**53 in practice) converts to exactly as
@@ -107,8 +109,8 @@ def _operand_key(name: str, value: object, sizes: bool = False):
         return meta.dtype
     if type(value) is bool:
         return np.dtype(bool)
-    if type(value) in (int, float):
-        return type(value)
+    if type(value) in (int, float, complex):
+        return type(value)  # weak, as NumPy treats Python scalars
     if isinstance(value, (np.generic, np.ndarray)):
         _supported(value.dtype, f"{name}: a constant operand")
         return value.dtype
@@ -205,6 +207,15 @@ def _lower_power(node: Node, meta: ArrayMeta) -> Lowered:
     elif out.kind == "f" and k in (1, 2):
         def emit(e, _k=k):
             return f"({e[0]} * {e[0]})" if _k == 2 else e[0]
+    elif out.kind == "c" and k in (1, 2):
+        # np.power's complex z ** 2 multiplies as C does, without the fused multiply-adds of
+        # np.square (ndarray.__pow__'s shortcut: the graph's power is np.power's); it gives
+        # +0 for a zero of any sign first
+        zero = literal(0, out)
+
+        def emit(e, _k=k, _zero=zero):
+            z = e[0]
+            return f"({_zero} if {z} == {_zero} else {f'({z} * {z})' if _k == 2 else z})"
     elif out.kind == "f" and type(exponent) in (int, float):
         # libm pow with the exponent as a float (numba's x ** int multiplies, rounding
         # otherwise): within 2 ulps of NumPy's power
@@ -219,7 +230,10 @@ def _lower_where(node: Node, meta: ArrayMeta) -> Lowered:
     if node.kwargs or len(node.args) != 3:
         raise NotFusible("where: unexpected arguments")
     cond, x, y = node.args
-    keys = [_operand_key("where", v) for v in node.args]
+    if any(isinstance(v, SymInt) for v in (x, y)) and meta.dtype not in SIZE_OPERAND_DTYPES:
+        raise NotFusible(f"where: a symbolic size as {meta.dtype}: NumPy checks its range")
+    keys = [int if v is not cond and _dynamic_int(v) and meta.dtype in WIDE_INT_DTYPES
+            else _operand_key("where", v, sizes=v is not cond) for v in node.args]
     point = _one_point(cond)
     if point is not None:
         return _lower_point_where(point, cond.ndim, x, y, meta)
@@ -233,6 +247,15 @@ def _lower_where(node: Node, meta: ArrayMeta) -> Lowered:
         out,
         lambda e, _c=cond_dtype: f"({e[1]} if {cast(e[0], _c, np.dtype(bool))} else {e[2]})",
     )
+
+
+#: Where a dynamic Python int converts exactly (capture guards int inputs to int64's range).
+WIDE_INT_DTYPES = frozenset(np.dtype(t) for t in (np.int64, np.float64))
+
+
+def _dynamic_int(value: object) -> bool:
+    meta = value.meta.get("val") if isinstance(value, Node) else None
+    return isinstance(meta, ScalarMeta) and meta.type is int
 
 
 def _one_point(cond: object) -> dict[int, int] | None:
@@ -264,6 +287,8 @@ def _lower_clip(node: Node, meta: ArrayMeta) -> Lowered:
         raise NotFusible("clip: unexpected arguments")
     a, lo, hi = node.args
     out = meta.dtype
+    if out.kind == "c":
+        raise NotFusible("clip of complex values (NumPy orders them lexicographically)")
     for v in (a, lo, hi):
         if v is not None:
             _operand_key("clip", v)
@@ -298,6 +323,8 @@ def _lower_astype(node: Node, meta: ArrayMeta) -> Lowered:
     if src.kind == "f" and dst.kind in "iu":
         # NaN, inf and out-of-range floats have no defined integer value in LLVM
         raise NotFusible("astype from float to integer runs as a NumPy call")
+    if src.kind == "c" and dst.kind != "c":
+        raise NotFusible("astype from complex to real runs as a NumPy call (it warns)")
     return Lowered((Operand(x, src),), dst, lambda e, _s=src, _d=dst: cast(e[0], _s, _d))
 
 
@@ -344,6 +371,9 @@ def lower_reduction(node: Node) -> Reduction:
     kwargs = dict(node.kwargs)
     if name == "norm" and src_meta.dtype.kind != "f":
         raise NotFusible("norm: integer and boolean input runs as a NumPy call")
+    if src_meta.dtype.kind == "c" and name not in ("sum", "any", "all"):
+        # NumPy's complex max/min order lexicographically; prod and mean round differently
+        raise NotFusible(f"{name} of complex values runs as a NumPy call")
     axis = kwargs.pop("axis", None)
     keepdims = bool(kwargs.pop("keepdims", False))
     dtype = kwargs.pop("dtype", None)

@@ -23,16 +23,21 @@ def dtype_ctor(dtype: np.dtype) -> str:
     return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
 
 
+def _float_text(f: float) -> str:
+    return "np.nan" if f != f else ("np.inf" if f == np.inf else "-np.inf" if f == -np.inf
+                                    else repr(f))
+
+
 def literal(value: object, dtype: np.dtype) -> str:
     """Source for the constant ``value`` converted to ``dtype`` the way a ufunc loop converts it."""
     converted = np.array(value).astype(dtype)[()]
     if dtype.kind == "b":
         return "True" if converted else "False"
     if dtype.kind == "f":
-        f = float(converted)
-        text = "np.nan" if f != f else ("np.inf" if f == np.inf else "-np.inf" if f == -np.inf
-                                        else repr(f))
-        return f"{dtype_ctor(dtype)}({text})"
+        return f"{dtype_ctor(dtype)}({_float_text(float(converted))})"
+    if dtype.kind == "c":
+        parts = (_float_text(float(converted.real)), _float_text(float(converted.imag)))
+        return f"{dtype_ctor(dtype)}(complex({parts[0]}, {parts[1]}))"
     return f"{dtype_ctor(dtype)}({int(converted)})"
 
 
@@ -42,6 +47,8 @@ def cast(expr: str, src: np.dtype, dst: np.dtype) -> str:
         return expr
     if dst.kind == "b":
         return f"({expr} != 0)"
+    if dst.kind == "c" and src.kind == "b":
+        return f"{dtype_ctor(dst)}(np.float64({expr}))"
     return f"{dtype_ctor(dst)}({expr})"
 
 
@@ -66,17 +73,28 @@ def wrapping_arithmetic(symbol: str, a: str, b: str, dtype: np.dtype) -> str:
     return wrap(f"{a} {symbol} {b}", dtype)
 
 
+def _complex_helper(name: str, dtype: np.dtype) -> str:
+    """The ``runtime`` helper computing complex ``name`` as NumPy's loop for ``dtype``."""
+    return f"complex_{name}_c{dtype.itemsize * 8}"
+
+
 def _binary(symbol: str, bool_symbol: str | None = None) -> Emitter:
     def emit(ins, out, e):
         if out.kind == "b":
             return None if bool_symbol is None else f"({e[0]} {bool_symbol} {e[1]})"
+        if out.kind == "c" and symbol == "*":
+            return f"{_complex_helper('multiply', out)}({e[0]}, {e[1]})"
         return wrapping_arithmetic(symbol, e[0], e[1], out)
 
     return emit
 
 
 def _divide(ins, out, e):
-    return f"({e[0]} / {e[1]})" if out.kind == "f" and ins[0] == ins[1] == out else None
+    if ins[0] != out or ins[1] != out:
+        return None
+    if out.kind == "c":
+        return f"{_complex_helper('divide', out)}({e[0]}, {e[1]})"
+    return f"({e[0]} / {e[1]})" if out.kind == "f" else None
 
 
 def _negative(ins, out, e):
@@ -84,6 +102,8 @@ def _negative(ins, out, e):
 
 
 def _absolute(ins, out, e):
+    if ins[0].kind == "c":
+        return f"{_complex_helper('abs', ins[0])}({e[0]})"
     if out.kind == "f":
         return f"np.abs({e[0]})"
     if out.kind in "ub":
@@ -92,19 +112,12 @@ def _absolute(ins, out, e):
 
 
 def _square(ins, out, e):
-    return e[0] if out.kind == "b" else wrapping_arithmetic("*", e[0], e[0], out)
-
-
-def _float_call(fn: str) -> Emitter:
-    def emit(ins, out, e):
-        return f"{fn}({e[0]})" if out.kind == "f" and ins[0] == out else None
-
-    return emit
+    return e[0] if out.kind == "b" else _binary("*")(ins, out, [e[0], e[0]])
 
 
 def _rounding(fn: str) -> Emitter:
     def emit(ins, out, e):
-        if ins[0] != out:
+        if ins[0] != out or out.kind == "c":
             return None
         return f"{fn}({e[0]})" if out.kind == "f" else e[0]
 
@@ -116,7 +129,7 @@ def _reciprocal(ins, out, e):
 
 
 def _sign(ins, out, e):
-    if out.kind == "b":
+    if out.kind in "bc":
         return None
     one, zero, x = literal(1, out), literal(0, out), e[0]
     if out.kind == "u":
@@ -126,38 +139,33 @@ def _sign(ins, out, e):
     return f"({one} if {x} > 0 else ({minus} if {x} < 0 else ({zero} if {x} == 0 else {x})))"
 
 
-def _maximum(ins, out, e):
-    a, b = e
-    if out.kind == "b":
-        return f"({a} | {b})"
-    nan = f" or {a} != {a}" if out.kind == "f" else ""
-    return f"({a} if ({a} > {b}{nan}) else {b})"
+def _extremum(order: str, bool_symbol: str, keep_nan_of: int) -> Emitter:
+    """maximum (``order`` ``>``) or minimum (``<``): ``a`` where it wins, else ``b``. Floats:
+    the nan of operand ``keep_nan_of`` wins too (0, ``a``: maximum/minimum propagate a nan;
+    1, ``b``: fmax/fmin return the other operand)."""
+    def emit(ins, out, e):
+        a, b = e
+        if out.kind == "c":  # NumPy orders complex values lexicographically
+            return None
+        if out.kind == "b":
+            return f"({a} {bool_symbol} {b})"
+        nan = f" or {e[keep_nan_of]} != {e[keep_nan_of]}" if out.kind == "f" else ""
+        return f"({a} if ({a} {order} {b}{nan}) else {b})"
+
+    return emit
 
 
-def _minimum(ins, out, e):
-    a, b = e
-    if out.kind == "b":
-        return f"({a} & {b})"
-    nan = f" or {a} != {a}" if out.kind == "f" else ""
-    return f"({a} if ({a} < {b}{nan}) else {b})"
-
-
-def _fmax(ins, out, e):
-    a, b = e
-    return f"({a} if ({a} > {b} or {b} != {b}) else {b})" if out.kind == "f" else _maximum(
-        ins, out, e)
-
-
-def _fmin(ins, out, e):
-    a, b = e
-    return f"({a} if ({a} < {b} or {b} != {b}) else {b})" if out.kind == "f" else _minimum(
-        ins, out, e)
+_maximum, _minimum = _extremum(">", "|", 0), _extremum("<", "&", 0)
+_fmax, _fmin = _extremum(">", "|", 1), _extremum("<", "&", 1)
 
 
 def _compare(symbol: str) -> Emitter:
     def emit(ins, out, e):
-        # NumPy compares mixed signed/unsigned integers exactly with dedicated loops
-        return f"({e[0]} {symbol} {e[1]})" if ins[0] == ins[1] else None
+        # NumPy compares mixed signed/unsigned integers exactly with dedicated loops, and
+        # orders complex values lexicographically (numba has only == and != on them)
+        if ins[0] != ins[1] or (ins[0].kind == "c" and symbol not in ("==", "!=")):
+            return None
+        return f"({e[0]} {symbol} {e[1]})"
 
     return emit
 
@@ -174,15 +182,23 @@ def _logical_not(ins, out, e):
 
 
 def _isnan(ins, out, e):
-    return f"({e[0]} != {e[0]})" if ins[0].kind == "f" else "False"
+    return f"({e[0]} != {e[0]})" if ins[0].kind in "fc" else "False"
 
 
-def _isinf(ins, out, e):
-    return f"(np.abs({e[0]}) == {literal(np.inf, ins[0])})" if ins[0].kind == "f" else "False"
+def _infinity_test(symbol: str, join: str, integers: str) -> Emitter:
+    """isinf (``|x| == inf``, either part of a complex) or isfinite (``|x| < inf``, both
+    parts); ``integers``: the constant result on integers and booleans."""
+    def emit(ins, out, e):
+        if ins[0].kind not in "fc":
+            return integers
+        parts = [f"{e[0]}.real", f"{e[0]}.imag"] if ins[0].kind == "c" else [e[0]]
+        inf = literal(np.inf, np.finfo(ins[0]).dtype)
+        return f"({f' {join} '.join(f'np.abs({p}) {symbol} {inf}' for p in parts)})"
+
+    return emit
 
 
-def _isfinite(ins, out, e):
-    return f"(np.abs({e[0]}) < {literal(np.inf, ins[0])})" if ins[0].kind == "f" else "True"
+_isinf, _isfinite = _infinity_test("==", "or", "False"), _infinity_test("<", "and", "True")
 
 
 def _invert(ins, out, e):
@@ -198,6 +214,46 @@ def _bitwise(symbol: str) -> Emitter:
     return emit
 
 
+def _shift_count_fits(count: str, dtype: np.dtype) -> str:
+    """``0 <= count < bits of dtype``: the shifts C defines (LLVM's are poison beyond)."""
+    width = literal(dtype.itemsize * 8, dtype)
+    return f"{count} < {width}" if dtype.kind == "u" else \
+        f"({count} >= {literal(0, dtype)} and {count} < {width})"
+
+
+def _shift(symbol: str) -> Emitter:
+    """NumPy's ``<<`` / ``>>`` on integers: a count outside [0, bits) shifts every bit out
+    (0; a negative value shifted right keeps its sign, -1); bits shifted past the sign wrap,
+    and signed values shift right arithmetically."""
+    def emit(ins, out, e):
+        if out.kind not in "iu":
+            return None
+        a, b = e
+        zero = literal(0, out)
+        beyond = zero if symbol == "<<" or out.kind == "u" else \
+            f"({literal(-1, out)} if {a} < {zero} else {zero})"
+        return f"({wrap(f'{a} {symbol} {b}', out)} if {_shift_count_fits(b, out)} else {beyond})"
+
+    return emit
+
+
+def _same_float(ins: tuple[np.dtype, ...], out: np.dtype) -> bool:
+    return out.kind == "f" and all(d == out for d in ins)
+
+
+def _bits(dtype: np.dtype) -> str:
+    return f"f{dtype.itemsize * 8}"
+
+
+def _float_calls(fn: str) -> Emitter:
+    """A float ufunc of any arity computed by numba's own scalar ``np.<fn>`` (libm), for the
+    loops whose inputs all have the output's float dtype."""
+    def emit(ins, out, e):
+        return f"np.{fn}({', '.join(e)})" if _same_float(ins, out) else None
+
+    return emit
+
+
 UFUNC_EMITTERS: dict[str, Emitter] = {
     "add": _binary("+", "|"),
     "subtract": _binary("-"),
@@ -206,17 +262,18 @@ UFUNC_EMITTERS: dict[str, Emitter] = {
     "negative": _negative,
     "positive": lambda ins, out, e: e[0],
     "absolute": _absolute,
-    "fabs": _float_call("np.abs"),
+    "fabs": _float_calls("abs"),
     "square": _square,
-    "sqrt": _float_call("np.sqrt"),
+    "sqrt": _float_calls("sqrt"),
     "reciprocal": _reciprocal,
     "sign": _sign,
     "floor": _rounding("np.floor"),
     "ceil": _rounding("np.ceil"),
     "trunc": _rounding("np.trunc"),
     "rint": _rounding("np.rint"),
-    # the identity on real dtypes (complex values are not fused)
-    "conjugate": lambda ins, out, e: e[0] if ins[0] == out and out.kind in "iuf" else None,
+    # the identity on real dtypes
+    "conjugate": lambda ins, out, e: None if ins[0] != out or out.kind == "b" else (
+        f"np.conj({e[0]})" if out.kind == "c" else e[0]),
     "maximum": _maximum,
     "minimum": _minimum,
     "fmax": _fmax,
@@ -238,6 +295,8 @@ UFUNC_EMITTERS: dict[str, Emitter] = {
     "bitwise_and": _bitwise("&"),
     "bitwise_or": _bitwise("|"),
     "bitwise_xor": _bitwise("^"),
+    "left_shift": _shift("<<"),
+    "right_shift": _shift(">>"),
 }
 
 
@@ -253,25 +312,6 @@ for _name in ("exp", "tanh", "log"):
     UFUNC_EMITTERS[_name] = _approx(_name)
 
 
-def _same_float(ins: tuple[np.dtype, ...], out: np.dtype) -> bool:
-    return out.kind == "f" and all(d == out for d in ins)
-
-
-def _bits(dtype: np.dtype) -> str:
-    return f"f{dtype.itemsize * 8}"
-
-
-def _float_calls(fn: str) -> Emitter:
-    """A float ufunc of any arity computed by numba's own scalar ``np.<fn>`` (libm), for the
-    loops whose inputs all have the output's float dtype."""
-    def emit(ins, out, e):
-        if out.kind != "f" or any(d != out for d in ins):
-            return None
-        return f"np.{fn}({', '.join(e)})"
-
-    return emit
-
-
 # Float ufuncs without a vectorised approximation: scalar libm calls (within 3 ulps of NumPy's,
 # nan/inf/zeros as NumPy's, measured). A loop with a call does not vectorise, but the graph
 # around it stays one pass over memory. (Float // and % are NumPy's own steps, ``runtime``:
@@ -282,12 +322,16 @@ LIBM_OPS = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "
             "nextafter", "fmod", "float_power")
 for _name in LIBM_OPS:
     UFUNC_EMITTERS[_name] = _float_calls(_name)
-UFUNC_EMITTERS["floor_divide"] = (
-    lambda ins, out, e: f"floor_divide_{_bits(out)}({e[0]}, {e[1]})" if _same_float(ins, out)
-    else None)
-UFUNC_EMITTERS["remainder"] = (
-    lambda ins, out, e: f"remainder_{_bits(out)}({e[0]}, {e[1]})" if _same_float(ins, out)
-    else None)
+def _float_helper(name: str) -> Emitter:
+    """``runtime``'s NumPy step for float ``name`` (``floor_divide_f64`` ...)."""
+    def emit(ins, out, e):
+        return f"{name}_{_bits(out)}({', '.join(e)})" if _same_float(ins, out) else None
+
+    return emit
+
+
+for _name in ("floor_divide", "remainder"):
+    UFUNC_EMITTERS[_name] = _float_helper(_name)
 
 
 def _heaviside(ins, out, e):
