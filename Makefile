@@ -40,9 +40,11 @@ readme-table: $(STAMP)
 	$(BIN)/python -m npdynamo.ops docs/capture.md
 
 bench: $(STAMP)
-	@# torch.compile is measured side by side when the bench extra installs; without it the
+	@# the bench extra: scipy, which numba's np.linalg in the hand-written anchors needs.
+	@# torch.compile is measured side by side when the torch extra installs; without it the
 	@# tables leave its column out
-	-$(BIN)/python -m pip install --quiet -e '.[bench]' \
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	-$(BIN)/python -m pip install --quiet -e '.[torch]' \
 	  || echo "torch could not be installed: make bench runs without torch.compile"
 	$(BIN)/python benchmarks/run.py
 
