@@ -59,8 +59,7 @@ from npdynamo.ops.scalar_ops import TO_PYTHON
 METHOD_OWNERS = (list, dict, set, tuple, np.ndarray)
 #: Array methods that hand a graph value to Python: a graph break, with this explanation.
 ARRAY_TO_PYTHON = {"item", "tolist", "tobytes", "__bool__", "__float__", "__int__", "__index__"}
-#: Array methods that write into the array (side effects, a later issue); ``__setitem__``'s ops
-#: binder is autograd's functional form, so a call by name must not reach it from capture.
+#: Array methods that write into the array (``__setitem__``'s ops binder is a functional form).
 ARRAY_INPLACE_METHODS = {"fill", "sort", "put", "itemset", "resize", "setflags", "partition",
                          "__setitem__"}
 
