@@ -224,7 +224,6 @@ _INTERNALS = {
     ("export.md", "npdynamo.capture"),
     ("export.md", "npdynamo.export.onnx_export.onnx_supported_ops"),
     ("gradients.md", "npdynamo.autograd.build_joint"),
-    ("numba.md", "npdynamo.backends.numba.NumbaFallbackWarning"),
 }
 
 
