@@ -11,8 +11,7 @@ import pytest
 
 import npdynamo
 from npdynamo.ops import REGISTRY, REQUIRED
-from tests.backends.compare import assert_close
-from tests.differential import run_both
+from tests.backends.compare import check_one_graph
 
 
 def _keyword_defaults(fn) -> dict | None:
@@ -57,18 +56,10 @@ def put_flat(a):
     return a * 2.0
 
 
-@pytest.mark.parametrize("backend", ["eager", "numba"])
 @pytest.mark.parametrize("fn", [matrix_powers, roll_by_zero, put_flat],
                          ids=lambda f: f.__name__)
-def test_calls_with_the_default_value_compile_into_one_graph(fn, backend):
-    m = np.arange(9.0).reshape(3, 3)
-    compiled = npdynamo.compile(fn, backend=backend, fullgraph=True)
-    for _ in range(2):
-        run = run_both(fn, compiled, (m,), {})
-        assert run.exc is None
-        assert_close(run.got, run.expected)
-    (entry,) = npdynamo.inspect(compiled).entries
-    assert entry.runs_python is None and entry.graph is not None
+def test_calls_with_the_default_value_compile_into_one_graph(fn):
+    check_one_graph(fn, (np.arange(9.0).reshape(3, 3),))  # eager and numba, fullgraph=True
 
 
 def test_matrix_power_by_one_exports():
