@@ -34,7 +34,7 @@ from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta
 from tests.backends.compare import assert_close
 from tests.backends.random_graphs import random_graphs
-from tests.differential import assert_same_value, check_same
+from tests.differential import assert_same_value, check_same, check_same_warnings
 
 BACKENDS = ["eager", "numba"]
 
@@ -232,17 +232,8 @@ def warns(x, y):
 
 def test_warnings_are_the_serial_ones_in_the_serial_order(monkeypatch):
     monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
-    compiled = npdynamo.compile(warns)
     x, y = np.array([0.0, 1.0, 2.0]), np.array([-1.0, 4.0, 9.0])
-    for _ in range(2):
-        with warnings.catch_warnings(record=True) as plain:
-            warnings.simplefilter("always")
-            want = warns(x, y)
-        with warnings.catch_warnings(record=True) as got_warnings:
-            warnings.simplefilter("always")
-            got = compiled(x, y)
-        assert_same_value(want, got)
-        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in plain]
+    compiled = check_same_warnings(warns, x, y)  # values, and the warnings in their order
     with np.errstate(all="raise"), pytest.raises(FloatingPointError, match="divide by zero"):
         compiled(x, y)
     with np.errstate(all="ignore"):
@@ -468,16 +459,7 @@ def test_ops_in_a_users_errstate_block_stay_serial(monkeypatch):
             a = x * 1e-300
         return a * 1e-300, np.exp(y)
 
-    x, y = np.full(3, 1e-10), np.linspace(0, 1, 3)
-    compiled = npdynamo.compile(blocks)
-    with warnings.catch_warnings(record=True) as plain:
-        warnings.simplefilter("always")
-        want = blocks(x, y)
-    with warnings.catch_warnings(record=True) as got_warnings:
-        warnings.simplefilter("always")
-        got = compiled(x, y)
-    assert_same_value(want, got)
-    assert [str(w.message) for w in got_warnings] == [str(w.message) for w in plain]
+    check_same_warnings(blocks, np.full(3, 1e-10), np.linspace(0, 1, 3), calls=1)
 
 
 @given(st.lists(st.tuples(st.sampled_from([0.0, 1.0, 2.0, 3.0, 5.0, 8.0]),
