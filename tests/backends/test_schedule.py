@@ -306,6 +306,57 @@ def test_case_a_on_numba_with_one_thread_offers_its_scheduled_form_to_the_tuner(
     assert "side by side: matmul | matmul_1" in str(graph.report)
 
 
+@pytest.mark.parametrize("schedule,tune,decision", [
+    ("never", "1", None),  # not even planned: no schedule in the report
+    ("always", "1", "runs scheduled (NPDYNAMO_SCHEDULE=always: not timed)"),
+    ("auto", "0", "runs serially (tuning is off: NPDYNAMO_NUMBA_TUNE=0)"),
+])
+def test_the_knobs_docs_scheduling_lists(schedule, tune, decision, monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", schedule)
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", tune)
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal((160, 160)) for _ in range(4)]
+    compiled = npdynamo.compile(branches)
+    assert_same_value(branches(*args), compiled(*args))
+    (entry,) = compiled_entries(compiled)
+    if decision is None:
+        assert entry.report is None
+    else:
+        assert entry.report.decision == decision
+
+
+def test_blas_has_one_thread_while_the_streams_run_and_its_pool_back_after(monkeypatch):
+    from npdynamo.backends.scheduler import threads
+
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    events, real_limit, real_restore = [], threads.BLAS.limit_to_one, threads.BLAS.restore
+    monkeypatch.setattr(threads.BLAS, "limit_to_one",
+                        lambda: events.append("limit") or real_limit())
+    monkeypatch.setattr(threads.BLAS, "restore",
+                        lambda saved: events.append(("restore", len(saved))) or real_restore(saved))
+    before = threads.BLAS.count()
+    rng = np.random.default_rng(4)
+    args = [rng.standard_normal((64, 64)) for _ in range(4)]
+    compiled = npdynamo.compile(branches)
+    assert_same_value(branches(*args), compiled(*args))
+    assert [e if e == "limit" else e[0] for e in events] == ["limit", "restore"]
+    assert threads.BLAS.count() == before
+
+
+def test_the_stream_count_is_the_cores_from_2_to_4_unless_set(monkeypatch):
+    from npdynamo.backends.scheduler import threads
+
+    monkeypatch.delenv("NPDYNAMO_SCHEDULE_STREAMS", raising=False)
+    for cores, streams in ((1, 2), (2, 2), (3, 3), (8, 4), (None, 2)):
+        monkeypatch.setattr(threads.os, "cpu_count", lambda cores=cores: cores)
+        assert threads.stream_count() == streams
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 8)
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE_STREAMS", "6")
+    assert threads.stream_count() == 6
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE_STREAMS", "1")  # fewer than 2: ignored
+    assert threads.stream_count() == 4
+
+
 def test_a_graph_with_nothing_to_run_side_by_side_is_left_serial(monkeypatch):
     monkeypatch.setenv("NPDYNAMO_SCHEDULE", "auto")
 
