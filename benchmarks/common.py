@@ -1,10 +1,13 @@
-"""Timing helpers shared by the benchmarks: calibrated repeats, medians, min/max."""
+"""Timing helpers shared by the benchmarks: calibrated repeats, medians, min/max; and the
+reading of a numpy-benchmarks kernel file (its ``#setup:`` and ``#run:`` lines)."""
 
 from __future__ import annotations
 
+import ast
 import statistics
 import time
 import timeit
+from collections.abc import Callable
 
 import npdynamo
 from benchmarks.quiet import foreign_load, wait_until_quiet
@@ -78,3 +81,27 @@ def fmt_time(seconds: float) -> str:
     if seconds < 1e-3:
         return f"{seconds * 1e6:8.2f} µs"
     return f"{seconds * 1e3:8.2f} ms"
+
+
+def numpy_benchmark_kernel(path: str) -> tuple[Callable, list]:
+    """The function a numpy-benchmarks file's ``#run: f(a, *b)`` line calls and its arguments,
+    made by running the file and its ``#setup:`` line in a fresh namespace (fresh arrays on each
+    call)."""
+    with open(path) as f:
+        source = f.read()
+    setup = run = None
+    for line in source.splitlines():
+        if line.startswith("#setup:"):
+            setup = line.split(":", 1)[1].strip()
+        elif line.startswith("#run:"):
+            run = line.split(":", 1)[1].strip()
+    call = ast.parse(run, mode="eval").body
+    ns = {"__name__": "kernel"}
+    exec(compile(source, str(path), "exec"), ns)  # noqa: S102 (the benchmark's own code)
+    exec(setup, ns)  # noqa: S102
+    args = []
+    for a in call.args:
+        node = a.value if isinstance(a, ast.Starred) else a
+        value = eval(compile(ast.Expression(node), "<run>", "eval"), ns)  # noqa: S307
+        args.extend(value) if isinstance(a, ast.Starred) else args.append(value)
+    return ns[call.func.id], args

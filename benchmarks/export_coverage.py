@@ -26,7 +26,6 @@ os.environ.setdefault("NPDYNAMO_TIERED", "0")  # numba compiles before the first
 os.environ.setdefault("NPDYNAMO_PROGRESS", "0")
 
 import argparse  # noqa: E402
-import ast  # noqa: E402
 import copy  # noqa: E402
 import importlib.util  # noqa: E402
 import sys  # noqa: E402
@@ -42,6 +41,7 @@ import numpy as np  # noqa: E402
 
 import npdynamo  # noqa: E402
 from benchmarks import workloads as W  # noqa: E402
+from benchmarks.common import numpy_benchmark_kernel  # noqa: E402
 from npdynamo.export.onnx_pairs import to_model  # noqa: E402
 
 #: ``../shared/external/numpy-benchmarks`` next to the checkout (absent in a user's clone), or
@@ -100,26 +100,6 @@ def workload_cases() -> list[Case]:
                  timed=make(4096, np.random.default_rng(1))) for name, fn, make, dims in makers]
 
 
-def load_kernel(path: Path):
-    source = path.read_text()
-    setup = run = None
-    for line in source.splitlines():
-        if line.startswith("#setup:"):
-            setup = line.split(":", 1)[1].strip()
-        elif line.startswith("#run:"):
-            run = line.split(":", 1)[1].strip()
-    call = ast.parse(run, mode="eval").body
-    ns = {"__name__": "kernel"}
-    exec(compile(source, str(path), "exec"), ns)  # noqa: S102 (the benchmark's own setup)
-    exec(setup, ns)  # noqa: S102
-    args = []
-    for a in call.args:
-        node = a.value if isinstance(a, ast.Starred) else a
-        value = eval(compile(ast.Expression(node), "<run>", "eval"), ns)  # noqa: S307
-        args.extend(value) if isinstance(a, ast.Starred) else args.append(value)
-    return ns[call.func.id], args
-
-
 def kernel_cases(folder: Path, only: set[str] = frozenset()) -> list[Case | tuple[str, str]]:
     """The numpy-benchmarks kernels (a (name, error) pair for one whose setup fails)."""
     cases: list = []
@@ -127,7 +107,7 @@ def kernel_cases(folder: Path, only: set[str] = frozenset()) -> list[Case | tupl
         if only and path.stem not in only:
             continue
         try:
-            fn, args = load_kernel(path)
+            fn, args = numpy_benchmark_kernel(str(path))
         except Exception as exc:  # noqa: BLE001 (a row, not a crash)
             cases.append((path.stem, f"setup failed: {exc}"))
             continue

@@ -31,31 +31,15 @@ from pathlib import Path
 DEFAULT_FOLDER = Path(__file__).resolve().parents[1].parent / "shared/external/numpy-benchmarks"
 
 CHILD = r"""
-import ast, copy, json, sys, time, traceback, warnings
+import copy, json, os, sys, time, traceback, warnings
 import numpy as np
 import npdynamo
+from benchmarks.common import numpy_benchmark_kernel
 
 path, backends, timing = sys.argv[1], sys.argv[2].split(","), sys.argv[3] == "1"
-source = open(path).read()
-setup = run = None
-for line in source.splitlines():
-    if line.startswith("#setup:"):
-        setup = line.split(":", 1)[1].strip()
-    elif line.startswith("#run:"):
-        run = line.split(":", 1)[1].strip()
-call = ast.parse(run, mode="eval").body
-name = call.func.id
 
 def fresh():
-    ns = {"__name__": "kernel"}
-    exec(compile(source, path, "exec"), ns)
-    exec(setup, ns)
-    args = []
-    for a in call.args:
-        node = a.value if isinstance(a, ast.Starred) else a
-        value = eval(compile(ast.Expression(node), "<run>", "eval"), ns)
-        args.extend(value) if isinstance(a, ast.Starred) else args.append(value)
-    return ns[name], args
+    return numpy_benchmark_kernel(path)
 
 def same(a, b, exact):
     if isinstance(a, (tuple, list)):
@@ -87,9 +71,10 @@ def warm(fn, args):
             break
     return best
 
-row = {"kernel": name}
+row = {"kernel": os.path.splitext(os.path.basename(path))[0]}
 try:
     fn, args = fresh()
+    row["kernel"] = fn.__name__
     expected_args = copy.deepcopy(args)
     expected = fn(*expected_args)
     if timing:

@@ -36,7 +36,7 @@ COUNTS = (1, 10, 100)
 BUDGET_RATIO, BUDGET_S = 1.2, 0.5
 
 CHILD = r"""
-import ast, copy, dis, json, sys, time, warnings
+import copy, dis, json, sys, time, warnings
 import numpy as np
 
 kind, where, name = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -44,23 +44,8 @@ counts = [int(c) for c in sys.argv[4].split(",")]
 
 def load():
     if kind == "numpy-benchmarks":
-        source = open(where).read()
-        setup = run = None
-        for line in source.splitlines():
-            if line.startswith("#setup:"):
-                setup = line.split(":", 1)[1].strip()
-            elif line.startswith("#run:"):
-                run = line.split(":", 1)[1].strip()
-        call = ast.parse(run, mode="eval").body
-        ns = {"__name__": "kernel"}
-        exec(compile(source, where, "exec"), ns)
-        exec(setup, ns)
-        args = []
-        for a in call.args:
-            node = a.value if isinstance(a, ast.Starred) else a
-            value = eval(compile(ast.Expression(node), "<run>", "eval"), ns)
-            args.extend(value) if isinstance(a, ast.Starred) else args.append(value)
-        return ns[call.func.id], args, {}
+        from benchmarks.common import numpy_benchmark_kernel
+        return (*numpy_benchmark_kernel(where), {})
     ns = {"__name__": "kernel"}
     path = where + "/numpy_impl.py"
     exec(compile(open(path).read(), path, "exec"), ns)

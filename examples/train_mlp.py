@@ -108,7 +108,9 @@ def train(step_fn, x, y) -> list[float]:
 
 def ms_per_step(step_fn, x, y) -> float:
     params = init_params()
-    xb, yb = x[:BATCH], y[:BATCH]
+    # a batch as training makes them (arrays of their own, not views of x: a view is another
+    # entry of the compiled step, with compiles of its own)
+    xb, yb = next(batches(x, y, 0))
     for _ in range(3):  # warm up (compiles)
         step_fn(params, xb, yb)
     npdynamo.synchronize()  # numba's kernels compile in the background: time them, not NumPy

@@ -17,11 +17,18 @@ from npdynamo.backends.tiers import synchronize
 from npdynamo.control_flow import cond, fori_loop, while_loop
 from npdynamo.errors import (
     BackendCompilerFailed,
+    BackendFallbackWarning,
+    CompileWorkerWarning,
     GradError,
     InvalidArgument,
     InvalidBackend,
+    KernelCacheWarning,
     NpdynamoError,
+    NpdynamoWarning,
+    NumbaFallbackWarning,
+    RecompileLimitWarning,
     Unsupported,
+    UnsupportedPythonWarning,
 )
 from npdynamo.export import Dim, ExportedProgram, load
 from npdynamo.logs import set_logs
@@ -70,6 +77,13 @@ __all__ = [
     "InvalidBackend",
     "NpdynamoError",
     "Unsupported",
+    "BackendFallbackWarning",
+    "CompileWorkerWarning",
+    "KernelCacheWarning",
+    "NpdynamoWarning",
+    "NumbaFallbackWarning",
+    "RecompileLimitWarning",
+    "UnsupportedPythonWarning",
     "Dim",
     "EntryInfo",
     "ExplainOutput",
@@ -98,7 +112,6 @@ __all__ = [
     "reset",
     "set_logs",
     "supported_functions",
-    "synchronize",
     "synchronize",
     "value_and_grad",
     "while_loop",

@@ -34,6 +34,39 @@ class InvalidArgument(NpdynamoError, TypeError, ValueError):
     error Python would have raised keeps working."""
 
 
+# -- warnings: every one npdynamo emits on purpose derives from NpdynamoWarning, so that
+# ``warnings.filterwarnings("ignore", category=npdynamo.NpdynamoWarning)`` silences them all;
+# defined here, below every stage, so ``npdynamo`` exports them without importing the stages
+
+
+class NpdynamoWarning(UserWarning):
+    """Root of the warnings npdynamo emits on purpose."""
+
+
+class RecompileLimitWarning(NpdynamoWarning):
+    """A function reached ``config.cache_size_limit`` entries; new cases now run in Python."""
+
+
+class UnsupportedPythonWarning(NpdynamoWarning):
+    """The running Python is not one npdynamo can capture; everything runs uncompiled."""
+
+
+class BackendFallbackWarning(NpdynamoWarning):
+    """A backend raised while compiling a graph; the graph runs on the eager backend."""
+
+
+class NumbaFallbackWarning(NpdynamoWarning):
+    """A graph runs on the eager backend because the numba backend could not compile it."""
+
+
+class CompileWorkerWarning(NpdynamoWarning):
+    """A compile worker failed; the graph's kernels compile in the caller's process instead."""
+
+
+class KernelCacheWarning(NpdynamoWarning):
+    """A damaged or foreign kernel cache entry was discarded and rebuilt."""
+
+
 def user_location() -> str:
     """``file:line`` of the innermost caller outside npdynamo (where the user's mistake is)."""
     frame = sys._getframe(1)

@@ -67,7 +67,9 @@ class Compile:
         self.last = now
         if now >= self.next_line and enabled():
             self.next_line = now + INTERVAL_S
-            parts = [f"graph {self.graphs}", f"{self.ops:,} ops captured"]
+            # a backend step with no capture before it (a tier's switch compiling in the
+            # caller) has no graph number or ops to count: "graph 0, 0 ops captured" misleads
+            parts = [f"graph {self.graphs}", f"{self.ops:,} ops captured"] if self.graphs else []
             if self.kernels_total:
                 parts.append(f"kernels {self.kernels_done}/{self.kernels_total}")
             parts.append(f"{now - self.start:.1f} s")

@@ -143,6 +143,28 @@ def test_code_users_copy_uses_only_public_names(page):
     assert not {u for u in used if not is_public(u)}, page.name
 
 
+# -- claims name what checks them ----------------------------------------------------------------
+
+#: what checks a claim: a test, an example (tests/test_examples.py runs them), a benchmark
+CHECKED_BY = re.compile(
+    r"tests/[\w/.-]+|examples/\w+|python -m benchmarks\.\w+|make (?:bench|test)")
+#: sections that only point elsewhere
+_POINTERS = {("README.md", "## Contents"), ("README.md", "## Documentation")}
+
+
+def test_every_section_of_the_user_guide_names_the_test_or_command_that_checks_it():
+    unchecked = []
+    for page in PAGES:
+        if page.name in CONTRIBUTOR_PAGES:
+            continue
+        for section in re.split(r"\n(?=## )", _text(page))[1:]:  # the page's intro leads on
+            heading = section.splitlines()[0]
+            if (page.name, heading) not in _POINTERS and not CHECKED_BY.search(
+                    re.sub(r"```.*?```", "", section, flags=re.S)):
+                unchecked.append((page.name, heading))
+    assert not unchecked
+
+
 # -- figures name their command; settings are the code's ------------------------------------------
 
 #: figures that are settings or examples of a message, not measurements: each checked below
@@ -198,6 +220,8 @@ def test_the_settings_quoted_are_the_codes():
     # tiers.md and numba.md: progress after 1 s, a line every two seconds; idle workers stop
     # after 30 s
     assert (progress.THRESHOLD_S, progress.INTERVAL_S, workers.KEEP_WARM_S) == (1.0, 2.0, 30.0)
+    # tiers.md: compile_workers None is one worker per core, bounded by about 600 MB each
+    assert workers.WORKER_MEMORY == 600 * 2**20 and npdynamo.config.compile_workers is None
     assert npdynamo.config.cache_size_limit == 8  # api.md
 
 
@@ -224,7 +248,6 @@ _INTERNALS = {
     ("export.md", "npdynamo.capture"),
     ("export.md", "npdynamo.export.onnx_export.onnx_supported_ops"),
     ("gradients.md", "npdynamo.autograd.build_joint"),
-    ("numba.md", "npdynamo.backends.numba.NumbaFallbackWarning"),
 }
 
 

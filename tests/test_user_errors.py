@@ -1,6 +1,9 @@
 """User mistakes raise NpdynamoError subclasses naming the caller's file and line and what to
 do: compile/explain/set_logs arguments, the backend registry."""
 
+import types
+import warnings
+
 import numpy as np
 import pytest
 
@@ -63,3 +66,54 @@ def test_register_backend_refuses_a_non_callable():
     with pytest.raises(npdynamo.InvalidBackend, match="callable"):
         npdynamo.register_backend("broken_backend_name", 42)
     assert "broken_backend_name" not in npdynamo.list_backends()
+
+
+def _warning_classes_in_the_package() -> set[type]:
+    """Every Warning subclass a module of npdynamo defines."""
+    import importlib
+    import pkgutil
+
+    found = set()
+    for info in pkgutil.walk_packages(npdynamo.__path__, "npdynamo."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        found |= {v for v in vars(module).values()
+                  if isinstance(v, type) and issubclass(v, Warning) and v.__module__.startswith(
+                      "npdynamo")}
+    return found
+
+
+def test_every_warning_npdynamo_defines_is_public_and_one_root_filters_them():
+    classes = _warning_classes_in_the_package()
+    assert {c.__name__ for c in classes} <= set(npdynamo.__all__)
+    for cls in classes:
+        assert getattr(npdynamo, cls.__name__) is cls
+        assert issubclass(cls, npdynamo.NpdynamoWarning) and issubclass(cls, UserWarning)
+
+
+def _raises_inside(gm, example_inputs):
+    raise RuntimeError("no compiler here")
+
+
+def _scaled(x):
+    return x * 2.0 + 1.0
+
+
+def _fresh_scaled():
+    """``_scaled`` with a code object of its own: compiled entries are kept per code object."""
+    return types.FunctionType(_scaled.__code__.replace(), globals())
+
+
+@pytest.mark.parametrize("category", ["BackendFallbackWarning", "NpdynamoWarning"])
+def test_a_filter_on_the_public_class_silences_the_fallback_and_the_result_is_numpys(category):
+    x = np.arange(4.0)
+    compiled = npdynamo.compile(_fresh_scaled(), backend=_raises_inside)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=getattr(npdynamo, category))
+        got = compiled(x)
+    assert caught == []
+    np.testing.assert_array_equal(got, _scaled(x))
+    with pytest.warns(npdynamo.BackendFallbackWarning):  # unfiltered, it is seen
+        npdynamo.compile(_fresh_scaled(), backend=_raises_inside)(x)

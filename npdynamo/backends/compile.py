@@ -28,15 +28,11 @@ from npdynamo.backends.eager import eager
 from npdynamo.backends.fp_state import is_plain_ufunc_call, ufuncs_cannot_raise
 from npdynamo.backends.registry import Backend, backend_for_inputs
 from npdynamo.backends.report import Compiled, as_compiled
-from npdynamo.errors import BackendCompilerFailed
+from npdynamo.errors import BackendCompilerFailed, BackendFallbackWarning
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.fx.node import Node
 from npdynamo.fx.passes import run_pipeline
 from npdynamo.ops.random import GENERATOR_TYPES, GeneratorMeta, restore_states, saved_states
-
-
-class BackendFallbackWarning(UserWarning):
-    """A backend raised while compiling a graph; the graph runs on the eager backend."""
 
 
 @dataclass

@@ -37,6 +37,7 @@ from npdynamo.errors import NpdynamoError
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.fx.node import Node
 from npdynamo.fx.subgraphs import is_subgraph
+from npdynamo.ops.loop_index import IndexSymbol
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.registry import REGISTRY
 from npdynamo.ops.symbolic import Symbol, SymInt, _atom_expr, _Compound, floordiv, mod, sym_max
@@ -143,6 +144,9 @@ def sym_data(x: SymInt) -> list:
     for mono, coeff in x.terms:
         atoms = []
         for atom in mono:
+            if isinstance(atom, IndexSymbol):  # a Symbol too, but no size: it may be 0 or 1
+                raise ExportError(f"the size {x} depends on a loop index: it cannot be saved "
+                                  "(the program runs it; to_onnx and to_python write it)")
             if isinstance(atom, Symbol):
                 atoms.append({"s": atom.name, "hint": atom.hint, "lower": atom.lower})
             elif isinstance(atom, _Compound):

@@ -33,7 +33,8 @@ def node_source(node: Node) -> Source | None:
 def user_module(filename: str) -> tuple[str, dict] | None:
     """(``__name__``, globals) of the loaded module whose file is ``filename``, if any: the
     file name a code object carries is usually its module's ``__file__`` as is; else compared
-    through ``realpath`` (a symlink, a relative path), which costs a system call per module."""
+    through ``realpath`` (a symlink, a relative path), which costs system calls per module: each
+    module's real path is worked out once per process (``_real_path``)."""
     modules = list(sys.modules.values())
     if _misses.get(filename) == len(modules):  # looked for in vain, and nothing new loaded
         return None
@@ -51,11 +52,22 @@ def user_module(filename: str) -> tuple[str, dict] | None:
 _misses: dict[str, int] = {}
 
 
+#: a module file's path -> its real path (a module's file is not moved while it is loaded)
+_real_paths: dict[str, str] = {}
+
+
+def _real_path(path: str) -> str:
+    real = _real_paths.get(path)
+    if real is None:
+        real = _real_paths[path] = os.path.realpath(path)
+    return real
+
+
 def _same_real_path(filename: str):
     if filename.startswith("<"):
         return lambda path: False
     wanted = os.path.realpath(filename)
-    return lambda path: os.path.realpath(path) == wanted
+    return lambda path: _real_path(path) == wanted
 
 
 def _registry_and_module(filename: str) -> tuple[dict | None, str | None]:

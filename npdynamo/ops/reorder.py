@@ -13,7 +13,7 @@ import numpy as np
 from npdynamo.ops import canonical as C
 from npdynamo.ops.binding import functions, methods
 from npdynamo.ops.meta import ArrayMeta
-from npdynamo.ops.registry import REGISTRY, Op, UnsupportedArguments, register
+from npdynamo.ops.registry import REGISTRY, REQUIRED, Op, UnsupportedArguments, register
 from npdynamo.ops.rules import normalize_axes, normalize_axis, to_meta
 
 _INTP = np.dtype(np.intp)
@@ -121,7 +121,7 @@ def _sorting(fn):
 
 for _op in (
     Op("flip", _flip, _flip_rule, defaults={"axis": None}, view=True),
-    Op("roll", _roll, _roll_rule, defaults={"shift": 0, "axis": None}),
+    Op("roll", _roll, _roll_rule, defaults={"shift": REQUIRED, "axis": None}),
     Op("rot90", _rot90, _rot90_rule, defaults={"k": 1, "axes": (0, 1)}, view=True),
     Op("tril", np.tril, _triangle_rule("tril"), defaults={"k": 0}, allocates=True),
     Op("triu", np.triu, _triangle_rule("triu"), defaults={"k": 0}, allocates=True),

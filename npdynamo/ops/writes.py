@@ -320,6 +320,6 @@ for _op in (
     Op("fill_diagonal", _fill_diagonal, _fill_diagonal_rule, differentiable=False,
        defaults={"wrap": False}),
     Op("put_along_axis", _put_along_axis, _put_along_axis_rule, differentiable=False,
-       defaults={"axis": None}),
+       defaults={"axis": REQUIRED}),
 ):
     register(_op)

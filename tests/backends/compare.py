@@ -53,13 +53,32 @@ def assert_close(got, want, path: str = "result", rtol: float | None = None) -> 
 
 def check_one_graph(fn, args: tuple) -> None:
     """``fn`` plain vs compiled with ``fullgraph=True`` (one graph, no break): bitwise with
-    arguments' state on the eager backend, at the tolerances above on numba."""
+    arguments' state on the eager backend, at the tolerances above on numba. A frame that ran
+    in Python instead (the capture saw the call raise) fails too: ``fullgraph`` allows that."""
     import npdynamo
     from tests.differential import check_same, run_both
 
-    check_same(fn, *args, compiled=npdynamo.compile(fn, backend="eager", fullgraph=True))
+    eager = check_same(fn, *args, compiled=npdynamo.compile(fn, backend="eager", fullgraph=True))
     compiled = npdynamo.compile(fn, backend="numba", fullgraph=True)
     for _ in range(2):
         run = run_both(fn, compiled, args, {})
         assert run.exc is None
         assert_close(run.got, run.expected)
+    for done in (eager, compiled):
+        assert [e.runs_python for e in npdynamo.inspect(done).entries] == [None], fn.__name__
+
+
+def not_fused(fn, args: tuple) -> list[str]:
+    """The ops NumPy runs in ``fn``'s one numba graph (none fell back, no numba fallback warning,
+    no graph break), from ``explain``'s backend report."""
+    import warnings
+
+    import npdynamo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", npdynamo.NumbaFallbackWarning)
+        out = npdynamo.explain(fn, backend="numba")(*args)
+    assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
+    (report,) = out.backend_reports
+    assert not report.fell_back, report.reason
+    return [name for name, _ in report.not_fused]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -147,26 +148,38 @@ def test_two_processes_filling_the_same_entry_at_once(tmp_path):
     assert not list((tmp_path / "cache" / "kernels").glob("*.tmp"))
 
 
+def _damage_run(tmp_path) -> tuple[int, int, float, list[str]]:
+    """DAMAGE_SCRIPT in a fresh process on the cache under ``tmp_path``: (cache warnings, cache
+    hits, largest error, the warnings' messages)."""
+    env, root = _env(tmp_path)
+    out = subprocess.run([sys.executable, "-c", DAMAGE_SCRIPT], env=env,
+                         capture_output=True, text=True, cwd=root)
+    assert out.returncode == 0, out.stderr
+    first, *messages = out.stdout.splitlines()
+    count, hits, err = first.split()
+    return int(count), int(hits), float(err), messages
+
+
+@pytest.fixture(scope="module")
+def filled_cache(tmp_path_factory):
+    """The cache DAMAGE_SCRIPT fills, compiled once for the module; each case damages a copy."""
+    path = tmp_path_factory.mktemp("filled")
+    assert _damage_run(path)[:2] == (0, 0)  # compiled and stored
+    return path / "cache"
+
+
 @pytest.mark.parametrize("damage", [_cut_kernel_file, _cut_nbc, _garbage_nbi],
                          ids=["kernel-py-cut", "nbc-cut", "nbi-garbage"])
-def test_a_damaged_cache_entry_is_rebuilt_and_reported_once(tmp_path, damage):
-    env, root = _env(tmp_path)
+def test_a_damaged_cache_entry_is_rebuilt_and_reported_once(tmp_path, damage, filled_cache):
+    # copy2 keeps the files' times, which numba's index checks: the copy is a valid cache (the
+    # nbc-cut case would see no damage otherwise)
+    shutil.copytree(filled_cache, tmp_path / "cache")
     kernels = tmp_path / "cache" / "kernels"
-
-    def run():
-        out = subprocess.run([sys.executable, "-c", DAMAGE_SCRIPT], env=env,
-                             capture_output=True, text=True, cwd=root)
-        assert out.returncode == 0, out.stderr
-        first, *messages = out.stdout.splitlines()
-        count, hits, err = first.split()
-        return int(count), int(hits), float(err), messages
-
-    assert run()[:2] == (0, 0)  # compiled and stored
     damage(kernels)
-    count, _hits, err, messages = run()
+    count, _hits, err, messages = _damage_run(tmp_path)
     assert count == 1 and err < 1e-12  # right results, one warning naming the file
     assert str(kernels) in messages[0] and "rebuilt" in messages[0]
-    count, hits, err, _ = run()
+    count, hits, err, _ = _damage_run(tmp_path)
     assert count == 0 and hits >= 1 and err < 1e-12  # the rebuilt entry is used again
 
 

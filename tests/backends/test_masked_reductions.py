@@ -4,14 +4,11 @@ kernels' tolerances; a mask over leading axes only stays a NumPy call, still one
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.backends.numba import NumbaFallbackWarning
-from tests.backends.compare import check_one_graph
+from tests.backends.compare import check_one_graph, not_fused
 
 rng = np.random.default_rng(5)
 
@@ -52,30 +49,20 @@ CASES = [
 ]
 
 
-def _numpy_calls(fn, args):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", NumbaFallbackWarning)
-        out = npdynamo.explain(fn, backend="numba")(*args)
-    assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
-    (report,) = out.backend_reports
-    assert not report.fell_back, report.reason
-    return [name for name, _ in report.not_fused]
-
-
 @pytest.mark.filterwarnings("ignore:Mean of empty slice")
 @pytest.mark.parametrize(("fn", "args"), CASES, ids=[f"{c[0].__name__}-{i}"
                                                      for i, c in enumerate(CASES)])
 def test_masked_reduction_is_one_graph_and_a_masked_loop(fn, args):
     with np.errstate(all="ignore"):
         check_one_graph(fn, args)
-        calls = _numpy_calls(fn, args)
+        calls = not_fused(fn, args)
     assert not [c for c in calls if c.startswith("masked_reduce")], calls
 
 
 def test_a_mask_over_leading_axes_stays_a_numpy_call():
     x, keep = rng.random((5, 4)), np.array([True, False, True, True, False])
     check_one_graph(rows_selected, (x, keep))
-    assert any(c.startswith("masked_reduce") for c in _numpy_calls(rows_selected, (x, keep)))
+    assert any(c.startswith("masked_reduce") for c in not_fused(rows_selected, (x, keep)))
 
 
 def test_masked_sum_with_arguments_breaks_but_runs():
@@ -120,18 +107,18 @@ def test_masked_writes_are_where_in_a_kernel():
     c = rng.standard_normal((20, 30)) + 1j * rng.standard_normal((20, 30))
     args = (z, c, 7, np.zeros((20, 30), np.int64), 2.0)
     check_one_graph(escape_step, args)
-    assert not _numpy_calls(escape_step, args)  # abs, <, both writes: one kernel
+    assert not not_fused(escape_step, args)  # abs, <, both writes: one kernel
     x = rng.random((6, 9))
     args = (x, 17, np.zeros((6, 9), np.int8))
     check_one_graph(masked_writes_of_numbers, args)
-    assert not [c for c in _numpy_calls(masked_writes_of_numbers, args) if "setitem" in c]
+    assert not [c for c in not_fused(masked_writes_of_numbers, args) if "setitem" in c]
 
 
-def test_masked_writes_numpy_would_convert_differently_stay_numpy_calls():
+def test_masked_writes_numpy_would_convert_differently_staynot_fused():
     x = rng.random((6, 9))
     args = (x, np.zeros((6, 9), np.int8), 5)
     check_one_graph(masked_writes_numpy_checks, args)
-    calls = _numpy_calls(masked_writes_numpy_checks, args)
+    calls = not_fused(masked_writes_numpy_checks, args)
     assert len([c for c in calls if c.startswith("setitem")]) == 1, calls  # k = 5 fits int8
     with pytest.raises(OverflowError):  # k = 300 does not: NumPy's own error
         npdynamo.compile(masked_writes_numpy_checks, backend="numba")(x, args[1].copy(), 300)

@@ -13,8 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import npdynamo
-from npdynamo.backends.numba import NumbaFallbackWarning
-from tests.backends.compare import assert_close, check_one_graph
+from tests.backends.compare import assert_close, check_one_graph, not_fused
 from tests.differential import run_both
 
 
@@ -23,16 +22,6 @@ def cronbach(items):
     tscores = items.sum(axis=0)
     n = len(items)
     return n / (n - 1) * (1 - itemvars.sum() / tscores.var(ddof=1))
-
-
-def _not_fused(fn, args) -> list[str]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", NumbaFallbackWarning)
-        out = npdynamo.explain(fn, backend="numba")(*args)
-    assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
-    (report,) = out.backend_reports
-    assert not report.fell_back, report.reason
-    return [name for name, _ in report.not_fused]
 
 
 def _moments(axis, ddof, keepdims):
@@ -65,7 +54,7 @@ def test_trailing_var_and_std_leave_no_numpy_call():
     x = np.random.default_rng(1).random((40, 30))
     for fn in (cronbach, _moments(1, 1, False), _moments(None, 0, True)):
         check_one_graph(fn, (x,))
-        calls = _not_fused(fn, (x,))
+        calls = not_fused(fn, (x,))
         assert not [c for c in calls if c.startswith(("var", "std"))], (fn, calls)
 
 
@@ -76,7 +65,7 @@ def test_trailing_var_and_std_leave_no_numpy_call():
 ])
 def test_what_is_not_rewritten_stays_numpys_call(fn, x):
     check_one_graph(fn, (x,))
-    assert any(c.startswith(("var", "std")) for c in _not_fused(fn, (x,)))
+    assert any(c.startswith(("var", "std")) for c in not_fused(fn, (x,)))
 
 
 def test_no_degrees_of_freedom_warns_as_numpy_does():

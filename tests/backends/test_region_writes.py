@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import npdynamo
 from npdynamo.backends.numba import NumbaFallbackWarning
-from tests.backends.compare import assert_close, check_one_graph
+from tests.backends.compare import assert_close, check_one_graph, not_fused
 from tests.differential import run_both
 
 
@@ -45,16 +45,6 @@ def into_an_argument(x, y):
     return y
 
 
-def _not_fused(fn, args) -> list[str]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", NumbaFallbackWarning)
-        out = npdynamo.explain(fn, backend="numba")(*args)
-    assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
-    (report,) = out.backend_reports
-    assert not report.fell_back, report.reason
-    return [name for name, _ in report.not_fused]
-
-
 @pytest.mark.parametrize("fn, args", [
     (create_grid, (np.arange(0, 1, 1 / 9),)),
     (rows_and_constant, (np.arange(5, dtype=np.int32),)),
@@ -62,7 +52,7 @@ def _not_fused(fn, args) -> list[str]:
 ])
 def test_writes_into_fresh_zeros_fuse_with_no_numpy_write(fn, args):
     check_one_graph(fn, args)
-    calls = _not_fused(fn, args)
+    calls = not_fused(fn, args)
     assert not [c for c in calls if c.startswith(("setitem", "zeros"))], calls
 
 
@@ -73,7 +63,7 @@ def test_writes_into_fresh_zeros_fuse_with_no_numpy_write(fn, args):
 ])
 def test_other_writes_stay_numpys_calls(fn, args):
     check_one_graph(fn, args)
-    assert any(c.startswith("setitem") for c in _not_fused(fn, args))
+    assert any(c.startswith("setitem") for c in not_fused(fn, args))
 
 
 def _int_into_float(x):

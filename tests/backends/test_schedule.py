@@ -34,7 +34,7 @@ from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta
 from tests.backends.compare import assert_close
 from tests.backends.random_graphs import random_graphs
-from tests.differential import assert_same_value, check_same
+from tests.differential import assert_same_value, check_same, check_same_warnings
 
 BACKENDS = ["eager", "numba"]
 
@@ -232,17 +232,8 @@ def warns(x, y):
 
 def test_warnings_are_the_serial_ones_in_the_serial_order(monkeypatch):
     monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
-    compiled = npdynamo.compile(warns)
     x, y = np.array([0.0, 1.0, 2.0]), np.array([-1.0, 4.0, 9.0])
-    for _ in range(2):
-        with warnings.catch_warnings(record=True) as plain:
-            warnings.simplefilter("always")
-            want = warns(x, y)
-        with warnings.catch_warnings(record=True) as got_warnings:
-            warnings.simplefilter("always")
-            got = compiled(x, y)
-        assert_same_value(want, got)
-        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in plain]
+    compiled = check_same_warnings(warns, x, y)  # values, and the warnings in their order
     with np.errstate(all="raise"), pytest.raises(FloatingPointError, match="divide by zero"):
         compiled(x, y)
     with np.errstate(all="ignore"):
@@ -313,6 +304,57 @@ def test_case_a_on_numba_with_one_thread_offers_its_scheduled_form_to_the_tuner(
     assert "numba scheduled" in graph.report.tuning and "runs as" in graph.report.tuning, (
         graph.report.tuning)
     assert "side by side: matmul | matmul_1" in str(graph.report)
+
+
+@pytest.mark.parametrize("schedule,tune,decision", [
+    ("never", "1", None),  # not even planned: no schedule in the report
+    ("always", "1", "runs scheduled (NPDYNAMO_SCHEDULE=always: not timed)"),
+    ("auto", "0", "runs serially (tuning is off: NPDYNAMO_NUMBA_TUNE=0)"),
+])
+def test_the_knobs_docs_scheduling_lists(schedule, tune, decision, monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", schedule)
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", tune)
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal((160, 160)) for _ in range(4)]
+    compiled = npdynamo.compile(branches)
+    assert_same_value(branches(*args), compiled(*args))
+    (entry,) = compiled_entries(compiled)
+    if decision is None:
+        assert entry.report is None
+    else:
+        assert entry.report.decision == decision
+
+
+def test_blas_has_one_thread_while_the_streams_run_and_its_pool_back_after(monkeypatch):
+    from npdynamo.backends.scheduler import threads
+
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    events, real_limit, real_restore = [], threads.BLAS.limit_to_one, threads.BLAS.restore
+    monkeypatch.setattr(threads.BLAS, "limit_to_one",
+                        lambda: events.append("limit") or real_limit())
+    monkeypatch.setattr(threads.BLAS, "restore",
+                        lambda saved: events.append(("restore", len(saved))) or real_restore(saved))
+    before = threads.BLAS.count()
+    rng = np.random.default_rng(4)
+    args = [rng.standard_normal((64, 64)) for _ in range(4)]
+    compiled = npdynamo.compile(branches)
+    assert_same_value(branches(*args), compiled(*args))
+    assert [e if e == "limit" else e[0] for e in events] == ["limit", "restore"]
+    assert threads.BLAS.count() == before
+
+
+def test_the_stream_count_is_the_cores_from_2_to_4_unless_set(monkeypatch):
+    from npdynamo.backends.scheduler import threads
+
+    monkeypatch.delenv("NPDYNAMO_SCHEDULE_STREAMS", raising=False)
+    for cores, streams in ((1, 2), (2, 2), (3, 3), (8, 4), (None, 2)):
+        monkeypatch.setattr(threads.os, "cpu_count", lambda cores=cores: cores)
+        assert threads.stream_count() == streams
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 8)
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE_STREAMS", "6")
+    assert threads.stream_count() == 6
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE_STREAMS", "1")  # fewer than 2: ignored
+    assert threads.stream_count() == 4
 
 
 def test_a_graph_with_nothing_to_run_side_by_side_is_left_serial(monkeypatch):
@@ -468,16 +510,7 @@ def test_ops_in_a_users_errstate_block_stay_serial(monkeypatch):
             a = x * 1e-300
         return a * 1e-300, np.exp(y)
 
-    x, y = np.full(3, 1e-10), np.linspace(0, 1, 3)
-    compiled = npdynamo.compile(blocks)
-    with warnings.catch_warnings(record=True) as plain:
-        warnings.simplefilter("always")
-        want = blocks(x, y)
-    with warnings.catch_warnings(record=True) as got_warnings:
-        warnings.simplefilter("always")
-        got = compiled(x, y)
-    assert_same_value(want, got)
-    assert [str(w.message) for w in got_warnings] == [str(w.message) for w in plain]
+    check_same_warnings(blocks, np.full(3, 1e-10), np.linspace(0, 1, 3), calls=1)
 
 
 @given(st.lists(st.tuples(st.sampled_from([0.0, 1.0, 2.0, 3.0, 5.0, 8.0]),

@@ -76,6 +76,8 @@ def test_eager_tier_first_then_the_loaded_kernels():
     assert isinstance(tiered, tiers.Tiered)
     report = tiered.compiled.report
     assert "eager tier" in report.tier
+    # the workers take seconds (numba's import alone): a zero timeout passes first
+    assert npdynamo.synchronize(timeout=0.0) is False
     check(fn, 1)
     assert npdynamo.synchronize(timeout=120)
     assert report.kernels >= 2
@@ -183,6 +185,33 @@ def test_tiers_off_compile_at_the_first_call(monkeypatch):
     assert tiers.pending() == 0
 
 
+def test_no_tier_where_no_worker_can_run(monkeypatch):
+    from npdynamo.backends.numba import workers
+
+    assert workers.available() is (os.name == "posix")
+    monkeypatch.setattr(workers, "available", lambda: False)  # as on a system that is not POSIX
+    fn, made = spied()
+    check(fn)
+    assert not isinstance(made[0], tiers.Tiered)
+
+
+def test_no_writable_cache_the_switch_compiles_in_this_process(monkeypatch, tmp_path):
+    from npdynamo.backends.numba import tiering
+
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("NPDYNAMO_CACHE_DIR", str(tmp_path / "a-file"))  # cannot be a folder
+    submitted = []
+    monkeypatch.setattr(tiering, "_submit", lambda payloads: submitted.append(payloads))
+    fn, made = spied()
+    check(fn)
+    assert isinstance(made[0], tiers.Tiered)  # the first call on the eager tier
+    assert npdynamo.synchronize(timeout=120)
+    check(fn, seed=1)  # compiled here, by the switch
+    assert submitted == [] and tiers.pending() == 0
+    (graph,) = npdynamo.inspect(fn).graphs
+    assert "took over" in graph.report.tier, graph.report.tier
+
+
 # -- processes: nothing outlives the caller -----------------------------------------------------
 SCRIPT = """
 import os, sys, time
@@ -250,6 +279,26 @@ def test_ctrl_c_with_compiles_pending(tmp_path):
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
     _, err = proc.communicate(timeout=120)
     assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    assert _gone(pids)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc (Linux)")
+def test_workers_run_python_c_at_a_lower_priority_and_die_with_a_killed_parent(tmp_path):
+    proc = _run("print('SLEEP', flush=True); time.sleep(120)", tmp_path)
+    pids = _pids(proc.stdout.readline())
+    assert proc.stdout.readline().startswith("SLEEP")
+    for pid in pids:  # a plain subprocess: the user's script is never imported in a worker
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            assert f.read().split(b"\0")[1] == b"-c"
+        for _ in range(100):  # the worker lowers its priority as it starts
+            if os.getpriority(os.PRIO_PROCESS, pid) - os.getpriority(os.PRIO_PROCESS, proc.pid) \
+                    == 5:
+                break
+            time.sleep(0.05)
+        assert os.getpriority(os.PRIO_PROCESS, pid) - os.getpriority(os.PRIO_PROCESS,
+                                                                     proc.pid) == 5
+    proc.kill()  # SIGKILL: no atexit, no cleanup in the parent
+    proc.communicate(timeout=60)
     assert _gone(pids)
 
 

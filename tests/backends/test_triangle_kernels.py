@@ -13,20 +13,10 @@ from hypothesis import strategies as st
 
 import npdynamo
 from npdynamo.backends.numba import NumbaFallbackWarning
-from tests.backends.compare import assert_close, check_one_graph
+from tests.backends.compare import assert_close, check_one_graph, not_fused
 from tests.differential import run_both
 
 DTYPES = ["float32", "float64", "int8", "int64", "uint16", "bool"]
-
-
-def _not_fused(fn, args) -> list[str]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", NumbaFallbackWarning)
-        out = npdynamo.explain(fn, backend="numba")(*args)
-    assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
-    (report,) = out.backend_reports
-    assert not report.fell_back, report.reason
-    return [name for name, _ in report.not_fused]
 
 
 def _triangles(k):
@@ -56,7 +46,7 @@ def test_triangle_is_fused_not_a_numpy_call():
     x = np.random.default_rng(1).random((9, 7))
     fn = _triangles(-2)
     check_one_graph(fn, (x,))
-    calls = _not_fused(fn, (x,))
+    calls = not_fused(fn, (x,))
     assert not [c for c in calls if c.startswith(("triu", "tril"))], calls
 
 
@@ -66,7 +56,7 @@ def test_a_1d_triangle_stays_a_numpy_call():
 
     v = np.arange(5.0)
     check_one_graph(fn, (v,))
-    assert any(c.startswith("triu") for c in _not_fused(fn, (v,)))
+    assert any(c.startswith("triu") for c in not_fused(fn, (v,)))
 
 
 def lennard_jones(cluster):

@@ -322,32 +322,3 @@ def enumerate_seen_through_two_names():
 def test_nan_items_and_iterators_through_two_names(backend):
     check_fidelity(nan_items_compare_by_identity, (float("nan"), 1, None, "abc"), backend=backend)
     check_fidelity(enumerate_seen_through_two_names, backend=backend)
-
-
-# -- capture never hashes the user's objects (test_dict's test_setdefault_atomic) ---------------
-class CountsHashes:
-    def __init__(self):
-        self.hash_count = 0
-        self.eq_count = 0
-
-    def __hash__(self):
-        self.hash_count += 1
-        return 42
-
-    def __eq__(self, other):
-        self.eq_count += 1
-        return id(self) == id(other)
-
-
-def setdefault_hashes_once():
-    hashed1 = CountsHashes()
-    y = {hashed1: 5}
-    hashed2 = CountsHashes()
-    y.setdefault(hashed2, [])
-    return hashed1.hash_count, hashed2.hash_count, hashed1.eq_count + hashed2.eq_count
-
-
-@pytest.mark.parametrize("backend", ["eager", "numba"])
-def test_capture_does_not_hash_user_objects(backend):
-    check_fidelity(setdefault_hashes_once, backend=backend)
-    assert npdynamo.compile(setdefault_hashes_once, backend=backend)() == (1, 1, 1)

@@ -113,8 +113,9 @@ def test_calls_in_except_blocks_after_a_break(fn, args, backend):
 
 
 # -- capture calls no user __hash__ (test_class: testInit, testBinaryOps, testUnaryOps,
-#    testMisc, testGetSetAndDel): asking whether an object is a disabled or compiled function
-#    looked it up in weak sets and dicts, which ran the class's own __hash__ --------------------
+#    testMisc, testGetSetAndDel; test_dict's test_setdefault_atomic): asking whether an object
+#    is a disabled or compiled function looked it up in weak sets and dicts, which ran the
+#    class's own __hash__ -------------------------------------------------------------------
 class Logged:
     def __init__(self, log):
         self.log = log
@@ -146,10 +147,17 @@ def user_object_passed_in(obj):
     return before, value, list(obj.log)
 
 
+def setdefault_hashes_once(log):
+    y = {Logged(log): 5}
+    y.setdefault(Logged(log), [])
+    return list(log)  # each key hashed once by the dict, compared once
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_capture_calls_no_user_hash(backend):
     check_fidelity(user_object_made_inside, [], backend=backend)
     check_fidelity(user_object_passed_in, Logged([]), backend=backend)
+    check_fidelity(setdefault_hashes_once, [], backend=backend)
 
 
 # -- lifetimes across a break (test_functools/test_set/test_deque test_weakref,

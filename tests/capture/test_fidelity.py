@@ -232,6 +232,12 @@ def _spd(n):
     return m @ m.T + n * np.eye(n)
 
 
+#: array kernels both backends run
+KERNELS = [
+    (im2col_nopad, (np.arange(2 * 3 * 5 * 5, dtype=float).reshape(2, 3, 5, 5), 3, 3)),
+    (go_fast, (np.arange(36.0).reshape(6, 6) / 36,)),
+]
+
 CASES = [
     (dict_views, ({"a": 1, "b": 2},)),
     (dict_keys_minus, ({"a": 1, "b": 2},)),
@@ -263,15 +269,17 @@ CASES = [
     (list_ndim, (np.zeros((2, 2)),)),
     (im2col, (np.arange(2 * 3 * 5 * 5, dtype=float).reshape(2, 3, 5, 5), 3, 3)),
     (im2col, (np.arange(1 * 2 * 6 * 6, dtype=float).reshape(1, 2, 6, 6), 2, 2, 2, 1)),
-    (im2col_nopad, (np.arange(2 * 3 * 5 * 5, dtype=float).reshape(2, 3, 5, 5), 3, 3)),
-    (go_fast, (np.arange(36.0).reshape(6, 6) / 36,)),
+    *KERNELS,
     (lu_inplace, (_spd(5),)),
 ]
 
 
-@pytest.mark.parametrize(
-    "fn,args", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)]
-)
+def _each(cases):
+    return pytest.mark.parametrize(
+        "fn,args", cases, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(cases)])
+
+
+@_each(CASES)
 def test_eager_matches_python(fn, args):
     check_fidelity(fn, *args, calls=2)
 
@@ -280,15 +288,12 @@ NUMBA_CASES = [
     (dict_keys_minus, ({"a": 1, "b": 2},)),
     (rat_radd_eq, (Rat(1, 1),)),
     (sorted_identity, ([1.1, 0.5],)),
-    (im2col_nopad, (np.arange(2 * 3 * 5 * 5, dtype=float).reshape(2, 3, 5, 5), 3, 3)),
-    (go_fast, (np.arange(36.0).reshape(6, 6) / 36,)),
+    *KERNELS,
     (lu_inplace, (_spd(4),)),
 ]
 
 
-@pytest.mark.parametrize(
-    "fn,args", NUMBA_CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(NUMBA_CASES)]
-)
+@_each(NUMBA_CASES)
 def test_numba_matches_python(fn, args):
     pytest.importorskip("numba")
     check_fidelity(fn, *args, backend="numba", calls=1)

@@ -10,7 +10,6 @@ is pure, and a fresh ``x`` is made for every call.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import os
 import warnings
 
@@ -154,32 +153,17 @@ def test_is_between_equal_numbers_read_from_outside_is_guarded():
 
 
 # -- generated programs ----------------------------------------------------------------------
-class Kind(enum.Enum):
-    A = 1
-    B = 2
-
-
-class Bits(enum.Flag):
-    R = 1
-    W = 2
-
-
-class Rank(enum.IntEnum):
-    LOW = 1
-    HIGH = 2
-
-
 class Holder:
     S = None
 
 
 SENT, ALT = object(), object()
 ARR = np.zeros(2)
-#: What the generated programs see as module globals.
-GLOBALS = {"SENT": SENT, "ALT": ALT, "Kind": Kind, "KB": Kind.B, "Holder": Holder,
+#: What the generated programs see as module globals (``Kind``: an Enum).
+GLOBALS = {"SENT": SENT, "ALT": ALT, "Kind": P.Mode, "KB": P.Mode.B, "Holder": Holder,
            "dataclasses": dataclasses}
 #: Objects passed in: sentinels, members of three enum kinds, numbers, a string, an array.
-POOL = [SENT, ALT, Kind.A, Kind.B, Bits.R, Rank.HIGH, None, 1, 2.5, "s", ARR,
+POOL = [SENT, ALT, P.Mode.A, P.Mode.B, P.Perm.R, P.Level.HIGH, None, 1, 2.5, "s", ARR,
         dataclasses.MISSING]
 #: What a comparison reads: arguments, a default and a keyword-only default (``d``, ``kd``), a
 #: closure cell (``c``), items of a tuple and a dict passed in, globals, enum members read

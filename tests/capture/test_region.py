@@ -23,19 +23,13 @@ from npdynamo.capture.frames import (
 from npdynamo.capture.frames import cache as cache_module
 from npdynamo.capture.frames import region as region_module
 from npdynamo.errors import InvalidBackend
-from tests.capture.test_frames import FakeBuilder
+from tests.capture import test_frames
+
+#: the fake entry builder of test_frames, as a fixture here too
+builder = test_frames.builder
 
 MONITORING = sys.version_info >= (3, 12)
 TRACER_BEFORE_TESTS = sys.gettrace()
-
-
-@pytest.fixture
-def builder(monkeypatch):
-    fake = FakeBuilder()
-    monkeypatch.setattr(cache_module, "_compile_entry", fake)
-    reset()
-    yield fake
-    reset()
 
 
 def assert_no_hook():

@@ -167,18 +167,24 @@ def test_target_names_cannot_clash_with_locals():
     assert gm(np.array(5))[0] == 6 and gm(np.array(5))[1] == 5 and gm(np.array(5))[2] == 4
 
 
-def test_exception_traceback_shows_the_users_line():
-    def explode(v):
-        raise ValueError("boom")
+def _explode(v):
+    raise ValueError("boom")
 
+
+def _graph_raising_at(second_file: str) -> Graph:
+    """``y = -x`` from /home/u/train.py:12, then a call that raises from ``second_file``:13."""
     g = Graph()
     x = g.placeholder("x")
     a = g.call_function(np.negative, (x,))
     a.meta["source"] = ("/home/u/train.py", 12, "    y = -x\n")
-    b = g.call_function(explode, (a,))
-    b.meta["source"] = ("/home/u/train.py", 13, "    z = explode(y)")
+    b = g.call_function(_explode, (a,), name="explode")
+    b.meta["source"] = (second_file, 13, "    z = explode(y)")
     g.output(b)
-    gm = GraphModule(g)
+    return g
+
+
+def test_exception_traceback_shows_the_users_line():
+    gm = GraphModule(_graph_raising_at("/home/u/train.py"))
     assert "# train.py:12  y = -x\n    negative = _negative(x)" in gm.code
     assert "# train.py:13  z = explode(y)" in gm.code
     with pytest.raises(ValueError, match="boom") as info:
@@ -191,18 +197,8 @@ def test_exception_traceback_shows_the_users_line():
 
 
 def test_a_graph_from_several_files_keeps_the_generated_lines():
-    def explode(v):
-        raise ValueError("boom")
-
-    g = Graph()
-    x = g.placeholder("x")
-    a = g.call_function(np.negative, (x,))
-    a.meta["source"] = ("/home/u/train.py", 12, "    y = -x\n")
-    b = g.call_function(explode, (a,))
-    b.meta["source"] = ("/home/u/model.py", 3, "    z = explode(y)")
-    g.output(b)
     with pytest.raises(ValueError, match="boom") as info:
-        GraphModule(g)(np.ones(2))
+        GraphModule(_graph_raising_at("/home/u/model.py"))(np.ones(2))
     frames = traceback.extract_tb(info.value.__traceback__)
     generated = [f for f in frames if f.filename.startswith("<npdynamo-graph-")]
     assert len(generated) == 1

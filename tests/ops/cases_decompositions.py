@@ -124,8 +124,9 @@ def mask_update_case(draw):
     return Case((a, a, mask, mask, value), {"ufunc": ufunc}, unsupported_ok=True)
 
 
-@st.composite
-def mask_apply_case(draw):
+def _masked_program(draw) -> tuple:
+    """An array, a mask (matching it, its rows, or of a wrong length), another array and a small
+    elementwise program over the two arrays, for the masked ops."""
     a = fill(draw(st.sampled_from([(3, 4), (4,)])), draw(_KINDS), draw(st.integers(0, 9)))
     mask = fill(draw(st.sampled_from([a.shape, a.shape[:1], (5,)])), np.dtype(bool), 1)
     other = fill(a.shape, draw(_KINDS), 3)
@@ -134,19 +135,18 @@ def mask_apply_case(draw):
         (("leaf", 0), ("leaf", 1), ("op", "-"), ("const", 1.5), ("op", "+")),
         (("leaf", 1), ("const", 2), ("op", "**")), (("leaf", 0), ("leaf", 1), ("op", ">")),
     ]))
+    return a, mask, other, program
+
+
+@st.composite
+def mask_apply_case(draw):
+    a, mask, other, program = _masked_program(draw)
     return Case((a, mask, a, other), {"program": program}, unsupported_ok=True)
 
 
 @st.composite
 def masked_reduce_case(draw):
-    a = fill(draw(st.sampled_from([(3, 4), (4,)])), draw(_KINDS), draw(st.integers(0, 9)))
-    mask = fill(draw(st.sampled_from([a.shape, a.shape[:1], (5,)])), np.dtype(bool), 1)
-    other = fill(a.shape, draw(_KINDS), 3)
-    program = draw(st.sampled_from([
-        (("leaf", 0),), (("leaf", 0), ("const", 2), ("op", "*")),
-        (("leaf", 0), ("leaf", 1), ("op", "-"), ("const", 1.5), ("op", "+")),
-        (("leaf", 1), ("const", 2), ("op", "**")), (("leaf", 0), ("leaf", 1), ("op", ">")),
-    ]))
+    a, mask, other, program = _masked_program(draw)
     kind = draw(st.sampled_from(["sum", "mean"]))
     return Case((mask, a, other), {"program": program, "kind": kind}, unsupported_ok=True)
 

@@ -31,16 +31,13 @@ from npdynamo.backends.numba.region_writes import expand_region_writes
 from npdynamo.backends.numba.report import TUNING_PENDING, NumbaReport  # noqa: F401
 from npdynamo.backends.numba.subgraphs import compile_subgraphs
 from npdynamo.backends.report import Compiled
+from npdynamo.errors import NumbaFallbackWarning
 from npdynamo.fx import passes
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.subgraphs import under_errstate
 from npdynamo.fx.user_lines import warn_at
 from npdynamo.logs import get_logger
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
-
-
-class NumbaFallbackWarning(UserWarning):
-    """A graph runs on the eager backend because the numba backend could not compile it."""
 
 
 def numba_backend(gm, example_inputs: list) -> Compiled:

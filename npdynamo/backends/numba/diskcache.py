@@ -35,6 +35,7 @@ import numpy as np
 from numba.core.dispatcher import Dispatcher
 
 from npdynamo import config
+from npdynamo.errors import KernelCacheWarning
 from npdynamo.generated import run
 
 _PACKAGE = "npdynamo_kernels"
@@ -75,10 +76,6 @@ _VERSIONS = f"{sys.version}|numpy {np.__version__}|numba {numba.__version__}|{_r
 def source_key(source: str) -> str:
     """The cache key of a kernel module's source (valid across processes)."""
     return hashlib.sha256(f"{_VERSIONS}\n{source}".encode()).hexdigest()[:24]
-
-
-class KernelCacheWarning(UserWarning):
-    """A damaged or foreign kernel cache entry was discarded and rebuilt."""
 
 
 _reported: set[str] = set()

@@ -31,16 +31,13 @@ from typing import TYPE_CHECKING, Any
 from npdynamo import config, progress
 from npdynamo.backends.numba import backend, diskcache, front, workers
 from npdynamo.backends.report import Compiled, as_compiled
+from npdynamo.errors import CompileWorkerWarning
 from npdynamo.fx.graph_module import GraphModule
 from npdynamo.logs import get_logger
 from npdynamo.ops.symbolic import SymInt
 
 if TYPE_CHECKING:
     from npdynamo.backends.numba.backend import Built
-
-
-class CompileWorkerWarning(UserWarning):
-    """A compile worker failed; the graph's kernels compile in the caller's process instead."""
 
 
 class Jobs:

@@ -45,7 +45,12 @@ from npdynamo import config
 from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE, PY, SUPPORTED_PYTHON, python_supported
 from npdynamo.capture.frames.disable import capture_suspended, suspend_capture
 from npdynamo.capture.frames.dispatch import EntryList, is_generated_code, original_function
-from npdynamo.errors import Unsupported
+from npdynamo.errors import (  # noqa: F401 - NpdynamoWarning: frames re-exports it
+    NpdynamoWarning,
+    RecompileLimitWarning,
+    Unsupported,
+    UnsupportedPythonWarning,
+)
 
 recompiles_log = logging.getLogger("npdynamo.recompiles")
 graph_breaks_log = logging.getLogger("npdynamo.graph_breaks")
@@ -53,18 +58,6 @@ graph_breaks_log = logging.getLogger("npdynamo.graph_breaks")
 # Module attribute, not a constant, so tests can pretend to run on another version.
 _python = PY
 _python_warned = False
-
-
-class NpdynamoWarning(UserWarning):
-    """Root of the warnings npdynamo emits on purpose."""
-
-
-class RecompileLimitWarning(NpdynamoWarning):
-    """A function reached ``config.cache_size_limit`` entries; new cases now run in Python."""
-
-
-class UnsupportedPythonWarning(NpdynamoWarning):
-    """The running Python is not one npdynamo can capture; everything runs uncompiled."""
 
 
 def capture_supported() -> bool:
