@@ -1,7 +1,7 @@
-"""``while True`` loops left by ``break`` or ``return`` on a data-dependent test, captured as one
-rotated ``while_loop`` (``loop_formation.form_exit``): plain vs compiled on both backends, the
-iteration count, the values at the exit, nothing of the loop run after the exit, and the loops
-that still break saying why."""
+"""``while True`` loops left by ``break`` or ``return`` on a data-dependent test, captured as
+one rotated ``while_loop`` (``capture.flow.while_loops.form_exit``): plain vs compiled on both
+backends, the iteration count, the values at the exit, nothing of the loop run after the exit,
+and the loops that still break saying why."""
 
 from __future__ import annotations
 

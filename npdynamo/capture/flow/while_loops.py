@@ -12,6 +12,11 @@ bytecode, with the same rules: carried values keep their dtype, shape and struct
 mutates nothing outside the loop. Where a rule fails, the test is a graph break as before, and
 the break's reason says why the loop did not go into the graph.
 
+A ``while True:`` loop left by ``break`` or ``return`` on a data test is formed rotated
+(``form_exit``): the capture has run its first iteration up to the test, so the node runs the
+rest of the body and the next iteration's start up to the test again, while the test says
+stay; the frame then continues at the exit with the node's results.
+
 Called from the conditional-jump handlers (``opcodes/control.py``) and, on 3.13, from the
 comparisons and ``TO_BOOL`` that convert the test to a bool just before the jump.
 """
