@@ -203,16 +203,20 @@ def _form(frame, pred: Value, start: int, test: int, exit_index: int) -> None:
         raise frame.unsupported("the loop sits inside an expression or a generator")
     names = _carried_names(frame, [(start, test)], start, exit_index)
 
-    def advance(locals_: dict) -> tuple[dict, Value]:
-        body = sub_frame(frame, start, test)
-        body.locals.update(locals_)
-        body.run()
-        if len(body.stack) != 1 or body.return_value is not None:
-            raise frame.unsupported("the loop body does not end at its test")
-        return body.locals, body.stack[0]
-
-    build_while(frame, names, pred, advance)
+    build_while(frame, names, pred,
+                lambda locals_: _run_to(frame, start, test, locals_, "end at its test"))
     frame.ip = exit_index
+
+
+def _run_to(frame, start: int, stop: int, locals_: dict, what: str) -> tuple[dict, Value]:
+    """Run ``frame``'s code from ``start`` to the test at ``stop`` on ``locals_``: the locals
+    then and the test's value."""
+    body = sub_frame(frame, start, stop)
+    body.locals.update(locals_)
+    body.run()
+    if len(body.stack) != 1 or body.return_value is not None:
+        raise frame.unsupported(f"the loop body does not {what}")
+    return body.locals, body.stack[0]
 
 
 def build_while(frame, names: list[str], pred: Value, advance) -> None:
@@ -400,12 +404,8 @@ def _form_exit(frame, value: Value, head: int, end: int, stay: int, exit_index: 
         return
 
     def advance(locals_: dict) -> tuple[dict, Value]:
-        body = sub_frame(frame, stay, first_test)
-        body.locals.update(locals_)
-        body.run()
-        if len(body.stack) != 1 or body.return_value is not None:
-            raise frame.unsupported("the loop body does not reach its exit test")
-        return body.locals, _continues(frame, body.locals, body.stack[0], chain)
+        after, test = _run_to(frame, stay, first_test, locals_, "reach its exit test")
+        return after, _continues(frame, after, test, chain)
 
     build_while(frame, names, pred, advance)
     frame.ip = exit_index
