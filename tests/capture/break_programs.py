@@ -206,7 +206,7 @@ def while_converge(x):
     return x, steps
 
 
-@breaks((3, 3), lambda: (a(4),))
+@breaks((1, 0), lambda: (a(4),))  # formed: a rotated while_loop
 def while_true_with_break(x):
     i = 0
     while True:
