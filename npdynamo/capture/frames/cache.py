@@ -146,19 +146,24 @@ class EntryCache:
         """``pairs`` changed (a subclass regenerates code that inlines them)."""
 
     def run_or_capture(
-        self, fallback: Callable[..., Any], args: tuple, build: Callable[[tuple], Any]
+        self, fallback: Callable[..., Any], args: tuple, build: Callable[[tuple], Any],
+        run: bool = True,
     ) -> Any:
-        """Run the entry ``build(args)`` captures for ``args``, or ``fallback`` (plain Python)."""
+        """Run the entry ``build(args)`` captures for ``args``, or ``fallback`` (plain Python).
+        With ``run=False``, return what would run instead: a caller that passes the arguments
+        on itself keeps no tuple of them alive while they run."""
         if self.python_only is not None or capture_suspended():
-            return fallback(*args)
-        with COMPILE_LOCK:
-            run = self.lookup(args)
-            if run is None:
-                # Nothing the guards or the translator call may be hooked or compiled meanwhile.
-                with suspend_capture():
-                    entry = self._compile(args, build)
-                run = entry.run if entry is not None else fallback
-        return run(*args)
+            chosen = fallback
+        else:
+            with COMPILE_LOCK:
+                chosen = self.lookup(args)
+                if chosen is None:
+                    # Nothing the guards or the translator call may be hooked or compiled
+                    # meanwhile.
+                    with suspend_capture():
+                        entry = self._compile(args, build)
+                    chosen = entry.run if entry is not None else fallback
+        return chosen(*args) if run else chosen
 
     def lookup(self, args: tuple) -> Callable | None:
         """The runner of the first entry whose guards hold for ``args``."""
