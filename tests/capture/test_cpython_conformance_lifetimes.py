@@ -11,11 +11,13 @@ on both backends, first call (capture) and cached call."""
 
 from __future__ import annotations
 
+import copy
 import gc
 import weakref
 
 import pytest
 
+from npdynamo import explain
 from tests.fidelity import check_fidelity
 
 BACKENDS = ["eager", "numba"]
@@ -150,3 +152,12 @@ PROGRAMS = [
 @pytest.mark.parametrize("fn, args", PROGRAMS, ids=[fn.__name__ for fn, _ in PROGRAMS])
 def test_an_object_dies_where_python_frees_it(fn, args, backend):
     check_fidelity(fn, *args, backend=backend)
+
+
+@pytest.mark.parametrize("fn, args", PROGRAMS, ids=[fn.__name__ for fn, _ in PROGRAMS])
+def test_the_programs_break_and_stay_compiled(fn, args):
+    # what the differential test checks is the hand-over between compiled frames: no frame may
+    # have fallen back to Python (where lifetimes are exact by construction)
+    out = explain(fn)(*copy.deepcopy(args))
+    assert out.graph_break_count >= 1, str(out)
+    assert out.python_frames == [], str(out)

@@ -171,10 +171,11 @@ def build_break_entry(
             # the break, to its end (plain Python, exact; only slower than more graphs would be)
             stops, fallthrough, branch = (), None, None
         else:
-            stops = _native_tail(code, start, index, kinds, local_names, kept, context,
+            handed = _bound_after(ins, local_names, order)
+            stops = _native_tail(code, start, index, kinds, handed, kept, context,
                                  fn.__globals__)
             fallthrough, branch = (None, None) if stops else _continuations(
-                code, start, index, kinds, local_names, context, fn.__globals__
+                code, start, index, kinds, handed, context, fn.__globals__
             )
     except Exception as error:  # the bytecode library refused the layout: never a crash
         raise CannotBreak(f"cannot generate the resume function ({error})") from error
@@ -191,8 +192,8 @@ def build_break_entry(
         branch,
         finish if not cells_as_argument else None,
         TailCall,
-        stops,
-        tuple(
+        stops=stops,
+        unbound=tuple(
             n for n in ctx.arg_names
             if isinstance(frame.locals.get(n, NULL), NullValue) and n not in code.co_cellvars
         ),
@@ -233,15 +234,28 @@ def _continuations(code, start, index, kinds, local_names, context, glob):
     if ins.name not in gen.TERMINAL:
         after = gen.stack_after(block, kinds, jump=False)
         key = gen.ResumeKey(code, _past_labels(instrs, index + 1), after, local_names)
-        fallthrough = gen.Continuation(context.resume_call(key, glob), after, attribute="take")
+        fallthrough = gen.Continuation(context.resume_call(key, glob), after, local_names,
+                                       attribute="take")
     if ins.has_jump():
         after = gen.stack_after(block, kinds, jump=True)
         target = instrs.index(ins.arg)
         if ins.name == "FOR_ITER":
             target = gen.exhausted_start(instrs, target)
         key = gen.ResumeKey(code, _past_labels(instrs, target), after, local_names)
-        branch = gen.Continuation(context.resume_call(key, glob), after, attribute="take")
+        branch = gen.Continuation(context.resume_call(key, glob), after, local_names,
+                                  attribute="take")
     return fallthrough, branch
+
+
+def _bound_after(ins, local_names: tuple[str, ...], order: dict) -> tuple[str, ...]:
+    """The locals bound after the native instruction: it may delete or store one (a drop that
+    may end an object Python code can see is run natively, ``opcodes.stack._drop``)."""
+    if ins.name == "DELETE_FAST":
+        return tuple(n for n in local_names if n != ins.arg)
+    stored = {"STORE_FAST": lambda arg: (arg,), "STORE_FAST_LOAD_FAST": lambda arg: arg[:1],
+              "STORE_FAST_STORE_FAST": tuple}.get(ins.name, lambda arg: ())(ins.arg)
+    names = set(local_names) | {n for n in stored if isinstance(n, str)}
+    return tuple(sorted(names, key=lambda n: order.get(n, len(order))))
 
 
 def _native_tail(code, start, index, kinds, local_names, kept, context, glob) -> tuple:

@@ -155,9 +155,8 @@ def hand_over(code: types.CodeType) -> types.CodeType:
 
 
 def _returns(instrs: list, index: int) -> bool:
-    """The next instruction at ``index`` (past labels) returns the top of the stack."""
+    """The next instruction at ``index`` (past labels and try markers: a handler's reads are in
+    the liveness of the call, which its range covers) returns the top of the stack."""
     while index < len(instrs) and not isinstance(instrs[index], bc.Instr):
-        if isinstance(instrs[index], (bc.TryBegin, bc.TryEnd)):
-            return False  # a try range changes here: keep it simple, clear nothing
         index += 1
     return index < len(instrs) and instrs[index].name == "RETURN_VALUE"
