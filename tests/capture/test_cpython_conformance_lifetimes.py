@@ -161,3 +161,25 @@ def test_the_programs_break_and_stay_compiled(fn, args):
     out = explain(fn)(*copy.deepcopy(args))
     assert out.graph_break_count >= 1, str(out)
     assert out.python_frames == [], str(out)
+
+
+# -- guards do not own what they check (test_functools.test_lru_cache_weakrefable): an identity
+#    guard on a class made inside the function (and a type guard on its instances) kept the
+#    class, and through it its methods, alive as long as the entry --------------------------------
+def local_class_dies_with_its_last_name():
+    class A:
+        def method(self):
+            return 1
+
+    a = A()
+    refs = [weakref.ref(A), weakref.ref(a)]
+    print("break")
+    value = a.method() + (A is type(a))
+    del a, A
+    gc.collect()
+    return value, [r() is None for r in refs]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_guards_hold_no_user_object(backend):
+    check_fidelity(local_class_dies_with_its_last_name, backend=backend)
