@@ -30,7 +30,9 @@ before capturing, so concurrent first calls with the same inputs build one entry
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import logging
 import os
 import sys
@@ -121,6 +123,26 @@ def install_compile_entry(compile_entry: Callable[..., Any]) -> None:
 COMPILE_LOCK = threading.RLock()
 
 
+@contextlib.contextmanager
+def gc_paused():
+    """The garbage collector paused while a miss looks up and captures an entry: a capture
+    allocates many objects that live on (values, graphs, decoded bytecode), so CPython's
+    collector would run often (on every allocation under ``gc.set_threshold(1)``, with the
+    user's ``gc.callbacks`` each time) and now and then walk the user's whole heap. Nothing of
+    the user's runs in between. At the end the capture's own cycles, which still hold the
+    user's objects it saw, are freed, so an object dies where Python frees it; they are all
+    young (nothing was collected meanwhile): a cheap pass."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(0)
+
+
 class EntryCache:
     """Compiled entries of one code object, tried in order, and the policy every cache shares.
 
@@ -155,7 +177,7 @@ class EntryCache:
         if self.python_only is not None or capture_suspended():
             chosen = fallback
         else:
-            with COMPILE_LOCK:
+            with COMPILE_LOCK, gc_paused():
                 chosen = self.lookup(args)
                 if chosen is None:
                     # Nothing the guards or the translator call may be hooked or compiled
