@@ -109,12 +109,29 @@ _PUSHES = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "LOAD_CONST", 
            "LOAD_DEREF", "PUSH_NULL"}
 
 
+#: code -> its ``hand_over`` form. Code objects compare without their file name, and the
+#: generated code of one shape (a dispatcher of n entries and arity k) is the same text for
+#: every resume point: each shape is rewritten once (the bytecode library's round trip costs
+#: ~40 ms, and a dispatcher is regenerated at each new entry).
+_HANDED: dict[types.CodeType, types.CodeType] = {}
+HANDED_KEPT = 512
+
+
 def hand_over(code: types.CodeType) -> types.CodeType:
     """``code`` (generated, never the user's) with each local that a ``return f(..., x, ...)``
     passes and that is dead after the call cleared as it is pushed (``LOAD_FAST x;
     DELETE_FAST x``): the called frame then holds the only reference, so the object dies when
     the callee drops it, as it would in the user's own frame (a weak reference dies, a cycle
     is collected, a generator is finalised at the same point as in Python)."""
+    done = _HANDED.get(code)
+    if done is None:
+        if len(_HANDED) >= HANDED_KEPT:
+            del _HANDED[next(iter(_HANDED))]
+        done = _HANDED[code] = _hand_over(code)
+    return done.replace(co_filename=code.co_filename)
+
+
+def _hand_over(code: types.CodeType) -> types.CodeType:
     if IMPLICIT_READERS & set(code.co_names):
         return code
     b = decode(code)
