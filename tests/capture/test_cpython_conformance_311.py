@@ -198,3 +198,4 @@ def read_non_data_descriptor(h):
 @pytest.mark.parametrize("fn", [read_data_descriptor, read_non_data_descriptor])
 def test_python_descriptors_run_their_get(fn, backend):
     check_fidelity(fn, Holder(), backend=backend)
+

@@ -426,8 +426,8 @@ class BreakPlan:
     prefix: object  # prefix(*frame_args) -> (locals..., cells..., non-NULL stack values...)
     fallthrough: Continuation | None
     branch: Continuation | None  # for a conditional jump: where its jump goes
-    #: the frame's last call, ``handoff(tail)`` on the ``tail_call`` it builds: a function's own
-    #: frame drives the resume chain; a resume function's frame (None) returns the tail call
+    #: a function's own frame's last call, ``handoff(resume.dispatch(cells, *args))``, drives
+    #: the resume chain; a resume function's frame (None) returns a ``tail_call`` instead
     handoff: object = None
     #: ``tail_call([*reversed(stack + locals), cells, resume.take])``: the list-like marker
     tail_call: object = None
@@ -547,12 +547,14 @@ def _closure_tuple(code: types.CodeType, lineno: int) -> list:
 
 
 def _trampoline(plan: BreakPlan, cont: Continuation, code: types.CodeType, lineno) -> list:
-    """Pop the stack into temporaries, then ``return plan.handoff(plan.tail_call([*reversed(
-    stack + locals), cells, cont.callable.take]))`` (without a handoff, the tail call itself).
+    """Pop the stack into temporaries, then hand them and the locals over: a function's own
+    frame returns ``plan.handoff(cont.callable.dispatch(cells, *stack, *locals))`` (the
+    handoff drives the tail calls that come back), a resume function's frame returns
+    ``plan.tail_call([*reversed(stack + locals), cells, cont.callable.take])``.
 
-    Each temporary and local is cleared as it is pushed: the list then holds the only
-    reference, and the resume function takes them from it (the frame keeps none of them alive
-    while the resumed code runs, as Python's own frame would not)."""
+    Each temporary and local is cleared as it is pushed: the callee (or the list) then holds
+    the only reference (the frame keeps none of them alive while the resumed code runs, as
+    Python's own frame would not)."""
     seq: list = []
     temps = []
     for i in range(len(cont.stack) - 1, -1, -1):
@@ -563,20 +565,33 @@ def _trampoline(plan: BreakPlan, cont: Continuation, code: types.CodeType, linen
             temps.append(name)
             seq.append(bc.Instr("STORE_FAST", name, lineno=lineno))
     temps.reverse()
+    names = [*temps, *(plan.locals if cont.locals is None else cont.locals)]
+
+    def passed(order: list) -> list:
+        return [ins for name in order for ins in (bc.Instr("LOAD_FAST", name, lineno=lineno),
+                                                  bc.Instr("DELETE_FAST", name, lineno=lineno))]
+
     if plan.handoff is not None:
+        # the first resume is called from here, so it runs no deeper than Python's code would
+        # by more than its dispatcher (sys.setrecursionlimit(depth + 10) in a test)
         seq += push_callable(plan.handoff, lineno)
+        target = [bc.Instr("LOAD_CONST", cont.callable, lineno=lineno),
+                  load_attr("dispatch", lineno)]
+        null = bc.Instr("PUSH_NULL", lineno=lineno)
+        seq += [*target, null] if NULL_ABOVE_CALLABLE else [null, *target]
+        seq += _closure_tuple(code, lineno)
+        seq += passed(names)
+        seq += call(1 + len(names), lineno)
+        seq += call(1, lineno)
+        seq.append(bc.Instr("RETURN_VALUE", lineno=lineno))
+        return seq
     seq += push_callable(plan.tail_call, lineno)
-    names = plan.locals if cont.locals is None else cont.locals
-    for name in reversed([*temps, *names]):
-        seq.append(bc.Instr("LOAD_FAST", name, lineno=lineno))
-        seq.append(bc.Instr("DELETE_FAST", name, lineno=lineno))
+    seq += passed(names[::-1])
     seq += _closure_tuple(code, lineno)
     seq.append(bc.Instr("LOAD_CONST", cont.callable, lineno=lineno))
     if cont.attribute is not None:
         seq.append(load_attr(cont.attribute, lineno))
-    seq.append(bc.Instr("BUILD_LIST", len(temps) + len(names) + 2, lineno=lineno))
+    seq.append(bc.Instr("BUILD_LIST", len(names) + 2, lineno=lineno))
     seq += call(1, lineno)
-    if plan.handoff is not None:
-        seq += call(1, lineno)
     seq.append(bc.Instr("RETURN_VALUE", lineno=lineno))
     return seq

@@ -183,7 +183,12 @@ class EntryCache:
                     # Nothing the guards or the translator call may be hooked or compiled
                     # meanwhile.
                     with suspend_capture():
-                        entry = self._compile(args, build)
+                        try:
+                            entry = self._compile(args, build)
+                        except RecursionError:
+                            # the capture ran out of stack (deep user code, or a lowered
+                            # sys.setrecursionlimit): this call runs in Python, as written
+                            entry = None
                     chosen = entry.run if entry is not None else fallback
         return chosen(*args) if run else chosen
 
