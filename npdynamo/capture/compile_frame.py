@@ -17,7 +17,6 @@ captured, as a PEP 523 hook would do).
 from __future__ import annotations
 
 import functools
-import gc
 import logging
 import time
 import types
@@ -40,7 +39,7 @@ from npdynamo.capture.bytecode.generate import user_label
 from npdynamo.capture.entry import CompiledEntry, finish_entry, python_entry
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
 from npdynamo.capture.flow import errstate_blocks, higher_order  # noqa: F401
-from npdynamo.capture.frames.cache import on_reset
+from npdynamo.capture.frames.cache import gc_paused, on_reset
 from npdynamo.capture.frames.decorator import compile as compile_function
 from npdynamo.capture.frames.region import is_library_file
 from npdynamo.capture.rebuild import ValueRebuilder
@@ -65,15 +64,9 @@ def build_entry(
     With ``opaque_iterators`` (a resume function continuing a loop that breaks in every
     iteration) the loop iterators among the arguments are stepped natively, not unrolled."""
     context = wire(context or default_context(backend, fullgraph, dynamic))
-    pause_gc = gc.isenabled()
-    if pause_gc:
-        gc.disable()
-    try:
+    with gc_paused():
         return _build_entry(fn, frame_args, fullgraph, context, cells_as_argument,
                             opaque_iterators)
-    finally:
-        if pause_gc:
-            gc.enable()
 
 
 def _build_entry(fn, frame_args, fullgraph, context, cells_as_argument, opaque_iterators):

@@ -20,6 +20,7 @@ import numpy as np
 
 from npdynamo.backends.compile import CompiledGraph, compile_graph
 from npdynamo.backends.report import BackendReport, Compiled
+from npdynamo.capture.bytecode.liveness import hand_over
 from npdynamo.capture.frames.dispatch import make_fallback
 from npdynamo.capture.guards import GuardKind, GuardSet, Owners, SourceTuple
 from npdynamo.capture.guards.guard import frame_params
@@ -28,6 +29,7 @@ from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.session import CaptureContext
 from npdynamo.capture.side_effects import write_back_targets
 from npdynamo.fx import GraphModule
+from npdynamo.generated import define
 
 if TYPE_CHECKING:
     # graph breaks sit above the entry they build (breaks/ imports this module)
@@ -66,18 +68,23 @@ class CompiledEntry:
 
 
 class GraphFailed(Exception):
-    """A compiled graph raised at run time; nothing was written back yet."""
+    """A compiled graph raised at run time; nothing was written back yet. Its ``args`` are the
+    frame's arguments as the runner takes them, for the rerun in Python: the prefix that
+    raises it holds them, so no caller has to keep them alive for that case."""
 
 
 def python_runner(ctx: CaptureContext):
     """The frame's original code, run in Python, called like the entry's ``run``."""
     fn = ctx.fn
     if ctx.cells_as_argument:
-        code, glob, name = fn.__code__, fn.__globals__, fn.__name__
-
-        def run(cells, *args):
-            return types.FunctionType(code, glob, name, None, cells or None)(*args)
-
+        params = "".join(f", a{i}" for i in range(len(ctx.arg_names)))
+        source = (f"def run(C{params}):\n"
+                  f"    return function(CODE, G, NAME, None, C or None)({params[2:]})\n")
+        env = {"function": types.FunctionType, "CODE": fn.__code__, "G": fn.__globals__,
+               "NAME": fn.__name__}
+        run = define(source, "run", env, filename=f"<npdynamo-python-{fn.__name__}>",
+                     lines=False)
+        run.__code__ = hand_over(run.__code__)  # the resumed code owns its arguments
         return run
     return make_fallback(fn, fn.__code__)
 
@@ -188,20 +195,15 @@ def generated_function(
         callee = ns.bind(compiled.run, "COMPILED")
         args = ", ".join(src.expr() for _node, src in inputs)
         # a graph that raises (an index out of range found at run time) has written nothing:
-        # rerun the frame in Python so state and exception are exactly Python's
+        # rerun the frame in Python so state and exception are exactly Python's (a prefix
+        # hands the frame's arguments back to its runner for that)
+        call_args = ", ".join(
+            ["C"] * (cell_count is not None) + [f"a{i}" for i in range(len(ctx.arg_names))]
+        )
         if name == "run":
-            call_args = ", ".join(
-                filter(
-                    None,
-                    [
-                        "C" if cell_count is not None else "",
-                        *(f"a{i}" for i in range(len(ctx.arg_names))),
-                    ],
-                )
-            )
             on_error = f"return {ns.bind(python_runner(ctx), 'PYTHON')}({call_args})"
         else:
-            on_error = f"raise {ns.bind(GraphFailed, 'GraphFailed')}() from None"
+            on_error = f"raise {ns.bind(GraphFailed, 'GraphFailed')}({call_args}) from None"
         lines += [
             "    try:",
             f"        out = {callee}({args})",

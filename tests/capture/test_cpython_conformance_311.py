@@ -4,10 +4,8 @@ agree on results, identities and exceptions (``check_fidelity``), on both backen
 
 from __future__ import annotations
 
-import gc
 import operator
 import sys
-import weakref
 
 import pytest
 
@@ -160,34 +158,6 @@ def test_capture_calls_no_user_hash(backend):
     check_fidelity(setdefault_hashes_once, [], backend=backend)
 
 
-# -- lifetimes across a break (test_functools/test_set/test_deque test_weakref,
-#    test_copy weak dicts, test_dict/test_set test_container_iterator, test_generators
-#    finalization, test_scope.testCellLeak, test_exceptions test_3114/testExceptionCleanupState):
-#    NOT FIXED. The frames that hand a resume function its locals (the broken frame's
-#    ``drive`` call, a ``TailCall``, the resume point's ``dispatch`` and the entry's runner,
-#    which keeps the arguments to rerun the frame in Python if the prefix graph fails) each
-#    hold a reference to every value passed until the resumed code returns, so an object whose
-#    last name the resumed code drops (``x = None``, ``del x``) lives on to the end of the call
-#    (docs/conformance.md, "Object lifetimes across a graph break"). --------------------------
-class Thing:
-    pass
-
-
-def object_dies_with_its_last_name():
-    x = Thing()
-    r = weakref.ref(x)
-    print("break")
-    x = None
-    gc.collect()
-    return r() is None
-
-
-@pytest.mark.xfail(strict=True, reason="the resume chain keeps the values it passed alive "
-                                       "until the resumed code returns (see the note above)")
-def test_object_dies_with_its_last_name_after_a_break():
-    check_fidelity(object_dies_with_its_last_name)
-
-
 # -- a descriptor written in Python runs on every read (test_dataclasses.
 #    test_getting_field_calls_get): capture read it once, natively, and the compiled code never
 #    called __get__ (the call count was 0) ---------------------------------------------------
@@ -236,3 +206,4 @@ def read_non_data_descriptor(h):
 @pytest.mark.parametrize("fn", [read_data_descriptor, read_non_data_descriptor])
 def test_python_descriptors_run_their_get(fn, backend):
     check_fidelity(fn, Holder(), backend=backend)
+

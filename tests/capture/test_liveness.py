@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dis
+
 import numpy as np
 
 import npdynamo
 from npdynamo.capture.bytecode.generate import decoded_instructions
-from npdynamo.capture.bytecode.liveness import live_locals
+from npdynamo.capture.bytecode.liveness import hand_over, live_locals
 from npdynamo.capture.frames.cache import compiled_entries
 
 
@@ -97,3 +99,22 @@ def test_unread_counter_does_not_make_an_entry_per_iteration():
         np.testing.assert_array_equal(got, expected)
         assert rng_compiled.bit_generator.state == rng_plain.bit_generator.state
     assert len(compiled_entries(compiled)) == 1
+
+
+def _passer(a, b):
+    try:
+        return _sink(a, b)
+    except KeyError:
+        return b
+
+
+def _sink(a, b):
+    return a, b
+
+
+def test_hand_over_clears_only_what_is_dead_after_a_returning_call():
+    code = hand_over(_passer.__code__)
+    deleted = {i.argval for i in dis.get_instructions(code) if i.opname == "DELETE_FAST"}
+    assert deleted == {"a"}  # b is read by the handler: kept
+    fn = type(_passer)(code, globals())
+    assert fn(1, 2) == (1, 2)

@@ -23,9 +23,9 @@ from npdynamo import logs
 from npdynamo.capture import bytecode as bc
 from npdynamo.capture.breaks.native_tail import native_stops
 from npdynamo.capture.breaks.reasons import GraphBreakReason
-from npdynamo.capture.breaks.resume import CompileContext, TailCall, drive
+from npdynamo.capture.breaks.resume import CompileContext, TailCall, finish
 from npdynamo.capture.bytecode import generate as gen
-from npdynamo.capture.bytecode.liveness import live_locals
+from npdynamo.capture.bytecode.liveness import hand_over, live_locals
 from npdynamo.capture.calls import class_attribute
 from npdynamo.capture.entry import (
     CompiledEntry,
@@ -41,14 +41,19 @@ from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.session import CaptureContext
 from npdynamo.capture.translator import Frame, ReachedBreak, root_frame
 from npdynamo.capture.values import (
+    NULL,
     BoundMethodValue,
     CellValue,
     ComprehensionSave,
+    DictValue,
     FunctionValue,
+    ListValue,
     NullValue,
+    SetValue,
     UserObjectValue,
     Value,
 )
+from npdynamo.generated import define
 
 #: Instructions whose result may be a NULL pair (unknown without running them): never broken at.
 MAYBE_NULL = {"LOAD_GLOBAL", "LOAD_METHOD", "LOAD_SUPER_ATTR", "LOAD_ATTR"}
@@ -138,8 +143,9 @@ def build_break_entry(
     # only the locals the rest of the code can read: a dead one (a loop counter nobody reads)
     # would be guarded by value in the resume function, one entry per iteration
     live = _live_at(code, start)
+    kept = frozenset(n for n in local_names if _outlives_break(frame.locals[n]))
     if live is not None:
-        local_names = tuple(n for n in local_names if n in live)
+        local_names = tuple(n for n in local_names if n in live or n in kept)
     cell_names = tuple(
         n for n, c in frame.cells.items() if isinstance(c, CellValue) and c.contents is not None
     )
@@ -165,9 +171,11 @@ def build_break_entry(
             # the break, to its end (plain Python, exact; only slower than more graphs would be)
             stops, fallthrough, branch = (), None, None
         else:
-            stops = _native_tail(code, start, index, kinds, local_names, context, fn.__globals__)
+            handed = _bound_after(ins, local_names, order)
+            stops = _native_tail(code, start, index, kinds, handed, kept, context,
+                                 fn.__globals__)
             fallthrough, branch = (None, None) if stops else _continuations(
-                code, start, index, kinds, local_names, context, fn.__globals__
+                code, start, index, kinds, handed, context, fn.__globals__
             )
     except Exception as error:  # the bytecode library refused the layout: never a crash
         raise CannotBreak(f"cannot generate the resume function ({error})") from error
@@ -182,8 +190,13 @@ def build_break_entry(
         prefix,
         fallthrough,
         branch,
-        drive if not cells_as_argument else TailCall,
-        stops,
+        finish if not cells_as_argument else None,
+        TailCall,
+        stops=stops,
+        unbound=tuple(
+            n for n in ctx.arg_names
+            if isinstance(frame.locals.get(n, NULL), NullValue) and n not in code.co_cellvars
+        ),
     )
     try:
         new_code = gen.break_code(plan)
@@ -221,18 +234,31 @@ def _continuations(code, start, index, kinds, local_names, context, glob):
     if ins.name not in gen.TERMINAL:
         after = gen.stack_after(block, kinds, jump=False)
         key = gen.ResumeKey(code, _past_labels(instrs, index + 1), after, local_names)
-        fallthrough = gen.Continuation(context.resume_call(key, glob), after, attribute="dispatch")
+        fallthrough = gen.Continuation(context.resume_call(key, glob), after, local_names,
+                                       attribute="take")
     if ins.has_jump():
         after = gen.stack_after(block, kinds, jump=True)
         target = instrs.index(ins.arg)
         if ins.name == "FOR_ITER":
             target = gen.exhausted_start(instrs, target)
         key = gen.ResumeKey(code, _past_labels(instrs, target), after, local_names)
-        branch = gen.Continuation(context.resume_call(key, glob), after, attribute="dispatch")
+        branch = gen.Continuation(context.resume_call(key, glob), after, local_names,
+                                  attribute="take")
     return fallthrough, branch
 
 
-def _native_tail(code, start, index, kinds, local_names, context, glob) -> tuple:
+def _bound_after(ins, local_names: tuple[str, ...], order: dict) -> tuple[str, ...]:
+    """The locals bound after the native instruction: it may delete or store one (a drop that
+    may end an object Python code can see is run natively, ``opcodes.stack._drop``)."""
+    if ins.name == "DELETE_FAST":
+        return tuple(n for n in local_names if n != ins.arg)
+    stored = {"STORE_FAST": lambda arg: (arg,), "STORE_FAST_LOAD_FAST": lambda arg: arg[:1],
+              "STORE_FAST_STORE_FAST": tuple}.get(ins.name, lambda arg: ())(ins.arg)
+    names = set(local_names) | {n for n in stored if isinstance(n, str)}
+    return tuple(sorted(names, key=lambda n: order.get(n, len(order))))
+
+
+def _native_tail(code, start, index, kinds, local_names, kept, context, glob) -> tuple:
     """``(index in code, continuation)`` of each stop of the break's native tail
     (``native_tail.py``), or ``()`` when the tail is not walked: the plain continuations serve."""
     first, last = gen.original_position(code, start), gen.original_position(code, index)
@@ -250,7 +276,7 @@ def _native_tail(code, start, index, kinds, local_names, context, glob) -> tuple
         if ins.name == "FOR_ITER":
             target = gen.exhausted_start(instrs, target)
         starts.append((target, gen.stack_after(block, kinds, jump=True)))
-    stops = native_stops(original, starts, local_names)
+    stops = native_stops(original, starts, local_names, kept)
     if not stops:
         return ()
     result = []
@@ -260,7 +286,7 @@ def _native_tail(code, start, index, kinds, local_names, context, glob) -> tuple
             return ()
         key = gen.ResumeKey(original, stop.position, stop.stack, stop.locals)
         result.append((at, gen.Continuation(context.resume_call(key, glob), stop.stack,
-                                            stop.locals, attribute="dispatch")))
+                                            stop.locals, attribute="take")))
     return tuple(result)
 
 
@@ -271,6 +297,19 @@ def _live_at(code: types.CodeType, start: int) -> frozenset[str] | None:
     if original is None:
         return None
     return live_locals(*original)
+
+
+#: Values whose lifetime Python code can observe (weak references, ``__del__``, cycles they
+#: hold): handed to the resume function even when dead at the break, since the user's frame
+#: would hold them until the name is overwritten or the frame ends. Numbers, strings and other
+#: constants are not (no one can tell when they die); nor arrays (guarded by shape, a dead
+#: temporary would specialise the resume function for nothing).
+_LIFETIME_KINDS = (UserObjectValue, ListValue, DictValue, SetValue)
+
+
+def _outlives_break(value: Value) -> bool:
+    """A local dead at the break that must still be handed over (see ``_LIFETIME_KINDS``)."""
+    return isinstance(value, _LIFETIME_KINDS)
 
 
 def _past_labels(instrs: list, index: int) -> int:
@@ -361,7 +400,9 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
 
 def _runner(new_code: types.CodeType, ctx: CaptureContext, fallback, graph_failed):
     """Run the broken frame's code; if its prefix graph raises (nothing was written back yet),
-    the frame reruns in Python, so the user sees exactly Python's state and exception."""
+    the frame reruns in Python, so the user sees exactly Python's state and exception. The
+    prefix hands the frame's arguments back in the exception for that: a resume function's
+    runner keeps none of them alive while the resumed code runs."""
     fn = ctx.fn
     glob, name = fn.__globals__, fn.__name__
     if not ctx.cells_as_argument:
@@ -370,29 +411,34 @@ def _runner(new_code: types.CodeType, ctx: CaptureContext, fallback, graph_faile
         def run(*args):
             try:
                 return broken(*args)
-            except graph_failed:
-                return fallback(*args)
+            except graph_failed as failed:
+                rerun = failed.args  # rerun outside the handler: Python sees no GraphFailed
+            return fallback(*rerun)
 
         return run
+    # a resume function's broken frame: called with the cells first, run with its closure
+    params = "".join(f", a{i}" for i in range(len(ctx.arg_names)))
+    env = {"function": types.FunctionType, "CODE": new_code, "G": glob, "NAME": name,
+           "failed": graph_failed, "fallback": fallback}
     if not new_code.co_freevars:  # the common case: no closure, one function serves every call
-        shared = types.FunctionType(new_code, glob, name)
-
-        def run_shared(cells, *args):
-            try:
-                return shared(*args)
-            except graph_failed:
-                return fallback(cells, *args)
-
-        run_shared.shared_parts = (shared, fallback, graph_failed)  # resume dispatchers inline it
-        return run_shared
-
-    def run_with_cells(cells, *args):
-        try:
-            return types.FunctionType(new_code, glob, name, None, cells)(*args)
-        except graph_failed:
-            return fallback(cells, *args)
-
-    return run_with_cells
+        env["shared"] = types.FunctionType(new_code, glob, name)
+        call = f"shared({params[2:]})"
+    else:
+        call = f"function(CODE, G, NAME, None, C)({params[2:]})"
+    source = (
+        f"def run(C{params}):\n"
+        "    try:\n"
+        f"        return {call}\n"
+        "    except failed as error:\n"
+        "        rerun = error.args  # rerun outside the handler: Python sees no GraphFailed\n"
+        "    return fallback(*rerun)\n"
+    )
+    run = define(source, "run", env, filename=f"<npdynamo-run-{name}>", lines=False)
+    run.__code__ = hand_over(run.__code__)  # the resumed code owns its arguments
+    mark_generated(run.__code__)
+    if "shared" in env:
+        run.shared_parts = (env["shared"], fallback, graph_failed)  # dispatchers inline it
+    return run
 
 
 def _log_bytecode(old: types.CodeType, new: types.CodeType) -> None:

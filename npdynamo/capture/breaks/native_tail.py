@@ -42,10 +42,13 @@ def native_stops(
     code: types.CodeType,
     starts: list[tuple[int, tuple[str, ...]]],
     bound: tuple[str, ...],
+    kept: frozenset[str] = frozenset(),
 ) -> list[Stop] | None:
     """The stops reached from ``starts`` (original positions with their stack kinds, right after
     the native instruction) through bookkeeping instructions; None when the walk cannot be sure
-    of a stop's bound locals (the caller then hands over right after the break, as before)."""
+    of a stop's bound locals (the caller then hands over right after the break, as before).
+    ``kept``: bound locals handed over even where dead (their lifetime can be observed), as
+    are the locals the tail stores."""
     instrs = gen.decoded_instructions(code)
     # position -> the locals stored on every path there (bound-on-all-paths is an intersection)
     stored_at: dict[int, frozenset[str]] = {}
@@ -79,7 +82,10 @@ def native_stops(
         live = live_locals(code, pos)
         if live is not None and not live <= have:
             return None  # a local read later may be unbound here: do not guess
-        names = have if live is None else live & have
+        # a local the tail stored is bound in Python's frame until overwritten, dead or not:
+        # handed over (an object made by the native call dies where Python frees it); its
+        # value is not read by the resume function, so it is not guarded either
+        names = have if live is None else (live | kept | stored_at[pos]) & have
         result.append(Stop(pos, kinds_at[pos], tuple(sorted(names, key=order.__getitem__))))
     return result
 

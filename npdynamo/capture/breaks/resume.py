@@ -10,10 +10,16 @@ it runs the first entry whose guards hold, or captures the resume function for t
 serves every closure).
 
 The hand-over is a trampoline, so a loop with a break costs no stack depth per iteration: a
-function's own broken frame calls ``drive(resume, ...)``, which keeps calling while the result is
-a ``TailCall``; a resume function's broken frame returns ``TailCall(resume, ...)`` instead of
-calling. The generated hand-over sits after all original code, outside every try range, so
-returning instead of calling changes no exception handling.
+resume function's broken frame returns a ``TailCall`` instead of calling, and a function's own
+broken frame hands one to ``finish``, which keeps calling while the result is a ``TailCall``.
+The generated hand-over sits after all original code, outside every try range, so returning
+instead of calling changes no exception handling.
+
+The hand-over passes ownership, as a Python frame owns its locals: the broken frame clears each
+local as it pushes it, the ``TailCall`` is emptied by popping as its call's arguments are pushed
+(``take``), and the dispatcher and runners clear what they pass on (``liveness.hand_over``). So
+the resumed code holds the only reference to each value, and an object whose last name it drops
+dies there, as in Python (a weak reference dies, a cycle is collected, a generator finalised).
 """
 
 from __future__ import annotations
@@ -22,7 +28,6 @@ import operator
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 
 from npdynamo.capture.builder import LOOP_ITERATOR_TYPES
 from npdynamo.capture.bytecode.generate import (
@@ -31,6 +36,7 @@ from npdynamo.capture.bytecode.generate import (
     resume_code,
     user_label,
 )
+from npdynamo.capture.bytecode.liveness import hand_over
 from npdynamo.capture.frames.cache import EntryCache, describe_code, on_reset
 from npdynamo.capture.frames.dispatch import mark_generated
 from npdynamo.generated import define, dispatch_source
@@ -60,19 +66,18 @@ class CompileContext:
         return call
 
 
-class TailCall(partial):
-    """What a resume function's broken frame returns: ``TailCall(call, *args)`` — call
-    ``call(*args)`` next, in my place. A ``partial`` so that making and calling one runs no
-    Python code (it is made once per hand-over); its own class, so no user value is one."""
+class TailCall(list):
+    """What a resume function's broken frame returns: ``[*reversed(args), cells, take]`` — call
+    ``take(self)`` next, in my place, which pops the arguments one by one onto the stack of its
+    call (so nothing but the callee keeps them). Its own class, so no user value is one."""
 
     __slots__ = ()
 
 
-def drive(call: Callable, *args):
+def finish(result):
     """Run a resume chain from a function's own frame: no stack growth per resume."""
-    result = call(*args)
     while type(result) is TailCall:
-        result = result()
+        result = result.pop()(result)
     return result
 
 
@@ -91,6 +96,9 @@ class ResumeCall(EntryCache):
         #: what the broken frames' hand-overs call (``dispatch(cells, *args)``): the entries'
         #: checks and runners unrolled into one generated function, rebuilt when they change
         self.dispatch: Callable = self._dispatcher()
+        #: ``take(tail)``: pop a ``TailCall``'s cells and arguments into a call of ``dispatch``;
+        #: ``python(cells, *args)``: the resume function run as plain Python
+        self.take, self._python = self._movers()
 
     def describe(self) -> str:
         return f"the code after a graph break in {describe_code(self.key.code)}"
@@ -107,10 +115,12 @@ class ResumeCall(EntryCache):
     def _dispatcher(self) -> Callable:
         """``dispatch(C, a0, a1, ...)``: the first entry whose guards hold runs, else ``miss``.
         Fixed arity and inlined runners: this runs once per hand-over, in every loop
-        iteration that breaks, so each Python call it saves counts."""
+        iteration that breaks, so each Python call it saves counts. It passes its arguments on
+        with their ownership (``hand_over``); a runner whose graph failed hands them back in the
+        ``GraphFailed`` for the rerun in Python."""
         params = "".join(f", a{i}" for i in range(self.arity))[2:]
         args = f"C, {params}" if params else "C"
-        env: dict = {"miss": self.miss}
+        env: dict = {"choose": self.choose}
 
         def call(i: int) -> list[str]:
             check, run = self.pairs[i]
@@ -120,22 +130,40 @@ class ResumeCall(EntryCache):
                 env[f"run{i}"] = run
                 return [f"return run{i}({args})"]
             env[f"shared{i}"], env[f"fallback{i}"], env[f"failed{i}"] = parts
+            # the rerun is outside the handler: the Python code must not see GraphFailed as
+            # the exception being handled
             return ["try:", f"    return shared{i}({params})",
-                    f"except failed{i}:", f"    return fallback{i}({args})"]
+                    f"except failed{i} as failed:", "    rerun = failed.args",
+                    f"return fallback{i}(*rerun)"]
 
         source = dispatch_source("dispatch", args, len(self.pairs), call,
-                                 f"miss(C, ({params}{',' if params else ''}))")
+                                 f"choose(C, ({params}{',' if params else ''}))({args})")
         dispatch = define(source, "dispatch", env,
                           filename=f"<npdynamo-dispatch-{self.code.co_name}>", lines=False)
+        dispatch.__code__ = hand_over(dispatch.__code__)
         mark_generated(dispatch.__code__)  # warnings skip it to name the user's line
         return dispatch
 
-    def miss(self, cells: tuple, args: tuple):
-        """Capture an entry for these arguments and run it; past the limit, run Python."""
-        return self.run_or_capture(self._python, (cells, *args), self._build)
+    def _movers(self) -> tuple[Callable, Callable]:
+        params = "".join(f", a{i}" for i in range(self.arity))
+        pops = ", box.pop()" * self.arity
+        source = (f"def take(box):\n    return R.dispatch(box.pop(){pops})\n"
+                  f"def python(C{params}):\n"
+                  f"    return function(CODE, G, NAME, None, C or None)({params[2:]})\n")
+        env = {"R": self, "function": types.FunctionType, "CODE": self.code, "G": self.globals,
+               "NAME": self.code.co_name}
+        take = define(source, "take", env, filename=f"<npdynamo-take-{self.code.co_name}>",
+                      lines=False)
+        python = env["python"]
+        python.__code__ = hand_over(python.__code__)
+        for fn in (take, python):
+            mark_generated(fn.__code__)
+        return take, python
 
-    def _python(self, cells: tuple, *args):
-        return self.function(cells)(*args)
+    def choose(self, cells: tuple, args: tuple) -> Callable:
+        """What runs these arguments: an entry captured for them, or (past the limit) Python.
+        The caller calls it with the arguments it still owns."""
+        return self.run_or_capture(self._python, (cells, *args), self._build, run=False)
 
     def _build(self, cells_and_args: tuple):
         cells, *args = cells_and_args

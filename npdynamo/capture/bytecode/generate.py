@@ -323,8 +323,10 @@ def _build_resume_code(key: ResumeKey) -> types.CodeType:
     for kind in key.stack:
         if kind == "N":
             prologue.append(bc.Instr("PUSH_NULL", lineno=lineno))
-        else:
-            prologue.append(bc.Instr("LOAD_FAST", next(arg_iter), lineno=lineno))
+        else:  # the stack holds it now, and nothing else must (a frame has no copy)
+            name = next(arg_iter)
+            prologue.append(bc.Instr("LOAD_FAST", name, lineno=lineno))
+            prologue.append(bc.Instr("DELETE_FAST", name, lineno=lineno))
     prologue.append(bc.Instr("JUMP_FORWARD", target, lineno=lineno))
     built = live_only(prologue + body)  # the code before the resume point is dead (mostly)
     b.clear()
@@ -424,9 +426,13 @@ class BreakPlan:
     prefix: object  # prefix(*frame_args) -> (locals..., cells..., non-NULL stack values...)
     fallthrough: Continuation | None
     branch: Continuation | None  # for a conditional jump: where its jump goes
-    #: handoff(resume, cells, *stack, *locals): the frame's last call. A function's own frame
-    #: drives the resume chain; a resume function's frame returns a tail-call marker to it.
+    #: a function's own frame's last call, ``handoff(resume.dispatch(cells, *args))``, drives
+    #: the resume chain; a resume function's frame (None) returns a ``tail_call`` instead
     handoff: object = None
+    #: ``tail_call([*reversed(stack + locals), cells, resume.take])``: the list-like marker
+    tail_call: object = None
+    #: frame arguments unbound at the break (deleted before it): cleared by the prologue
+    unbound: tuple[str, ...] = ()
     #: native tail (``breaks/native_tail.py``): instead of ``fallthrough``/``branch``, the original
     #: code runs on after the instruction and hands over before each of these instruction indices
     stops: tuple[tuple[int, Continuation], ...] = ()
@@ -500,6 +506,9 @@ def _prologue(plan: BreakPlan, target: bc.Label, lineno: int) -> list:
     seq += [_load_arg(n, cells, lineno) for n in plan.arg_names]
     seq += call(1 + len(plan.arg_names), lineno)
     seq.append(bc.Instr("STORE_FAST", tmp, lineno=lineno))
+    # arguments the code before the break deleted (``del x``; a resume function's stack
+    # arguments, on the stack from here): the frame must not keep the old objects alive
+    seq += [bc.Instr("DELETE_FAST", name, lineno=lineno) for name in plan.unbound]
     position = 0
 
     def item(i: int) -> list:
@@ -538,8 +547,14 @@ def _closure_tuple(code: types.CodeType, lineno: int) -> list:
 
 
 def _trampoline(plan: BreakPlan, cont: Continuation, code: types.CodeType, lineno) -> list:
-    """Pop the stack into temporaries, then
-    ``return plan.handoff(cont.callable, cells, *stack, *locals)``."""
+    """Pop the stack into temporaries, then hand them and the locals over: a function's own
+    frame returns ``plan.handoff(cont.callable.dispatch(cells, *stack, *locals))`` (the
+    handoff drives the tail calls that come back), a resume function's frame returns
+    ``plan.tail_call([*reversed(stack + locals), cells, cont.callable.take])``.
+
+    Each temporary and local is cleared as it is pushed: the callee (or the list) then holds
+    the only reference (the frame keeps none of them alive while the resumed code runs, as
+    Python's own frame would not)."""
     seq: list = []
     temps = []
     for i in range(len(cont.stack) - 1, -1, -1):
@@ -550,14 +565,33 @@ def _trampoline(plan: BreakPlan, cont: Continuation, code: types.CodeType, linen
             temps.append(name)
             seq.append(bc.Instr("STORE_FAST", name, lineno=lineno))
     temps.reverse()
-    seq += push_callable(plan.handoff, lineno)
+    names = [*temps, *(plan.locals if cont.locals is None else cont.locals)]
+
+    def passed(order: list) -> list:
+        return [ins for name in order for ins in (bc.Instr("LOAD_FAST", name, lineno=lineno),
+                                                  bc.Instr("DELETE_FAST", name, lineno=lineno))]
+
+    if plan.handoff is not None:
+        # the first resume is called from here, so it runs no deeper than Python's code would
+        # by more than its dispatcher (sys.setrecursionlimit(depth + 10) in a test)
+        seq += push_callable(plan.handoff, lineno)
+        target = [bc.Instr("LOAD_CONST", cont.callable, lineno=lineno),
+                  load_attr("dispatch", lineno)]
+        null = bc.Instr("PUSH_NULL", lineno=lineno)
+        seq += [*target, null] if NULL_ABOVE_CALLABLE else [null, *target]
+        seq += _closure_tuple(code, lineno)
+        seq += passed(names)
+        seq += call(1 + len(names), lineno)
+        seq += call(1, lineno)
+        seq.append(bc.Instr("RETURN_VALUE", lineno=lineno))
+        return seq
+    seq += push_callable(plan.tail_call, lineno)
+    seq += passed(names[::-1])
+    seq += _closure_tuple(code, lineno)
     seq.append(bc.Instr("LOAD_CONST", cont.callable, lineno=lineno))
     if cont.attribute is not None:
         seq.append(load_attr(cont.attribute, lineno))
-    seq += _closure_tuple(code, lineno)
-    names = plan.locals if cont.locals is None else cont.locals
-    seq += [bc.Instr("LOAD_FAST", t, lineno=lineno) for t in temps]
-    seq += [bc.Instr("LOAD_FAST", n, lineno=lineno) for n in names]
-    seq += call(2 + len(temps) + len(names), lineno)
+    seq.append(bc.Instr("BUILD_LIST", len(names) + 2, lineno=lineno))
+    seq += call(1, lineno)
     seq.append(bc.Instr("RETURN_VALUE", lineno=lineno))
     return seq

@@ -30,7 +30,9 @@ before capturing, so concurrent first calls with the same inputs build one entry
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import logging
 import os
 import sys
@@ -114,6 +116,26 @@ def install_compile_entry(compile_entry: Callable[..., Any]) -> None:
 COMPILE_LOCK = threading.RLock()
 
 
+@contextlib.contextmanager
+def gc_paused():
+    """The garbage collector paused while a miss looks up and captures an entry: a capture
+    allocates many objects that live on (values, graphs, decoded bytecode), so CPython's
+    collector would run often (on every allocation under ``gc.set_threshold(1)``, with the
+    user's ``gc.callbacks`` each time) and now and then walk the user's whole heap. Nothing of
+    the user's runs in between. At the end the capture's own cycles, which still hold the
+    user's objects it saw, are freed, so an object dies where Python frees it; they are all
+    young (nothing was collected meanwhile): a cheap pass."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(0)
+
+
 class EntryCache:
     """Compiled entries of one code object, tried in order, and the policy every cache shares.
 
@@ -139,19 +161,29 @@ class EntryCache:
         """``pairs`` changed (a subclass regenerates code that inlines them)."""
 
     def run_or_capture(
-        self, fallback: Callable[..., Any], args: tuple, build: Callable[[tuple], Any]
+        self, fallback: Callable[..., Any], args: tuple, build: Callable[[tuple], Any],
+        run: bool = True,
     ) -> Any:
-        """Run the entry ``build(args)`` captures for ``args``, or ``fallback`` (plain Python)."""
+        """Run the entry ``build(args)`` captures for ``args``, or ``fallback`` (plain Python).
+        With ``run=False``, return what would run instead: a caller that passes the arguments
+        on itself keeps no tuple of them alive while they run."""
         if self.python_only is not None or capture_suspended():
-            return fallback(*args)
-        with COMPILE_LOCK:
-            run = self.lookup(args)
-            if run is None:
-                # Nothing the guards or the translator call may be hooked or compiled meanwhile.
-                with suspend_capture():
-                    entry = self._compile(args, build)
-                run = entry.run if entry is not None else fallback
-        return run(*args)
+            chosen = fallback
+        else:
+            with COMPILE_LOCK, gc_paused():
+                chosen = self.lookup(args)
+                if chosen is None:
+                    # Nothing the guards or the translator call may be hooked or compiled
+                    # meanwhile.
+                    with suspend_capture():
+                        try:
+                            entry = self._compile(args, build)
+                        except RecursionError:
+                            # the capture ran out of stack (deep user code, or a lowered
+                            # sys.setrecursionlimit): this call runs in Python, as written
+                            entry = None
+                    chosen = entry.run if entry is not None else fallback
+        return chosen(*args) if run else chosen
 
     def lookup(self, args: tuple) -> Callable | None:
         """The runner of the first entry whose guards hold for ``args``."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npdynamo.capture.guards.kinds import KINDS, GuardKind
+from npdynamo.capture.guards.kinds import KINDS, GuardKind, Seen
 from npdynamo.capture.guards.sources import AttrSource, ItemSource, Source
 from npdynamo.capture.pysource import Namespace
 
@@ -228,6 +228,8 @@ def _item_groups(ordered: list) -> list[ItemGroup]:
 def _hashable(expected: object) -> object:
     """A key telling expected values apart exactly (``1 == 1.0 == True`` must not merge); other
     objects (identity guards) by identity, so no user ``__eq__`` runs."""
+    if isinstance(expected, Seen):
+        return ("id", expected.id)
     if isinstance(expected, (list, tuple)):
         return (type(expected), tuple(_hashable(e) for e in expected))
     if type(expected) in _BY_VALUE or isinstance(expected, (type, np.dtype, np.generic)):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from npdynamo.capture.guards.compact import ItemGroup, compact_layout
-from npdynamo.capture.guards.kinds import KINDS, GuardKind
+from npdynamo.capture.guards.kinds import KINDS, GuardKind, held
 from npdynamo.capture.guards.sources import (
     AttrSource,
     GlobalSource,
@@ -40,6 +40,9 @@ class Guard:
     kind: GuardKind
     expected: object
     where: tuple[str, int] | None = None
+
+    def __post_init__(self) -> None:
+        self.expected = held(self.kind, self.expected)  # a user object is not owned (``Seen``)
 
     def key(self) -> tuple:
         keyed = self.kind in _RELATIONS

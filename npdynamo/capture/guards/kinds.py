@@ -139,7 +139,12 @@ class KindRules:
     check_each: Callable[[list[str], object, Namespace], str] | None = None
 
 
+def _type_name(exp: object) -> str:
+    return getattr(unwrap(exp), "__qualname__", repr(unwrap(exp)))
+
+
 def obj_text(obj: object) -> str:
+    obj = unwrap(obj)
     if isinstance(obj, enum.Enum):
         return repr(obj)
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
@@ -157,13 +162,68 @@ def value_text(value: object) -> str:
         return f"<{type(value).__name__} of {value.bit_length()} bits>"
 
 
-def _check_id(e: str, exp: object, ns: Namespace) -> str:
-    try:
-        ref = weakref.ref(exp)  # never keep user objects alive through a guard
+class Seen:
+    """The object an identity guard (or a type guard on a class made inside a function) was
+    captured against, held by a weak reference where it can be: the entry lives as long as its
+    code, and holding the object would keep it alive past the user's last reference (a weak
+    reference or a finaliser of it would see it never die). A dead reference matches nothing:
+    no object can be the one seen any more (an id alone could be reused by a new object)."""
+
+    __slots__ = ("_ref", "_strong", "id", "__weakref__")
+
+    def __init__(self, obj: object) -> None:
+        self.id = id(obj)
+        try:
+            self._ref, self._strong = weakref.ref(obj), None
+        except TypeError:  # None, ints, builtins: nothing to free, held as they are
+            self._ref, self._strong = None, obj
+
+    def get(self) -> object:
+        """The object, or ``DEAD`` once it was freed."""
+        if self._ref is None:
+            return self._strong
+        obj = self._ref()
+        return DEAD if obj is None else obj
+
+    def check(self, e: str, ns: Namespace) -> str:
+        """``e is <the object>``, false for every value once the object is dead."""
+        if self._ref is None:
+            return f"{e} is {ns.bind(self._strong, 'O')}"
         # a dead reference answers None: then no value is the object seen (None included)
-        return f"{e} is {ns.bind(ref, 'R')}() is not None"
-    except TypeError:
-        return f"{e} is {ns.bind(exp, 'O')}"
+        return f"{e} is {ns.bind(self._ref, 'R')}() is not None"
+
+
+class _Dead:
+    def __repr__(self) -> str:
+        return "<an object freed since the capture>"
+
+
+DEAD = _Dead()
+
+
+def held(kind: GuardKind, expected: object) -> object:
+    """What a guard of ``kind`` keeps of ``expected`` (``Seen`` where it must not own it)."""
+    if kind in (GuardKind.ID, GuardKind.NOT_ID) or (
+        kind is GuardKind.TYPE and "<locals>" in getattr(expected, "__qualname__", "")
+    ):
+        return expected if isinstance(expected, Seen) else Seen(expected)
+    return expected
+
+
+def unwrap(expected: object) -> object:
+    return expected.get() if isinstance(expected, Seen) else expected
+
+
+def _check_id(e: str, exp: object, ns: Namespace) -> str:
+    if not isinstance(exp, Seen):
+        exp = Seen(exp)
+    return exp.check(e, ns)
+
+
+def _check_type(e: str, exp: object, ns: Namespace) -> str:
+    if isinstance(exp, Seen):
+        return exp.check(f"type({e})", ns)
+    return f"type({e}) is {ns.bind(exp, 'T')}"
 
 
 def _check_constant(e: str, exp: object, ns: Namespace) -> str:
@@ -236,10 +296,10 @@ def _check_dtype(e: str, exp: object, ns: Namespace) -> str:
 
 KINDS: dict[GuardKind, KindRules] = {
     GuardKind.TYPE: KindRules(
-        lambda e, exp, ns: f"type({e}) is {ns.bind(exp, 'T')}",
-        lambda name, exp: f"type({name}) is {exp.__qualname__}",
+        _check_type,
+        lambda name, exp: f"type({name}) is {_type_name(exp)}",
         lambda name, exp, actual: (
-            f"type({name}): expected {exp.__qualname__}, got {type(actual).__qualname__}"
+            f"type({name}): expected {_type_name(exp)}, got {type(actual).__qualname__}"
         ),
     ),
     GuardKind.ID: KindRules(

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import builtins
+import types
+import weakref
 
 from npdynamo.capture import bytecode as bc
 from npdynamo.capture.builder import constant_value
 from npdynamo.capture.calls import class_attribute, get_attr, load_method
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource, GlobalSource, ItemSource
 from npdynamo.capture.opcodes.layout import push_method, push_with_null
 from npdynamo.capture.registry import handler
@@ -18,7 +21,9 @@ from npdynamo.capture.values import (
     CellValue,
     ComprehensionSave,
     Const,
+    DictValue,
     ExternalCell,
+    ListValue,
     NullValue,
     TupleValue,
     UserObjectValue,
@@ -98,8 +103,55 @@ def _load_fast_load_fast(frame: Frame, ins):
         _load_fast(frame, name)
 
 
+#: Objects whose end Python code can see happen: a generator's ``finally`` runs when it is
+#: collected (and a suspended coroutine's).
+FINALISED_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+#: The most items of a container from outside searched for such objects when it is dropped.
+MAX_SEARCHED = 1000
+
+
+def _death_is_observable(frame: Frame, value: Value, depth: int = 0) -> bool:
+    """Could dropping a reference to ``value`` run code or change what Python code sees: a
+    ``__del__``, a weak reference (its callback, or reading it), a generator's ``finally``?
+    A graph cannot order that against its own effects, so such a drop is a graph break."""
+    if isinstance(value, GeneratorValue):
+        return value.started and not value.finished
+    if isinstance(value, UserObjectValue):
+        return _object_death_is_observable(value.obj)
+    if isinstance(value, (ListValue, TupleValue, DictValue)) and depth < 2:
+        if not value.loaded:  # from outside, not used yet: look at the object (no guard)
+            origin = frame.ctx.builder.origin(value)
+            items = origin[0] if origin is not None else ()
+            items = list(items.values() if isinstance(items, dict) else items)
+            # a long one is not searched: when in doubt, a graph break
+            return len(items) > MAX_SEARCHED or any(map(_object_death_is_observable, items))
+        items = value.items.values() if isinstance(value.items, dict) else value.items
+        return any(_death_is_observable(frame, v, depth + 1) for v in items
+                   if isinstance(v, Value))
+    return False
+
+
+def _object_death_is_observable(obj: object) -> bool:
+    return (isinstance(obj, FINALISED_TYPES) or weakref.getweakrefcount(obj) > 0
+            or class_attribute(obj, "__del__") is not None)
+
+
+def _drop(frame: Frame, name: str) -> None:
+    """``name`` is about to be overwritten or deleted: a graph break first if that may be the
+    end of an object Python code can see end (it then happens natively, where Python has it;
+    the frame's own generated names only move values that are on the stack)."""
+    old = frame.locals.get(name)
+    if old is not None and not name.startswith("___") and _death_is_observable(frame, old):
+        raise frame.unsupported(
+            f"dropping {name!r}, which may be the last reference to an object whose end "
+            "Python code can see (a __del__, a weak reference or a generator's finally)",
+            "the rest is still compiled after the break",
+        )
+
+
 @handler("STORE_FAST")
 def _store_fast(frame: Frame, ins):
+    _drop(frame, ins.arg)
     value = frame.pop()
     if isinstance(value, ComprehensionSave):
         value = value.saved
@@ -112,6 +164,7 @@ def _store_fast(frame: Frame, ins):
 @handler("STORE_FAST_LOAD_FAST", since=(3, 13))
 def _store_fast_load_fast(frame: Frame, ins):
     store, load = ins.arg
+    _drop(frame, store)
     frame.locals[store] = frame.pop()
     _load_fast(frame, load)
 
@@ -119,12 +172,15 @@ def _store_fast_load_fast(frame: Frame, ins):
 @handler("STORE_FAST_STORE_FAST", since=(3, 13))
 def _store_fast_store_fast(frame: Frame, ins):
     first, second = ins.arg
+    _drop(frame, first)
+    _drop(frame, second)
     frame.locals[first] = frame.pop()
     frame.locals[second] = frame.pop()
 
 
 @handler("DELETE_FAST")
 def _delete_fast(frame: Frame, ins):
+    _drop(frame, ins.arg)
     frame.locals.pop(ins.arg, None)
 
 
