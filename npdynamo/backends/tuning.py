@@ -123,8 +123,12 @@ def fastest_of(
             alive = [c for c in alive if c.side_by_side
                      or best[c.label] <= max(LOSER_FACTOR * top, FAST_CALL_S)]
             times = sorted(best[c.label] for c in alive)
+            # a side-by-side form in the lead also gets the extra rounds: two timed calls of
+            # the serial form that both lost the core made a 2x slower schedule win once
+            leader = min(alive, key=lambda c: best.get(c.label, float("inf")))
             if not rounds_left and not extended and len(times) > 1 and (
-                    times[-1] < FAST_CALL_S or times[1] < CLOSE * times[0]):
+                    times[-1] < FAST_CALL_S or times[1] < CLOSE * times[0]
+                    or leader.side_by_side):
                 extended, rounds_left = True, EXTRA_ROUNDS
         if not rounds_left or len(alive) == 1:
             return False

@@ -222,15 +222,21 @@ def test_a_graph_whose_only_kernels_are_in_its_loops_is_tuned_against_eager():
     assert text.startswith("runs as ") and "eager" in text and "numba" in text
 
 
-def side_by_side(clock: FakeClock, label: str, costs, runs: list):
-    """A candidate on several threads (as the scheduler marks its form): its timed calls cost
-    ``costs(n)``, n counting its calls from 1."""
+def costing_calls(clock: FakeClock, label: str, costs, runs: list):
+    """A single-threaded candidate whose n-th call (from 1) costs ``costs(n)``."""
     def run(x):
         runs.append(label)
         clock.now += costs(runs.count(label))
         return (x + 1,)
 
-    return tuning.Candidate(label, run, side_by_side=True)
+    return tuning.Candidate(label, run)
+
+
+def side_by_side(clock: FakeClock, label: str, costs, runs: list):
+    """A candidate on several threads (as the scheduler marks its form): its n-th call costs
+    ``costs(n)``."""
+    return tuning.Candidate(label, costing_calls(clock, label, costs, runs).run,
+                            side_by_side=True)
 
 
 def test_a_side_by_side_form_that_lost_its_core_once_is_not_dropped_for_it():
@@ -241,10 +247,23 @@ def test_a_side_by_side_form_that_lost_its_core_once_is_not_dropped_for_it():
         [costing(clock, "serial", 1.0, runs),
          side_by_side(clock, "scheduled", lambda n: 3.0 if n == 3 else 0.6, runs)],
         decided.append, clock)
-    for i in range(30):
+    for i in range(60):
         fn(i)
     assert decided and decided[0].startswith("runs as scheduled"), decided
     assert runs[-5:] == ["scheduled"] * 5
+
+
+def test_a_side_by_side_form_in_the_lead_is_timed_again_before_it_is_kept():
+    # serial takes 1.0, the schedule 1.7; serial's two first timed calls (its 3rd and 5th)
+    # lost the core and took 3.0: the schedule leads then, and more rounds must show it loses
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of(
+        [costing_calls(clock, "serial", lambda n: 3.0 if n in (3, 5) else 1.0, runs),
+         side_by_side(clock, "scheduled", lambda n: 1.7, runs)], decided.append, clock)
+    for i in range(60):
+        fn(i)
+    assert decided and decided[0].startswith("runs as serial"), decided
+    assert runs[-5:] == ["serial"] * 5
 
 
 def test_a_side_by_side_form_barely_faster_leaves_the_serial_one():
