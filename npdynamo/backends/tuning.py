@@ -20,7 +20,8 @@ other candidates' calls took away (a parallel kernel's threads have gone to slee
 has them. After each timed round a candidate more than ``LOSER_FACTOR`` times slower than the
 best (and slower than ``FAST_CALL_S``) is dropped: it cannot win, and a NumPy graph's
 allocations slow the kernels that run after it for a few calls. The candidate with the smallest
-best time runs every later call,
+best time (a side-by-side form: after ``PROBATION_CALLS`` calls whose median confirms it) runs
+every later call,
 through one closure variable (no timing, no lookup). The choice and the times go to the graph's
 report (``explain``) and to the ``npdynamo.tuning`` log. ``NPDYNAMO_NUMBA_TUNE=0`` turns it off:
 the numba program then always runs as the thread policy decided.
@@ -56,6 +57,11 @@ LOSER_FACTOR = 2.0
 #: best single-threaded candidate by this factor: when two forms are this close, the serial one
 #: is as fast and does not depend on a free core.
 SIDE_BY_SIDE_MARGIN = 0.95
+#: A side-by-side form that wins on its best call then runs this many calls on probation: it
+#: is kept only if their median beats the best single-threaded candidate's best call by
+#: ``SIDE_BY_SIDE_MARGIN``. One fast call among slow ones (a stream that found BLAS's pool
+#: idle) made a schedule 1.7x slower than serial win on its best call.
+PROBATION_CALLS = 9
 
 
 @dataclass
@@ -136,15 +142,7 @@ def fastest_of(
         queue.extend(calls_in_order(alive, 1, first=False))
         return True
 
-    def decide() -> Callable[..., tuple]:
-        winner = min(alive, key=lambda c: best[c.label])
-        single = [c for c in alive if not c.side_by_side]
-        note = ""
-        if winner.side_by_side and single:
-            runner_up = min(single, key=lambda c: best[c.label])
-            if best[winner.label] > SIDE_BY_SIDE_MARGIN * best[runner_up.label]:
-                note = f"; {winner.label} was less than {1 - SIDE_BY_SIDE_MARGIN:.0%} faster"
-                winner = runner_up
+    def settle(winner: Candidate, note: str) -> Callable[..., tuple]:
         winner.activate()
         times = ", ".join(f"{c.label} {best[c.label] * 1e3:.3f} ms" for c in candidates)
         text = f"runs as {winner.label} (best warm call: {times}{note})"
@@ -152,6 +150,37 @@ def fastest_of(
         get_logger("tuning").info("graph %s", text)
         tuned.retarget(winner.run)
         return winner.run
+
+    def decide() -> Callable[..., tuple]:
+        winner = min(alive, key=lambda c: best[c.label])
+        single = [c for c in alive if not c.side_by_side]
+        if winner.side_by_side and single:
+            runner_up = min(single, key=lambda c: best[c.label])
+            if best[winner.label] > SIDE_BY_SIDE_MARGIN * best[runner_up.label]:
+                return settle(runner_up, f"; {winner.label} was less than "
+                                         f"{1 - SIDE_BY_SIDE_MARGIN:.0%} faster")
+            return on_probation(winner, runner_up)
+        return settle(winner, "")
+
+    def on_probation(winner: Candidate, runner_up: Candidate) -> Callable[..., tuple]:
+        winner.activate()
+        seen: list[float] = []
+
+        def probation_call(*inputs):
+            nonlocal chosen
+            start = clock()
+            result = winner.run(*inputs)
+            seen.append(clock() - start)
+            if len(seen) == PROBATION_CALLS:
+                median = sorted(seen)[len(seen) // 2]
+                if median > SIDE_BY_SIDE_MARGIN * best[runner_up.label]:
+                    chosen = settle(runner_up, f"; {winner.label}'s median over its next "
+                                               f"{PROBATION_CALLS} calls: {median * 1e3:.3f} ms")
+                else:
+                    chosen = settle(winner, "")
+            return result
+
+        return probation_call
 
     def call(*inputs):
         nonlocal chosen

@@ -302,3 +302,18 @@ def test_the_scheduler_marks_its_form_as_side_by_side(monkeypatch):
     g.output(tuple(products))
     scheduler.tuned_eager(g, lambda a, b: (a @ a, b @ b), may_alias(g))
     assert [(c.label, c.side_by_side) for c in offered] == [("serial", False), ("scheduled", True)]
+
+
+def test_a_side_by_side_form_that_won_on_one_fast_call_is_dropped_on_probation():
+    # the schedule's first timed call (its 3rd) was fast, every other call 1.7x serial: it
+    # wins on its best call, then its next calls' median sends the graph back to serial
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of(
+        [costing(clock, "serial", 1.0, runs),
+         side_by_side(clock, "scheduled", lambda n: 0.5 if n == 3 else 1.7, runs)],
+        decided.append, clock)
+    for i in range(80):
+        fn(i)
+    assert decided and decided[0].startswith("runs as serial"), decided
+    assert "median over its next" in decided[0]
+    assert runs[-5:] == ["serial"] * 5
