@@ -236,8 +236,9 @@ class LoopCall:
 
 # -- the warm path -----------------------------------------------------------------------
 #: the bits of ``ndarray.flags.num`` numba's array type depends on or ``_runs_compiled``
-#: checks: NumPy's C_CONTIGUOUS (layout C), ALIGNED and WRITEABLE (read-only is another type)
-_FLAG_BITS = 0x1 | 0x100 | 0x400
+#: checks: NumPy's C_CONTIGUOUS and F_CONTIGUOUS (layouts C, F, A: without F, a strided array
+#: would reach the machine code typed for an F-ordered one), ALIGNED and WRITEABLE
+_FLAG_BITS = 0x1 | 0x2 | 0x100 | 0x400
 
 
 def _fast_path(call: LoopCall, args: tuple, flat: tuple) -> Callable[..., tuple] | None:
