@@ -53,7 +53,8 @@ def measure(fn, *args, samples: int = 15, min_sample_s: float = 0.02) -> dict:
 
 def interleaved(fns: dict, args, samples: int = 15, min_sample_s: float = 0.02) -> dict:
     """Per-call times of each function, sampled in turns so that drifts of this shared machine
-    affect every variant alike; median, min and max per variant, and ``others``: the cores
+    affect every variant alike; median, min and max per variant, its ``samples`` (in turn
+    order: sample i of each variant was taken in the same turn), and ``others``: the cores
     other processes used meanwhile. ``args`` is one argument tuple for all, or a dict giving
     each label its own (functions that update their arguments)."""
     timers, numbers = {}, {}
@@ -72,7 +73,7 @@ def interleaved(fns: dict, args, samples: int = 15, min_sample_s: float = 0.02) 
             for label in fns:
                 times[label].append(timers[label].timeit(numbers[label]) / numbers[label])
     return {label: {"median": statistics.median(t), "min": min(t), "max": max(t),
-                    "others": load.cores} for label, t in times.items()}
+                    "samples": t, "others": load.cores} for label, t in times.items()}
 
 
 def fmt_time(seconds: float) -> str:

@@ -9,8 +9,11 @@ serial); (b) the training step of a two-layer MLP (forward and backward); (c) Ad
 parameter arrays of mixed sizes; (d) an ensemble of four small MLPs on one batch.
 
 Part 2: the MLP of ``examples/train_grain.py`` trained from its Grain pipeline, the loader's
-per-batch cost dialled to about the step's: synchronous, Grain threads, Grain processes. With
-prefetch an epoch should take about max(load, step) per batch, synchronous their sum.
+per-batch cost dialled to about the step's: synchronous, Grain threads (one reader thread and
+two), Grain processes. With prefetch an epoch should take about max(load, step) per batch,
+synchronous their sum. The ways run in turns, a few epochs each, for several rounds; each row
+prints the median epoch and the range, and the fractions of the step's and the loader's time
+during which they hold the GIL.
 
     python benchmarks/schedule.py
 """
@@ -158,16 +161,38 @@ def part_one() -> list[dict]:
                        for mode in ("never", "always", "auto")}
                 times = interleaved(fns, args, samples=9)
                 serial = times["never"]["median"]
+                # serial / scheduled in each turn: the spread says how much one run can differ
+                turns = [a / b for a, b in zip(times["never"]["samples"],
+                                               times["always"]["samples"])]
                 rows.append({"case": name, "backend": backend, "serial": serial,
                              "scheduled": times["always"]["median"],
+                             "turns": (min(turns), max(turns)),
+                             "serial_form": _form(fns["never"]),
                              "tuned": times["auto"]["median"], "choice": _choice(fns["auto"]),
                              "others": times["never"]["others"]})
     return rows
 
 
+def _form(compiled) -> str:
+    """The form the tuner runs a numba graph as (``numba``, ``eager`` ...; ``""`` on eager)."""
+    graphs = npdynamo.inspect(compiled).graphs
+    tuning = getattr(graphs[0].report, "tuning", "") if graphs else ""
+    return tuning.split(" (")[0].replace("runs as ", "") if "runs as" in tuning else ""
+
+
+#: The loop's ways of loading: (how, Grain reader threads).
+WAYS = (("sync", 1), ("threads", 1), ("threads", 2), ("processes", 1))
+#: Rounds of the four ways in turns, and epochs per way and round (an epoch is 16 batches,
+#: about 0.1 s: one preemption moves one epoch by 10%, so every epoch's time is kept and the
+#: median is printed with the range).
+ROUNDS, EPOCHS = 3, 4
+
+
 def part_two() -> dict:
     """The Grain training loop with the loader's cost about the step's (BLAS on one thread:
     the step takes one core, the loader the other)."""
+    import statistics
+
     from threadpoolctl import threadpool_limits
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
@@ -182,13 +207,28 @@ def part_two() -> dict:
         load0, run = train_grain.per_batch_costs(step, x, y, 0, per_sample=False)
         load8, _ = train_grain.per_batch_costs(step, x, y, 8, per_sample=False)
         per_pass = max((load8 - load0) / 8, 1e-6)
-        passes = min(64, max(1, round((run - load0) / per_pass)))
-        load, run = train_grain.per_batch_costs(step, x, y, passes, per_sample=False)
-        out = {"passes": passes, "load": load, "step": run}
+        # Grain's own per-sample work (its shuffle looks each index up on its own) may already
+        # cost about a step: then no preprocessing is added
+        passes = min(64, max(0, round((run - load0) / per_pass)))
+        params = train_mlp.init_params()
+        ds = train_grain.dataset(x, y, 1, passes, per_sample=False)
+        out = {"passes": passes, "form": _form(step),
+               "held_step": npdynamo.gil_held_fraction(step, params, x[:train_grain.BATCH],
+                                                       y[:train_grain.BATCH], seconds=0.6),
+               "held_load": npdynamo.gil_held_fraction(ds.__getitem__, 0, seconds=0.6)}
         per_epoch = len(x) // train_grain.BATCH
-        for how in ("sync", "threads", "processes"):
-            _, seconds = train_grain.train(step, x, y, 2, passes, how, per_sample=False)
-            out[how] = min(seconds) / per_epoch
+        epochs: dict = {way: [] for way in WAYS}
+        loads, steps = [], []
+        for _ in range(ROUNDS):  # in turns: a drift of the machine's load touches each way alike
+            load, run = train_grain.per_batch_costs(step, x, y, passes, per_sample=False)
+            loads.append(load)
+            steps.append(run)
+            for how, readers in WAYS:
+                _, seconds = train_grain.train(step, x, y, EPOCHS, passes, how,
+                                               per_sample=False, readers=readers)
+                epochs[how, readers] += [s / per_epoch for s in seconds]
+        out.update(load=statistics.median(loads), step=statistics.median(steps))
+        out["ways"] = {way: (statistics.median(t), min(t), max(t)) for way, t in epochs.items()}
     return out
 
 
@@ -197,18 +237,25 @@ def main() -> None:
     print(f"  {'workload':<46} {'backend':<7} {'serial':>11} {'scheduled':>11} "
           f"{'ratio':>6} {'tuned':>11} {'ratio':>6}  tuner's choice")
     for r in part_one():
+        serial_form = f", serial runs as {r['serial_form']}" if r["serial_form"] else ""
         print(f"  {r['case']:<46} {r['backend']:<7} {fmt_time(r['serial'])} "
               f"{fmt_time(r['scheduled'])} {r['serial'] / r['scheduled']:5.2f}x "
               f"{fmt_time(r['tuned'])} {r['serial'] / r['tuned']:5.2f}x  {r['choice']}"
-              f"  (others used {r['others']:.1f} cores)")
+              f"  (scheduled {r['turns'][0]:.2f}-{r['turns'][1]:.2f}x per turn{serial_form}; "
+              f"others used {r['others']:.1f} cores)")
     loop = part_two()
     best = max(loop["load"], loop["step"])
-    print(f"\nTraining loop from Grain (numba step): per batch load {fmt_time(loop['load'])} "
-          f"({loop['passes']} preprocessing passes), step {fmt_time(loop['step'])}")
-    for how in ("sync", "threads", "processes"):
-        print(f"  {how:<10} {fmt_time(loop[how])} per batch = {loop[how] / best:.2f}x "
-              f"max(load, step), {loop[how] / (loop['load'] + loop['step']):.2f}x their sum")
-
+    print(f"\nTraining loop from Grain (numba step, runs as {loop['form'] or 'numba'}): per batch "
+          f"load {fmt_time(loop['load'])} ({loop['passes']} preprocessing passes), step "
+          f"{fmt_time(loop['step'])}; the GIL is held {loop['held_step']:.0%} of the step's "
+          f"time and {loop['held_load']:.0%} of the loader's (upper bounds on a busy machine)")
+    print(f"  per batch: the median of {ROUNDS * EPOCHS} epochs ({ROUNDS} rounds of the ways in "
+          f"turns), then the range of the epochs")
+    for (how, readers), (median, low, high) in loop["ways"].items():
+        label = f"{how} x{readers}" if how == "threads" else how
+        print(f"  {label:<11} {fmt_time(median)} per batch = {median / best:.2f}x "
+              f"max(load, step) ({low / best:.2f}-{high / best:.2f}x), "
+              f"{median / (loop['load'] + loop['step']):.2f}x their sum")
 
 if __name__ == "__main__":
     main()

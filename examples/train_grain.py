@@ -15,7 +15,7 @@ compiled step holds it only in its guards and dispatch (``npdynamo.gil_held_frac
 measures it and the example prints it). Each way trains a fresh copy of the same parameters
 on the same batches (the pipeline is seeded), so their losses agree.
 
-    python examples/train_grain.py [--epochs 2] [--load-passes 4] [--quick]
+    python examples/train_grain.py [--epochs 2] [--load-passes 4] [--readers 1] [--quick]
 """
 
 from __future__ import annotations
@@ -93,28 +93,32 @@ def dataset(x: np.ndarray, y: np.ndarray, epochs: int, passes: int, per_sample: 
     return ds.map(Preprocess(passes)).repeat(epochs)
 
 
-def batches(x, y, epochs: int, passes: int, how: str, per_sample: bool = True):
+def batches(x, y, epochs: int, passes: int, how: str, per_sample: bool = True,
+            readers: int = 1):
     """Every epoch's batches in one stream, loaded ``how``: ``sync`` (on demand, in this
-    thread), ``threads`` (prefetched by a reader thread) or ``processes`` (worker processes)."""
+    thread), ``threads`` (prefetched by ``readers`` reader threads, each loading whole batches;
+    Grain hands them over in order) or ``processes`` (worker processes)."""
     import grain
 
     ds = dataset(x, y, epochs, passes, per_sample)
     if how == "sync":
         return (ds[i] for i in range(len(ds)))
     if how == "threads":
-        return iter(ds.to_iter_dataset(grain.ReadOptions(num_threads=1, prefetch_buffer_size=4)))
+        return iter(ds.to_iter_dataset(grain.ReadOptions(num_threads=readers,
+                                                         prefetch_buffer_size=4)))
     return iter(ds.to_iter_dataset().mp_prefetch(grain.MultiprocessingOptions(num_workers=1)))
 
 
-def train(step, x, y, epochs: int, passes: int, how: str,
-          per_sample: bool = True) -> tuple[list[float], list[float]]:
-    """(mean loss per epoch, seconds per epoch) training fresh parameters ``how``. An epoch's
+def train(step, x, y, epochs: int, passes: int, how: str, per_sample: bool = True,
+          readers: int = 1) -> tuple[list[float], list[float]]:
+    """(mean loss per epoch, seconds per epoch) training fresh parameters ``how`` (``readers``:
+    Grain's reader threads for ``threads``). An epoch's
     time runs from the end of the previous one (the first from the first batch's arrival: the
     worker processes' start-up is not an epoch's)."""
     params = train_mlp.init_params()
     per_epoch = len(x) // BATCH
     losses, seconds, values = [], [], []
-    source = batches(x, y, epochs, passes, how, per_sample)
+    source = batches(x, y, epochs, passes, how, per_sample, readers)
     try:
         xb, yb = next(source)
         start = time.perf_counter()
@@ -162,6 +166,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--load-passes", type=int, default=4)
+    parser.add_argument("--readers", type=int, default=1,
+                        help="Grain's reader threads (2 on a 2-core machine lets the loader use "
+                             "the core the step leaves idle)")
     parser.add_argument("--quick", action="store_true", help="one epoch, processes skipped")
     args = parser.parse_args(argv)
     epochs = 1 if args.quick else args.epochs
@@ -178,7 +185,8 @@ def main(argv: list[str] | None = None) -> dict:
     results = {}
     reference = None
     for how in hows:
-        losses, seconds = train(step, x, y, epochs, args.load_passes, how)
+        losses, seconds = train(step, x, y, epochs, args.load_passes, how,
+                                readers=args.readers)
         results[how] = (losses, seconds)
         per_batch = min(seconds) / (len(x) // BATCH)
         agree = "" if reference is None else (

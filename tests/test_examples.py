@@ -84,6 +84,23 @@ def test_grain_example_trains_from_a_prefetching_pipeline():
     np.testing.assert_array_equal(same, images)
 
 
+def test_grain_readers_hand_the_batches_over_in_order():
+    """Two reader threads load batches side by side: the step still sees them in the
+    synchronous loop's order (the same losses, bit for bit), on the batch-level pipeline the
+    benchmark uses and on the per-sample one."""
+    example = _load("train_grain")
+    x, y = example.train_mlp.make_data()
+    x, y = x[: 6 * example.BATCH], y[: 6 * example.BATCH]
+    step = npdynamo.compile(example.train_mlp.step)
+    for per_sample in (False, True):
+        sync, _ = example.train(step, x, y, 2, 1, "sync", per_sample=per_sample)
+        for readers in (1, 2, 3):
+            losses, seconds = example.train(step, x, y, 2, 1, "threads", per_sample=per_sample,
+                                            readers=readers)
+            assert losses == sync and len(seconds) == 2, (per_sample, readers)
+    assert sync[1] != sync[0]  # the second epoch trains on (and from) something else
+
+
 def test_the_checker_tells_public_from_private_names():
     assert is_public("npdynamo.fx.passes.propagate_shapes") and is_public("npdynamo.inspect")
     assert not is_public("npdynamo.capture.frames.compiled_entries")

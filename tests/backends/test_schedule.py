@@ -531,3 +531,30 @@ def test_side_by_side_pairs_are_every_overlapping_pair_in_step_order(runs):
         and schedule.start[a] < schedule.finish[b] and schedule.start[b] < schedule.finish[a]
     ]
     assert schedule.side_by_side() == expected
+
+
+def test_case_a_on_numba_runs_both_maximums_in_one_kernel_after_the_hand_over(monkeypatch):
+    """docs/scheduling.md: fusion joins the two branches' ``maximum`` into one kernel, so the
+    scheduled form runs the matmuls side by side and that kernel on stream 0 after them; its
+    results are the serial form's, bit for bit."""
+    from benchmarks import schedule
+
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
+    monkeypatch.setenv("NPDYNAMO_NUMBA_PARALLEL", "never")
+    rng = np.random.default_rng(28)
+    args = [rng.standard_normal((96, 96)) for _ in range(4)]
+    compiled = npdynamo.compile(schedule.branches, backend="numba")
+    for _ in range(3):
+        got = compiled(*args)
+        npdynamo.synchronize()
+    monkeypatch.setenv("NPDYNAMO_SCHEDULE", "never")
+    serial = npdynamo.compile(schedule._copy(schedule.branches, "serial"), backend="numba")
+    serial(*args)
+    npdynamo.synchronize()
+    assert_same_value(serial(*args), got)
+    (graph,) = npdynamo.inspect(compiled).graphs
+    text = str(graph.report)
+    assert "runs scheduled" in text, text
+    for line in ("stream 0: matmul, kernel0(maximum, maximum)", "stream 1: matmul_1",
+                 "side by side: matmul | matmul_1"):
+        assert line in text, text
