@@ -184,3 +184,16 @@ def test_promotion_in_discovery_order_is_numpys():
     assert got.dtype == nested_scalars(X.astype(np.float32)).dtype == np.float64
     got = npdynamo.compile(nested_float32)(X.astype(np.float32))
     assert got.dtype == np.float32
+
+
+def normalised(x):
+    return x / math.sqrt(np.sum(x * x))
+
+
+def test_sqrt_exports_to_onnx():
+    ort = pytest.importorskip("onnxruntime")
+    x = np.arange(1.0, 5.0)
+    model = npdynamo.export(normalised, x).to_onnx()
+    session = ort.InferenceSession(model.SerializeToString())
+    (got,) = session.run(None, {session.get_inputs()[0].name: x})
+    np.testing.assert_allclose(got, normalised(x), rtol=1e-15)
