@@ -10,6 +10,7 @@ is called as ``handler(frame, target, args, kwargs)``.
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 
 import numpy as np
@@ -36,11 +37,13 @@ from npdynamo.capture.values import (
     FunctionValue,
     IteratorValue,
     ListValue,
+    ScalarInputValue,
     SetValue,
     TupleValue,
     UserObjectValue,
     Value,
 )
+from npdynamo.ops.scalar_ops import PY_SQRT
 
 
 def _consts(frame: Frame, args: list[Value], what: str) -> list:
@@ -333,6 +336,41 @@ def _convert(frame: Frame, target, args, kwargs):
         )
     if target is bool and args and not kwargs:
         return Const(truthiness(frame, args[0]))
+    return _plain(frame, target, args, kwargs)
+
+
+@builtin(math.sqrt)
+def _math_sqrt(frame: Frame, target, args, kwargs):
+    """``math.sqrt(x)`` of a 0-d graph array, a NumPy scalar of the graph or a Python number the
+    graph computes: a Python float the graph computes (``ops.scalar_ops.PY_SQRT``), raising
+    Python's ValueError for a negative value when it runs. Constants fold as Python does."""
+    if len(args) == 1 and isinstance(args[0], (ArrayValue, ScalarInputValue)) \
+            and not frame.ctx.differentiating:
+        x = args[0]
+        meta = x.meta if isinstance(x, ArrayValue) else x.node.meta["val"]
+        try:
+            PY_SQRT.infer(meta)
+        except ops.UnsupportedArguments as exc:
+            raise frame.unsupported(f"math.sqrt of a {x.kind()}: {exc}") from exc
+        if isinstance(x, ScalarInputValue) and not isinstance(x, ComputedNumberValue):
+            # a dynamic Python number from outside: its value now gives the result's value
+            try:
+                value = math.sqrt(x._value)
+            except (ValueError, TypeError):
+                return _plain(frame, target, args, kwargs)  # reads it (a guard), raises
+            node = frame.ctx.call_op(PY_SQRT, (x,), {}).node
+            return ScalarInputValue(value, None, lambda: x.value, node)
+        node = frame.ctx.call_op(PY_SQRT, (x,), {}).node
+        ctx = frame.ctx
+
+        def refuse():
+            return ctx.unsupported(
+                "the Python float made by math.sqrt of a graph value is used where Python "
+                "needs its value, which only the graph's run knows",
+                "keep computing with it (arithmetic stays in the graph), or accept a graph "
+                "break here", kind="graph_value_to_python")
+
+        return ComputedNumberValue(1.0, node, refuse)
     return _plain(frame, target, args, kwargs)
 
 

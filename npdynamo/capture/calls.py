@@ -30,7 +30,15 @@ from npdynamo.capture.frames.disable import is_disabled
 from npdynamo.capture.frames.dispatch import original_function
 from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
-from npdynamo.capture.opcalls import normalize, normalized_op_call, op_call, raw, raw_sizes
+from npdynamo.capture.masked import MASKED_KINDS, masked_reduction
+from npdynamo.capture.opcalls import (
+    normalize,
+    normalized_op_call,
+    op_call,
+    raw,
+    raw_numbers,
+    raw_sizes,
+)
 from npdynamo.capture.registry import BUILTINS, OBJECT_METHODS, VALUE_CALLS, VALUE_METHODS
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
 from npdynamo.capture.translator import Frame
@@ -139,10 +147,15 @@ def call_value(frame: Frame, fn: Value, args: list[Value], kwargs: dict[str, Val
         handler = BUILTINS.get(_key(target))
         if handler is not None:
             return handler(frame, target, args, kwargs)
+        if (target is np.sum or target is np.mean) and len(args) == 1 and not kwargs \
+                and isinstance(args[0], MASKED_KINDS):
+            # np.sum(x[mask]) is x[mask].sum() for the new array the selection is
+            return masked_reduction(frame, args[0], target.__name__, [], {})
         out = kwargs.get("out")
         if isinstance(out, (ArrayValue, TupleValue)):
             return _call_with_out(frame, fn, args, kwargs)
-        plain = raw_sizes if target is np.arange else raw  # its rule takes symbolic sizes
+        plain = (raw_sizes if target is np.arange  # its rule takes symbolic sizes
+                 else raw_numbers if target is np.array or target is np.asarray else raw)
         normalized = normalize(
             frame,
             ops.normalize_call,

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from npdynamo import ops
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.opcalls import op_call, raw
 from npdynamo.capture.registry import VALUE_METHODS
 from npdynamo.capture.side_effects import write_array
-from npdynamo.capture.values import ArrayValue, Const, Value
+from npdynamo.capture.values import ArrayValue, Const, TupleValue, Value
 from npdynamo.ops.indexing import boolean_mask
 from npdynamo.ops.writes import (
     MASKED_REDUCTIONS,
@@ -98,12 +100,32 @@ def masked_read(frame, container: ArrayValue, index: object) -> MaskedRead | Non
     a ``MaskedRead``: updated in place by ``x[mask] op= v`` (``augmented``: the stack CPython
     builds for it), combined by operators into a ``MaskedExpr``, stored under the same mask;
     any other use is a graph break that computes it in Python."""
-    if not isinstance(index, ArrayValue) or boolean_mask(index.meta) is None:
-        return None
     stack = frame.stack
     augmented = len(stack) >= 2 and stack[-1] is index and stack[-2] is container
+    if isinstance(index, TupleValue) and not augmented:
+        return _masked_column(frame, container, index)
+    if not isinstance(index, ArrayValue) or boolean_mask(index.meta) is None:
+        return None
     return MaskedRead(container, index, ArrayValue(container.node), ArrayValue(index.node),
                       augmented)
+
+
+def _masked_column(frame, container: ArrayValue, index: TupleValue) -> MaskedRead | None:
+    """``A[mask, j]`` (integers after one leading mask): NumPy pairs each selected position
+    with ``j``, which selects the same elements in the same order as ``A[:, j][mask]``, a
+    selection of the basic view ``A[:, j]``."""
+    mask, *rest = index.items
+    if not rest or not isinstance(mask, ArrayValue) or boolean_mask(mask.meta) is None:
+        return None
+    if not all(isinstance(v, Const) and isinstance(v.value, (int, np.integer))
+               and not isinstance(v.value, (bool, np.bool_)) for v in rest):
+        return None
+    if mask.meta.ndim + len(rest) > container.meta.ndim:
+        return None  # too many indices: NumPy's own IndexError, through the usual getitem
+    lead = (slice(None),) * mask.meta.ndim
+    column = op_call(frame, ops.REGISTRY["getitem"],
+                     (container, (*lead, *(v.value for v in rest))), {})
+    return MaskedRead(container, index, ArrayValue(column.node), ArrayValue(mask.node), False)
 
 
 def masked_binary(frame, symbol: str, left: Value, right: Value) -> MaskedExpr:

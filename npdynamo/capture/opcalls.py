@@ -19,11 +19,14 @@ from npdynamo.capture.values import (
     Const,
     ListValue,
     NamedTupleValue,
+    ScalarInputValue,
     SizeValue,
     TupleValue,
     Value,
 )
 from npdynamo.ops.composite import Composite
+from npdynamo.ops.meta import ScalarMeta
+from npdynamo.ops.rules import to_meta
 
 if TYPE_CHECKING:
     from npdynamo.capture.translator import Frame
@@ -39,6 +42,21 @@ def raw(value: Value):
     if isinstance(value, ListValue):
         return [raw(v) for v in value.items]
     return value
+
+
+def raw_numbers(value: Value):
+    """``raw``, but Python floats the graph computes (``math.sqrt(s)``, ``float(a)``) stay
+    graph values: for ``np.array([...])``, which makes each one a float64 element exactly
+    as a 0-d float64 array would be. (A Python int stays plain: its dtype depends on its
+    value.)"""
+    meta = value.node.meta.get("val") if isinstance(value, ScalarInputValue) else None
+    if isinstance(meta, ScalarMeta) and meta.type is float:
+        return value
+    if isinstance(value, TupleValue):
+        return tuple(raw_numbers(v) for v in value.items)
+    if isinstance(value, ListValue):
+        return [raw_numbers(v) for v in value.items]
+    return raw(value)
 
 
 def raw_sizes(value: Value):
@@ -67,6 +85,11 @@ def has_array(obj) -> bool:
     return _contains(obj, lambda v: isinstance(v, ArrayValue))
 
 
+def _has_graph_value(obj) -> bool:
+    """An array or a Python number the graph computes (``np.array([math.sqrt(s)])``)."""
+    return _contains(obj, lambda v: isinstance(v, (ArrayValue, ScalarInputValue)))
+
+
 def _has_masked(obj) -> bool:
     """A boolean-mask selection (``capture/masked.py``) among the operands."""
     return _contains(obj, lambda v: getattr(v, "masked_selection", False))
@@ -80,7 +103,7 @@ def op_call(frame: Frame, op, args: tuple, kwargs: dict) -> Value:
         raise frame.unsupported(
             f"np.{op.name} of a boolean-mask selection (its size depends on the data)",
             "use np.where(mask, ...) to keep the shape static")
-    if not has_array(args) and not has_array(kwargs) and op.kind != "opaque":
+    if not _has_graph_value(args) and not _has_graph_value(kwargs) and op.kind != "opaque":
         try:
             result = op(*args, **kwargs)
         except Exception as exc:
@@ -118,6 +141,8 @@ class _Builder:
         return op_call(self.frame, op, args, kwargs)
 
     def meta(self, value: ArrayValue):
+        if isinstance(value, ScalarInputValue):  # a Python number the graph computes
+            return to_meta("composite", value.node.meta["val"])
         return value.meta
 
     def shape(self, value: ArrayValue) -> tuple[int, ...]:
@@ -138,6 +163,8 @@ def composite_call(frame: Frame, composite: Composite) -> Value:
         raise UserCodeRaises(exc) from exc
     if pieces is None:  # np.copyto and the like: written into an argument, returns None
         return Const(None)
+    if isinstance(pieces, ArrayValue):  # np.array of nested lists: one new array
+        return pieces
     items = [p if isinstance(p, Value) else Const(p) for p in pieces]
     return ListValue(items) if isinstance(pieces, list) else TupleValue(items)
 

@@ -119,6 +119,16 @@ def _rederive(ctx: CaptureContext, array: ArrayValue) -> None:
 def cast_for_inplace(ctx: CaptureContext, result: ArrayValue, target: ArrayValue) -> ArrayValue:
     """NumPy's rules for writing ``result`` into ``target`` in place (same_kind, broadcast)."""
     res, tgt = result.meta, target.meta
+    if (result.node.target is ops.REGISTRY["square"] and res.dtype.kind == "c"
+            and (target.source is not None or target.base is not None)):
+        # NumPy's complex square rounds as power does (no fused multiply-add) when it writes
+        # into a strided array and as the graph's square does otherwise: the layout of an
+        # input or a view, which the graph does not know, picks the last bit (an array the
+        # graph made, not a view, is contiguous)
+        raise ctx.unsupported(
+            "a complex square (x **= 2, np.square(x, out=y)) written in place: NumPy's result "
+            "depends on the written array's strides",
+            "write z = z ** 2 (a new array)", kind="side_effect")
     if res.dtype != tgt.dtype:
         if not np.can_cast(res.dtype, tgt.dtype, "same_kind"):
             raise UserCodeRaises(

@@ -555,6 +555,13 @@ def _py_float_binary(op: str) -> Callable:
     return lower
 
 
+def _py_sqrt(L: Lowering, node: Node, a: Any) -> str:
+    # math.sqrt of a negative raises in Python; ONNX cannot raise and returns NaN (as for a
+    # zero divisor above)
+    t = _out(node)
+    return L.add("Sqrt", [L.value(a, t)])
+
+
 def _scalar_power(L: Lowering, node: Node, a: Any, b: Any) -> str:
     t = _out(node)
     if t.kind != "f":
@@ -566,5 +573,5 @@ LOWERINGS.update(
     py_neg=_py_unary("Neg"), py_pos=_py_unary("Identity"), py_abs=_py_unary("Abs"),
     py_int=_py_convert, py_float=_py_convert, py_item=_py_convert, py_floordiv=_py_floordiv,
     py_mod=_py_mod, py_truediv=_py_float_binary("Div"), py_pow=_py_float_binary("Pow"),
-    scalar_power=_scalar_power,
+    py_sqrt=_py_sqrt, scalar_power=_scalar_power,
 )

@@ -40,6 +40,7 @@ from npdynamo.ops.normalize import (
     normalize_attribute,
     normalize_call,
     normalize_method,
+    pow_shortcut,
 )
 from npdynamo.ops.registry import REGISTRY, REQUIRED, Op, UnsupportedArguments, lookup
 
@@ -62,6 +63,7 @@ __all__ = [
     "normalize_attribute",
     "normalize_call",
     "normalize_method",
+    "pow_shortcut",
     *REGISTRY,
 ]
 

@@ -44,7 +44,8 @@ class Builder(Protocol):
 @dataclass(frozen=True)
 class Composite:
     """A NumPy call made of several ops; ``build(builder)`` returns the list or tuple NumPy
-    returns, holding tracked values, or None (a function that writes into its argument)."""
+    returns, holding tracked values, one tracked array (``np.array`` of nested lists), or None
+    (a function that writes into its argument)."""
 
     name: str
     build: Callable[[Builder], list | tuple | None]
@@ -182,3 +183,52 @@ def _meshgrid_binder(*xi, copy=True, sparse=False, indexing="xy"):
         return output
 
     return Composite("meshgrid", build)
+
+
+# -- np.array of nested lists holding graph values -------------------------------------------
+def nested_array(name: str, items: list | tuple) -> Composite:
+    """``np.array([[a, b], [c, d]])`` whose leaves are graph values (0-d arrays, NumPy scalars,
+    Python floats the graph computes) and numbers: one ``stack`` of every leaf, in order, then
+    a reshape to the lists' shape. NumPy discovers the dtype by promoting the leaves' dtypes one
+    by one, which ``stack``'s result type equals for the dtypes checked here; ragged lists or
+    leaves of different shapes (NumPy raises its own error) are left to NumPy."""
+    outer: list[int] = []
+    leaves: list = []
+    leaf_depth: list[int] = []
+
+    def walk(node: object, depth: int) -> None:
+        if isinstance(node, (list, tuple)):
+            if leaf_depth and depth >= leaf_depth[0]:
+                raise UnsupportedArguments(f"{name}: nested lists of different depths")
+            if depth == len(outer):
+                outer.append(len(node))
+            elif outer[depth] != len(node):
+                raise UnsupportedArguments(f"{name}: nested lists of different lengths")
+            for item in node:
+                walk(item, depth + 1)
+            return
+        if not leaf_depth:
+            leaf_depth.append(depth)
+        if depth != leaf_depth[0] or depth != len(outer):
+            raise UnsupportedArguments(f"{name}: nested lists of different depths")
+        leaves.append(node)
+
+    walk(list(items), 0)
+    if not leaves or 0 in outer:
+        raise UnsupportedArguments(f"{name}: an empty nested list")
+
+    def build(b: Builder) -> Any:
+        arrays = [_as_array(b, name, leaf) for leaf in leaves]
+        metas = [b.meta(a) for a in arrays]
+        shape = metas[0].shape
+        if any(m.shape != shape for m in metas):
+            raise UnsupportedArguments(f"{name}: nested items of different shapes")
+        dtype = metas[0].dtype
+        for m in metas[1:]:  # np.array's discovery: promoted one by one, in order
+            dtype = np.promote_types(dtype, m.dtype)
+        if dtype != np.result_type(*(m.dtype for m in metas)):
+            raise UnsupportedArguments(f"{name}: leaves whose promotion depends on the order")
+        flat = b.call(REGISTRY["stack"], (tuple(arrays),), {})
+        return b.call(REGISTRY["reshape"], (flat,), {"shape": (*outer, *shape)})
+
+    return Composite(name, build)

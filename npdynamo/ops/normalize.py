@@ -16,6 +16,7 @@ from npdynamo.ops import canonical as C
 from npdynamo.ops import signatures  # noqa: F401 - fills the binder tables
 from npdynamo.ops.binding import FUNCTIONS, METHODS, Normalized, methods
 from npdynamo.ops.elementwise import COMPARISONS
+from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.registry import REGISTRY, Op, UnsupportedArguments
 
 # -- indexing -------------------------------------------------------------------------------
@@ -78,12 +79,38 @@ def _unary_dunder(opname: str):
     return binder
 
 
+def pow_shortcut(base: object, exponent: object) -> str | None:
+    """The ufunc NumPy's ``ndarray.__pow__`` calls instead of ``np.power`` for some exponents
+    (``fast_scalar_power`` in NumPy's number.c): a float or complex array to the Python int 2
+    or -1 is ``square``/``reciprocal``, to the Python float 0.5 is ``sqrt`` (exact types only:
+    ``np.float64(2.0)``, ``2.0`` and ``True`` go to ``power``). For complex data the results
+    differ from ``power`` in the last bits; for real data they are the same. A NumPy scalar
+    base uses scalar math instead (the caller's business)."""
+    meta = getattr(base, "meta", None)
+    if not isinstance(meta, ArrayMeta) or meta.scalar or meta.dtype.kind not in "fc":
+        return None
+    if type(exponent) is int:
+        return {2: "square", -1: "reciprocal"}.get(exponent)
+    if type(exponent) is float and exponent == 0.5:
+        return "sqrt"
+    return None
+
+
 def _pow_dunder(reflected: bool):
     plain = _dunder("__pow__", "power", reflected)
 
     def binder(self, other, mod=None, /):
         if mod is not None:
             raise UnsupportedArguments("pow: the three-argument form is not supported")
+        if reflected:
+            return plain(self, other)
+        meta = getattr(self, "meta", None)
+        if isinstance(meta, ArrayMeta) and meta.scalar:
+            # a NumPy scalar's own ** is scalar math, which np.power differs from
+            raise UnsupportedArguments("__pow__ of a NumPy scalar")
+        shortcut = pow_shortcut(self, other)
+        if shortcut is not None:
+            return C.canon(REGISTRY[shortcut], [self])
         return plain(self, other)
 
     return binder

@@ -12,6 +12,7 @@ They are never fused (``kind="opaque"``): one Python operation costs what it cos
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 
@@ -137,3 +138,19 @@ TO_PYTHON = {
                         _to_python_rule("py_item", lambda a: _ITEM_TYPE[a.dtype.kind], "iuf"),
                         differentiable=False)),
 }
+
+
+# -- math.sqrt of a graph number: a Python float -----------------------------------------------
+def _py_sqrt_rule(a: object) -> ScalarMeta:
+    # math.sqrt converts with float() (exact for these kinds; a complex one is a TypeError, or a
+    # ComplexWarning for a NumPy complex: left to Python) and returns a Python float; a negative
+    # value raises ValueError when the graph runs, as Python does (the frame reruns)
+    if isinstance(a, ScalarMeta) and a.type in (int, float):
+        return ScalarMeta(float)
+    if isinstance(a, ArrayMeta) and a.shape == () and a.dtype.kind in "biuf":
+        return ScalarMeta(float)
+    raise UnsupportedArguments("py_sqrt: math.sqrt of a real 0-d value is computed in the graph")
+
+
+#: ``math.sqrt(x)`` of a 0-d graph array, NumPy scalar or dynamic Python number.
+PY_SQRT = register(Op("py_sqrt", math.sqrt, _py_sqrt_rule, differentiable=False))

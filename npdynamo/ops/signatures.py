@@ -21,6 +21,7 @@ from npdynamo.ops.binding import (
     methods,
 )
 from npdynamo.ops.canonical import NO_VALUE as NO
+from npdynamo.ops.composite import Composite, nested_array
 from npdynamo.ops.elementwise import UFUNC_OPS
 from npdynamo.ops.registry import REGISTRY, Op, UnsupportedArguments
 from npdynamo.ops.symbolic import SymInt
@@ -358,15 +359,20 @@ def _array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, nd
                    dtype=C.dtype("array", dtype))
 
 
-def _array_of_arrays(name: str, items, dtype) -> Normalized | None:
+def _holds_array_value(items: list | tuple) -> bool:
+    return any(_holds_array_value(v) if isinstance(v, (list, tuple)) else C.is_array_value(v)
+               for v in items)
+
+
+def _array_of_arrays(name: str, items, dtype) -> Normalized | Composite | None:
     """``np.array([a, b, ...])`` of graph values (and numbers): ``np.stack`` of the items, which
     makes the same new array (same shape, same dtype: each item converts on its own first)."""
-    if not isinstance(items, (list, tuple)) or not any(map(C.is_array_value, items)):
+    if not isinstance(items, (list, tuple)) or not _holds_array_value(items):
         return None
     if dtype is not None:
         raise UnsupportedArguments(f"{name}: dtype= with a list of arrays")
     if any(isinstance(v, (list, tuple)) for v in items):
-        raise UnsupportedArguments(f"{name}: nested lists holding arrays")
+        return nested_array(name, items)
     return C.canon(REGISTRY["stack"], [tuple(items)])
 
 

@@ -173,7 +173,10 @@ def _put_along_axis_binder(arr, indices, values, axis):
 # -- x[mask] op= v (capture/masked.py) ----------------------------------------------------
 def _mask_update(current, array, read_mask, store_mask, value, *, ufunc: str):
     selected = array[read_mask]
-    getattr(np, ufunc)(selected, value, out=selected)  # what ndarray.__iadd__ & co. do
+    if ufunc == "power":  # ndarray.__ipow__ squares for the exponent 2 (ops.pow_shortcut)
+        selected **= value
+    else:
+        getattr(np, ufunc)(selected, value, out=selected)  # what ndarray.__iadd__ & co. do
     out = current.copy()
     out[store_mask] = selected
     return out

@@ -154,7 +154,7 @@ def masked_rows(a, m):
 
 def escaping_selections(a, m):
     picked = a[m]  # returned: computed in Python at a break
-    total = np.sum(a[a > 2])  # an op on a selection: a break
+    total = np.cumsum(a[a > 2])  # an op on a selection (np.sum folds it, this breaks)
     return picked, total, (a[m] * 2).sum()
 
 

@@ -7,6 +7,8 @@ they are checked on a graph of that one op."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 _r = np.random.default_rng(11)
@@ -140,7 +142,8 @@ def _python_numbers(x):
     n = int(x.sum() * 100)
     f = float(x.max())
     return (n ** 2 * x, n // 3 * x, n % 7 * x, -n * x, n / 3 * x, f // 0.3 * x,
-            (f % 0.3) * x, x.sum().item() * x, x.sum() ** 2.0 * x, abs(x.sum()) * x)
+            (f % 0.3) * x, x.sum().item() * x, x.sum() ** 2.0 * x, abs(x.sum()) * x,
+            math.sqrt(np.abs(x).sum()) * x)
 
 
 def scaled_by_peak(x):

@@ -108,7 +108,8 @@ def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
             # tape's tracers use np.power, and so does the captured loss)
             return op_call(frame, ops.REGISTRY["scalar_power"],
                            (array_operand(frame, left), array_operand(frame, right)), {})
-        fast = fast_scalar_power(left, right) if symbol == "**" else None
+        fast = (ops.pow_shortcut(left, right.value)
+                if symbol == "**" and isinstance(right, Const) else None)
         if fast is not None:
             return op_call(frame, ops.REGISTRY[fast], (raw(left),), {})
         result = op_call(frame, ops.BINARY_OPERATORS[symbol],
@@ -239,23 +240,6 @@ def size_op(frame: Frame, symbol: str, left: Const, right: Const) -> Const | Non
     except Exception:
         return None
     return frame.ctx.size_value(result)
-
-
-def fast_scalar_power(base: Value, exponent: Value) -> str | None:
-    """The ufunc NumPy's ``ndarray.__pow__`` calls instead of ``np.power`` for some exponents:
-    a float or complex array to the Python int 2 or -1 is ``square``/``reciprocal``, to the
-    Python float 0.5 is ``sqrt`` (exact types only: ``np.float64(2.0)`` and ``2.0`` go to
-    ``power``). For complex data the results differ from ``power`` in the last bits."""
-    if not (isinstance(base, ArrayValue) and isinstance(exponent, Const)):
-        return None
-    if base.meta.scalar or base.meta.dtype.kind not in "fc":
-        return None
-    value = exponent.value
-    if type(value) is int:
-        return {2: "square", -1: "reciprocal"}.get(value)
-    if type(value) is float and value == 0.5:
-        return "sqrt"
-    return None
 
 
 def _set_like_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
