@@ -58,7 +58,7 @@ from npdynamo.ops.control_flow import FORI_LOOP
 from npdynamo.ops.loop_index import mentions_index
 from npdynamo.ops.meta import ScalarMeta
 from npdynamo.ops.scalar_ops import SCALAR_OPS
-from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymInt, compare
+from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymInt, compare, free_symbols
 from npdynamo.ops.symbolic_code import symbol_name
 
 SCALAR_SUB = SCALAR_OPS["py_sub"]
@@ -166,10 +166,17 @@ def form_for(frame, lazy: LazyRange) -> bool:
         # (a SymbolicDecision: a size of the index compared outside an op's rule)
         why = exc.reason if isinstance(exc, CaptureUnsupported) else str(exc) if isinstance(
             exc, SymbolicDecision) else f"the body raises {type(exc.error).__name__}: {exc.error}"
-        if getattr(exc, "peelable", False) and peel not in ctx.unrolled_loops and not varying \
-                and _constant_start(lazy):
-            raise RollRefused(peel, f"{cf.loop_place(frame)}: its first iteration runs before "
-                              f"the loop: {why}") from exc
+        if getattr(exc, "peelable", False):
+            # a range empty for no iteration of the outer loops has a first iteration to peel
+            if peel not in ctx.unrolled_loops and _constant_start(lazy) and (
+                    not varying or getattr(lazy, "may_be_empty", True) is False):
+                raise RollRefused(peel, f"{cf.loop_place(frame)}: its first iteration runs "
+                                  f"before the loop: {why}") from exc
+            outer = _outer_to_peel(ctx, lazy) if varying else None
+            if outer is not None:
+                raise RollRefused((PEEL, *outer), f"{outer_place(ctx, outer)}: its first "
+                                  "iteration runs before the loop, where the loop at "
+                                  f"{cf.loop_place(frame)} runs no iteration ({why})") from exc
         raise RollRefused(key, f"{cf.loop_place(frame)}: unrolled: {why}") from exc
     cf.note_loop(frame, f"in the graph as one fori_loop ({trips} iterations now; {bounds})")
     return True
@@ -177,6 +184,32 @@ def form_for(frame, lazy: LazyRange) -> bool:
 
 #: the key's tag of a loop whose first iteration is captured before the node (``_peel_first``)
 PEEL = "peel"
+
+
+def _outer_to_peel(ctx, lazy: LazyRange) -> tuple | None:
+    """The key of the outer loop whose index bounds ``lazy`` (``for k in range(i)`` inside
+    ``for i in range(n)``), when the range may be empty for some of its iterations and that
+    loop's first iteration can run before it (a constant start, not peeled yet): peeled, its
+    other iterations may give this range an iteration always (``range(i)`` for ``i >= 1``),
+    so that a Python number this loop turns into a NumPy scalar has one kind in them."""
+    if getattr(lazy, "may_be_empty", False) is not True:
+        return None
+    loops = ctx.__dict__.get("index_loops", {})
+    names = set()
+    for a in lazy.args:
+        if isinstance(a, (ScalarInputValue, SizeValue)) and a.expr is not None:
+            names |= free_symbols(a.expr)
+    for name in sorted(names):
+        key, constant_start = loops.get(name, (None, False))
+        if key is not None and constant_start and (PEEL, *key) not in ctx.unrolled_loops:
+            return key
+    return None
+
+
+def outer_place(ctx, key: tuple) -> str:
+    """The line of the ``for`` statement whose loop has ``key`` (code, body start)."""
+    code, body = key
+    return ctx.__dict__.get("loop_places", {}).get(key, f"line {code.co_firstlineno}")
 
 
 def _constant_start(lazy: LazyRange) -> bool:
@@ -330,7 +363,9 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
         lower, upper, reversed_from = _reversed(frame, lower, upper)
     # (a bound from an outer index is kept only when the variable is not read after the
     # loop: so a range that may be empty never has to leave it unbound)
-    may_be_empty = _guard_nonempty(ctx, lower, upper, var)
+    may_be_empty = lazy.may_be_empty = _guard_nonempty(ctx, lower, upper, var)
+    key = (frame.code, body)
+    ctx.__dict__.setdefault("loop_places", {})[key] = cf.loop_place(frame)
     if isinstance(upper, ScalarInputValue):
         _trip_symbol(ctx, upper)
     init = [frame.locals[name] for name in names]
@@ -343,6 +378,9 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
         index = cf.LoopScalarValue(lower if reversed_from is not None else start_hint, node,
                                    ctx, f"the loop variable {var}")
         index.expr = cf.index_size(ctx, node, lower, upper)
+        if "size_symbol" in node.meta:  # which loop's index it is (``_outer_to_peel``)
+            ctx.__dict__.setdefault("index_loops", {})[node.meta["size_symbol"]] = (
+                key, _constant_start(lazy))
         if reversed_from is not None:
             index = _counting_down(ctx, index, reversed_from, var)
         inside = cf.sub_inputs(sub, leaves)
