@@ -1,7 +1,8 @@
-"""``for`` loops over a ``range`` left by ``return`` on a data-dependent test, captured as one
-rotated ``while_loop`` and a ``cond`` choosing the return (``capture.flow.loop_exits``): plain
-vs compiled on both backends, leaving at the first, a middle and the last index or never,
-ranges with steps, and the loops that still break giving plain results."""
+"""``for`` loops over a ``range`` left by ``return`` or ``break`` on a data-dependent test,
+captured as one rotated ``while_loop`` and a ``cond`` choosing the return or the locals after
+the loop (``capture.flow.loop_exits``): plain vs compiled on both backends, leaving at the
+first, a middle and the last index or never, ranges with steps, and the loops that still
+break giving plain results."""
 
 from __future__ import annotations
 
@@ -52,7 +53,33 @@ def index_after(x, n):
     return x + k  # the loop variable after the loop: its last value
 
 
+def breaks_out(x, n):
+    count = 0
+    for k in range(n):  # noqa: B007 (its last value is read after the loop)
+        x = x * 0.5
+        if x.max() < 1.0:
+            break
+        x = x - 0.1
+        count = count + 2  # stored after the test: the cond gives it
+    y = x * 3.0
+    return y + 1.0, x, k, count
+
+
+def breaks_with_or(x, limit):
+    for k in range(1, 50):
+        x = np.sin(x) + 1.0
+        if x.sum() > limit or k >= 20:
+            break
+    return x, k
+
+
 FORMED = {
+    "breaks_middle": (breaks_out, (np.full(2, 8.0), 9)),
+    "breaks_first": (breaks_out, (np.full(2, 0.5), 9)),
+    "breaks_never": (breaks_out, (np.full(2, 8e6), 9)),
+    "breaks_with_or_by_data": (breaks_with_or, (np.full(2, 0.2), 3.5)),
+    "breaks_with_or_by_count": (breaks_with_or, (np.full(2, 0.2), 50.0)),
+
     "halve_first": (halve, (np.full(3, 0.5), 1.0, 40)),
     "halve_middle": (halve, (np.arange(1.0, 4.0) * 100, 1.0, 40)),
     "halve_last": (halve, (np.full(2, 1.5), 0.2, 3)),
@@ -102,14 +129,15 @@ def kinds_differ(x, n):
     return None
 
 
-def breaks_out(x, n):
+def breaks_elsewhere(x, n):
     for _k in range(n):
         x = x * 0.5
         if x.max() < 1.0:
             break
         x = x - 0.1
-    y = x * 3.0
-    return y + 1.0, x
+    else:
+        x = x + 100.0  # a for-else: the break skips it
+    return x
 
 
 def over_a_list(x, items):
@@ -123,7 +151,8 @@ def over_a_list(x, items):
 @pytest.mark.parametrize("fn, args", [
     (kinds_differ, (np.full(2, 8.0), 6)),
     (kinds_differ, (np.full(2, 8e9), 6)),
-    (breaks_out, (np.full(2, 8.0), 9)),
+    (breaks_elsewhere, (np.full(2, 8.0), 9)),
+    (breaks_elsewhere, (np.full(2, 8e6), 9)),
     (over_a_list, (np.full(2, 8.0), [0.5, 0.25, 0.5, 0.5])),
 ])
 def test_loops_not_formed_give_plain_results(fn, args):

@@ -11,12 +11,13 @@ A ``while True:`` loop left by ``break`` or ``return`` on a data test is formed 
 rest of the body and the next iteration's start up to the test again, while the test says
 stay; the frame then continues at the exit with the node's results.
 
-A ``for`` loop over a ``range`` left by ``return`` on a data test (``for k in range(n): A; if
-c: return r; B``) is formed the same way (``form_for_exit``), with the loop index carried and
-one more reason to stop: the range ends. After the node one ``cond`` runs the path Python takes:
-the ``return`` where the test said leave, or else the rest of the last iteration (``B``), the
-loop's end and the code after it to its ``return``; so the node's results come out through the
-value the function returns.
+A ``for`` loop over a ``range`` left by ``return`` or ``break`` on a data test (``for k in
+range(n): A; if c: return r; B``) is formed the same way (``form_for_exit``), with the loop index
+carried and one more reason to stop: the range ends. After the node one ``cond`` runs the path
+Python takes: the exit where the test said leave, or else the rest of the last iteration
+(``B``) and the loop's end. For a ``return`` both paths run on to the function's return and
+the ``cond`` gives the value returned; for a ``break`` both reach the code after the loop and
+the ``cond`` gives the locals ``B`` stores that it reads.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 
 from npdynamo import config
 from npdynamo.capture import bytecode as bc
-from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE
+from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE, PY
 from npdynamo.capture.bytecode.liveness import _reads_writes, live_locals
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.flow import higher_order as cf
@@ -109,7 +110,8 @@ def form_exit(frame, value: Value, jump_index: int) -> bool:
     try:
         if frame.stack:
             form_for_exit(frame, value, *shape)
-            note_loop(frame, "in the graph as one while_loop (a for loop left by return)")
+            note_loop(frame, "in the graph as one while_loop (a for loop left by break or "
+                      "return)")
         else:
             _form_exit(frame, value, *shape)
             note_loop(frame, "in the graph as one while_loop (left by break or return)")
@@ -181,6 +183,9 @@ def _exit_shape(frame, jump_index: int) -> tuple | None:
         at = _follow(frame, index)
         if at not in inside:
             return at
+        if iterator is not None and frame.instrs[at].name == "POP_TOP" and _follow(
+                frame, at + 1) not in inside:
+            return at  # a for loop's break: its iterator popped, a jump past the loop
         return at if _straight_to(frame, at, RETURNS, None) is not None else None
 
     found = {"exit": set(), "stay": set()}
@@ -212,9 +217,21 @@ def _exit_shape(frame, jump_index: int) -> tuple | None:
     (exit_index,), (stay,) = found["exit"], found["stay"]
     if stay not in inside:
         return None
-    if iterator is not None and _straight_to(frame, exit_index, RETURNS, None) is None:
-        return None  # a for loop left by break: not formed
+    if iterator is not None and _straight_to(frame, exit_index, RETURNS, None) is None and (
+            _follow(frame, exit_index + 1) != _after_for(frame, _follow(frame, head))):
+        return None  # a for loop's break to somewhere else than the loop's own end
     return head, end, stay, exit_index, chain
+
+
+def _after_for(frame, for_iter: int) -> int:
+    """Where a ``for`` loop's code goes on once its iterator is exhausted (3.12+: past the
+    ``END_FOR`` and, on 3.13, the ``POP_TOP`` that clean up its stack)."""
+    at = _follow(frame, frame.labels[frame.instrs[for_iter].arg])
+    if frame.instrs[at].name == "END_FOR":
+        at = _follow(frame, at + 1)
+        if PY >= (3, 13) and frame.instrs[at].name == "POP_TOP":
+            at = _follow(frame, at + 1)
+    return at
 
 
 def _successors(frame, index: int) -> tuple[int, int]:
@@ -402,7 +419,11 @@ def form_for_exit(frame, value: Value, head: int, end: int, stay: int, exit_inde
         build_while(frame, [*names, _INDEX, _STAY], go, advance, state)
     for name in names:
         frame.locals[name] = state[name]
-    _return_by_exit(frame, state[_STAY], stay, exit_index, iterator)
+    if _straight_to(frame, exit_index, RETURNS, None) is not None:
+        _return_by_exit(frame, state[_STAY], stay, exit_index, iterator)
+    else:
+        _join_after(frame, state[_STAY], stay, exit_index, iterator,
+                    _after_for(frame, _follow(frame, head)), [(stay, end + 1)])
 
 
 def _next_real(frame, index: int) -> int:
@@ -451,29 +472,81 @@ def _goes_on(frame, stay: Value, index: Value, last: int) -> Value:
     return frame.ctx.call_op(REGISTRY["logical_and"], (stay, more), {})
 
 
+def _exhausted(iterator: IteratorValue) -> IteratorValue:
+    """``iterator`` at its end: the range the rotated loop stopped at."""
+    return IteratorValue(items=list(iterator.items), pos=len(iterator.items),
+                         python_type=iterator.python_type, origin=iterator.origin,
+                         loop_owned=True)
+
+
+def _join_after(frame, stay: Value, rest: int, exit_index: int, iterator, after: int,
+                ranges: list[tuple[int, int]]) -> None:
+    """After the rotated loop of a ``for`` left by ``break``: a ``cond`` on the last test.
+    Where it said stay, the range has ended: the rest of the body runs, then the loop's end;
+    else the ``break``. Both reach ``after``, where the frame goes on with the locals the
+    rest of the body stores (``ranges``) that are live there, as the ``cond`` gives them."""
+    live = live_locals(frame.code, after)
+    if live is None:
+        raise frame.unsupported("the function reads its locals implicitly (locals(), eval...)")
+    names = []
+    for first, stop in ranges:
+        for i in range(first, stop):
+            ins = frame.instrs[i]
+            if isinstance(ins, bc.Instr):
+                names += [n for n in _reads_writes(ins)[1] if n in live and n not in names]
+    for name in names:
+        if frame.locals.get(name, DELETED) is DELETED:
+            raise frame.unsupported(f"{name} is unbound when the loop is left by break")
+
+    def runner(start: int, it: IteratorValue):
+        def run(sub) -> list[Value]:
+            branch = cf.sub_frame(frame, start, after)
+            branch.push(it)
+            branch.run()
+            if branch.stack or branch.return_value is not None or branch.ip != after:
+                raise frame.unsupported("a way out of the loop does not reach the loop's end")
+            values = [branch.locals.get(name, DELETED) for name in names]
+            if DELETED in values:
+                raise frame.unsupported("a way out of the loop leaves a variable unbound")
+            return values
+        return run
+
+    if names:  # (else neither way changes what the code after the loop sees)
+        values = _exit_cond(frame, stay, names, runner(rest, _exhausted(iterator)),
+                            runner(exit_index, iterator), "the break")
+        frame.locals.update(zip(names, values))
+    frame.pop()  # the loop's iterator
+    frame.ip = after
+
+
+def _exit_cond(frame, stay: Value, names: list[str], at_end, at_exit, exit_what: str) -> list:
+    """The ``cond`` on the rotated loop's last test: ``at_end`` (the range ended) where it said
+    stay, else ``at_exit``; each gives the values of ``names``. The values after it."""
+    roots = [*frame.locals.values(), *frame.cells.values()]
+    subs, outs = [], []
+    for role, run, what in (("true", at_end, "the end of the range"),
+                            ("false", at_exit, exit_what)):
+        sub, values = cf.sub_capture(frame, "cond", role, run, roots, what)
+        subs.append(sub)
+        outs.append(values)
+    return emit_cond(frame, stay, names, subs, outs)
+
+
 def _return_by_exit(frame, stay: Value, rest: int, exit_index: int, iterator) -> None:
     """After the rotated loop: a ``cond`` on the last test. Where it said stay, the range has
     ended: the rest of the body, the loop's end (its iterator exhausted) and the code after it
     run to the function's return; else the exit's return. Its value is the function's."""
-    done = IteratorValue(items=list(iterator.items), pos=len(iterator.items),
-                         python_type=iterator.python_type, origin=iterator.origin,
-                         loop_owned=True)
 
     def returner(start: int, it: IteratorValue):
-        def run(sub) -> Value:
+        def run(sub) -> list[Value]:
             branch = cf.sub_frame(frame, start, None)
             branch.push(it)
             value = branch.run()
             if value is None:
                 raise frame.unsupported("a way out of the loop does not return")
-            return value
+            return [value]
         return run
 
-    roots = [*frame.locals.values(), *frame.cells.values()]
-    subs, outs = [], []
-    for role, start, it in (("true", rest, done), ("false", exit_index, iterator)):
-        sub, value = cf.sub_capture(frame, "cond", role, returner(start, it), roots,
-                                    f"the {'end of the range' if role == 'true' else 'exit'}")
-        subs.append(sub)
-        outs.append([value])
-    (frame.return_value,) = emit_cond(frame, stay, ["the returned value"], subs, outs)
+    (frame.return_value,) = _exit_cond(
+        frame, stay, ["the returned value"], returner(rest, _exhausted(iterator)),
+        returner(exit_index, iterator), "the return")
