@@ -291,7 +291,7 @@ def loop_with_data_dependent_continue(x, n):
     return total
 
 
-@breaks((3, 3), lambda: (a(5),))
+@breaks((1, 0), lambda: (a(5),))  # a for loop left by break: one rotated while_loop
 def loop_early_exit_on_data(x):
     for i in range(6):  # noqa: B007 (i is returned)
         x = x * 1.5

@@ -41,9 +41,10 @@ from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE, PY
 from npdynamo.capture.bytecode.liveness import _reads_writes, live_locals
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
 from npdynamo.capture.flow import higher_order as cf
+from npdynamo.capture.flow.carried_views import remake_views, root_of, views_kept, views_of_carried
 from npdynamo.capture.flow.if_statements import JUMPS_BACK, LEAVING
 from npdynamo.capture.guards import GuardKind, NonEmptyRange, SourceTuple
-from npdynamo.capture.side_effects import view_of, write_array
+from npdynamo.capture.side_effects import write_array
 from npdynamo.capture.values import (
     DELETED,
     NULL,
@@ -58,7 +59,7 @@ from npdynamo.ops.control_flow import FORI_LOOP
 from npdynamo.ops.loop_index import mentions_index
 from npdynamo.ops.meta import ScalarMeta
 from npdynamo.ops.scalar_ops import SCALAR_OPS
-from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymInt, compare
+from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymInt, compare, free_symbols
 from npdynamo.ops.symbolic_code import symbol_name
 
 SCALAR_SUB = SCALAR_OPS["py_sub"]
@@ -166,10 +167,17 @@ def form_for(frame, lazy: LazyRange) -> bool:
         # (a SymbolicDecision: a size of the index compared outside an op's rule)
         why = exc.reason if isinstance(exc, CaptureUnsupported) else str(exc) if isinstance(
             exc, SymbolicDecision) else f"the body raises {type(exc.error).__name__}: {exc.error}"
-        if getattr(exc, "peelable", False) and peel not in ctx.unrolled_loops and not varying \
-                and _constant_start(lazy):
-            raise RollRefused(peel, f"{cf.loop_place(frame)}: its first iteration runs before "
-                              f"the loop: {why}") from exc
+        if getattr(exc, "peelable", False):
+            # a range empty for no iteration of the outer loops has a first iteration to peel
+            if peel not in ctx.unrolled_loops and _constant_start(lazy) and (
+                    not varying or getattr(lazy, "may_be_empty", True) is False):
+                raise RollRefused(peel, f"{cf.loop_place(frame)}: its first iteration runs "
+                                  f"before the loop: {why}") from exc
+            outer = _outer_to_peel(ctx, lazy) if varying else None
+            if outer is not None:
+                raise RollRefused((PEEL, *outer), f"{outer_place(ctx, outer)}: its first "
+                                  "iteration runs before the loop, where the loop at "
+                                  f"{cf.loop_place(frame)} runs no iteration ({why})") from exc
         raise RollRefused(key, f"{cf.loop_place(frame)}: unrolled: {why}") from exc
     cf.note_loop(frame, f"in the graph as one fori_loop ({trips} iterations now; {bounds})")
     return True
@@ -177,6 +185,32 @@ def form_for(frame, lazy: LazyRange) -> bool:
 
 #: the key's tag of a loop whose first iteration is captured before the node (``_peel_first``)
 PEEL = "peel"
+
+
+def _outer_to_peel(ctx, lazy: LazyRange) -> tuple | None:
+    """The key of the outer loop whose index bounds ``lazy`` (``for k in range(i)`` inside
+    ``for i in range(n)``), when the range may be empty for some of its iterations and that
+    loop's first iteration can run before it (a constant start, not peeled yet): peeled, its
+    other iterations may give this range an iteration always (``range(i)`` for ``i >= 1``),
+    so that a Python number this loop turns into a NumPy scalar has one kind in them."""
+    if getattr(lazy, "may_be_empty", False) is not True:
+        return None
+    loops = ctx.__dict__.get("index_loops", {})
+    names = set()
+    for a in lazy.args:
+        if isinstance(a, (ScalarInputValue, SizeValue)) and a.expr is not None:
+            names |= free_symbols(a.expr)
+    for name in sorted(names):
+        key, constant_start = loops.get(name, (None, False))
+        if key is not None and constant_start and (PEEL, *key) not in ctx.unrolled_loops:
+            return key
+    return None
+
+
+def outer_place(ctx, key: tuple) -> str:
+    """The line of the ``for`` statement whose loop has ``key`` (code, body start)."""
+    code, body = key
+    return ctx.__dict__.get("loop_places", {}).get(key, f"line {code.co_firstlineno}")
 
 
 def _constant_start(lazy: LazyRange) -> bool:
@@ -309,17 +343,11 @@ def _guard_nonempty(ctx, lower, upper, var: str) -> bool:
     return False
 
 
-def _root(array: ArrayValue) -> ArrayValue:
-    while array.base is not None:
-        array = array.base
-    return array
-
-
 def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: str) -> str:
     """Capture the loop into one node; returns what its bounds are, in words."""
     ctx = frame.ctx
     names = _carried_names(frame, head, body, exit_index, var)
-    views = _views_of_carried(frame, names)
+    views = views_of_carried(frame, names)
     names = [name for name in names if name not in views]
     after = live_locals(frame.code, exit_index)
     var_read_after = after is None or var in after
@@ -330,7 +358,9 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
         lower, upper, reversed_from = _reversed(frame, lower, upper)
     # (a bound from an outer index is kept only when the variable is not read after the
     # loop: so a range that may be empty never has to leave it unbound)
-    may_be_empty = _guard_nonempty(ctx, lower, upper, var)
+    may_be_empty = lazy.may_be_empty = _guard_nonempty(ctx, lower, upper, var)
+    key = (frame.code, body)
+    ctx.__dict__.setdefault("loop_places", {})[key] = cf.loop_place(frame)
     if isinstance(upper, ScalarInputValue):
         _trip_symbol(ctx, upper)
     init = [frame.locals[name] for name in names]
@@ -343,6 +373,9 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
         index = cf.LoopScalarValue(lower if reversed_from is not None else start_hint, node,
                                    ctx, f"the loop variable {var}")
         index.expr = cf.index_size(ctx, node, lower, upper)
+        if "size_symbol" in node.meta:  # which loop's index it is (``_outer_to_peel``)
+            ctx.__dict__.setdefault("index_loops", {})[node.meta["size_symbol"]] = (
+                key, _constant_start(lazy))
         if reversed_from is not None:
             index = _counting_down(ctx, index, reversed_from, var)
         inside = cf.sub_inputs(sub, leaves)
@@ -353,12 +386,12 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
             mine = inside[position:position + len(found)]
             frame_body.locals[name] = cf.unflatten(structure, mine)
             position += len(found)
-        made = _remake_views(ctx, frame, frame_body.locals, views)
+        made = remake_views(ctx, frame, frame_body.locals, views)
         frame_body.push(index)
         frame_body.run()
         if frame_body.stack or frame_body.return_value is not None:
             raise frame.unsupported("the loop body does not end at the loop's head")
-        _views_kept(frame, frame_body.locals, views, made)
+        views_kept(frame, frame_body.locals, views, made)
         return frame_body.locals, inside, placed
 
     roots = [*frame.locals.values(), *frame.cells.values()]
@@ -402,81 +435,6 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
         return "the bounds are symbolic sizes: a new size reuses the graph"
     return ("the bounds are constants: " + (
         f"{var} is read after the loop" if var_read_after else "not from an int argument"))
-
-
-def _views_of_carried(frame, names: list[str]) -> dict[str, tuple[str, ArrayValue]]:
-    """name -> (root's name, view) of the carried locals that are views of another carried
-    local's array (``u = U[1:-1, 1:-1]`` before ``for t ...: L = U[:-2] + ...; u += L``).
-    Such a view is not carried as a value of its own: the body sees it made again from the
-    root's value (so a write through it reaches the root's reads, as in NumPy), and after the
-    loop the outer view follows the root's result (``side_effects.write_array``)."""
-    roots = {}
-    for name in names:
-        value = frame.locals.get(name)
-        if isinstance(value, ArrayValue) and value.base is None:
-            roots.setdefault(id(value), name)
-    views = {}
-    for name in names:
-        value = frame.locals.get(name)
-        if not isinstance(value, ArrayValue) or value.base is None:
-            continue
-        root = _root(value)
-        if id(root) in roots and _plain_recipes(value):
-            views[name] = (roots[id(root)], value)
-    return views
-
-
-def _plain_recipes(view: ArrayValue) -> bool:
-    """Every link from ``view`` to its root is made from the base by constants only (no value
-    of the graph), so it can be made again inside the body from the root's placeholder."""
-    while view.base is not None:
-        _op, args, kwargs = view.recipe
-        if _holds_value((args[1:], kwargs)):
-            return False
-        view = view.base
-    return True
-
-
-def _holds_value(obj) -> bool:
-    if isinstance(obj, Value):
-        return True
-    if isinstance(obj, slice):
-        obj = (obj.start, obj.stop, obj.step)
-    if isinstance(obj, dict):
-        obj = tuple(obj.values())
-    return isinstance(obj, (tuple, list)) and any(_holds_value(v) for v in obj)
-
-
-def _remake_views(ctx, frame, local: dict, views: dict) -> dict[str, ArrayValue]:
-    """The views of ``views`` made again from the body's values of their roots."""
-    made: dict[int, ArrayValue] = {}
-
-    def remake(value: ArrayValue, root: ArrayValue) -> ArrayValue:
-        if value.base is None:
-            return root
-        if id(value) not in made:
-            base = remake(value.base, root)
-            op, args, kwargs = value.recipe
-            args = (base, *args[1:])
-            view = ctx.call_op(op, args, dict(kwargs))
-            view_of(view, base, op, args, dict(kwargs))
-            made[id(value)] = view
-        return made[id(value)]
-
-    out = {}
-    for name, (root_name, value) in views.items():
-        out[name] = local[name] = remake(value, local[root_name])
-    return out
-
-
-def _views_kept(frame, local: dict, views: dict, made: dict) -> None:
-    """After the body: each remade view and its root are still bound to their names (a root
-    rebound to a new array would leave the view on the old one, which a remade view would not
-    be in the next iteration)."""
-    for name, (root_name, _value) in views.items():
-        if local.get(name) is not made[name] or _root(made[name]) is not local.get(root_name):
-            raise frame.unsupported(
-                f"the loop rebinds {name} or {root_name}, a view and the array it views")
 
 
 def _reversed(frame, start, stop) -> tuple[int, int, int]:
@@ -570,11 +528,11 @@ def _check_no_alias(frame, names: list[str], init: list[Value], parts: list, sam
     for name, value in zip(names, init):
         if not same.get(name):
             continue
-        root = _root(value)
+        root = root_of(value)
         others = [leaf for n, (found, _s) in zip(names, parts) if n != name for leaf in found]
         others += [v for v, _node in sub.watched]
         for other in others:
-            if isinstance(other, ArrayValue) and _root(other) is root:
+            if isinstance(other, ArrayValue) and root_of(other) is root:
                 raise frame.unsupported(
                     f"the loop writes into {name} in place while another variable or value "
                     "shares its memory")

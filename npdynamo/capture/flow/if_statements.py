@@ -199,7 +199,8 @@ def _form(frame, pred: Value, then: tuple, other: tuple | None, merge: int | Non
     outs = [values[:len(names)] + [values[len(names) + k] for k in kept] for values in outs]
     arrays = [writable[k] for k in kept]
     before = set(frame.ctx.loop_aliased)
-    results = _emit(frame, pred, names + [f"{a} (written in place)" for a in arrays], subs, outs)
+    results = emit_cond(frame, pred, names + [f"{a} (written in place)" for a in arrays], subs,
+                        outs)
     if pushed == {1}:
         frame.push(results[len(names) - 1])
         names, results = names[:-1], results[:len(names) - 1] + results[len(names):]
@@ -256,10 +257,10 @@ def _form_returning(frame, pred: Value, then_start: int, else_start: int) -> Non
                                  f"the {role} branch")
         subs.append(sub)
         outs.append([value])
-    (frame.return_value,) = _emit(frame, pred, ["the returned value"], subs, outs)
+    (frame.return_value,) = emit_cond(frame, pred, ["the returned value"], subs, outs)
 
 
-def _emit(frame, pred: Value, names: list[str], subs: list, outs: list) -> list[Value]:
+def emit_cond(frame, pred: Value, names: list[str], subs: list, outs: list) -> list[Value]:
     """The cond node over both branches' values of ``names``: the values after it."""
     true_leaves, structures = [], []
     for name, value in zip(names, outs[0]):

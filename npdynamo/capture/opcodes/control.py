@@ -12,7 +12,7 @@ from npdynamo.capture.containers import (
 )
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.flow.for_loops import LazyRange, form_for
-from npdynamo.capture.flow.while_loops import graph_condition
+from npdynamo.capture.flow.loop_exits import graph_condition
 from npdynamo.capture.generators import is_lazy, next_item
 from npdynamo.capture.identity import same_object
 from npdynamo.capture.opcodes.layout import do_call, pop_callable

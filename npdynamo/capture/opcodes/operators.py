@@ -18,7 +18,8 @@ from npdynamo.capture.containers import (
     truthiness,
 )
 from npdynamo.capture.errors import UserCodeRaises
-from npdynamo.capture.flow.while_loops import graph_condition, next_instruction
+from npdynamo.capture.flow.loop_exits import graph_condition
+from npdynamo.capture.flow.while_loops import next_instruction
 from npdynamo.capture.generators import is_lazy, lazy_contains
 from npdynamo.capture.identity import same_object
 from npdynamo.capture.masked import (
