@@ -9,7 +9,9 @@ frames.
 
 from __future__ import annotations
 
+import collections
 import enum
+import functools
 import types
 import warnings
 
@@ -526,6 +528,10 @@ def get_attr(frame: Frame, obj: Value, name: str) -> Value:
 #: Descriptor classes written in Python whose __get__ only reads the member (enum members'
 #: ``.name``/``.value``): reading them at capture time is what Python would do.
 _PURE_DESCRIPTORS = (types.DynamicClassAttribute, enum.property)
+#: C descriptor classes outside ``builtins`` whose __get__ only binds or reads: namedtuple
+#: fields, ``functools.lru_cache`` wrappers.
+_PURE_C_DESCRIPTORS = frozenset({type(collections.namedtuple("_Pair", "a").a),
+                                 type(functools.lru_cache(lambda: None))})
 
 
 def _user_descriptor(attr: object) -> bool:
@@ -535,7 +541,12 @@ def _user_descriptor(attr: object) -> bool:
                                          property, *_PURE_DESCRIPTORS)):
         return False
     get = getattr(type(attr), "__get__", None)
-    return get is not None and not isinstance(get, types.WrapperDescriptorType)
+    if get is None:
+        return False
+    # only known C slots bind or read quietly: 3.13's partial.__get__ warns at the reading line
+    # (a read at capture or in a guard misplaced it: test_functools.test_partial_as_method)
+    return not (isinstance(get, types.WrapperDescriptorType)
+                and (type(attr).__module__ == "builtins" or type(attr) in _PURE_C_DESCRIPTORS))
 
 
 def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:

@@ -4,8 +4,10 @@ results, types, identities, iterator states and exceptions (``check_fidelity``).
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
+import warnings
 
 import pytest
 
@@ -322,3 +324,33 @@ def enumerate_seen_through_two_names():
 def test_nan_items_and_iterators_through_two_names(backend):
     check_fidelity(nan_items_compare_by_identity, (float("nan"), 1, None, "abc"), backend=backend)
     check_fidelity(enumerate_seen_through_two_names, backend=backend)
+
+
+# -- a C descriptor's __get__ may warn at the reading line (3.13: test_functools) --------------
+def _capture_args(*args, **kwargs):
+    return args, kwargs
+
+
+class _PartialSubclass(functools.partial):
+    pass
+
+
+class _WithPartials:
+    meth = functools.partial(_capture_args, 1, a=2)
+    sub = _PartialSubclass(_capture_args, 5)
+
+
+def partial_read_as_method(obj):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = obj.meth(3, b=4), obj.sub(6)
+    return got, [(w.category, w.filename, w.lineno) for w in caught]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_c_descriptor_warning_points_at_the_user_line(backend):
+    """On 3.13 ``partial.__get__`` warns (FutureWarning) with the reading frame as its place:
+    read at capture time or in a guard, it pointed at npdynamo's own files."""
+    check_fidelity(partial_read_as_method, _WithPartials(), backend=backend)
+    got = npdynamo.compile(partial_read_as_method, backend=backend)(_WithPartials())
+    assert got == partial_read_as_method(_WithPartials())
