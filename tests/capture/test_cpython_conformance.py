@@ -354,3 +354,24 @@ def test_c_descriptor_warning_points_at_the_user_line(backend):
     check_fidelity(partial_read_as_method, _WithPartials(), backend=backend)
     got = npdynamo.compile(partial_read_as_method, backend=backend)(_WithPartials())
     assert got == partial_read_as_method(_WithPartials())
+
+
+# -- a resume function with many stack values, run in Python (3.13: test_exceptions) -----------
+def many_stack_values_then_pairs(extra):
+    # the break (bytearray) leaves 14 values on the stack: the resume function's locals for the
+    # loop's two-local store land at 15 and 16, which the bytecode library packed wrongly
+    table = [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9),
+             (10, 10), (11, 11), (12, 12), (bytearray(b"x"), 13), (14, 14)]
+    try:
+        table.append(NotDefinedAnywhere)  # noqa: F821  (the NameError runs the resume in Python)
+    except NameError:
+        pass
+    out = []
+    for first, second in table + extra:
+        out.append((first, second))
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_resume_function_with_many_locals_unpacks_pairs(backend):
+    check_fidelity(many_stack_values_then_pairs, [(1, 2)], backend=backend)
