@@ -358,8 +358,8 @@ def test_c_descriptor_warning_points_at_the_user_line(backend):
 
 # -- a resume function with many stack values, run in Python (3.13: test_exceptions) -----------
 def many_stack_values_then_pairs(extra):
-    # the break (bytearray) leaves 14 values on the stack: the resume function's locals for the
-    # loop's two-local store land at 15 and 16, which the bytecode library packed wrongly
+    # the break (bytearray) leaves 14 values on the stack, which come first among the resume
+    # function's locals: the loop's two-local store packed indices of 16 or past wrongly
     table = [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9),
              (10, 10), (11, 11), (12, 12), (bytearray(b"x"), 13), (14, 14)]
     try:

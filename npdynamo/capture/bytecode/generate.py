@@ -35,6 +35,7 @@ from npdynamo.capture.bytecode.code import (
     call_slots,
     closure_names,
 )
+from npdynamo.capture.bytecode.pairs import pairs_misencoded, split_pairs
 from npdynamo.capture.bytecode.reachable import live_only
 
 TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
@@ -87,31 +88,10 @@ def decode(code: types.CodeType) -> bc.Bytecode:
 
 def encode(b: bc.Bytecode) -> types.CodeType:
     """The code object of an instruction list from ``decode``."""
-    if PY >= (3, 13) and any(getattr(ins, "name", None) in _PAIRS for ins in b):
-        b = _split_pairs(b)
-    return b.to_code(compute_exception_stack_depths=False)
-
-
-#: 3.13's two-local instructions, as their two one-local halves.
-_PAIRS = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
-          "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST"),
-          "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST")}
-
-
-def _split_pairs(b: bc.Bytecode) -> bc.Bytecode:
-    """``b`` with its two-local instructions split: the bytecode library packs a second index of
-    exactly 16 as ``(i << 4) + 16``, locals ``i + 1`` and 0 (a resume function, with its stack
-    as extra locals, lost ``args`` of ``for exc, args, ... in``: 3.13 test_exceptions)."""
-    out = b.copy()
-    out.clear()
-    for ins in b:
-        halves = _PAIRS.get(getattr(ins, "name", None))
-        if halves is None:
-            out.append(ins)
-        else:
-            out.extend(bc.Instr(half, local, location=ins.location)
-                       for half, local in zip(halves, ins.arg))
-    return out
+    code = b.to_code(compute_exception_stack_depths=False)
+    if PY >= (3, 13) and pairs_misencoded(b, code):
+        code = split_pairs(b).to_code(compute_exception_stack_depths=False)
+    return code
 
 
 #: code -> (its decoded Bytecode, the same items as a tuple), the 512 most recently added.
