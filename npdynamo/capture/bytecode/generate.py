@@ -35,7 +35,7 @@ from npdynamo.capture.bytecode.code import (
     call_slots,
     closure_names,
 )
-from npdynamo.capture.bytecode.pairs import pairs_misencoded, split_pairs
+from npdynamo.capture.bytecode.pairs import assemble
 from npdynamo.capture.bytecode.reachable import live_only
 
 TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
@@ -88,10 +88,7 @@ def decode(code: types.CodeType) -> bc.Bytecode:
 
 def encode(b: bc.Bytecode) -> types.CodeType:
     """The code object of an instruction list from ``decode``."""
-    code = b.to_code(compute_exception_stack_depths=False)
-    if PY >= (3, 13) and pairs_misencoded(b, code):
-        code = split_pairs(b).to_code(compute_exception_stack_depths=False)
-    return code
+    return assemble(b)
 
 
 #: code -> (its decoded Bytecode, the same items as a tuple), the 512 most recently added.

@@ -13,6 +13,17 @@ import types
 
 import bytecode as bc
 
+from npdynamo.capture.bytecode.code import PY
+
+
+def assemble(b: bc.Bytecode) -> types.CodeType:
+    """``b`` as a code object (exception-table depths as written), its two-local instructions
+    naming the locals ``b`` names."""
+    code = b.to_code(compute_exception_stack_depths=False)
+    if PY >= (3, 13) and pairs_misencoded(b, code):
+        return split_pairs(b).to_code(compute_exception_stack_depths=False)
+    return code
+
 #: 3.13's two-local instructions, as their two one-local halves.
 _PAIRS = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
           "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST"),
