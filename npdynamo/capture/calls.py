@@ -9,7 +9,6 @@ frames.
 
 from __future__ import annotations
 
-import enum
 import types
 import warnings
 
@@ -24,6 +23,7 @@ from npdynamo.capture.builder import (
 )
 from npdynamo.capture.bytecode.code import CO_GENERATOR, arg_layout
 from npdynamo.capture.containers import container_method, items_of
+from npdynamo.capture.descriptors import user_descriptor
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.frames.compiled_function import CompiledFunction
 from npdynamo.capture.frames.disable import is_disabled
@@ -536,21 +536,6 @@ def get_attr(frame: Frame, obj: Value, name: str) -> Value:
     raise frame.unsupported(f"reading .{name} of a {_describe(obj)} is not supported")
 
 
-#: Descriptor classes written in Python whose __get__ only reads the member (enum members'
-#: ``.name``/``.value``): reading them at capture time is what Python would do.
-_PURE_DESCRIPTORS = (types.DynamicClassAttribute, enum.property)
-
-
-def _user_descriptor(attr: object) -> bool:
-    """True for a class attribute whose ``__get__`` is not CPython's own (a C slot) and is
-    none of the kinds ``user_attr`` models (functions, static/class methods, properties)."""
-    if attr is None or isinstance(attr, (types.FunctionType, staticmethod, classmethod,
-                                         property, *_PURE_DESCRIPTORS)):
-        return False
-    get = getattr(type(attr), "__get__", None)
-    return get is not None and not isinstance(get, types.WrapperDescriptorType)
-
-
 def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
     """``obj.name`` for a user object, as Python's attribute lookup would find it."""
     ctx = frame.ctx
@@ -579,7 +564,7 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
         return inline_call(frame, getter, [obj], {})
     instance_dict = getattr(obj.obj, "__dict__", None)
     data = hasattr(type(class_attr), "__set__") or hasattr(type(class_attr), "__delete__")
-    if _user_descriptor(class_attr) and (
+    if user_descriptor(class_attr) and (
         data or instance_dict is None or name not in instance_dict
     ):
         # its __get__ is user code (a call it logs, a value it caches): reading it here once

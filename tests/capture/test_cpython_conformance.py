@@ -4,8 +4,10 @@ results, types, identities, iterator states and exceptions (``check_fidelity``).
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
+import warnings
 
 import pytest
 
@@ -322,3 +324,54 @@ def enumerate_seen_through_two_names():
 def test_nan_items_and_iterators_through_two_names(backend):
     check_fidelity(nan_items_compare_by_identity, (float("nan"), 1, None, "abc"), backend=backend)
     check_fidelity(enumerate_seen_through_two_names, backend=backend)
+
+
+# -- a C descriptor's __get__ may warn at the reading line (3.13: test_functools) --------------
+def _capture_args(*args, **kwargs):
+    return args, kwargs
+
+
+class _PartialSubclass(functools.partial):
+    pass
+
+
+class _WithPartials:
+    meth = functools.partial(_capture_args, 1, a=2)
+    sub = _PartialSubclass(_capture_args, 5)
+
+
+def partial_read_as_method(obj):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = obj.meth(3, b=4), obj.sub(6)
+    return got, [(w.category, w.filename, w.lineno) for w in caught]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_c_descriptor_warning_points_at_the_user_line(backend):
+    """On 3.13 ``partial.__get__`` warns (FutureWarning) with the reading frame as its place:
+    read at capture time or in a guard, it pointed at npdynamo's own files."""
+    check_fidelity(partial_read_as_method, _WithPartials(), backend=backend)
+    got = npdynamo.compile(partial_read_as_method, backend=backend)(_WithPartials())
+    assert got == partial_read_as_method(_WithPartials())
+
+
+# -- a resume function with many stack values, run in Python (3.13: test_exceptions) -----------
+def many_stack_values_then_pairs(extra):
+    # the break (bytearray) leaves 14 values on the stack, which come first among the resume
+    # function's locals: the loop's two-local store packed indices of 16 or past wrongly
+    table = [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9),
+             (10, 10), (11, 11), (12, 12), (bytearray(b"x"), 13), (14, 14)]
+    try:
+        table.append(NotDefinedAnywhere)  # noqa: F821  (the NameError runs the resume in Python)
+    except NameError:
+        pass
+    out = []
+    for first, second in table + extra:
+        out.append((first, second))
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_resume_function_with_many_locals_unpacks_pairs(backend):
+    check_fidelity(many_stack_values_then_pairs, [(1, 2)], backend=backend)

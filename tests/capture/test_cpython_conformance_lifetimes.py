@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import copy
 import gc
+import itertools
 import weakref
 
 import pytest
 
+import npdynamo
 from npdynamo import explain
 from tests.fidelity import check_fidelity
 
@@ -227,3 +229,21 @@ def test_a_capture_runs_no_collection_of_its_own(backend):
     # a first call captures three entries (the function, two resume points); each capture
     # allocates thousands of objects, each a collection with the callback when not paused
     assert during_compiled < 200, during_compiled
+
+
+# -- a capture's own collection leaves the user's young tuples tracked (3.13 test_itertools) ---
+def young_tuples_stay_tracked(pairs):
+    it = itertools.pairwise(pairs)  # a break: made natively, then a miss captures the rest
+    first = next(it)
+    made = tuple([None, None])
+    return gc.is_tracked(first), gc.is_tracked(made), first
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_capture_leaves_young_tuples_tracked(backend):
+    """A miss ends with a pass over the youngest generation to free the capture's cycles; it
+    untracked the user's fresh tuples of atoms, which Python's next collection does only later
+    (``gc.is_tracked(next(pairwise(...)))`` was False after a break)."""
+    check_fidelity(young_tuples_stay_tracked, [None, None, None], backend=backend)
+    assert npdynamo.compile(young_tuples_stay_tracked, backend=backend)([None, None])[:2] == (
+        True, True)

@@ -35,6 +35,7 @@ from npdynamo.capture.bytecode.code import (
     call_slots,
     closure_names,
 )
+from npdynamo.capture.bytecode.pairs import assemble
 from npdynamo.capture.bytecode.reachable import live_only
 
 TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
@@ -87,7 +88,7 @@ def decode(code: types.CodeType) -> bc.Bytecode:
 
 def encode(b: bc.Bytecode) -> types.CodeType:
     """The code object of an instruction list from ``decode``."""
-    return b.to_code(compute_exception_stack_depths=False)
+    return assemble(b)
 
 
 #: code -> (its decoded Bytecode, the same items as a tuple), the 512 most recently added.
