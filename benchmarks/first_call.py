@@ -18,6 +18,10 @@ arguments drifts the same way plain and compiled.
 
     python benchmarks/first_call.py [--only a,b] [--suite numpy-benchmarks,numba-examples]
                                     [--blocking] [--timeout S] [--external DIR]
+                                    [--backend numba|eager]
+
+``--backend eager`` times the eager backend instead (issue 24: its first call <= 1 s on every
+kernel; the ready column is then 0).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import numpy as np
 
 kind, where, name = sys.argv[1], sys.argv[2], sys.argv[3]
 counts = [int(c) for c in sys.argv[4].split(",")]
+backend = sys.argv[5]
 
 def load():
     if kind == "numpy-benchmarks":
@@ -72,7 +77,7 @@ try:
     row["numpy"], _, _ = timed(fn, copy.deepcopy(args), copy.deepcopy(kwargs))
     import npdynamo
     from npdynamo.backends import tiers
-    compiled = npdynamo.compile(fn, backend="numba")
+    compiled = npdynamo.compile(fn, backend=backend)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         marks, ready, start = timed(compiled, copy.deepcopy(args), copy.deepcopy(kwargs),
@@ -80,7 +85,7 @@ try:
         if ready is None:
             npdynamo.synchronize()
             ready = time.perf_counter() - start
-    row["numba"], row["ready_s"] = marks, ready
+    row["compiled"], row["ready_s"] = marks, ready
     report = npdynamo.explain(fn)(*copy.deepcopy(args), **copy.deepcopy(kwargs))
     instructions = sum(1 for _ in dis.get_instructions(fn))
     row["capture_us_per_instr"] = report.compile_time_s / max(instructions, 1) * 1e6
@@ -109,7 +114,8 @@ def kernels(suites: list[str], only: set[str],
     return [k for k in found if not only or k[3] in only]
 
 
-def run_one(suite: str, where: str, name: str, blocking: bool, timeout: float) -> dict:
+def run_one(suite: str, where: str, name: str, blocking: bool, timeout: float,
+            backend: str = "numba") -> dict:
     """One kernel in a fresh process with an empty kernel cache."""
     with tempfile.TemporaryDirectory(prefix="npdynamo-first-call-") as cache:
         env = {**os.environ, "NPDYNAMO_CACHE_DIR": cache, "NPDYNAMO_PROGRESS": "0",
@@ -118,7 +124,8 @@ def run_one(suite: str, where: str, name: str, blocking: bool, timeout: float) -
                    str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]))}
         try:
             proc = subprocess.run(
-                [sys.executable, "-c", CHILD, suite, where, name, ",".join(map(str, COUNTS))],
+                [sys.executable, "-c", CHILD, suite, where, name, ",".join(map(str, COUNTS)),
+                 backend],
                 capture_output=True, text=True, timeout=timeout, env=env)
         except subprocess.TimeoutExpired:
             return {"error": f"timeout after {timeout:.0f} s"}
@@ -132,8 +139,8 @@ def within(numpy_s: float, numba_s: float) -> bool:
     return numba_s <= BUDGET_RATIO * numpy_s + BUDGET_S
 
 
-def table(rows: list[tuple[str, dict]]) -> str:
-    head = (f"{'kernel':26s}" + "".join(f" {'numpy x' + str(n):>10s} {'numba':>8s}" for n in COUNTS)
+def table(rows: list[tuple[str, dict]], backend: str = "numba") -> str:
+    head = (f"{'kernel':26s}" + "".join(f" {'numpy x' + str(n):>10s} {backend:>8s}" for n in COUNTS)
             + f" {'ready':>7s} {'capture':>11s}")
     lines = [head, "-" * len(head)]
     ready = []
@@ -144,7 +151,7 @@ def table(rows: list[tuple[str, dict]]) -> str:
             continue
         line = f"{label:26s}"
         for n in COUNTS:
-            a, b = row["numpy"][str(n)], row["numba"][str(n)]
+            a, b = row["numpy"][str(n)], row["compiled"][str(n)]
             ok = within(a, b)
             met[n] += ok
             line += f" {a:9.3f}s {b:7.3f}s{' ' if ok else '>'}"
@@ -167,13 +174,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default="", help="comma-separated kernel names")
     parser.add_argument("--suite", default="numpy-benchmarks,numba-examples")
     parser.add_argument("--blocking", action="store_true", help="tiers off (NPDYNAMO_TIERED=0)")
+    parser.add_argument("--backend", default="numba", choices=("numba", "eager"),
+                        help="eager: the first calls of the eager backend (issue 24: <= 1 s)")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--external", type=Path, default=EXTERNAL,
                         help="the folder holding numpy-benchmarks and numba-examples")
     opts = parser.parse_args([] if argv is None else argv)
     mode = "blocking compile" if opts.blocking else "tiered"
-    print(f"== the first calls end to end, numba backend ({mode}) vs NumPy, fresh process and "
-          "empty kernel cache per kernel")
+    print(f"== the first calls end to end, {opts.backend} backend ({mode}) vs NumPy, fresh "
+          "process and empty kernel cache per kernel")
     found = kernels(opts.suite.split(","), set(filter(None, opts.only.split(","))),
                     opts.external)
     if not found:
@@ -182,9 +191,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     rows = []
     for suite, where, name, label in found:
-        rows.append((label, run_one(suite, where, name, opts.blocking, opts.timeout)))
+        rows.append((label, run_one(suite, where, name, opts.blocking, opts.timeout,
+                                    opts.backend)))
         print(f"  {label}: done", file=sys.stderr, flush=True)
-    print(table(rows))
+    print(table(rows, opts.backend))
 
 
 if __name__ == "__main__":

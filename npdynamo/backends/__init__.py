@@ -18,4 +18,13 @@ def _numba(gm, example_inputs):
     return numba_backend(gm, example_inputs)
 
 
+def _numba_decorated() -> None:
+    from npdynamo.backends.numba import front
+
+    front.prestart_workers()
+
+
+#: called by ``compile(fn, backend="numba")``: the compile workers start ahead of the first call
+_numba.on_compile = _numba_decorated
+
 __all__ = ["list_backends", "lookup_backend", "register_backend"]

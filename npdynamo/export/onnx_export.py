@@ -51,6 +51,8 @@ NOT_EXPORTED: dict[str, str] = {
     "nextafter": "needs bit casts (not in opset 18)",
     "i0": "not written yet (Cephes' Chebyshev series would do)",
     "fori_loop_vjp": "the backward of a rolled loop (not written yet)",
+    "asserted": "an assert checked at run time makes a failing call rerun in Python, which a "
+                "model cannot do",
 }
 
 

@@ -199,7 +199,8 @@ class Node:
         """Whether removing or merging this node could change what the program does."""
         if self.op != "call_function":
             return True
-        return bool(getattr(self.target, "impure", False))
+        target = self.target
+        return bool(getattr(target, "impure", False) or getattr(target, "checks", False))
 
     def __repr__(self) -> str:
         return self.name

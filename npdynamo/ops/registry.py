@@ -57,6 +57,9 @@ class Op:
     - ``nonnegative`` (one of ``NONNEGATIVE``): when its results are >= +0.0 or nan;
     - ``shape_only``: its array operands only lend a shape and dtype (``zeros_like``);
     - ``draws``: draws from a random generator (implies ``impure``);
+    - ``checks``: raises when the data breaks an assumption capture made (a speculated
+      ``assert``), its only effect: kept though nothing reads its result, never merged or
+      folded (``Node.is_impure``), yet free to run twice (unlike ``impure``);
     - ``subgraph_inputs``: an op with subgraphs (``cond``, loops): ``(subgraph, input metas)``
       pairs from its arguments, for passes that descend;
     - ``loop``: a loop op's ``(position of its body among the arguments, body inputs before
@@ -82,6 +85,7 @@ class Op:
         nonnegative: str | None = None,
         shape_only: bool = False,
         draws: bool = False,
+        checks: bool = False,
         subgraph_inputs: Callable[..., list] | None = None,
         loop: tuple[int, int] | None = None,
     ) -> None:
@@ -105,6 +109,7 @@ class Op:
         self.nonnegative = nonnegative
         self.shape_only = shape_only
         self.draws = draws
+        self.checks = checks
         self.subgraph_inputs = subgraph_inputs
         self.loop = loop
         self.defaults: dict[str, Any] = dict(defaults or {})

@@ -12,6 +12,11 @@ results are always Python's; a call where the assumption fails pays for the grap
 the constants' own ``max``/``min``): a target that cannot rerun (ONNX, NumPy alone) uses it
 where it can prove the rest of the graph computes the same values from it
 (``export/choice.py``).
+
+``asserted(holds)`` is the same bet on an ``assert`` whose test is a graph value
+(``capture/flow/assertions.py``): capture goes on past the statement as if it passed, and the
+node raises ``AssumptionFailed`` when ``holds`` is false, so the frame reruns in Python, which
+raises the ``AssertionError`` itself, with its message and the state Python leaves.
 """
 
 from __future__ import annotations
@@ -51,3 +56,20 @@ def _chosen_rule(holds: object, value: object, *, otherwise: float | None = None
 
 chosen = register(Op("chosen", _chosen, _chosen_rule, kind="opaque",
                      defaults={"otherwise": None}))
+
+
+def _asserted(holds):
+    _check_test(np.shape(holds), np.asarray(holds).dtype)
+    if not holds:
+        raise AssumptionFailed("an assert captured as passing fails on this data")
+    return holds
+
+
+def _asserted_rule(holds: object) -> ArrayMeta:
+    test = to_meta("asserted", holds)
+    _check_test(test.shape, test.dtype)
+    return test
+
+
+asserted = register(Op("asserted", _asserted, _asserted_rule, kind="opaque",
+                       differentiable=False, checks=True))

@@ -325,3 +325,49 @@ def test_fork_after_the_pool_started(tmp_path):
     child_pids = next(line for line in lines if line.startswith("CHILDPIDS")).split()[1:]
     assert not set(map(int, child_pids)) & set(pids)  # the child's workers are its own
     assert _gone(pids + [int(p) for p in child_pids])
+
+
+EARLY = """
+import sys, time
+import npdynamo
+from npdynamo.backends.numba import workers
+
+npdynamo.config.compile_workers = 2
+
+@npdynamo.compile(backend="numba")
+def f(x):
+    return x + 1
+
+for _ in range(1200):  # started in the background: they come up while the caller goes on
+    if len(workers.pool().pids()) == 2:
+        break
+    time.sleep(0.05)
+print("PIDS", *workers.pool().pids(), flush=True)
+print("NUMBA", "numba" in sys.modules, flush=True)
+"""
+
+
+def test_workers_start_at_compile_before_the_first_call_and_die_at_exit(tmp_path):
+    env = dict(os.environ, NPDYNAMO_TIERED="1", NPDYNAMO_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(ROOT), NPDYNAMO_PROGRESS="0")
+    proc = subprocess.run([sys.executable, "-c", EARLY], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    pids = _pids(lines[0])
+    assert len(pids) == 2, lines  # every worker, no call made
+    assert lines[1] == "NUMBA False"  # the caller did not import numba to start them
+    assert _gone(pids)
+
+
+def test_no_early_start_with_tiers_off(monkeypatch):
+    from npdynamo.backends.numba import workers
+
+    started = []
+    monkeypatch.setattr(workers.Pool, "prestart", lambda self: started.append(self))
+    npdynamo.compile(step, backend="numba")
+    assert len(started) == 1
+    monkeypatch.setattr(npdynamo.config, "tiered", False)
+    npdynamo.compile(step, backend="numba")
+    npdynamo.compile(step, backend="eager")
+    assert len(started) == 1

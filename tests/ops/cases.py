@@ -295,6 +295,14 @@ def chosen_case(draw):
     return Case((test, value))
 
 
+@st.composite
+def asserted_case(draw):
+    # an assert that holds (a failing one raises at run time: no rule can know), or a malformed
+    # test (capture gives it only graph values: no Python bool)
+    test = draw(st.sampled_from([np.True_, np.array(True), np.array([True]), np.float64(1.0)]))
+    return Case((test,))
+
+
 def to_python_case() -> st.SearchStrategy[Case]:
     # float()/int()/.item() of a 0-d array, a NumPy scalar, or a small array; the rule refuses
     # what stays Python's (complex, a bool's item, arrays that are not 0-d)
@@ -308,6 +316,7 @@ CASES: dict[str, st.SearchStrategy[Case]] = {
     "where": where_case(),
     "scalar_power": scalar_power_case(),
     "chosen": chosen_case(),
+    "asserted": asserted_case(),
     "clip": clip_case(),
     "astype": astype_case(),
     **{

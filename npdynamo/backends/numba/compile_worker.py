@@ -84,6 +84,8 @@ def main(fd: int, parent: int) -> None:
     conn = Connection(fd)
     from npdynamo.backends.numba import backend  # noqa: F401 - numba loaded before the 1st job
 
+    _warm_compiler()
+
     def send_kernels(done: int, total: int) -> None:
         conn.send(("kernels", done, total))
 
@@ -100,6 +102,25 @@ def main(fd: int, parent: int) -> None:
             conn.send(answer)
         except (EOFError, OSError):
             return
+
+
+def _warm_compiler() -> None:
+    """Compile a small kernel-like loop once, before any job: numba's first compile in a
+    process sets up its target and typing tables (seconds under load, against a fraction of
+    a second for each compile after it), which the first job would otherwise wait for. Not
+    cached: nothing of it reaches the kernel cache."""
+    import math
+
+    import numpy as np
+    from numba import njit
+
+    @njit(error_model="numpy", nogil=True, cache=False)
+    def warm(x, out):
+        for i in range(x.shape[0]):
+            out[i] = math.tanh(x[i]) * 0.5 + np.exp(x[i])
+
+    with contextlib.suppress(Exception):
+        warm(np.ones(2), np.empty(2))
 
 
 def _die_with(parent: int) -> None:

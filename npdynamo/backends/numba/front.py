@@ -89,6 +89,13 @@ def start(gm: Any, example_inputs: list) -> Compiled | None:
     return tiered.compiled
 
 
+def prestart_workers() -> None:
+    """``compile(backend="numba")``: with tiers on, start the compile workers now (in the
+    background), so they are warm when the first graph's kernels are ready."""
+    if config.tiered and workers.available():
+        workers.pool().prestart()
+
+
 #: (prepare, finish) of the numba side (``tiering``), installed when it is imported
 _installed: list[tuple[Callable, Callable]] = []
 
@@ -98,9 +105,17 @@ def install(prepare: Callable[[Pending], None], finish: Callable[..., Any]) -> N
     _installed[:] = [(prepare, finish)]
 
 
+#: held while the preparing thread imports the numba side or builds a program (``tiering``):
+#: a fork waits for that to end. A fork in the middle would leave the child's module locks, or
+#: numba's compiler lock, held by a thread the child does not have: its own import of numba or
+#: compile would wait for ever.
+fork_guard = threading.Lock()
+
+
 def _stages() -> tuple[Callable, Callable]:
     if not _installed:  # imported here, off the caller's thread: it imports numba
-        importlib.import_module("npdynamo.backends.numba.tiering")
+        with fork_guard:
+            importlib.import_module("npdynamo.backends.numba.tiering")
     return _installed[0]
 
 
@@ -128,5 +143,12 @@ def _after_fork_child() -> None:
             pending.prepared.set()
 
 
+def _after_fork_in_child() -> None:
+    fork_guard.release()
+    _after_fork_child()
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_child)
+    # (the pool's own hook holds its lock through the fork: ``submit`` stays outside the guard)
+    os.register_at_fork(before=fork_guard.acquire, after_in_parent=fork_guard.release,
+                        after_in_child=_after_fork_in_child)

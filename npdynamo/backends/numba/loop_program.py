@@ -51,12 +51,8 @@ from numba.core.types import Type as NumbaType
 
 from npdynamo import progress
 from npdynamo.backends.numba import diskcache
-from npdynamo.backends.numba.loop_writer import (
-    NotCompilable,
-    UnexpectedValue,
-    Writer,
-    node_meta,
-)
+from npdynamo.backends.numba.loop_runtime import UnexpectedValue
+from npdynamo.backends.numba.loop_writer import NotCompilable, Writer, node_meta
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.fx.subgraphs import is_loop

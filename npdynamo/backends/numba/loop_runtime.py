@@ -7,15 +7,24 @@ sums reassociable like the kernels' reductions: within numba's usual tolerance o
 Python scalar arithmetic: a Python ``int`` never overflows and a Python division by zero raises,
 where int64 wraps and ``error_model="numpy"`` gives inf. These helpers raise instead
 (``OverflowError``, ``ZeroDivisionError``); the loop program then reruns the loop in Python,
-which gives Python's own result or exception.
+which gives Python's own result or exception. A speculated ``assert`` (``assume``) raises
+when it fails, likewise.
+
+NumPy calls in object mode (ops without a nopython form) are ``checked``: they give what the
+compiled code was typed for, or raise ``UnexpectedValue``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numba import njit
 
 from npdynamo.backends.numba.runtime import radd
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
+from npdynamo.ops.speculation import AssumptionFailed
 
 _FLAGS = {"error_model": "numpy", "nogil": True, "cache": False}
 
@@ -143,3 +152,45 @@ def assign(dst, src):
         _shapes_differ()
     for idx in np.ndindex(dst.shape):
         dst[idx] = src[idx]
+
+
+@njit(**_FLAGS)
+def assume(holds):
+    """A speculated ``assert`` (``ops.speculation.asserted``): raise when it fails; the loop
+    then reruns in Python, whose ``asserted`` raises again and reruns the frame in Python."""
+    if not holds:
+        raise AssumptionFailed("an assert captured as passing fails on this data")
+    return holds
+
+
+# -- NumPy calls in object mode ----------------------------------------------------------------
+class UnexpectedValue(TypeError):
+    """A NumPy call in object mode gave what the compiled code cannot take (the loop then
+    reruns in Python, and keeps running there)."""
+
+
+def checked(impl: Callable, meta: ArrayMeta | ScalarMeta, name: str,
+             private: bool) -> Callable:
+    """``impl`` raising ``UnexpectedValue`` unless it gives what the compiled code was typed
+    for (a C-contiguous array of ``meta``'s dtype and rank, or a NumPy scalar of its dtype):
+    numba would read any other memory layout wrongly. A ``private`` result (one nothing holds
+    after the iteration, only read) may be a view of another layout (``A.T``): its C-ordered
+    copy is read instead, which nobody can tell apart."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        out = impl(*args, **kwargs)
+        if isinstance(meta, ScalarMeta):  # an int beyond int64 fails numba's unboxing
+            ok = type(out) is meta.type
+        elif meta.scalar:
+            ok = type(out) is meta.dtype.type
+        else:  # the rule gave the shape: numba reads it (and the strides) from the array
+            if private and type(out) is np.ndarray and not out.flags.c_contiguous:
+                out = np.ascontiguousarray(out)
+            ok = (type(out) is np.ndarray and out.dtype == meta.dtype
+                  and out.ndim == len(meta.shape) and out.flags.c_contiguous)
+        if not ok:
+            raise UnexpectedValue(f"{name} gave a value of another type or memory layout "
+                                  f"than the compiled loop takes ({type(out).__name__})")
+        return out
+
+    return call

@@ -49,40 +49,8 @@ class NoNopythonForm(NotCompilable):
     """The writer has no nopython form for this op with these arguments: a NumPy call."""
 
 
-class UnexpectedValue(TypeError):
-    """A NumPy call in object mode gave what the compiled code cannot take (the loop then
-    reruns in Python, and keeps running there)."""
-
-
 def node_meta(value: Any) -> Any:
     return value.meta.get("val") if isinstance(value, Node) else None
-
-
-def _checked(impl: Callable, meta: ArrayMeta | ScalarMeta, name: str,
-             private: bool) -> Callable:
-    """``impl`` raising ``UnexpectedValue`` unless it gives what the compiled code was typed
-    for (a C-contiguous array of ``meta``'s dtype and rank, or a NumPy scalar of its dtype):
-    numba would read any other memory layout wrongly. A ``private`` result (one nothing holds
-    after the iteration, only read) may be a view of another layout (``A.T``): its C-ordered
-    copy is read instead, which nobody can tell apart."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        out = impl(*args, **kwargs)
-        if isinstance(meta, ScalarMeta):  # an int beyond int64 fails numba's unboxing
-            ok = type(out) is meta.type
-        elif meta.scalar:
-            ok = type(out) is meta.dtype.type
-        else:  # the rule gave the shape: numba reads it (and the strides) from the array
-            if private and type(out) is np.ndarray and not out.flags.c_contiguous:
-                out = np.ascontiguousarray(out)
-            ok = (type(out) is np.ndarray and out.dtype == meta.dtype
-                  and out.ndim == len(meta.shape) and out.flags.c_contiguous)
-        if not ok:
-            raise UnexpectedValue(f"{name} gave a value of another type or memory layout "
-                                  f"than the compiled loop takes ({type(out).__name__})")
-        return out
-
-    return call
 
 
 def _is_float64(value: Any) -> bool:
@@ -128,7 +96,7 @@ class Writer(InPlacePlan):
         self.lines: list[str] = []
         self.globals: dict[str, Any] = {"np": np, "math": math, "objmode": numba.objmode}
         for name in (*_INT_HELPERS.values(), *_MATMUL_HELPERS.values(), "true_divide",
-                     "assign"):
+                     "assign", "assume"):
             self.globals[name] = getattr(loop_runtime, name)
         self._count = 0
         self._bound: dict[int, str] = {}
@@ -339,8 +307,8 @@ class Writer(InPlacePlan):
             raise NotCompilable(f"{name} (no nopython form) gives a "
                                 f"{type(meta).__name__ if meta is not None else 'value'}, "
                                 "not an array or an int or float")
-        impl = _checked(getattr(node.target, "impl", node.target), meta, name,
-                        private=isinstance(meta, ArrayMeta) and self.stays_inside(node))
+        impl = loop_runtime.checked(getattr(node.target, "impl", node.target), meta, name,
+                                    private=isinstance(meta, ArrayMeta) and self.stays_inside(node))
         args = [self.boxed(a, env) for a in node.args]
         args += [f"{k}={self.boxed(v, env)}" for k, v in node.kwargs.items()]
         result = self.fresh()
@@ -374,6 +342,10 @@ class Writer(InPlacePlan):
     def op_tuple_item(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
         results, index = node.args
         return f"{self.value(results, env)}[{int(index)}]"
+
+    def op_asserted(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
+        (holds,) = node.args  # (a speculated assert: ``assume`` raises when it fails)
+        return f"assume({self.truth(self.value(holds, env), node_meta(holds))})"
 
     def op_copy(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
         (x,) = node.args

@@ -137,7 +137,8 @@ def _on_disk(report: Any) -> bool:
 def prepare(pending: Any) -> None:
     """The preparing thread's work (``front``): build the graph's program, send its kernels to
     the workers unless they are on disk or cannot be sent (then the switch finishes here)."""
-    built = backend.build(pending.gm, pending.example_inputs, pending.report, pending.eager)
+    with front.fork_guard:  # (a fork waits for the build: it takes numba's locks)
+        built = backend.build(pending.gm, pending.example_inputs, pending.report, pending.eager)
     pending.built = built
     if built.warm:
         pending.jobs = submit(built)

@@ -9,6 +9,9 @@ process then loads them from there (``diskcache``: a load, not a compile).
 The pool starts its workers lazily, one per job waiting, up to ``max_workers()`` (one per core
 the process may use, bounded by the memory available: a worker holding numba and LLVM takes
 about ``WORKER_MEMORY`` bytes). A worker with nothing to do for ``KEEP_WARM_S`` seconds stops.
+``prestart`` starts them all ahead of the jobs (at ``compile(backend="numba")``, tiers on): a
+worker takes seconds to import numba and to set up its compiler (``compile_worker``), which
+then overlap the caller's first calls instead of delaying its first graph's kernels.
 Each worker is a plain ``subprocess`` started with ``python -c`` (not ``multiprocessing``,
 whose ``spawn``/``forkserver`` run the user's ``__main__`` script again in the child), speaking
 pickled messages over a socket pair, and served by one daemon thread of this process.
@@ -164,6 +167,14 @@ class Pool:
             self._starting += 1
             threading.Thread(target=self._serve, name="npdynamo-compile-worker",
                              daemon=True).start()
+
+    def prestart(self) -> None:
+        """Start workers up to ``max_workers()`` now, to wait warm for the jobs to come."""
+        with self._cond:
+            while not self.closing and len(self._workers) + self._starting < max_workers():
+                self._starting += 1
+                threading.Thread(target=self._serve, name="npdynamo-compile-worker",
+                                 daemon=True).start()
 
     def pids(self) -> list[int]:
         """The process ids of the running workers (tests use them)."""

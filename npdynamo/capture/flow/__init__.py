@@ -9,6 +9,7 @@ ordinary Python.
 - ``for_loops``: ``for i in range(a, b)`` captured as one ``fori_loop`` node.
 - ``while_loops``: ``while <array condition>:`` captured as one ``while_loop`` node.
 - ``errstate_blocks``: ``with np.errstate(...):`` blocks captured into the graph.
+- ``assertions``: ``assert <test of graph data>`` checked in the graph, its passing side followed.
 
 Above the evaluator (calls, ops, values, the translator) whose sub-captures it runs; below the
 opcode handlers that hand a ``for``/``while``/``if``/``with`` to it.

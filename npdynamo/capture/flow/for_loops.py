@@ -41,6 +41,7 @@ from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE, PY
 from npdynamo.capture.bytecode.liveness import _reads_writes, live_locals
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
 from npdynamo.capture.flow import higher_order as cf
+from npdynamo.capture.flow.assertions import assert_blocks
 from npdynamo.capture.flow.carried_views import remake_views, root_of, views_kept, views_of_carried
 from npdynamo.capture.flow.if_statements import JUMPS_BACK, LEAVING
 from npdynamo.capture.guards import GuardKind, NonEmptyRange, SourceTuple
@@ -123,11 +124,12 @@ def _for_shape(frame, start: int | None) -> tuple[int, int, int, str] | None:
     head = labels[instrs[last].arg]
     if not start <= head < body:
         return None
+    failing = assert_blocks(instrs, body, exit_index)  # (rerun in Python, never captured)
     for i in range(body, exit_index):
         ins = instrs[i]
         if isinstance(ins, (bc.TryBegin, bc.TryEnd)):
             return None
-        if not isinstance(ins, bc.Instr):
+        if not isinstance(ins, bc.Instr) or i in failing:
             continue
         if ins.name in LEAVING or ins.name in ("LIST_APPEND", "SET_ADD", "MAP_ADD"):
             return None

@@ -19,6 +19,7 @@ from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE
 from npdynamo.capture.bytecode.liveness import _reads_writes, live_locals
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.flow import higher_order as cf
+from npdynamo.capture.flow.assertions import assert_blocks
 from npdynamo.capture.side_effects import write_array
 from npdynamo.capture.values import DELETED, ArrayValue, Value
 from npdynamo.ops.control_flow import COND
@@ -66,11 +67,12 @@ def _last_instr(frame, index: int) -> int:
 
 
 def _stays_inside(frame, start: int, end: int) -> bool:
+    failing = assert_blocks(frame.instrs, start, end)  # (rerun in Python, never captured)
     for i in range(start, end):
         ins = frame.instrs[i]
         if isinstance(ins, (bc.TryBegin, bc.TryEnd)):
             return False
-        if not isinstance(ins, bc.Instr):
+        if not isinstance(ins, bc.Instr) or i in failing:
             continue
         if ins.name in LEAVING:
             return False

@@ -21,6 +21,7 @@ from __future__ import annotations
 from npdynamo.capture import bytecode as bc
 from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE
 from npdynamo.capture.bytecode.liveness import _reads_writes, live_locals
+from npdynamo.capture.flow.assertions import assert_blocks
 from npdynamo.capture.flow.higher_order import (
     SubCapture,
     check_untouched,
@@ -119,11 +120,12 @@ def carried_names(frame, ranges: list[tuple[int, int]], start: int,
     loop (``exit_index``). Each must be bound now."""
     stored: dict[str, None] = {}
     for first, end in ranges:
+        failing = assert_blocks(frame.instrs, first, end)  # (rerun in Python, never captured)
         for i in range(first, end):
             ins = frame.instrs[i]
             if isinstance(ins, (bc.TryBegin, bc.TryEnd)):
                 raise frame.unsupported("the loop body has a try block")
-            if not isinstance(ins, bc.Instr):
+            if not isinstance(ins, bc.Instr) or i in failing:
                 continue
             if ins.name in LEAVING:
                 raise frame.unsupported(

@@ -107,6 +107,9 @@ def _compile(
     if not capture_supported():
         warn_unsupported_python()
         return obj
+    on_compile = getattr(backend_fn, "on_compile", None)  # a backend's start ahead of calls
+    if on_compile is not None:
+        on_compile()
     fn = obj
     # A region-hooked function runs a trampoline; its original code is kept by its view.
     code = (original_function(fn) or fn).__code__

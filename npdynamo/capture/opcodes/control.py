@@ -11,6 +11,7 @@ from npdynamo.capture.containers import (
     truthiness,
 )
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.flow.assertions import speculate_assert
 from npdynamo.capture.flow.for_loops import LazyRange, form_for
 from npdynamo.capture.flow.loop_exits import graph_condition
 from npdynamo.capture.generators import is_lazy, next_item
@@ -37,6 +38,11 @@ def _jump(frame: Frame, ins):
 
 def _jump_if(frame: Frame, ins, when: bool):
     value = frame.pop()
+    passing = speculate_assert(frame, value, frame.ip - 1)
+    if passing is not None:  # an assert on data, checked in the graph: its passing side
+        if passing == when:
+            frame.jump(ins.arg)
+        return
     if graph_condition(frame, value, frame.ip - 1):  # a while loop on an array, in the graph
         return
     if truthiness(frame, value) == when:

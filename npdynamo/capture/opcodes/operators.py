@@ -18,6 +18,7 @@ from npdynamo.capture.containers import (
     truthiness,
 )
 from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.flow.assertions import speculate_assert
 from npdynamo.capture.flow.loop_exits import graph_condition
 from npdynamo.capture.flow.while_loops import next_instruction
 from npdynamo.capture.generators import is_lazy, lazy_contains
@@ -449,7 +450,10 @@ def _unary_not(frame: Frame, ins):
 @handler("TO_BOOL", since=(3, 13))
 def _to_bool(frame: Frame, ins):
     value = frame.pop()
-    if not graph_condition(frame, value, next_instruction(frame)):
+    passing = speculate_assert(frame, value, next_instruction(frame))
+    if passing is not None:  # the jump next follows the assert's passing side
+        frame.push(Const(passing))
+    elif not graph_condition(frame, value, next_instruction(frame)):
         frame.push(Const(truthiness(frame, value)))
 
 
