@@ -19,6 +19,7 @@ from typing import Any
 
 import numba
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
 from npdynamo.backends.numba import diskcache, loop_runtime
 from npdynamo.backends.numba.codegen import generate_kernel
@@ -119,6 +120,18 @@ def _int_operands_as_floats(graph: Graph) -> None:
             node.replace_input_with(a, as_float)
 
 
+def inline_kernel(kernel: Dispatcher) -> Dispatcher:
+    """``kernel`` (a generated kernel module's) as a function numba inlines into the loop
+    program that calls it, compiled with the same options (one per kernel module)."""
+    inline = getattr(kernel, "_npdynamo_inline", None)
+    if inline is None:
+        options = {k: v for k, v in kernel.targetoptions.items()
+                   if k not in ("cache", "nopython")}
+        inline = numba.njit(inline="always", **options)(kernel.py_func)
+        kernel._npdynamo_inline = inline
+    return inline
+
+
 class Writer(InPlacePlan):
     """Emits the source of one loop function; ``prepare`` simplifies each subgraph first."""
 
@@ -175,13 +188,17 @@ class Writer(InPlacePlan):
         """Emit ``sub``'s steps with its placeholders bound to ``inputs``; its outputs as
         (expression, meta) pairs. ``owned``: (offset, count) of the loop's carried values among
         the placeholders, arrays the loop owns: assignments into them write them in place
-        (``self.written`` gets the carried positions written)."""
-        if not is_subgraph(sub):
+        (``self.written`` gets the carried positions written). ``sub`` may also be a graph
+        already prepared (a whole top-level graph, ``loop_program.whole_graph_program``)."""
+        if isinstance(sub, Graph):
+            graph = sub
+        elif not is_subgraph(sub):
             raise NotCompilable("a branch or body that is not a captured graph")
-        graph = self.prepare(sub.graph)
+        else:
+            graph = self.prepare(sub.graph)
         if len(graph.placeholders) != len(inputs):
-            raise NotCompilable(f"{sub.name} takes {len(graph.placeholders)} inputs, "
-                                f"given {len(inputs)}")
+            raise NotCompilable(f"{getattr(sub, 'name', 'the graph')} takes "
+                                f"{len(graph.placeholders)} inputs, given {len(inputs)}")
         _int_operands_as_floats(graph)
         if owned is not None:
             self._plan_carried_writes(graph, *owned)
@@ -224,8 +241,14 @@ class Writer(InPlacePlan):
         # Python between iterations
         ks = generate_kernel(group, parallel=False)
         module, _path, _source = diskcache.load_kernel_module(ks.source)
-        callee = self.bind(module.kernel, f"kernel{group.index}_")
+        scalar = all(not arg.value.meta["val"].shape for arg in ks.args
+                     if arg.kind == "output")
+        # a kernel giving scalars (or 0-d arrays) is a few instructions: called, passing its
+        # 0-d buffers costs more than its work (~70 ns a call); inlined, they are registers
+        callee = self.bind(inline_kernel(module.kernel) if scalar else module.kernel,
+                           f"kernel{group.index}_")
         args, after = [], []
+        slots: dict[str, int] = {}  # per dtype, the NumPy-scalar outputs given a buffer so far
         for arg in ks.args:
             if arg.kind == "input":
                 args.append(self.value(arg.value, env))
@@ -236,13 +259,19 @@ class Writer(InPlacePlan):
             else:
                 node, meta = arg.value, arg.value.meta["val"]
                 name = self.fresh()
-                buffer = f"{name}_0d" if meta.scalar else name
+                buffer = name
+                if meta.scalar:  # a NumPy scalar, as NumPy gives: read from its buffer at once
+                    # so every kernel's k-th NumPy scalar of a dtype shares one buffer
+                    slot = slots[meta.dtype.name] = slots.get(meta.dtype.name, -1) + 1
+                    buffer = f"s_{meta.dtype.name}_{slot}"
+                    after.append(f"{name} = {buffer}[()]")
                 allocate = f"{buffer} = np.empty({self.shape(meta)}, {self.dtype(meta)})"
                 env[node] = name
                 args.append(buffer)
-                if meta.scalar:  # a NumPy scalar, as NumPy gives
-                    after.append(f"{name} = {buffer}[()]")
-                if meta.scalar or (self.stays_inside(node) and not (
+                if meta.scalar:
+                    if allocate not in self.hoisted:
+                        self.hoisted.append(allocate)
+                elif (self.stays_inside(node) and not (
                         free_symbol_names(meta.shape) & self.loop_symbols)):
                     # a temporary of one iteration (a NumPy scalar's 0-d buffer is read at
                     # once): one buffer for the whole call, allocated at entry (its shape is
