@@ -39,6 +39,11 @@ _INT_HELPERS = {"py_add": "int_add", "py_sub": "int_sub", "py_mul": "int_mul",
 #: float64 ufuncs that compute the same with a weak Python int operand as with its float
 _WEAK_INT_SAFE = frozenset({"add", "subtract", "multiply", "divide", "true_divide", "maximum",
                             "minimum"})
+#: NumPy comparisons the writer computes itself when both operands are Python ints (or both
+#: Python floats): NumPy compares those exactly (int64 or float64 loops; an int beyond int64
+#: never reaches compiled code, whose ints are int64 and whose int arithmetic raises first)
+_COMPARISONS = {"less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
+                "equal": "==", "not_equal": "!="}
 _MATMUL_HELPERS = {(2, 1): "matvec", (1, 2): "vecmat", (2, 2): "matmat", (1, 1): "vecvec"}
 
 
@@ -344,6 +349,8 @@ class Writer(InPlacePlan):
                 expr = self.py_binary(node, name, env)
             elif name in ("py_neg", "py_pos", "py_abs", "py_truediv"):
                 expr = self.py_other(node, name, env)
+            elif name in _COMPARISONS:
+                expr = self.py_compare(node, name, env)
             elif method is not None:
                 expr = method(node, env, depth, fresh)
             else:
@@ -530,6 +537,17 @@ class Writer(InPlacePlan):
             neg = f"int_sub(0, {a})"
             return neg if name == "py_neg" else f"({a} if {a} >= 0 else {neg})"
         return f"(-{a})" if name == "py_neg" else f"abs({a})"
+
+    def py_compare(self, node: Node, name: str, env: dict[Node, str]) -> str:
+        """A NumPy comparison of two Python ints or two Python floats (``it >= max_iter``):
+        NumPy's bool of the same comparison, where the kernels refuse dynamic Python ints."""
+        meta = node_meta(node)
+        kinds = {self.py_operand_kind(v) for v in node.args}
+        if len(node.args) != 2 or len(kinds) != 1 or not kinds <= {int, float} or not (
+                isinstance(meta, ArrayMeta) and meta.scalar and meta.dtype == np.bool_):
+            raise NoNopythonForm(f"{name} other than of two Python ints or floats")
+        a, b = (self.value(v, env) for v in node.args)
+        return f"({a} {_COMPARISONS[name]} {b})"
 
     def py_kind(self, node: Node) -> type:
         meta = node_meta(node)
