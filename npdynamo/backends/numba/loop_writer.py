@@ -155,6 +155,7 @@ class Writer(InPlacePlan):
         self.loop_symbols: set[str] = set()  # size symbols that are loop indices (not entry)
         self.in_kernels: set[Node] = set()  # nodes of every fusion group written so far
         self.numpy_ops: list[str] = []  # ops called back in object mode, per iteration
+        self.loop_depth = 0  # loops around the code being emitted
 
     def fresh(self, hint: str = "v") -> str:
         self._count += 1
@@ -249,8 +250,11 @@ class Writer(InPlacePlan):
         scalar = all(not arg.value.meta["val"].shape for arg in ks.args
                      if arg.kind == "output")
         # a kernel giving scalars (or 0-d arrays) is a few instructions: called, passing its
-        # 0-d buffers costs more than its work (~70 ns a call); inlined, they are registers
-        callee = self.bind(inline_kernel(module.kernel) if scalar else module.kernel,
+        # 0-d buffers costs more than its work (~70 ns a call); inlined, they are registers.
+        # Only in a loop: numba's inlining costs compile time per call site, and a call that
+        # runs once (a whole graph's top level) does not repay it
+        inline = scalar and self.loop_depth > 0
+        callee = self.bind(inline_kernel(module.kernel) if inline else module.kernel,
                            f"kernel{group.index}_")
         args, after = [], []
         slots: dict[str, int] = {}  # per dtype, the NumPy-scalar outputs given a buffer so far
@@ -608,10 +612,12 @@ class Writer(InPlacePlan):
                    body_extra: list[str], depth: int) -> str:
         names = self._carry(carried, depth)
         self.emit("while True:", depth)
+        self.loop_depth += 1
         ((test, meta),) = self.graph(cond_fn, names + cond_extra, depth + 1)
         self.emit(f"if not {self.truth(test, meta)}:", depth + 1)
         self.emit("break", depth + 2)
         self._assign(names, self.graph(body_fn, names + body_extra, depth + 1), depth + 1)
+        self.loop_depth -= 1
         return self._result(names, depth)
 
     def emit_fori(self, lower: str, upper: str, body_fn: Any, carried: list[str],
@@ -621,8 +627,10 @@ class Writer(InPlacePlan):
         header = len(self.lines)
         self.emit(f"for {index} in range({lower}, {upper}):", depth)
         self.written = ()
+        self.loop_depth += 1
         outs = self.graph(body_fn, [index, *names, *body_extra], depth + 1,
                           owned=(1, len(carried)))
+        self.loop_depth -= 1
         # the carried arrays the body writes in place are the loop's own copies, made before
         # the first iteration (a loop of no iteration returns its arguments themselves)
         copies = [f"{'    ' * (depth + 1)}{names[k]} = {names[k]}.copy()" for k in self.written
