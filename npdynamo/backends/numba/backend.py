@@ -23,7 +23,7 @@ from npdynamo.backends.inplace import may_alias
 from npdynamo.backends.numba import diskcache, front, histograms, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
-from npdynamo.backends.numba.loop_program import loop_programs
+from npdynamo.backends.numba.loop_program import loop_programs, whole_graph_program
 from npdynamo.backends.numba.masked_loops import expand_masked_reductions
 from npdynamo.backends.numba.moments import expand_moments
 from npdynamo.backends.numba.program import Program, direct_writes, needs_calm_state
@@ -81,7 +81,7 @@ def compile_for_cache(gm, example_inputs: list, part: int = 0, parts: int = 1) -
     report = NumbaReport()
     eager = eager_forward(gm)
     built = build(gm, example_inputs, report, eager)
-    compiles = bool(built.program.kernel_names) or any(r.compiled for r in report.loops)
+    compiles = bool(built.program.kernel_names) or bool(report.compiled_loops())
     built.warm = compiles and _concrete(example_inputs, built.graph, impure_ok=True)
     built.part = (part, parts)
     return built.finish()
@@ -154,6 +154,9 @@ def build(gm, example_inputs: list, report: NumbaReport, eager: Callable[..., tu
     # a loop the loop writer can express runs as one compiled function; the subgraphs are
     # compiled on their own too (called by the Python loop each iteration when it cannot)
     report.loops = loop_programs(graph, prepare_graph)
+    # control flow at the top level with scalar code around it (a loop's peeled first
+    # iteration): the whole graph as one compiled function, the program where it cannot run
+    whole = whole_graph_program(graph, prepare_graph)
     report.subgraphs = compile_subgraphs(graph, numba_backend)
     part = partition(graph)
     allowed, report.thread_policy = threads.graph_allows_parallel(graph)
@@ -198,6 +201,10 @@ def build(gm, example_inputs: list, report: NumbaReport, eager: Callable[..., tu
                   part.groups[group_index].nodes)
 
     program = Program(graph, part, kernels, eager, on_fallback)
+    if whole is not None:
+        whole.program = program.fn
+        program.fn = whole.forward
+        report.whole = whole.record
     report.direct_writes = sorted(program.direct_writes.values())
     log.info("numba program for graph %s:\n%s", gm.name, program.source)
     outputs = {}
@@ -206,7 +213,7 @@ def build(gm, example_inputs: list, report: NumbaReport, eager: Callable[..., tu
             outputs[id(dispatcher)] = [i for i, a in enumerate(ks.args) if a.kind == "output"]
     outputs = {name: outputs.get(id(program.globals[name]), [])
                for name in program.kernel_names}
-    compiles = bool(part.groups) or any(record.compiled for record in report.loops)
+    compiles = bool(part.groups) or bool(report.compiled_loops())
     return Built(gm, example_inputs, report, eager, graph, program,
                  compiles and _concrete(example_inputs, graph), outputs=outputs,
                  fusion=part, kernels=kernels)

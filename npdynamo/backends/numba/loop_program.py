@@ -50,7 +50,7 @@ from numba.core.errors import NumbaError, NumbaWarning
 from numba.core.types import Type as NumbaType
 
 from npdynamo import progress
-from npdynamo.backends.numba import diskcache
+from npdynamo.backends.numba import diskcache, errstate
 from npdynamo.backends.numba.loop_runtime import UnexpectedValue
 from npdynamo.backends.numba.loop_writer import NotCompilable, Writer, node_meta
 from npdynamo.fx.graph import Graph
@@ -77,6 +77,8 @@ class LoopRecord:
         if self.compiled:
             calls = (f"; NumPy calls in object mode: {', '.join(self.numpy_ops)}"
                      if self.numpy_ops else "")
+            if self.op == "whole graph":
+                return "the whole graph: one compiled function, its branches and loops in numba"
             return (f"loop {self.node} ({self.op}): one compiled program, the loop runs in "
                     f"numba{calls}")
         return f"loop {self.node} ({self.op}): Python loop ({self.why})"
@@ -85,6 +87,8 @@ class LoopRecord:
 # -- the loop node's program ---------------------------------------------------------------
 def _flat_args(op: str, args: tuple) -> tuple:
     """The loop node's arguments as the loop function's parameters (subgraphs left out)."""
+    if op == "graph":  # a whole graph's program (``GraphCall``): its arguments themselves
+        return args
     if op == "while_loop":
         _cond, _body, carried, cond_extra, body_extra = (*args, (), ())[:5]
         return (*carried, *cond_extra, *body_extra)
@@ -164,8 +168,18 @@ class LoopCall:
     """Runs a loop node: its compiled loop function, or its Python loop (``impl``)."""
 
     def __init__(self, node: Node, writer: Writer, record: LoopRecord) -> None:
-        self.op = node.target.name
-        self.impl = node.target.impl
+        self._setup(node.target.name, node.target.impl, record, writer, node.name)
+        self.node_results = list(node.meta.get("val") or ())
+        self.convert = [_converter(m) for m in self.node_results]
+        first = 0 if self.op == "while_loop" else 2  # the carried values' parameters
+        self.carried = (first, first + len(self.convert))
+        self.metas = [node_meta(v) if isinstance(v, Node) else v
+                      for v in _flat_args(self.op, node.args)]
+
+    def _setup(self, op: str, impl: Callable[..., Any], record: LoopRecord, writer: Writer,
+               label: str) -> None:
+        self.op = op
+        self.impl = impl
         self.record = record
         self.source = "\n".join(writer.lines) + "\n"
         described = _described(writer.globals)
@@ -175,7 +189,7 @@ class LoopCall:
             loop = module.loop
         else:
             loop = define(self.source, "loop", writer.globals,
-                          filename=f"<npdynamo-loop-{node.name}>", lines=False)
+                          filename=f"<npdynamo-loop-{label}>", lines=False)
         # bounds checked: an index out of range raises (and the Python loop then raises
         # NumPy's IndexError) instead of reading outside the array
         # NumPy calls in object mode hold the GIL: nogil only without them
@@ -184,12 +198,6 @@ class LoopCall:
         if path != "<memory>":
             diskcache.guard_numba_cache(self.jit, path)
         record.dispatcher = self.jit
-        self.node_results = list(node.meta.get("val") or ())
-        self.convert = [_converter(m) for m in self.node_results]
-        first = 0 if self.op == "while_loop" else 2  # the carried values' parameters
-        self.carried = (first, first + len(self.convert))
-        self.metas = [node_meta(v) if isinstance(v, Node) else v
-                      for v in _flat_args(self.op, node.args)]
         # what the program calls: this general path until a compiled call gives the
         # specialisation that ``_fast_path`` calls directly
         self.run: Callable[..., tuple] = self.__call__
@@ -230,6 +238,44 @@ class LoopCall:
             return self.jit(*flat)
 
 
+class GraphCall(LoopCall):
+    """Runs a whole graph's function (``whole_graph_program``), or ``program`` (the graph's
+    usual program, set before the first call) for calls it cannot take or that raise in it."""
+
+    def __init__(self, graph: Graph, writer: Writer, record: LoopRecord) -> None:
+        self._setup("graph", self._no_program, record, writer, "graph")
+        self.node_results = [node_meta(v) for v in _outputs(graph)]
+        self.convert = [_converter(m) for m in self.node_results]
+        self.metas = [node_meta(p) for p in graph.placeholders]
+        # every argument counts as carried: a read-only array would take another numba type
+        # than the arrays a loop in the graph carries on from it (the program runs that call)
+        self.carried = (0, len(self.metas))
+
+    @staticmethod
+    def _no_program(*args: Any) -> tuple:
+        raise RuntimeError("GraphCall.program was not set")
+
+    @property
+    def program(self) -> Callable[..., tuple]:
+        return self.impl
+
+    @program.setter
+    def program(self, fn: Callable[..., tuple]) -> None:
+        self.impl = fn
+
+    def forward(self, *args: Any) -> tuple:
+        """The graph's program: under a user's ``np.errstate`` NumPy itself must raise or
+        warn, so the usual program (which runs the eager backend then) takes the call."""
+        if errstate.current() is not errstate.DEFAULT and not errstate.kernels_may_run():
+            return self.impl(*args)
+        return self.run(*args)
+
+
+def _outputs(graph: Graph) -> tuple:
+    out = graph.output_node.args[0] if graph.output_node.args else ()
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
 # -- the warm path -----------------------------------------------------------------------
 #: the bits of ``ndarray.flags.num`` numba's array type depends on or ``_runs_compiled``
 #: checks: NumPy's C_CONTIGUOUS and F_CONTIGUOUS (layouts C, F, A: without F, a strided array
@@ -257,7 +303,8 @@ def _fast_path(call: LoopCall, args: tuple, flat: tuple) -> Callable[..., tuple]
     params = [f"a{k}" for k in range(len(args))]
     lines = [f"def run({', '.join(params)}):"]
     flat_names = []
-    subgraphs = (0, 1) if call.op == "while_loop" else (2,)  # as ``_flat_args`` leaves out
+    # the subgraphs ``_flat_args`` leaves out
+    subgraphs = {"while_loop": (0, 1), "fori_loop": (2,)}.get(call.op, ())
     for k, arg in enumerate(args):
         if k in subgraphs:
             continue
@@ -308,7 +355,8 @@ def _described(namespace: dict) -> str | None:
 
 def _identity(obj: Any) -> str | None:
     if isinstance(obj, Dispatcher):  # a kernel: its module's name is its source's key
-        return f"kernel {obj.py_func.__module__}"
+        inlined = "inlined " if obj.targetoptions.get("inline") == "always" else ""
+        return f"{inlined}kernel {obj.py_func.__module__}"
     if isinstance(obj, types.ModuleType):
         return f"module {obj.__name__}"
     if obj is objmode:
@@ -327,6 +375,53 @@ def _identity(obj: Any) -> str | None:
     if qualname and module and "<" not in qualname:  # importable: a function, a ufunc, a class
         return f"{type(obj).__name__} {module}.{qualname}"
     return None
+
+
+# -- a whole graph as one function ------------------------------------------------------
+def whole_graph_program(graph: Graph, prepare: Callable[[Graph], Graph]) -> GraphCall | None:
+    """The whole (prepared) top-level ``graph`` as one nopython function, when it has a branch
+    at its top level (as the peeled first iteration of a loop whose carried value changes type
+    has, the CRC's) and the writer expresses every op
+    in nopython code (no NumPy call in object mode). The backend then calls that one function
+    (``GraphCall.forward``) where the program would run each branch, kernel and loop from
+    Python: a branch costs ~1 µs there, the scalar work in it nanoseconds.
+
+    Exactness is the loop program's (the module docstring): the function never writes into
+    its arguments, and any exception it raises (or a numba error) reruns the call on the
+    graph's usual program (``GraphCall.program``, set by the backend once it is built), which
+    raises or returns as it does. Called before the backend compiles the subgraphs (which
+    puts their programs in place of the graph's branches and bodies). None: the
+    graph keeps its usual program (no top-level control flow, or an op the writer cannot
+    express without object mode)."""
+    if not any(n.op == "call_function" and getattr(n.target, "name", "") == "cond"
+               for n in graph.nodes):
+        return None  # (a loop alone at the top level is its loop program already)
+    own, _ = graph.copy()  # the writer rewrites int operands in the graph it writes
+    params = [f"p{k}" for k in range(len(own.placeholders))]
+    writer = Writer(prepare)
+    try:
+        for p in own.placeholders:
+            meta = node_meta(p)
+            if not (isinstance(meta, ScalarMeta) and meta.type in (int, float)) and not (
+                    isinstance(meta, ArrayMeta) and meta.dtype.kind in "biufc"):
+                raise NotCompilable(f"an argument {meta!r}")
+        results = writer.graph(own, params, 1)
+        sizes = _symbol_reads({name: local for name, local in writer.symbols.items()
+                               if name not in writer.loop_symbols},
+                              tuple(own.placeholders), params)
+    except NotCompilable:
+        return None
+    arrays = [v for v in _outputs(own) if isinstance(node_meta(v), ArrayMeta)]
+    if writer.numpy_ops or len(set(arrays)) != len(arrays):
+        # (object mode is slower than the program's own NumPy calls; an array returned twice
+        # would come back from numba as two objects)
+        return None
+    writer.emit(f"return ({''.join(e + ', ' for e, _ in results)})", 1)
+    writer.lines[:0] = [f"def loop({', '.join(params)}):",
+                        *sizes,
+                        *(f"    {line}" for line in writer.hoisted)]
+    record = LoopRecord("graph", "whole graph", compiled=True)
+    return GraphCall(own, writer, record)
 
 
 def loop_programs(graph: Graph, prepare: Callable[[Graph], Graph]) -> list[LoopRecord]:

@@ -19,75 +19,44 @@ from typing import Any
 
 import numba
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
 from npdynamo.backends.numba import diskcache, loop_runtime
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import FusionGroup, partition
 from npdynamo.backends.numba.loop_inplace import InPlacePlan
+from npdynamo.backends.numba.loop_scalars import (
+    COMPARISONS,
+    INT_HELPERS,
+    NoNopythonForm,
+    NotCompilable,
+    ScalarCode,
+    int_operands_as_floats,
+    node_meta,
+)
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.fx.subgraphs import is_loop, is_subgraph
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
-from npdynamo.ops.scalar_ops import SCALAR_OPS
 from npdynamo.ops.symbolic import SymInt
 from npdynamo.ops.symbolic_code import free_symbol_names, python_source
 
-_PY_BINARY = {"py_add": "+", "py_sub": "-", "py_mul": "*"}
-_INT_HELPERS = {"py_add": "int_add", "py_sub": "int_sub", "py_mul": "int_mul",
-                "py_floordiv": "int_floordiv", "py_mod": "int_mod"}
-#: float64 ufuncs that compute the same with a weak Python int operand as with its float
-_WEAK_INT_SAFE = frozenset({"add", "subtract", "multiply", "divide", "true_divide", "maximum",
-                            "minimum"})
 _MATMUL_HELPERS = {(2, 1): "matvec", (1, 2): "vecmat", (2, 2): "matmat", (1, 1): "vecvec"}
 
 
-class NotCompilable(Exception):
-    """The loop has something the writer cannot express in nopython code (the message: why)."""
+def inline_kernel(kernel: Dispatcher) -> Dispatcher:
+    """``kernel`` (a generated kernel module's) as a function numba inlines into the loop
+    program that calls it, compiled with the same options (one per kernel module)."""
+    inline = getattr(kernel, "_npdynamo_inline", None)
+    if inline is None:
+        options = {k: v for k, v in kernel.targetoptions.items()
+                   if k not in ("cache", "nopython")}
+        inline = numba.njit(inline="always", **options)(kernel.py_func)
+        kernel._npdynamo_inline = inline
+    return inline
 
 
-class NoNopythonForm(NotCompilable):
-    """The writer has no nopython form for this op with these arguments: a NumPy call."""
-
-
-def node_meta(value: Any) -> Any:
-    return value.meta.get("val") if isinstance(value, Node) else None
-
-
-def _is_float64(value: Any) -> bool:
-    meta = node_meta(value)
-    if isinstance(meta, ScalarMeta):
-        return meta.type is float
-    if isinstance(meta, ArrayMeta):
-        return meta.dtype == np.float64
-    return type(value) in (int, float) or (isinstance(value, np.ndarray)
-                                           and value.dtype == np.float64)
-
-
-def _int_operands_as_floats(graph: Graph) -> None:
-    """Let kernels take the loop index (a dynamic Python int) where it meets float64 arrays.
-
-    Kernels refuse dynamic ints (NumPy checks an int against an integer loop's dtype on each
-    call). In a float64 ``add``/``multiply``/... whose other operands are float64, NumPy
-    computes with ``float(i)`` whether the operand is the int or that float: the same float64
-    loop on the same value. So such an operand becomes ``py_mul(i, 1.0)`` (exactly
-    ``float(i)``), a dynamic float the kernels take. ``graph`` is the loop's own copy.
-    """
-    for node in list(graph.nodes):
-        if getattr(node.target, "name", "") not in _WEAK_INT_SAFE or node.kwargs:
-            continue
-        ints = [a for a in node.args
-                if isinstance(node_meta(a), ScalarMeta) and node_meta(a).type is int]
-        if not ints or not _is_float64(node) or not all(
-                _is_float64(a) for a in node.args if a not in ints):
-            continue
-        for a in dict.fromkeys(ints):
-            with graph.inserting_before(node):
-                as_float = graph.call_function(SCALAR_OPS["py_mul"], (a, 1.0))
-            as_float.meta["val"] = ScalarMeta(float)
-            node.replace_input_with(a, as_float)
-
-
-class Writer(InPlacePlan):
+class Writer(InPlacePlan, ScalarCode):
     """Emits the source of one loop function; ``prepare`` simplifies each subgraph first."""
 
     def __init__(self, prepare: Callable[[Graph], Graph]) -> None:
@@ -95,7 +64,7 @@ class Writer(InPlacePlan):
         self.prepare = prepare
         self.lines: list[str] = []
         self.globals: dict[str, Any] = {"np": np, "math": math, "objmode": numba.objmode}
-        for name in (*_INT_HELPERS.values(), *_MATMUL_HELPERS.values(), "true_divide",
+        for name in (*INT_HELPERS.values(), *_MATMUL_HELPERS.values(), "true_divide",
                      "assign", "assume"):
             self.globals[name] = getattr(loop_runtime, name)
         self._count = 0
@@ -105,6 +74,7 @@ class Writer(InPlacePlan):
         self.loop_symbols: set[str] = set()  # size symbols that are loop indices (not entry)
         self.in_kernels: set[Node] = set()  # nodes of every fusion group written so far
         self.numpy_ops: list[str] = []  # ops called back in object mode, per iteration
+        self.loop_depth = 0  # loops around the code being emitted
 
     def fresh(self, hint: str = "v") -> str:
         self._count += 1
@@ -143,14 +113,18 @@ class Writer(InPlacePlan):
         """Emit ``sub``'s steps with its placeholders bound to ``inputs``; its outputs as
         (expression, meta) pairs. ``owned``: (offset, count) of the loop's carried values among
         the placeholders, arrays the loop owns: assignments into them write them in place
-        (``self.written`` gets the carried positions written)."""
-        if not is_subgraph(sub):
+        (``self.written`` gets the carried positions written). ``sub`` may also be a graph
+        already prepared (a whole top-level graph, ``loop_program.whole_graph_program``)."""
+        if isinstance(sub, Graph):
+            graph = sub
+        elif not is_subgraph(sub):
             raise NotCompilable("a branch or body that is not a captured graph")
-        graph = self.prepare(sub.graph)
+        else:
+            graph = self.prepare(sub.graph)
         if len(graph.placeholders) != len(inputs):
-            raise NotCompilable(f"{sub.name} takes {len(graph.placeholders)} inputs, "
-                                f"given {len(inputs)}")
-        _int_operands_as_floats(graph)
+            raise NotCompilable(f"{getattr(sub, 'name', 'the graph')} takes "
+                                f"{len(graph.placeholders)} inputs, given {len(inputs)}")
+        int_operands_as_floats(graph)
         if owned is not None:
             self._plan_carried_writes(graph, *owned)
             frame = (list(self.written), graph.placeholders[owned[0]:owned[0] + owned[1]])
@@ -192,8 +166,17 @@ class Writer(InPlacePlan):
         # Python between iterations
         ks = generate_kernel(group, parallel=False)
         module, _path, _source = diskcache.load_kernel_module(ks.source)
-        callee = self.bind(module.kernel, f"kernel{group.index}_")
+        scalar = all(not arg.value.meta["val"].shape for arg in ks.args
+                     if arg.kind == "output")
+        # a kernel giving scalars (or 0-d arrays) is a few instructions: called, passing its
+        # 0-d buffers costs more than its work (~70 ns a call); inlined, they are registers.
+        # Only in a loop: numba's inlining costs compile time per call site, and a call that
+        # runs once (a whole graph's top level) does not repay it
+        inline = scalar and self.loop_depth > 0
+        callee = self.bind(inline_kernel(module.kernel) if inline else module.kernel,
+                           f"kernel{group.index}_")
         args, after = [], []
+        slots: dict[str, int] = {}  # per dtype, the NumPy-scalar outputs given a buffer so far
         for arg in ks.args:
             if arg.kind == "input":
                 args.append(self.value(arg.value, env))
@@ -204,13 +187,19 @@ class Writer(InPlacePlan):
             else:
                 node, meta = arg.value, arg.value.meta["val"]
                 name = self.fresh()
-                buffer = f"{name}_0d" if meta.scalar else name
+                buffer = name
+                if meta.scalar:  # a NumPy scalar, as NumPy gives: read from its buffer at once
+                    # so every kernel's k-th NumPy scalar of a dtype shares one buffer
+                    slot = slots[meta.dtype.name] = slots.get(meta.dtype.name, -1) + 1
+                    buffer = f"s_{meta.dtype.name}_{slot}"
+                    after.append(f"{name} = {buffer}[()]")
                 allocate = f"{buffer} = np.empty({self.shape(meta)}, {self.dtype(meta)})"
                 env[node] = name
                 args.append(buffer)
-                if meta.scalar:  # a NumPy scalar, as NumPy gives
-                    after.append(f"{name} = {buffer}[()]")
-                if meta.scalar or (self.stays_inside(node) and not (
+                if meta.scalar:
+                    if allocate not in self.hoisted:
+                        self.hoisted.append(allocate)
+                elif (self.stays_inside(node) and not (
                         free_symbol_names(meta.shape) & self.loop_symbols)):
                     # a temporary of one iteration (a NumPy scalar's 0-d buffer is read at
                     # once): one buffer for the whole call, allocated at entry (its shape is
@@ -279,10 +268,12 @@ class Writer(InPlacePlan):
             return
         method = getattr(self, f"op_{name}", None)
         try:
-            if name in _INT_HELPERS:
+            if name in INT_HELPERS:
                 expr = self.py_binary(node, name, env)
             elif name in ("py_neg", "py_pos", "py_abs", "py_truediv"):
                 expr = self.py_other(node, name, env)
+            elif name in COMPARISONS:
+                expr = self.py_compare(node, name, env)
             elif method is not None:
                 expr = method(node, env, depth, fresh)
             else:
@@ -450,46 +441,6 @@ class Writer(InPlacePlan):
             return self.value(item, env)
         raise NoNopythonForm("an index other than ints, slices and the loop's int values")
 
-    def py_binary(self, node: Node, name: str, env: dict[Node, str]) -> str:
-        a, b = (self.value(v, env) for v in node.args)
-        kind = self.py_kind(node)
-        if kind is int:
-            return f"{_INT_HELPERS[name]}({a}, {b})"
-        if name not in _PY_BINARY:
-            raise NoNopythonForm(f"{name} of Python floats")
-        return f"({a} {_PY_BINARY[name]} {b})"
-
-    def py_other(self, node: Node, name: str, env: dict[Node, str]) -> str:
-        kind = self.py_kind(node)
-        args = [self.value(v, env) for v in node.args]
-        if name == "py_truediv":
-            if all(self.py_operand_kind(v) is int for v in node.args):
-                raise NoNopythonForm("a true division of two Python ints")
-            return f"true_divide({args[0]}, {args[1]})"
-        (a,) = args
-        if name == "py_pos":
-            return a
-        if kind is int:
-            neg = f"int_sub(0, {a})"
-            return neg if name == "py_neg" else f"({a} if {a} >= 0 else {neg})"
-        return f"(-{a})" if name == "py_neg" else f"abs({a})"
-
-    def py_kind(self, node: Node) -> type:
-        meta = node_meta(node)
-        if not isinstance(meta, ScalarMeta) or meta.type not in (int, float):
-            raise NoNopythonForm("Python arithmetic other than of int and float")
-        for v in node.args:
-            if self.py_operand_kind(v) not in (int, float):
-                raise NoNopythonForm("Python arithmetic with a NumPy value")
-        return meta.type
-
-    @staticmethod
-    def py_operand_kind(v: Any) -> type | None:
-        meta = node_meta(v)
-        if isinstance(meta, ScalarMeta):
-            return meta.type
-        return type(v) if type(v) in (int, float) else None
-
     # -- control flow ---------------------------------------------------------------------
     def control_flow(self, node: Node, name: str, args: list, env: dict[Node, str],
                      depth: int) -> str:
@@ -533,10 +484,12 @@ class Writer(InPlacePlan):
                    body_extra: list[str], depth: int) -> str:
         names = self._carry(carried, depth)
         self.emit("while True:", depth)
+        self.loop_depth += 1
         ((test, meta),) = self.graph(cond_fn, names + cond_extra, depth + 1)
         self.emit(f"if not {self.truth(test, meta)}:", depth + 1)
         self.emit("break", depth + 2)
         self._assign(names, self.graph(body_fn, names + body_extra, depth + 1), depth + 1)
+        self.loop_depth -= 1
         return self._result(names, depth)
 
     def emit_fori(self, lower: str, upper: str, body_fn: Any, carried: list[str],
@@ -546,8 +499,10 @@ class Writer(InPlacePlan):
         header = len(self.lines)
         self.emit(f"for {index} in range({lower}, {upper}):", depth)
         self.written = ()
+        self.loop_depth += 1
         outs = self.graph(body_fn, [index, *names, *body_extra], depth + 1,
                           owned=(1, len(carried)))
+        self.loop_depth -= 1
         # the carried arrays the body writes in place are the loop's own copies, made before
         # the first iteration (a loop of no iteration returns its arguments themselves)
         copies = [f"{'    ' * (depth + 1)}{names[k]} = {names[k]}.copy()" for k in self.written

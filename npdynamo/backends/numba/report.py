@@ -40,6 +40,8 @@ class NumbaReport(BackendReport):
     subgraphs: list = field(default_factory=list)  # (name, NumbaReport) of branches, loop bodies
     #: per while_loop/fori_loop node: one compiled loop program, or the Python loop and why
     loops: list = field(default_factory=list)
+    #: the whole graph as one compiled function (``loop_program.whole_graph_program``), or None
+    whole: object = None
     #: inputs whose new values the trailing kernels compute straight into their own memory
     direct_writes: list[str] = field(default_factory=list)
     #: what the first warm calls chose (numba parallel / serial / eager) and their times
@@ -50,6 +52,10 @@ class NumbaReport(BackendReport):
     schedule: object = None
     dispatchers: list = field(default_factory=list, repr=False)  # the distinct numba kernels
 
+    def compiled_loops(self) -> list:
+        """The records of the loop programs (and the whole graph's function) compiled."""
+        return [r for r in [*self.loops, self.whole] if r is not None and r.compiled]
+
     def compiled_kernels(self) -> int:
         """Machine-code versions of this graph's kernels so far (compiled or loaded from the
         disk cache): one per kernel and argument types, never one per size."""
@@ -59,7 +65,7 @@ class NumbaReport(BackendReport):
         """Nothing to report: no kernel, NumPy call, loop or subgraph (a branch passing its
         inputs through)."""
         return not (self.fell_back or self.kernels or self.not_fused or self.loops
-                    or self.subgraphs)
+                    or self.subgraphs or self.whole)
 
     def __str__(self) -> str:
         return self.describe()
@@ -79,6 +85,8 @@ class NumbaReport(BackendReport):
         for name, why in self.not_fused:
             lines.append(f"  NumPy call {name}: {why}")
         lines += [f"  {record}" for record in self.loops]
+        if self.whole is not None:
+            lines.append(f"  {self.whole}")
         for name, report in self.subgraphs:
             if report is None or report.is_empty():
                 continue  # a branch with no ops: nothing was compiled for it

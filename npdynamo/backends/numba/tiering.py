@@ -70,7 +70,7 @@ def submit(built: Built) -> Jobs | None:
         return None
     names = built.program.kernel_names
     # a graph with loop programs or subgraphs compiles in one part (every part would run them)
-    whole = built.report.subgraphs or any(r.compiled for r in built.report.loops)
+    whole = built.report.subgraphs or built.report.compiled_loops()
     # at least two kernels a part (a second worker's start-up costs about one kernel's
     # compile), a group's serial and parallel versions in one part (``kernel_shares``)
     groups = len({name.removesuffix("_parallel") for name in names})
@@ -125,7 +125,7 @@ def _submit(payloads: list[bytes]) -> Jobs:
 def _on_disk(report: Any) -> bool:
     """Whether every kernel and loop program of the graph (its subgraphs' too) has machine code
     in the disk cache already."""
-    loops = [record.dispatcher for record in report.loops if record.compiled]
+    loops = [record.dispatcher for record in report.compiled_loops()]
     for dispatcher in [*report.dispatchers, *loops]:
         cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
         index = getattr(cache_file, "_index_path", None)
