@@ -73,6 +73,9 @@ LIST_ITERATOR = type(iter([]))
 #: (guarded where read), so a longer one (``iter(range(1 << 1000))``, ``(0,) * 10**6``, a list
 #: of a million strings passed in) would cost capture time without bound: the capture breaks.
 MAX_ITEMS = 10_000
+#: Items of tuples and lists from outside one capture may track one by one when it uses them
+#: whole (``sorted(data)``, ``for x in data``); ``seq[i]`` tracks only the item it reads.
+ITEMS_READ_LIMIT = 500
 CONSTANT_TYPES = (bool, int, float, complex, str, bytes, type(None), range, slice)
 #: Modules whose attributes are taken as fixed: reading ``np.exp`` installs no guard.
 TRUSTED_MODULES = ("numpy", "math", "operator", "builtins", "cmath", "npdynamo")
@@ -206,11 +209,14 @@ class ValueBuilder:
             loader = lambda: self._items(value, source)  # noqa: E731
             if kind is tuple:
                 ctx.guard(source, GuardKind.LENGTH, len(value))
-                return TupleValue(None, source, loader=loader, length=len(value))
-            lst = ListValue(None, source, fresh=False, loader=loader, length=len(value))
-            # the length is a fact only once the items are used: appending alone needs no guard
-            lst.on_load = lambda: ctx.guard(source, GuardKind.LENGTH, len(value))
-            return lst
+                seq = TupleValue(None, source, loader=loader, length=len(value))
+            else:
+                seq = ListValue(None, source, fresh=False, loader=loader, length=len(value))
+                # the length is a fact only once the items are used: appending alone needs no
+                # guard
+                seq.on_load = lambda: ctx.guard(source, GuardKind.LENGTH, len(value))
+            seq.item_loader = lambda i: self.wrap(value[i], ItemSource(source, i))
+            return seq
         if kind is dict:
             if not all(type(k) in (str, int) for k in value):
                 raise ctx.unsupported(f"dict {source.short()} has keys that are not str or int")
@@ -315,6 +321,16 @@ class ValueBuilder:
                 f"{source.short()} is a {type(value).__name__} of more than {MAX_ITEMS:,} items,"
                 " each tracked at capture time",
                 "move the work on the long sequence out of the compiled function",
+            )
+        self.ctx.items_read += len(value)
+        if self.ctx.items_read > ITEMS_READ_LIMIT:
+            # each item is wrapped and guarded by value, at every capture (a loop's value that
+            # changes recaptures) and on every call: work that grows with the data, not the code
+            raise self.ctx.unsupported(
+                f"using all items of {source.short()} ({len(value):,}) makes the capture track "
+                f"more than {ITEMS_READ_LIMIT:,} items read from outside, one by one",
+                "pass long sequences of numbers as NumPy arrays, or work on them outside the "
+                "compiled function",
             )
         return [self.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
 

@@ -100,6 +100,8 @@ class CaptureContext:
         self.differentiating = 0
         self.placeholders: list[tuple[object, object]] = []  # (node, source)
         self.steps = 0
+        #: items of sequences from outside tracked one by one (``builder.ITEMS_READ_LIMIT``)
+        self.items_read = 0
         self.node_count = 0
         self.current: Frame | None = None
 
