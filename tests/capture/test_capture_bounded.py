@@ -9,12 +9,18 @@ Counted in instructions stepped through and guards made, never in seconds:
 - using all items of long sequences from outside (``sorted(data)``) breaks past
   ``ITEMS_READ_LIMIT`` instead of wrapping and guarding each item at every capture.
 
+And a hand-over must not need more stack than the plain call: a call of
+``sys.getrecursionlimit``/``setrecursionlimit`` breaks and the frame runs on natively, so a limit
+is set at the depth the code measured (no resume function, called deeper, in between).
+
 Each case also runs plain and compiled on copies of the same inputs (``check_fidelity``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
+import sys
 
 import numpy as np
 import pytest
@@ -113,3 +119,30 @@ def test_using_all_items_of_a_long_sequence_breaks(captures):
     check_fidelity(use_all_items, np.arange(3.0), long)
     assert "items read from outside" in captures[0][3]
     assert max(lines for _, _, lines, _ in captures) < ITEMS_READ_LIMIT // 10  # no guard per item
+
+
+# -- the recursion limit against the depth (issue 23: test_sys.test_setrecursionlimit_to_depth) --
+def limit_against_depth(depth_of_caller):
+    old = sys.getrecursionlimit()
+    outcomes = []
+    try:
+        depth = depth_of_caller()  # the interpreter's own count, as CPython's test reads it
+        with contextlib.nullcontext():  # a with block's body resumed: deeper, before the fix
+            for extra in (1, 2, 3):
+                try:
+                    sys.setrecursionlimit(depth + extra)
+                    outcomes.append("set")
+                except RecursionError:
+                    outcomes.append("too low")
+                sys.setrecursionlimit(old)
+    finally:
+        sys.setrecursionlimit(old)
+    return outcomes
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_the_recursion_limit_is_set_at_the_depth_it_was_measured(backend):
+    # after the first break on the limit the frame runs on natively at one depth: no hand-over
+    # to a resume function between measuring the depth and setting the limit
+    support = pytest.importorskip("test.support")  # ships with CPython, as make conformance needs
+    check_fidelity(limit_against_depth, support.get_recursion_depth, backend=backend)
