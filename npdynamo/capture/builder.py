@@ -73,9 +73,6 @@ LIST_ITERATOR = type(iter([]))
 #: (guarded where read), so a longer one (``iter(range(1 << 1000))``, ``(0,) * 10**6``, a list
 #: of a million strings passed in) would cost capture time without bound: the capture breaks.
 MAX_ITEMS = 10_000
-#: Items of tuples and lists from outside one capture may track one by one when it uses them
-#: whole (``sorted(data)``, ``for x in data``); ``seq[i]`` tracks only the item it reads.
-ITEMS_READ_LIMIT = 500
 CONSTANT_TYPES = (bool, int, float, complex, str, bytes, type(None), range, slice)
 #: Modules whose attributes are taken as fixed: reading ``np.exp`` installs no guard.
 TRUSTED_MODULES = ("numpy", "math", "operator", "builtins", "cmath", "npdynamo")
@@ -322,16 +319,7 @@ class ValueBuilder:
                 " each tracked at capture time",
                 "move the work on the long sequence out of the compiled function",
             )
-        self.ctx.items_read += len(value)
-        if self.ctx.items_read > ITEMS_READ_LIMIT:
-            # each item is wrapped and guarded by value, at every capture (a loop's value that
-            # changes recaptures) and on every call: work that grows with the data, not the code
-            raise self.ctx.unsupported(
-                f"using all items of {source.short()} ({len(value):,}) makes the capture track "
-                f"more than {ITEMS_READ_LIMIT:,} items read from outside, one by one",
-                "pass long sequences of numbers as NumPy arrays, or work on them outside the "
-                "compiled function",
-            )
+        self.ctx.read_items(len(value), source)
         return [self.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
 
     def bound_builtin(self, value: object, source: Source) -> Value:

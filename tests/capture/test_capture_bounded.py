@@ -27,9 +27,9 @@ import pytest
 
 import npdynamo
 from npdynamo.backends import lookup_backend
-from npdynamo.capture.builder import ITEMS_READ_LIMIT
 from npdynamo.capture.compile_frame import default_context
 from npdynamo.capture.flow.unrolled_loops import UNROLL_STEP_LIMIT
+from npdynamo.capture.session import ITEMS_READ_LIMIT
 from tests.fidelity import check_fidelity
 
 
