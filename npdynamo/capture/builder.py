@@ -206,11 +206,14 @@ class ValueBuilder:
             loader = lambda: self._items(value, source)  # noqa: E731
             if kind is tuple:
                 ctx.guard(source, GuardKind.LENGTH, len(value))
-                return TupleValue(None, source, loader=loader, length=len(value))
-            lst = ListValue(None, source, fresh=False, loader=loader, length=len(value))
-            # the length is a fact only once the items are used: appending alone needs no guard
-            lst.on_load = lambda: ctx.guard(source, GuardKind.LENGTH, len(value))
-            return lst
+                seq = TupleValue(None, source, loader=loader, length=len(value))
+            else:
+                seq = ListValue(None, source, fresh=False, loader=loader, length=len(value))
+                # the length is a fact only once the items are used: appending alone needs no
+                # guard
+                seq.on_load = lambda: ctx.guard(source, GuardKind.LENGTH, len(value))
+            seq.item_loader = lambda i: self.wrap(value[i], ItemSource(source, i))
+            return seq
         if kind is dict:
             if not all(type(k) in (str, int) for k in value):
                 raise ctx.unsupported(f"dict {source.short()} has keys that are not str or int")
@@ -316,6 +319,7 @@ class ValueBuilder:
                 " each tracked at capture time",
                 "move the work on the long sequence out of the compiled function",
             )
+        self.ctx.read_items(len(value), source)
         return [self.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
 
     def bound_builtin(self, value: object, source: Source) -> Value:

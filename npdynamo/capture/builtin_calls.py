@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import sys
 
 import numpy as np
 
@@ -488,6 +489,20 @@ def graph_break() -> None:
 
 
 register_graph_break(graph_break)
+
+
+@builtin(sys.getrecursionlimit, sys.setrecursionlimit, keywords=None)
+def _recursion_limit(frame: Frame, target, args, kwargs):
+    """Code that reads or sets the recursion limit measures it against the depth it runs at: a
+    break, and the frame runs on natively from here, at one depth, with no hand-over to a resume
+    function (called a few frames deeper than the frame it continues) between its calls."""
+    error = frame.unsupported(
+        f"call to sys.{target.__name__}: the recursion limit is measured against the depth the "
+        "code runs at, so the rest of the function runs in Python",
+        "read or set the recursion limit outside the compiled function",
+    )
+    error.runs_on_natively = True
+    raise error
 
 
 @builtin(sorted, keywords=("reverse",))

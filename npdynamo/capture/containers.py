@@ -221,6 +221,9 @@ def subscript(frame: Frame, container: Value, index: Value) -> Value:
     if isinstance(container, (TupleValue, ListValue)):
         if not isinstance(index, Const):
             raise frame.unsupported("indexing a list or tuple with a graph value")
+        one = _item_alone(container, index.value)
+        if one is not None:
+            return one
         try:
             picked = container.items[index.value]
         except (IndexError, TypeError) as exc:
@@ -237,6 +240,21 @@ def subscript(frame: Frame, container: Value, index: Value) -> Value:
         except Exception as exc:
             raise UserCodeRaises(exc) from exc
     raise frame.unsupported(f"indexing a {container.kind()} is not supported")
+
+
+def _item_alone(container: TupleValue | ListValue, index: object) -> Value | None:
+    """``seq[index]`` of a sequence from outside whose items are not loaded: that item alone,
+    wrapped from its source (the length is guarded); None where all items are needed."""
+    if container.loaded or container.item_loader is None or type(index) is not int:
+        return None
+    length = container.length()  # a list's length guard is installed here
+    if not -length <= index < length:
+        kind = "tuple" if isinstance(container, TupleValue) else "list"
+        raise UserCodeRaises(IndexError(f"{kind} index out of range"))
+    index %= length
+    if index >= length - len(container.appended):
+        return None  # an item appended during the capture
+    return container.item_loader(index)
 
 
 def store_subscript(frame: Frame, container: Value, index: Value, value: Value) -> None:

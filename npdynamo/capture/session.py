@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 #: Ops one graph may hold: a long loop unrolled past this ends the graph (a graph break), so
 #: generating and compiling a graph stays fast; the loop continues in a resume function.
 GRAPH_NODE_LIMIT = 4_000
+#: Items of tuples and lists from outside one capture may track one by one when it uses them
+#: whole (``sorted(data)``, ``for x in data``); ``seq[i]`` tracks only the item it reads.
+ITEMS_READ_LIMIT = 500
 
 
 class CaptureContext:
@@ -100,8 +103,23 @@ class CaptureContext:
         self.differentiating = 0
         self.placeholders: list[tuple[object, object]] = []  # (node, source)
         self.steps = 0
+        #: items of sequences from outside tracked one by one (``builder.ITEMS_READ_LIMIT``)
+        self.items_read = 0
         self.node_count = 0
         self.current: Frame | None = None
+
+    def read_items(self, count: int, source) -> None:
+        """``count`` items of the sequence at ``source`` are about to be tracked one by one.
+        Each is wrapped and guarded by value, at every capture (a loop's new value recaptures)
+        and on every call: past ``ITEMS_READ_LIMIT`` a break, as that grows with the data."""
+        self.items_read += count
+        if self.items_read > ITEMS_READ_LIMIT:
+            raise self.unsupported(
+                f"using all items of {source.short()} ({count:,}) makes the capture track more "
+                f"than {ITEMS_READ_LIMIT:,} items read from outside, one by one",
+                "pass long sequences of numbers as NumPy arrays, or work on them outside the "
+                "compiled function",
+            )
 
     @property
     def graph(self) -> Graph:

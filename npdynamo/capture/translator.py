@@ -112,6 +112,8 @@ class Frame:
         #: what a generator frame's last YIELD_VALUE produced (it is suspended there)
         self.yielded: Value | None = None
         self.visits: dict[int, int] = {}
+        #: FOR_ITER index -> (iterator, steps when its loop started, iterations stepped)
+        self.unrolling: dict[int, tuple] = {}
         #: run stops before this instruction (a while loop's body captured as a subgraph)
         self.stop_at: int | None = None
 

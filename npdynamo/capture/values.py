@@ -106,6 +106,9 @@ class _Container(Value):
         self._length = length
         self.appended: list[Value] = []
         self.on_load = None
+        #: for a sequence read from outside: i -> its item i wrapped alone, so that ``seq[i]``
+        #: on a long one tracks (and guards) only the items read, not all of them
+        self.item_loader = None
 
     @property
     def loaded(self) -> bool:
@@ -274,6 +277,21 @@ class IteratorValue(Value):
             if it.next() is not None:
                 message = f"zip() argument {j + 1} is longer than {others(j)}"
                 raise UserCodeRaises(ValueError(message))
+
+    def left(self) -> int | None:
+        """How many items are left, where that is known without stepping (None otherwise)."""
+        if self.exhausted:
+            return 0
+        if self.mode == "items":
+            return len(self.items) - self.pos
+        if self.mode == "live":
+            return self.live.length() - self.pos
+        if self.mode == "reversed_list":
+            return max(self.count + 1, 0)
+        counts = [it.left() if isinstance(it, IteratorValue) else None for it in self.inner]
+        if not counts or None in counts:
+            return None
+        return counts[0] if self.mode == "enumerate" else min(counts)
 
     def remaining(self) -> list[Value]:
         rest = []

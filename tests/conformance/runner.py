@@ -13,7 +13,8 @@ compiled seconds), the regressions with their first error line, the capture time
 instruction stepped through, the 10 slowest captures with what made them slow, and the tests
 whose compiled run took more than 3x their plain time plus 2 s.
 
-``python -m tests.conformance.runner [-j JOBS] [--timeout S] [--json FILE] [-k TEXT] [MODULE ...]``
+``python -m tests.conformance.runner [-j JOBS] [--timeout S] [--json FILE] [--report FILE]
+[-k TEXT] [MODULE ...]`` (``--report``: summarise a ``--json`` file of an earlier run)
 (``-k``, repeatable: only the tests whose id contains one of the TEXTs)
 """
 
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -125,7 +127,7 @@ def summarise(report: dict) -> tuple[str, int]:
     """The report's text and its number of regressions."""
     lines = [f"CPython {report['python']} test modules, every test method compiled (eager)", ""]
     header = f"{'module':<22}{'tests':>6}{'plain':>7}{'compiled':>9}{'regr':>6}" \
-             f"{'plain s':>9}{'compiled s':>11}"
+             f"{'plain s':>9}{'compiled s':>11}{'capture s':>10}{'us/instr':>9}"
     lines += [header, "-" * len(header)]
     totals = [0, 0, 0, 0, 0.0, 0.0]
     regressions, slow, captures = [], [], []
@@ -139,8 +141,9 @@ def summarise(report: dict) -> tuple[str, int]:
         t_compiled = sum(r.get("time", 0.0) for r in compiled.values())
         row = [len(ids), len(ok_plain), len(ok_compiled), len(regr), t_plain, t_compiled]
         totals = [a + b for a, b in zip(totals, row)]
+        mod_captures = [c for r in compiled.values() for c in r.get("captures", ())]
         lines.append(f"{module:<22}{row[0]:>6}{row[1]:>7}{row[2]:>9}{row[3]:>6}"
-                     f"{row[4]:>9.1f}{row[5]:>11.1f}")
+                     f"{row[4]:>9.1f}{row[5]:>11.1f}{_capture_cost(mod_captures)}")
         for test in regr:
             r = compiled.get(test, {"status": "missing", "error": ""})
             regressions.append(f"{test}: [{r['status']}] {r.get('error', '')}")
@@ -152,7 +155,7 @@ def summarise(report: dict) -> tuple[str, int]:
                 captures.append((c["s"], c["steps"], test, c))
     lines.append("-" * len(header))
     lines.append(f"{'total':<22}{totals[0]:>6}{totals[1]:>7}{totals[2]:>9}{totals[3]:>6}"
-                 f"{totals[4]:>9.1f}{totals[5]:>11.1f}")
+                 f"{totals[4]:>9.1f}{totals[5]:>11.1f}{_capture_cost([c[3] for c in captures])}")
     lines += ["", f"{len(regressions)} regressions (pass plainly, fail compiled):"]
     lines += [f"  {r}" for r in regressions]
     total_s = sum(c[0] for c in captures)
@@ -161,8 +164,11 @@ def summarise(report: dict) -> tuple[str, int]:
     lines += ["", f"capture: {len(captures)} entries, {total_s:.1f} s, {total_steps} instructions"
                   f" stepped, {per:.0f} us per instruction"]
     lines.append("10 slowest captures:")
+    times = Counter((test, c["fn"]) for _s, _steps, test, c in captures)
     for s, steps, test, c in sorted(captures, key=lambda c: -c[0])[:10]:
         why = [f"{steps} instructions", f"{1e6 * s / max(steps, 1):.0f} us each"]
+        if times[test, c["fn"]] > 1:  # recaptured: a guard failed (a new value, a new length)
+            why.append(f"captured {times[test, c['fn']]} times in this test")
         if c.get("break"):
             why.append(f"graph break: {c['break']}")
         if c.get("python"):
@@ -174,6 +180,12 @@ def summarise(report: dict) -> tuple[str, int]:
     return "\n".join(lines), len(regressions)
 
 
+def _capture_cost(captures: list[dict]) -> str:
+    """The capture columns of a table row: seconds capturing, microseconds per instruction."""
+    seconds, steps = sum(c["s"] for c in captures), sum(c["steps"] for c in captures)
+    return f"{seconds:>10.1f}{1e6 * seconds / steps if steps else 0.0:>9.0f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", default=MODULES)
@@ -182,8 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write the raw results here")
     parser.add_argument("-k", dest="keep", action="append", default=[], metavar="TEXT",
                         help="only the tests whose id contains TEXT (repeatable)")
+    parser.add_argument("--report", help="only summarise this --json file of an earlier run")
     args = parser.parse_args(argv)
-    report = run(args.modules, args.jobs, args.timeout, tuple(args.keep))
+    if args.report:
+        report = json.loads(Path(args.report).read_text())
+    else:
+        report = run(args.modules, args.jobs, args.timeout, tuple(args.keep))
     if args.json:
         Path(args.json).write_text(json.dumps(report))
     text, regressions = summarise(report)

@@ -8,6 +8,7 @@ ordinary Python.
 - ``if_statements``: ``if <array test>:`` captured as one ``cond`` node (opt-in).
 - ``for_loops``: ``for i in range(a, b)`` captured as one ``fori_loop`` node.
 - ``while_loops``: ``while <array condition>:`` captured as one ``while_loop`` node.
+- ``unrolled_loops``: what a loop unrolled at capture may cost; a long one breaks at its head.
 - ``errstate_blocks``: ``with np.errstate(...):`` blocks captured into the graph.
 - ``assertions``: ``assert <test of graph data>`` checked in the graph, its passing side followed.
 

@@ -14,6 +14,7 @@ from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.flow.assertions import speculate_assert
 from npdynamo.capture.flow.for_loops import LazyRange, form_for
 from npdynamo.capture.flow.loop_exits import graph_condition
+from npdynamo.capture.flow.unrolled_loops import check_unroll
 from npdynamo.capture.generators import is_lazy, next_item
 from npdynamo.capture.identity import same_object
 from npdynamo.capture.opcodes.layout import do_call, pop_callable
@@ -107,6 +108,8 @@ def _for_iter(frame: Frame, ins):
         )
     if not isinstance(it, IteratorValue) and not is_lazy(it):
         raise frame.unsupported(f"a for loop over a {it.kind()}")
+    if isinstance(it, IteratorValue):
+        check_unroll(frame, it)
     item = next_item(it)
     if item is not None:
         frame.push(item)

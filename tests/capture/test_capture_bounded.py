@@ -1,0 +1,148 @@
+"""Capture work grows with the code, not with the data (issue 23, item 5: the time budget).
+
+Counted in instructions stepped through and guards made, never in seconds:
+
+- a loop unrolled at capture whose predicted cost is past ``UNROLL_STEP_LIMIT`` breaks before
+  its first step when it builds no graph op, or when it is library code walking the caller's
+  data (``statistics.quantiles``), and Python runs it: a longer loop costs no more capture;
+- ``seq[i]`` of a long list or tuple from outside wraps and guards that item only;
+- using all items of long sequences from outside (``sorted(data)``) breaks past
+  ``ITEMS_READ_LIMIT`` instead of wrapping and guarding each item at every capture.
+
+And a hand-over must not need more stack than the plain call: a call of
+``sys.getrecursionlimit``/``setrecursionlimit`` breaks and the frame runs on natively, so a limit
+is set at the depth the code measured (no resume function, called deeper, in between).
+
+Each case also runs plain and compiled on copies of the same inputs (``check_fidelity``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import sys
+
+import numpy as np
+import pytest
+
+import npdynamo
+from npdynamo.backends import lookup_backend
+from npdynamo.capture.compile_frame import default_context
+from npdynamo.capture.flow.unrolled_loops import UNROLL_STEP_LIMIT
+from npdynamo.capture.session import ITEMS_READ_LIMIT
+from tests.fidelity import check_fidelity
+
+
+@pytest.fixture
+def captures(monkeypatch):
+    """Every entry the eager session builds: (function name, instructions, guard lines, break)."""
+    seen: list[tuple[str, int, int, str]] = []
+
+    def record(entry, fn) -> None:
+        reason = entry.graph_break
+        seen.append((fn.__name__, entry.steps, len(entry.guard_set.source.splitlines()),
+                     "" if reason is None else str(getattr(reason, "reason", reason))))
+
+    npdynamo.reset()  # (drops the sessions: the recorder goes on the new one)
+    context = default_context(lookup_backend("eager"), False, None)
+    monkeypatch.setattr(context, "recorder", record, raising=False)
+    yield seen
+    npdynamo.reset()
+
+
+def python_loop(x, n):
+    last = {}
+    for i in range(n):
+        last[i % 5] = i  # a dict key needs the Python value of i: unrolled, not an in-graph loop
+    return x + last.get(2, -1)
+
+
+def library_loop(data, n):
+    return np.asarray(statistics.quantiles(data, n=n)) * 2.0
+
+
+def read_items(x, data):
+    return x * data[3] + data[-1]
+
+
+def use_all_items(x, data):
+    return x + sorted(data)[0]
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_python_loop_longer_than_the_limit_is_not_unrolled(backend):
+    for n in (3, 1_500, 9_000):
+        check_fidelity(python_loop, np.arange(3.0), n, backend=backend)
+
+
+def test_unrolling_stops_at_the_same_cost_for_any_trip_count(captures):
+    steps = {}
+    for n in (1_500, 9_000):
+        captures.clear()
+        check_fidelity(python_loop, np.arange(3.0), n)
+        (_, steps[n], _, reason), *_ = captures
+        assert "would be unrolled at capture" in reason
+    # the loop breaks after one iteration is measured: a few dozen instructions, whatever n
+    assert steps[9_000] <= steps[1_500] + 20 < 200
+    captures.clear()
+    check_fidelity(python_loop, np.arange(3.0), 20)  # short: unrolled whole, no break
+    assert captures[0][3] == ""
+
+
+def test_a_library_loop_over_the_callers_data_breaks_before_unrolling(captures):
+    data = [float(v) for v in np.random.default_rng(0).uniform(0, 100, 50)]
+    for n in (4, 600, 3_000):
+        check_fidelity(library_loop, data, n)
+    # the library call then runs in Python (a library frame is not compiled on its own)
+    assert max(steps for _, steps, _, _ in captures) < UNROLL_STEP_LIMIT // 20
+    assert any("would be unrolled" in reason for *_, reason in captures)
+
+
+def test_reading_one_item_of_a_long_sequence_guards_that_item(captures):
+    for size in (10, 9_000):
+        for data in (list(range(size)), tuple(range(size))):
+            check_fidelity(read_items, np.arange(3.0), data)
+    guard_lines = [lines for name, _, lines, _ in captures if name == "read_items"]
+    assert max(guard_lines) - min(guard_lines) <= 2  # not one guard per item
+
+
+def test_reading_one_item_out_of_range_raises_as_python():
+    check_fidelity(read_items, np.arange(3.0), [1, 2])
+    check_fidelity(read_items, np.arange(3.0), (1, 2, 3))
+
+
+def test_using_all_items_of_a_long_sequence_breaks(captures):
+    short, long = list(range(20, 0, -1)), list(range(3 * ITEMS_READ_LIMIT, 0, -1))
+    check_fidelity(use_all_items, np.arange(3.0), short)
+    assert captures[-1][3] == ""
+    captures.clear()
+    check_fidelity(use_all_items, np.arange(3.0), long)
+    assert "items read from outside" in captures[0][3]
+    assert max(lines for _, _, lines, _ in captures) < ITEMS_READ_LIMIT // 10  # no guard per item
+
+
+# -- the recursion limit against the depth (issue 23: test_sys.test_setrecursionlimit_to_depth) --
+def limit_against_depth(depth_of_caller):
+    old = sys.getrecursionlimit()
+    outcomes = []
+    try:
+        depth = depth_of_caller()  # the interpreter's own count, as CPython's test reads it
+        with contextlib.nullcontext():  # a with block's body resumed: deeper, before the fix
+            for extra in (1, 2, 3):
+                try:
+                    sys.setrecursionlimit(depth + extra)
+                    outcomes.append("set")
+                except RecursionError:
+                    outcomes.append("too low")
+                sys.setrecursionlimit(old)
+    finally:
+        sys.setrecursionlimit(old)
+    return outcomes
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_the_recursion_limit_is_set_at_the_depth_it_was_measured(backend):
+    # after the first break on the limit the frame runs on natively at one depth: no hand-over
+    # to a resume function between measuring the depth and setting the limit
+    support = pytest.importorskip("test.support")  # ships with CPython, as make conformance needs
+    check_fidelity(limit_against_depth, support.get_recursion_depth, backend=backend)
