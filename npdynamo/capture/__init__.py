@@ -9,15 +9,13 @@ and branches captured whole, sub-captures); the evaluator (``session``: what one
 ``frames/`` (the frame hook and its cache) and ``guards/``; ``bytecode/`` (the only importer of
 the ``bytecode`` library).
 
-The composition root of the stage: the frame hook (``frames/``) sits below the translator and
-never imports it; here it is given the function that builds an entry on a cache miss, as early
-TorchDynamo's ``optimize(convert_frame(backend))`` gave its hook the compiler.
+The frame hook (``frames/``) sits below the translator and never imports it: each cache is made
+for a session (``compile_frame.new_session``) whose ``build_entry`` it calls on a miss. The
+composition root above this package, ``npdynamo/api.py``, makes a session per ``compile()``, as
+early TorchDynamo's ``optimize(backend)`` closed over ``convert_frame(backend)``.
 """
 
-from npdynamo.capture.compile_frame import build_entry
+from npdynamo.capture.compile_frame import build_entry, new_session
 from npdynamo.capture.entry import CompiledEntry
-from npdynamo.capture.frames.cache import install_compile_entry
 
-install_compile_entry(build_entry)
-
-__all__ = ["CompiledEntry", "build_entry"]
+__all__ = ["CompiledEntry", "build_entry", "new_session"]

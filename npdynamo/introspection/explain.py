@@ -20,7 +20,7 @@ from npdynamo.backends import lookup_backend
 from npdynamo.capture.breaks.reasons import GraphBreakReason
 from npdynamo.capture.breaks.resume import CompileContext
 from npdynamo.capture.bytecode.generate import user_label
-from npdynamo.capture.compile_frame import build_entry, wire
+from npdynamo.capture.compile_frame import build_entry, new_session
 from npdynamo.capture.frames.cache import cache_of
 from npdynamo.capture.frames.dispatch import original_function
 from npdynamo.errors import InvalidArgument, user_location
@@ -202,9 +202,12 @@ def recording_context(
 ) -> CompileContext:
     """A session whose recorder sees every entry built, including those of user functions
     called natively at a break (they are captured in the same session, not compiled apart)."""
-    context = CompileContext(compiler, recorder=_Recorder(output), dynamic=dynamic)
-    context.compile_callee = lambda fn: call_through_context(fn, context)
-    return wire(context)
+    def compile_callee(fn: types.FunctionType):
+        return call_through_context(fn, context)
+
+    context = new_session(compiler, dynamic=dynamic, recorder=_Recorder(output),
+                          compile_callee=compile_callee)
+    return context
 
 
 def call_through_context(fn: types.FunctionType, context: CompileContext):

@@ -11,7 +11,8 @@ import pytest
 
 import npdynamo
 from npdynamo import config
-from npdynamo.capture.frames import RecompileLimitWarning, compiled_entries, enable, reset
+from npdynamo.api import enable, reset
+from npdynamo.capture.frames import RecompileLimitWarning, compiled_entries
 from npdynamo.capture.frames.cache import cache_of
 from npdynamo.capture.frames.compiled_function import dispatcher_of
 from tests.differential import CountingBackend, assert_same_value

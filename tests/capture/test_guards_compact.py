@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.capture.frames import compiled_entries, recompile_reasons, reset
+from npdynamo.api import reset
+from npdynamo.capture.frames import compiled_entries, recompile_reasons
 from npdynamo.capture.guards.compact import COMPACT_MIN_ITEMS
 from tests.differential import CountingBackend, check_same
 

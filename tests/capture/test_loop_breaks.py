@@ -123,8 +123,9 @@ def newton_sqrt(a):
 
 @pytest.mark.filterwarnings("ignore:npdynamo.*cache_size_limit")
 def test_while_on_an_array_runs_thousands_of_iterations():
-    context = CompileContext(CountingBackend())
-    from npdynamo.capture.compile_frame import build_entry
+    from npdynamo.capture.compile_frame import build_entry, new_session
+
+    context = new_session(CountingBackend())
 
     a = np.linspace(1.0, 4.0, 5)
     check_same(newton_sqrt, a, calls=2)

@@ -10,15 +10,13 @@ import warnings
 import numpy as np
 import pytest
 
+from npdynamo.api import compile, enable, reset
 from npdynamo.backends import lookup_backend
 from npdynamo.capture.frames import (
     NpdynamoWarning,
     UnsupportedPythonWarning,
-    compile,
     disable,
-    enable,
     original_function,
-    reset,
 )
 from npdynamo.capture.frames import cache as cache_module
 from npdynamo.capture.frames import region as region_module

@@ -388,6 +388,8 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
         return  # a comprehension's code (its argument is ".0"): it runs natively
     if is_library_file(fn.__code__.co_filename):
         return  # library code (json.dumps) runs natively, as the region hook leaves it
+    if context.compile_callee is None:
+        return  # a session that compiles no callees: it runs as plain Python
     wrapper = context.compile_callee(fn)
     if isinstance(value, BoundMethodValue):
         stack[pos] = BoundMethodValue(

@@ -1,8 +1,9 @@
-"""Frame hooks: the first stage of a compiled call (decorator entry, region hook, entry cache).
+"""Frame hooks: the first stage of a compiled call (decorator, region hook, entry cache).
 
-``compile`` and ``enable`` route calls of user functions through generated dispatchers into the
-per-code cache of compiled entries; a miss calls the capture stage's
-``build_entry``, which ``capture/__init__.py`` installs (this package never imports it).
+``npdynamo.compile`` and ``npdynamo.enable`` (``npdynamo/api.py``, the composition root) route
+calls of user functions through generated dispatchers (``decorator.compile_with``,
+``region.Region``) into the per-code cache of compiled entries; a miss calls the ``build_entry``
+of the session the cache was made for (this package never imports the capture above it).
 """
 
 from npdynamo.capture.frames.cache import (
@@ -11,26 +12,21 @@ from npdynamo.capture.frames.cache import (
     UnsupportedPythonWarning,
     compiled_entries,
     recompile_reasons,
-    reset,
 )
-from npdynamo.capture.frames.decorator import NotCompilable, compile
+from npdynamo.capture.frames.decorator import NotCompilable
 from npdynamo.capture.frames.disable import disable, is_disabled
 from npdynamo.capture.frames.dispatch import is_generated_code, mark_generated, original_function
-from npdynamo.capture.frames.region import enable
 
 __all__ = [
     "NotCompilable",
     "NpdynamoWarning",
     "RecompileLimitWarning",
     "UnsupportedPythonWarning",
-    "compile",
     "compiled_entries",
     "disable",
-    "enable",
     "is_disabled",
     "is_generated_code",
     "mark_generated",
     "original_function",
     "recompile_reasons",
-    "reset",
 ]
