@@ -28,7 +28,12 @@ def test_a_worker_takes_the_parents_variables_and_drops_its_own(monkeypatch):
     # the worker was started under other variables
     monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "0")
     monkeypatch.setenv("NPDYNAMO_SCHEDULE", "never")
-    config.adopt_worker_environment(parent, NPDYNAMO_TIERED="0")
-    assert os.environ["NPDYNAMO_SCHEDULE"] == "always"
-    assert os.environ["NPDYNAMO_TIERED"] == "0"
-    assert "NPDYNAMO_NUMBA_TUNE" not in os.environ
+    saved = dict(os.environ)
+    try:
+        config.adopt_worker_environment(parent, NPDYNAMO_TIERED="0")
+        assert os.environ["NPDYNAMO_SCHEDULE"] == "always"
+        assert os.environ["NPDYNAMO_TIERED"] == "0"
+        assert "NPDYNAMO_NUMBA_TUNE" not in os.environ
+    finally:  # this process is not a worker: its own variables back
+        os.environ.clear()
+        os.environ.update(saved)
