@@ -16,7 +16,7 @@ from npdynamo.autograd.api import GradSpec, grad, grad_spec, value_and_grad
 from npdynamo.autograd.joint import JointGraph, build_joint
 from npdynamo.autograd.partition import Partition, SavedValue, partition
 from npdynamo.autograd.pytree import tree_flatten, tree_map, tree_unflatten
-from npdynamo.autograd.symbolic import graph_emitter, reverse_mode
+from npdynamo.autograd.reverse_mode import graph_emitter, reverse_mode
 from npdynamo.autograd.tracer import Tracer, is_tracer, tracer_value
 
 __all__ = [

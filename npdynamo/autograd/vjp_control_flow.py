@@ -1,7 +1,7 @@
 """Reverse mode through control-flow nodes: ``cond`` and ``fori_loop``; ``while_loop`` refuses.
 
 A control-flow node returns a tuple that ``tuple_item`` nodes take apart, so reverse mode
-(``symbolic.reverse_mode``) gathers the cotangents of those items per node and hands them here
+(``reverse_mode.reverse_mode``) gathers the cotangents of those items per node and hands them here
 all at once, as ``{result index: cotangent}``. Each rule differentiates the node's subgraphs
 into *backward subgraphs* (``vjp_graph``: the forward recomputed inside, then the same reverse
 mode, with the cotangents of the results as extra inputs) and emits control flow again:
@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from npdynamo.autograd.emitting import Emit, meta
-from npdynamo.autograd.symbolic import (
+from npdynamo.autograd.reverse_mode import (
     CONTROL_FLOW_STEP,
     graph_emitter,
     reverse_mode,
