@@ -2,7 +2,7 @@
 
 Above capture in the import layers (beside ``introspection`` and ``export``); ``npdynamo``
 imports it on first use of one of its names. ``compile(fn, backend=..., fullgraph=...,
-dynamic=...)`` checks its options once and makes one **session** (``CompileContext``, through
+dynamic=...)`` checks its options once and makes one **session** (``CompileSession``, through
 ``capture.new_session``) with everything bound at construction: the backend, the options,
 ``build_entry`` (how a frame, and each resume function, is captured) and ``compile_callee`` (how
 a user function called natively at a graph break is compiled: with the same backend, as a PEP 523
@@ -24,7 +24,7 @@ from typing import Any
 
 from npdynamo.backends import lookup_backend
 from npdynamo.capture import dynamic_dims
-from npdynamo.capture.breaks.resume import CompileContext
+from npdynamo.capture.breaks.resume import CompileSession
 from npdynamo.capture.bytecode.generate import forget_resume_codes
 from npdynamo.capture.compile_frame import new_session
 from npdynamo.capture.frames.cache import COMPILE_LOCK, forget_entries
@@ -78,7 +78,7 @@ def make_session(
     dynamic: bool | None = None,
     *,
     recorder: Callable | None = None,
-) -> CompileContext:
+) -> CompileSession:
     """The session of one ``compile()``. A user function called natively at one of its graph
     breaks is compiled as ``compile(fn, backend=...)`` would, in a session of its own with the
     same backend and recorder (the conformance runner records every capture this way)."""

@@ -1,7 +1,7 @@
 """Build an entry for one frame: a whole graph, else a graph break, else plain Python.
 
 The top of the capture stage: what the frame hook's cache and a resume function call on a miss,
-through the session they were made for (``CompileContext.build_entry``: ``new_session`` binds
+through the session they were made for (``CompileSession.build_entry``: ``new_session`` binds
 it, and the composition root, ``npdynamo/api.py``, makes a session per ``compile()``). It runs
 the translator over the whole frame; if that succeeds the entry runs the compiled graph
 (``entry.finish_entry``). If the translator stops at something a graph cannot hold, the frame is
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from npdynamo import config, logs
 
 # The handlers of opcodes and builtins and the autodiff calls register into ``capture.registry``
-# when imported; a capture session needs them all.
+# when imported; every capture needs them all.
 from npdynamo.capture import (  # noqa: F401
     autodiff,
     builtin_calls,
@@ -29,7 +29,7 @@ from npdynamo.capture import (  # noqa: F401
 )
 from npdynamo.capture.breaks.broken_frame import build_break_entry
 from npdynamo.capture.breaks.reasons import reason_from
-from npdynamo.capture.breaks.resume import CompileContext
+from npdynamo.capture.breaks.resume import CompileSession
 from npdynamo.capture.bytecode.generate import user_label
 from npdynamo.capture.entry import CompiledEntry, finish_entry, python_entry
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
@@ -48,7 +48,7 @@ def build_entry(
     *,
     backend: Callable,
     fullgraph: bool = False,
-    context: CompileContext | None = None,
+    context: CompileSession | None = None,
     cells_as_argument: bool = False,
     opaque_iterators: bool = False,
     dynamic: bool | None = None,
@@ -98,7 +98,7 @@ def _build_entry(fn, frame_args, fullgraph, context, cells_as_argument, opaque_i
 
 
 def _capture(ctx: CaptureContext, fn: types.FunctionType, frame_args: tuple, fullgraph: bool,
-             context: CompileContext) -> CompiledEntry:
+             context: CompileSession) -> CompiledEntry:
     """One capture of the frame: its graph, else a graph break, else plain Python."""
     try:
         result = root_frame(ctx, frame_args).run()
@@ -144,10 +144,10 @@ def new_session(
     *,
     recorder: Callable | None = None,
     compile_callee: Callable | None = None,
-) -> CompileContext:
+) -> CompileSession:
     """A compile session whose captures run through ``build_entry``: made once per
     ``compile()`` (or ``enable()`` block, or ``explain`` run) with everything bound here."""
-    return CompileContext(backend, build_entry, fullgraph, dynamic, recorder, compile_callee)
+    return CompileSession(backend, build_entry, fullgraph, dynamic, recorder, compile_callee)
 
 
 def to_unsupported(exc: CaptureUnsupported) -> Unsupported:

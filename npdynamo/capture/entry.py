@@ -34,7 +34,7 @@ from npdynamo.generated import define
 if TYPE_CHECKING:
     # graph breaks sit above the entry they build (breaks/ imports this module)
     from npdynamo.capture.breaks.reasons import GraphBreakReason
-    from npdynamo.capture.breaks.resume import CompileContext
+    from npdynamo.capture.breaks.resume import CompileSession
 
 
 @dataclass
@@ -96,7 +96,7 @@ def python_entry(ctx: CaptureContext, reason: str) -> CompiledEntry:
 
 
 def finish_graph(
-    ctx: CaptureContext, frame_args: tuple, rebuilder: ValueRebuilder, context: CompileContext
+    ctx: CaptureContext, frame_args: tuple, rebuilder: ValueRebuilder, context: CompileSession
 ) -> tuple[CompiledGraph, list]:
     """Close the graph over the values the rebuilder needs and compile it.
 
@@ -226,7 +226,7 @@ def finish_entry(
     frame_args: tuple,
     rebuilder: ValueRebuilder,
     tail: str,
-    context: CompileContext,
+    context: CompileSession,
 ) -> CompiledEntry:
     """The entry of a fully captured frame: guards, graph, and the runner returning its value."""
     graph, inputs = finish_graph(ctx, frame_args, rebuilder, context)

@@ -1,6 +1,6 @@
 """``npdynamo.explain``: run a function once under capture and report every graph and break.
 
-The run uses a fresh ``CompileContext`` whose recorder sees every entry built along the way (the
+The run uses a fresh ``CompileSession`` whose recorder sees every entry built along the way (the
 function's own, its resume functions', and those of user functions called at a break), so the
 report covers the whole call without touching any compiled function's cache.
 """
@@ -18,7 +18,7 @@ from npdynamo.autograd.aot import AOTReport
 from npdynamo.autograd.api import grad_spec
 from npdynamo.backends import lookup_backend
 from npdynamo.capture.breaks.reasons import GraphBreakReason
-from npdynamo.capture.breaks.resume import CompileContext
+from npdynamo.capture.breaks.resume import CompileSession
 from npdynamo.capture.bytecode.generate import user_label
 from npdynamo.capture.compile_frame import build_entry, new_session
 from npdynamo.capture.frames.cache import cache_of
@@ -199,7 +199,7 @@ def _explain_gradient(spec, compiler):
 
 def recording_context(
     compiler, output: ExplainOutput, dynamic: bool | None = None
-) -> CompileContext:
+) -> CompileSession:
     """A session whose recorder sees every entry built, including those of user functions
     called natively at a break (they are captured in the same session, not compiled apart)."""
     def compile_callee(fn: types.FunctionType):
@@ -210,7 +210,7 @@ def recording_context(
     return context
 
 
-def call_through_context(fn: types.FunctionType, context: CompileContext):
+def call_through_context(fn: types.FunctionType, context: CompileSession):
     """A callable capturing ``fn`` in ``context`` on every call (used by explain's runs)."""
     def call(*args, **kwargs):
         frame_args = frame_args_of(fn, args, kwargs)

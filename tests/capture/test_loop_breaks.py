@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import npdynamo
-from npdynamo.capture.breaks.resume import CompileContext
+from npdynamo.capture.breaks.resume import CompileSession
 from npdynamo.capture.bytecode import generate as bytecode_gen
 from tests.differential import CountingBackend, check_same
 
@@ -79,7 +79,7 @@ def print_rows(xs):
     return s
 
 
-def _resume_state(context: CompileContext) -> list[int]:
+def _resume_state(context: CompileSession) -> list[int]:
     return [len(call.entries) for call in context.resume_calls.values()]
 
 

@@ -23,7 +23,7 @@ from npdynamo import logs
 from npdynamo.capture import bytecode as bc
 from npdynamo.capture.breaks.native_tail import native_stops
 from npdynamo.capture.breaks.reasons import GraphBreakReason
-from npdynamo.capture.breaks.resume import CompileContext, TailCall, finish
+from npdynamo.capture.breaks.resume import CompileSession, TailCall, finish
 from npdynamo.capture.bytecode import generate as gen
 from npdynamo.capture.bytecode.liveness import hand_over, live_locals
 from npdynamo.capture.calls import class_attribute
@@ -85,7 +85,7 @@ def build_break_entry(
     frame_args: tuple,
     exc: CaptureUnsupported,
     reason: GraphBreakReason,
-    context: CompileContext,
+    context: CompileSession,
 ) -> CompiledEntry:
     """The entry of a frame whose first capture (``first``) stopped at ``exc``."""
     fn, cells_as_argument = first.fn, first.cells_as_argument

@@ -1,6 +1,6 @@
 """Resume functions at run time: called from a broken frame, captured by the same machinery.
 
-A ``CompileContext`` is the session one ``compile()`` makes (``npdynamo/api.py``, through
+A ``CompileSession`` is the session one ``compile()`` makes (``npdynamo/api.py``, through
 ``compile_frame.new_session``): what its captures share, bound at construction: the backend,
 ``fullgraph``, ``dynamic``, the resume functions' caches, (for ``explain``) a recorder of every
 entry built, and two callables: ``build_entry`` (how a resume function is captured) and
@@ -43,7 +43,7 @@ from npdynamo.generated import define, dispatch_source
 
 
 @dataclass
-class CompileContext:
+class CompileSession:
     """The session of one ``compile()``: its settings and what its captures share. Made by
     ``compile_frame.new_session``; nothing fills it in later."""
 
@@ -86,7 +86,7 @@ def finish(result):
 class ResumeCall(EntryCache):
     """The callable a broken frame's trampoline calls: guarded, compiled resume entries."""
 
-    def __init__(self, context: CompileContext, key: ResumeKey, fn_globals: dict) -> None:
+    def __init__(self, context: CompileSession, key: ResumeKey, fn_globals: dict) -> None:
         super().__init__(resume_code(key))
         self.context = context
         self.key = key

@@ -5,7 +5,7 @@ the capture stage (the ``build_entry`` of the session a cache is made for, calle
 ``EntryCache`` holds the policy below; resume functions' caches share it. A cache belongs to one
 code object and one ``(backend, fullgraph, dynamic)`` setting; functions without a closure share
 it, a closure gets its own (its entries may depend on its cells, which guards do not see). The
-session (``CompileContext``, made per ``compile()`` by the composition root, ``npdynamo/api.py``)
+session (``CompileSession``, made per ``compile()`` by the composition root, ``npdynamo/api.py``)
 is opaque here: this layer reads its settings and calls its ``build_entry``.
 
 On a miss the first entry's ``miss_reason`` is recorded as the recompile reason (logged on
@@ -242,7 +242,7 @@ class FrameCache(EntryCache):
     """The entries of one code object for one backend, ``fullgraph`` and ``dynamic`` setting.
 
     ``session`` is the compile session it was made for (``capture/breaks/resume.py:
-    CompileContext``): a miss captures through its ``build_entry``, and its resume functions'
+    CompileSession``): a miss captures through its ``build_entry``, and its resume functions'
     caches live in it."""
 
     def __init__(self, code: CodeType, session: Any) -> None:

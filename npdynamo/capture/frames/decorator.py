@@ -48,7 +48,7 @@ class NotCompilable(NpdynamoError, TypeError):
 def compile_with(obj: Any, session: Any, settings: tuple, remake: Remake) -> Any:
     """``obj`` (a function, method, staticmethod or classmethod) compiled in ``session``.
 
-    ``session`` (``CompileContext``) holds the backend and options, bound once by the
+    ``session`` (``CompileSession``) holds the backend and options, bound once by the
     composition root (``npdynamo/api.py: compile``); ``settings`` are the options as the user
     gave them (what a pickled compiled function carries), ``remake`` how unpickling compiles
     again."""

@@ -85,7 +85,7 @@ _HOOKED: weakref.WeakKeyDictionary[FunctionType, tuple[CodeType, CodeType]] = (
 
 class Region:
     """The context manager returned by ``enable``; re-enterable and nestable. ``session`` is the
-    compile session (``CompileContext``) functions hooked in the block capture in; the
+    compile session (``CompileSession``) functions hooked in the block capture in; the
     composition root (``npdynamo/api.py: enable``) makes it with the block's backend."""
 
     def __init__(self, session: Any) -> None:
