@@ -168,8 +168,8 @@ def _log_entry(entry: CompiledEntry) -> None:
         logs.get_logger("graph_code").info(
             "Graph of %s:\n%s", user_label(entry.code), entry.graph_module.code
         )
-    if entry.fallback_reason and logs.get_logger("graph_breaks").isEnabledFor(logging.INFO):
+    if entry.runs_python and logs.get_logger("graph_breaks").isEnabledFor(logging.INFO):
         logs.get_logger("graph_breaks").info(
-            "%s runs in Python: %s", user_label(entry.code), entry.fallback_reason
+            "%s runs in Python: %s", user_label(entry.code), entry.runs_python
         )
 

@@ -118,8 +118,8 @@ class _Recorder:
             )
         if entry.graph_break is not None:
             out.break_reasons.append(entry.graph_break)
-        if entry.fallback_reason is not None:
-            out.python_frames.append(f"{name}: {entry.fallback_reason}")
+        if entry.runs_python is not None:
+            out.python_frames.append(f"{name}: {entry.runs_python}")
         out.guards += [f"{name}: {text}" for text in entry.guard_set.describe()]
         out.loops += [line for line in (f"{name}: {text}" for text in entry.loops)
                       if line not in out.loops]

@@ -159,7 +159,7 @@ def _entry_info(entry, label: str, backend: str) -> EntryInfo:
         report = entry.report
         graph = GraphInfo(entry.graph_module, backend,
                           None if isinstance(report, AOTReport) else report)
-    return EntryInfo(label, list(entry.guard_set.describe()), graph, entry.fallback_reason,
+    return EntryInfo(label, list(entry.guard_set.describe()), graph, entry.runs_python,
                      entry.graph_break, entry.compile_time_s)
 
 

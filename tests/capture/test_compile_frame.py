@@ -40,7 +40,7 @@ def test_a_session_carries_what_it_was_made_with():
 def test_a_whole_frame_is_one_graph():
     backend = CountingBackend()
     entry = build_entry(whole, (np.ones(3),), backend=backend)
-    assert entry.graph_break is None and entry.fallback_reason is None
+    assert entry.graph_break is None and entry.runs_python is None
     assert backend.count == 1 and backend.op_names() == ["sin", "add"]
     np.testing.assert_array_equal(entry.run(np.zeros(3)), whole(np.zeros(3)))
 
@@ -63,5 +63,5 @@ def test_force_fallback_runs_the_frame_in_python(monkeypatch):
     monkeypatch.setattr(config, "force_fallback", True)
     backend = CountingBackend()
     entry = build_entry(whole, (np.ones(3),), backend=backend)
-    assert entry.fallback_reason == "npdynamo.config.force_fallback is set"
+    assert entry.runs_python == "npdynamo.config.force_fallback is set"
     assert backend.count == 0

@@ -86,7 +86,7 @@ class Recorder:
             "s": round(entry.compile_time_s, 5),
             "steps": entry.steps,
             "break": None if reason is None else str(getattr(reason, "reason", reason))[:200],
-            "python": (entry.fallback_reason or "")[:200] or None,
+            "python": (entry.runs_python or "")[:200] or None,
             "loops": [str(note)[:120] for note in entry.loops][:4],
         })
 

@@ -131,12 +131,12 @@ class ResumeCall(EntryCache):
             if parts is None:
                 env[f"run{i}"] = run
                 return [f"return run{i}({args})"]
-            env[f"shared{i}"], env[f"fallback{i}"], env[f"failed{i}"] = parts
+            env[f"shared{i}"], env[f"python{i}"], env[f"failed{i}"] = parts
             # the rerun is outside the handler: the Python code must not see GraphFailed as
             # the exception being handled
             return ["try:", f"    return shared{i}({params})",
                     f"except failed{i} as failed:", "    rerun = failed.args",
-                    f"return fallback{i}(*rerun)"]
+                    f"return python{i}(*rerun)"]
 
         source = dispatch_source("dispatch", args, len(self.pairs), call,
                                  f"choose(C, ({params}{',' if params else ''}))({args})")

@@ -150,14 +150,14 @@ class EntryCache:
         """``pairs`` changed (a subclass regenerates code that inlines them)."""
 
     def run_or_capture(
-        self, fallback: Callable[..., Any], args: tuple, build: Callable[[tuple], Any],
+        self, python: Callable[..., Any], args: tuple, build: Callable[[tuple], Any],
         run: bool = True,
     ) -> Any:
-        """Run the entry ``build(args)`` captures for ``args``, or ``fallback`` (plain Python).
+        """Run the entry ``build(args)`` captures for ``args``, or ``python`` (plain Python).
         With ``run=False``, return what would run instead: a caller that passes the arguments
         on itself keeps no tuple of them alive while they run."""
         if self.python_only is not None or capture_suspended():
-            chosen = fallback
+            chosen = python
         else:
             with COMPILE_LOCK, gc_paused():
                 chosen = self.lookup(args)
@@ -171,7 +171,7 @@ class EntryCache:
                             # the capture ran out of stack (deep user code, or a lowered
                             # sys.setrecursionlimit): this call runs in Python, as written
                             entry = None
-                    chosen = entry.run if entry is not None else fallback
+                    chosen = entry.run if entry is not None else python
         return chosen(*args) if run else chosen
 
     def lookup(self, args: tuple) -> Callable | None:
@@ -263,7 +263,8 @@ class FrameCache(EntryCache):
         user's code with the same parameters and free variables, run once routed to Python."""
         if (front.__code__.co_flags ^ python_code.co_flags) & CO_GENERATOR_LIKE:
             # A generator's code in a plain function is deprecated (3.13): such a front keeps
-            # dispatching, to an empty ``pairs``, and its miss handler runs the fallback.
+            # dispatching, to an empty ``pairs``, and its miss handler runs the user's code in
+            # Python.
             return
         self._fronts[front] = (front.__code__, python_code)
         if self.python_only is not None:
@@ -277,13 +278,13 @@ class FrameCache(EntryCache):
         super().clear()
         self.refused = None
 
-    def miss_handler(self, fn: FunctionType, fallback: FunctionType) -> Callable[..., Any]:
+    def miss_handler(self, fn: FunctionType, python: FunctionType) -> Callable[..., Any]:
         """What a dispatcher calls when no entry accepts its frame arguments."""
-        return functools.partial(self.miss, fn, fallback)
+        return functools.partial(self.miss, fn, python)
 
-    def miss(self, fn: FunctionType, fallback: FunctionType, *frame_args: Any) -> Any:
-        """Compile an entry for ``frame_args`` and run it, or run ``fallback`` in Python."""
-        return self.run_or_capture(fallback, frame_args, functools.partial(self._build, fn))
+    def miss(self, fn: FunctionType, python: FunctionType, *frame_args: Any) -> Any:
+        """Compile an entry for ``frame_args`` and run it, or run ``python`` in Python."""
+        return self.run_or_capture(python, frame_args, functools.partial(self._build, fn))
 
     def _build(self, fn: FunctionType, frame_args: tuple) -> Any:
         try:

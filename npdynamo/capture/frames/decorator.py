@@ -28,8 +28,8 @@ from npdynamo.capture.frames.compiled_function import (
 from npdynamo.capture.frames.disable import is_disabled
 from npdynamo.capture.frames.dispatch import (
     make_dispatch_code,
-    make_fallback,
     make_original_view,
+    make_python_call,
     original_function,
     register_original,
 )
@@ -72,7 +72,7 @@ def compile_with(obj: Any, session: Any, settings: tuple, remake: Remake) -> Any
     code = (original_function(fn) or fn).__code__
     view = make_original_view(fn, code)
     cache = cache_for(fn, code, session)
-    miss = cache.miss_handler(view, make_fallback(fn, code))
+    miss = cache.miss_handler(view, make_python_call(fn, code))
     # The dispatcher carries fn's closure (its code lists the free variables, unused), so that
     # once the cache routes this code to Python the dispatcher can run the user's code itself.
     dispatcher = FunctionType(

@@ -59,8 +59,8 @@ from npdynamo.capture.frames.dispatch import (
     is_generated_code,
     is_original_view,
     make_dispatch_code,
-    make_fallback,
     make_original_view,
+    make_python_call,
     original_function,
     register_original,
 )
@@ -247,7 +247,7 @@ def _hook(fn: FunctionType, code: CodeType, session: Any) -> None:
         return
     view = make_original_view(fn, code)
     cache = cache_for(fn, code, session)
-    miss = cache.miss_handler(view, make_fallback(fn, code))
+    miss = cache.miss_handler(view, make_python_call(fn, code))
     trampoline = make_dispatch_code(code, cache.pairs, miss, keep_freevars=True)
     fn.__code__ = trampoline
     register_owner(fn, cache, code)
