@@ -177,8 +177,10 @@ def try_in_loop(xs):
     ],
 )
 def test_tails_match_python(fn, args):
+    # a generator that has produced items cannot be handed back at a break: Python runs the frame
+    graphs = 0 if fn is loop_over_generator else None
     with contextlib.redirect_stdout(io.StringIO()):
-        check_same(fn, *args(), calls=3)
+        check_same(fn, *args(), calls=3, graphs=graphs)
 
 
 def test_reset_drops_generated_resume_codes():
