@@ -27,11 +27,11 @@ from npdynamo.capture import dynamic_dims
 from npdynamo.capture.breaks.resume import CompileSession
 from npdynamo.capture.bytecode.generate import forget_resume_codes
 from npdynamo.capture.compile_frame import new_session
-from npdynamo.capture.frames.cache import COMPILE_LOCK, forget_entries
-from npdynamo.capture.frames.compiled_function import CompiledFunction, Remake
-from npdynamo.capture.frames.decorator import compile_with
-from npdynamo.capture.frames.disable import disable
-from npdynamo.capture.frames.region import Region, unhook_all
+from npdynamo.capture.hooks.cache import COMPILE_LOCK, forget_entries
+from npdynamo.capture.hooks.compiled_function import CompiledFunction, Remake
+from npdynamo.capture.hooks.decorator import compile_with
+from npdynamo.capture.hooks.disable import disable
+from npdynamo.capture.hooks.region import Region, unhook_all
 from npdynamo.errors import InvalidArgument, user_location
 
 

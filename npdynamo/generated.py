@@ -8,7 +8,7 @@ source refers to with a ``Namespace`` and run the source with ``define``/``run``
 text with ``linecache`` (tracebacks and warnings show the generated line) and drop that entry
 again when what the source defined is collected. ``dispatch_source`` writes the unrolled
 "first check that holds runs" function of resume hand-overs (the frame dispatchers instead loop
-over their entry list inside a code template: ``capture/frames/dispatch.py``).
+over their entry list inside a code template: ``capture/hooks/dispatch.py``).
 
 A leaf: it imports only the standard library, so any stage may import it, and it is the only
 module of the package that calls ``exec`` (``tools/house_rules.py`` checks that).

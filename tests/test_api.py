@@ -9,8 +9,8 @@ import pytest
 import npdynamo
 from npdynamo import api
 from npdynamo.capture import compile_frame, dynamic_dims
-from npdynamo.capture.frames import region
-from npdynamo.capture.frames.cache import cache_of, recompile_reasons
+from npdynamo.capture.hooks import region
+from npdynamo.capture.hooks.cache import cache_of, recompile_reasons
 from tests.differential import CountingBackend
 
 

@@ -34,8 +34,8 @@ from npdynamo.capture.bytecode.generate import user_label
 from npdynamo.capture.entry import CompiledEntry, finish_entry, python_entry
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
 from npdynamo.capture.flow import errstate_blocks, higher_order  # noqa: F401
-from npdynamo.capture.frames.cache import gc_paused
-from npdynamo.capture.frames.region import is_library_file
+from npdynamo.capture.hooks.cache import gc_paused
+from npdynamo.capture.hooks.region import is_library_file
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.session import CaptureContext
 from npdynamo.capture.translator import root_frame

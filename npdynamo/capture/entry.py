@@ -21,9 +21,9 @@ import numpy as np
 from npdynamo.backends.compile import CompiledGraph, compile_graph
 from npdynamo.backends.report import BackendReport, Compiled
 from npdynamo.capture.bytecode.liveness import hand_over
-from npdynamo.capture.frames.dispatch import make_python_call
 from npdynamo.capture.guards import GuardKind, GuardSet, Owners, SourceTuple
 from npdynamo.capture.guards.guard import frame_params
+from npdynamo.capture.hooks.dispatch import make_python_call
 from npdynamo.capture.pysource import Namespace, make_function
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.session import CaptureContext

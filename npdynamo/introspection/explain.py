@@ -21,8 +21,8 @@ from npdynamo.capture.breaks.reasons import GraphBreakReason
 from npdynamo.capture.breaks.resume import CompileSession
 from npdynamo.capture.bytecode.generate import user_label
 from npdynamo.capture.compile_frame import build_entry, new_session
-from npdynamo.capture.frames.cache import cache_of
-from npdynamo.capture.frames.dispatch import original_function
+from npdynamo.capture.hooks.cache import cache_of
+from npdynamo.capture.hooks.dispatch import original_function
 from npdynamo.errors import InvalidArgument, user_location
 from npdynamo.introspection import render as explain_render
 

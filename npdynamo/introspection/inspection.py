@@ -17,8 +17,8 @@ from npdynamo.autograd.aot import AOTReport
 from npdynamo.backends.numba.report import NumbaReport
 from npdynamo.backends.registry import backend_name
 from npdynamo.capture.bytecode.generate import user_label
-from npdynamo.capture.frames.cache import cache_of, recompile_reasons
-from npdynamo.capture.frames.dispatch import original_function
+from npdynamo.capture.hooks.cache import cache_of, recompile_reasons
+from npdynamo.capture.hooks.dispatch import original_function
 from npdynamo.errors import InvalidArgument, user_location
 
 

@@ -117,7 +117,7 @@ def test_tuned_graph_matches_python_on_every_call_and_explain_shows_the_choice()
         assert_close(compiled(x, y), want)
     report = npdynamo.explain(softplus_sum, backend="numba")(x, y).backend_reports[0]
     assert report.tuning == TUNING_PENDING  # explain's own capture: no warm call yet
-    (entry,) = npdynamo.capture.frames.compiled_entries(compiled)
+    (entry,) = npdynamo.capture.hooks.compiled_entries(compiled)
     text = str(entry.report)
     assert "runs as " in text and "numba parallel" in text and "numba serial" in text
 
@@ -127,7 +127,7 @@ def test_tuning_can_be_switched_off(monkeypatch):
     compiled = npdynamo.compile(softplus_sum, backend="numba")
     x = np.linspace(0.0, 1.0, 50)
     assert_close(compiled(x, x), softplus_sum(x, x))
-    (entry,) = npdynamo.capture.frames.compiled_entries(compiled)
+    (entry,) = npdynamo.capture.hooks.compiled_entries(compiled)
     assert "NPDYNAMO_NUMBA_TUNE=0" in entry.report.tuning
 
 
@@ -163,7 +163,7 @@ def test_the_winner_is_handed_to_who_calls_it_by_name():
 
 
 def test_an_entry_calls_the_chosen_program_directly_once_tuned():
-    from npdynamo.capture.frames import compiled_entries
+    from npdynamo.capture.hooks import compiled_entries
 
     def chain(x):
         return (x * 2.0 + 1.0) * x - 3.0
@@ -218,7 +218,7 @@ def test_a_graph_whose_only_kernels_are_in_its_loops_is_tuned_against_eager():
     for _ in range(2 * (1 + 2 * (tuning.TIMED_ROUNDS + tuning.EXTRA_ROUNDS)) + 2):
         got, want = compiled(E, w.copy(), 200), complex_filter(E, w.copy(), 200)
         assert_close(got, want, rtol=1e-9)
-    (entry,) = npdynamo.capture.frames.compiled_entries(compiled)
+    (entry,) = npdynamo.capture.hooks.compiled_entries(compiled)
     text = entry.report.tuning
     assert text.startswith("runs as ") and "eager" in text and "numba" in text
 

@@ -1,4 +1,4 @@
-"""``capture/frames/cache.py``: the policy every cache of compiled entries shares, with fake
+"""``capture/hooks/cache.py``: the policy every cache of compiled entries shares, with fake
 entries (no capture): first entry whose check holds runs, a miss builds, the limit is final."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from npdynamo import config
-from npdynamo.capture.frames.cache import EntryCache, FrameCache, cache_for, forget_entries
+from npdynamo.capture.hooks.cache import EntryCache, FrameCache, cache_for, forget_entries
 from npdynamo.errors import RecompileLimitWarning
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import npdynamo
 from npdynamo.api import reset
-from npdynamo.capture.frames import RecompileLimitWarning, compiled_entries
+from npdynamo.capture.hooks import RecompileLimitWarning, compiled_entries
 from tests.differential import CountingBackend, assert_same_value, check_same
 
 

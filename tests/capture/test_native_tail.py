@@ -13,7 +13,7 @@ import pytest
 import npdynamo
 from npdynamo.capture.breaks.native_tail import native_stops
 from npdynamo.capture.bytecode import generate as gen
-from npdynamo.capture.frames.cache import cache_of
+from npdynamo.capture.hooks.cache import cache_of
 from tests.differential import check_same
 
 

@@ -155,7 +155,7 @@ def compile_methods(tests: list[unittest.TestCase]) -> Recorder:
     capture (functions called natively at a break included)."""
     from npdynamo.api import REMAKE, make_session
     from npdynamo.backends import lookup_backend
-    from npdynamo.capture.frames.decorator import compile_with
+    from npdynamo.capture.hooks.decorator import compile_with
 
     recorder = Recorder()
     session = make_session(lookup_backend("eager"), recorder=recorder)

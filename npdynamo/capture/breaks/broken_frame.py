@@ -35,8 +35,8 @@ from npdynamo.capture.entry import (
     python_runner,
 )
 from npdynamo.capture.errors import CaptureUnsupported
-from npdynamo.capture.frames.dispatch import mark_generated
-from npdynamo.capture.frames.region import is_library_file
+from npdynamo.capture.hooks.dispatch import mark_generated
+from npdynamo.capture.hooks.region import is_library_file
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.session import CaptureContext
 from npdynamo.capture.translator import Frame, ReachedBreak, root_frame

@@ -37,8 +37,8 @@ from npdynamo.capture.bytecode.generate import (
     user_label,
 )
 from npdynamo.capture.bytecode.liveness import hand_over
-from npdynamo.capture.frames.cache import EntryCache, describe_code
-from npdynamo.capture.frames.dispatch import mark_generated
+from npdynamo.capture.hooks.cache import EntryCache, describe_code
+from npdynamo.capture.hooks.dispatch import mark_generated
 from npdynamo.generated import define, dispatch_source
 
 

@@ -44,7 +44,7 @@ from types import CodeType, FrameType, FunctionType
 from typing import Any
 
 from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE, CO_NESTED, CO_OPTIMIZED, PY
-from npdynamo.capture.frames.cache import (
+from npdynamo.capture.hooks.cache import (
     NpdynamoWarning,
     cache_for,
     capture_supported,
@@ -53,8 +53,8 @@ from npdynamo.capture.frames.cache import (
     warn_unsupported_python,
     warn_user,
 )
-from npdynamo.capture.frames.disable import capture_suspended, is_disabled
-from npdynamo.capture.frames.dispatch import (
+from npdynamo.capture.hooks.disable import capture_suspended, is_disabled
+from npdynamo.capture.hooks.dispatch import (
     forget_original,
     is_generated_code,
     is_original_view,

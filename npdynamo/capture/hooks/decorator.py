@@ -13,20 +13,20 @@ import weakref
 from types import FunctionType, MethodType
 from typing import Any
 
-from npdynamo.capture.frames.cache import (
+from npdynamo.capture.hooks.cache import (
     cache_for,
     capture_supported,
     register_alias,
     register_owner,
     warn_unsupported_python,
 )
-from npdynamo.capture.frames.compiled_function import (
+from npdynamo.capture.hooks.compiled_function import (
     CompiledFunction,
     Remake,
     make_compiled_function,
 )
-from npdynamo.capture.frames.disable import is_disabled
-from npdynamo.capture.frames.dispatch import (
+from npdynamo.capture.hooks.disable import is_disabled
+from npdynamo.capture.hooks.dispatch import (
     make_dispatch_code,
     make_original_view,
     make_python_call,

@@ -14,7 +14,7 @@ from npdynamo import config
 from npdynamo.api import compile, reset
 from npdynamo.backends import lookup_backend
 from npdynamo.capture import compile_frame
-from npdynamo.capture.frames import (
+from npdynamo.capture.hooks import (
     NotCompilable,
     RecompileLimitWarning,
     UnsupportedPythonWarning,
@@ -24,7 +24,7 @@ from npdynamo.capture.frames import (
     mark_generated,
     recompile_reasons,
 )
-from npdynamo.capture.frames import cache as cache_module
+from npdynamo.capture.hooks import cache as cache_module
 from npdynamo.errors import InvalidBackend, NpdynamoError, Unsupported
 
 

@@ -6,16 +6,16 @@ calls of user functions through generated dispatchers (``decorator.compile_with`
 of the session the cache was made for (this package never imports the capture above it).
 """
 
-from npdynamo.capture.frames.cache import (
+from npdynamo.capture.hooks.cache import (
     NpdynamoWarning,
     RecompileLimitWarning,
     UnsupportedPythonWarning,
     compiled_entries,
     recompile_reasons,
 )
-from npdynamo.capture.frames.decorator import NotCompilable
-from npdynamo.capture.frames.disable import disable, is_disabled
-from npdynamo.capture.frames.dispatch import is_generated_code, mark_generated, original_function
+from npdynamo.capture.hooks.decorator import NotCompilable
+from npdynamo.capture.hooks.disable import disable, is_disabled
+from npdynamo.capture.hooks.dispatch import is_generated_code, mark_generated, original_function
 
 __all__ = [
     "NotCompilable",

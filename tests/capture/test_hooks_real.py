@@ -9,7 +9,7 @@ import pytest
 
 from npdynamo import config
 from npdynamo.api import compile, enable, reset
-from npdynamo.capture.frames import RecompileLimitWarning, compiled_entries, recompile_reasons
+from npdynamo.capture.hooks import RecompileLimitWarning, compiled_entries, recompile_reasons
 from tests.differential import CountingBackend, assert_same_value
 
 

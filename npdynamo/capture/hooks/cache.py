@@ -46,9 +46,9 @@ from typing import Any
 
 from npdynamo import config
 from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE, PY, SUPPORTED_PYTHON, python_supported
-from npdynamo.capture.frames.disable import capture_suspended, suspend_capture
-from npdynamo.capture.frames.dispatch import EntryList, is_generated_code, original_function
-from npdynamo.errors import (  # noqa: F401 - NpdynamoWarning: frames re-exports it
+from npdynamo.capture.hooks.disable import capture_suspended, suspend_capture
+from npdynamo.capture.hooks.dispatch import EntryList, is_generated_code, original_function
+from npdynamo.errors import (  # noqa: F401 - NpdynamoWarning: hooks re-exports it
     NpdynamoWarning,
     RecompileLimitWarning,
     Unsupported,
