@@ -8,7 +8,7 @@ differentiable step of an enclosing tape. All of them use the VJP rules of ``vjp
 """
 
 from npdynamo.autograd import (
-    vjp_control_flow,  # noqa: F401  (registers the control-flow step)
+    vjp_higher_order,  # noqa: F401  (registers the control-flow step)
     vjp_rules,  # noqa: F401  (installs op.vjp on the registry)
 )
 from npdynamo.autograd.aot import AOTFunction, aot_backend, aot_eager, aot_numba

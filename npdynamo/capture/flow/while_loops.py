@@ -58,7 +58,7 @@ from npdynamo.capture.flow.if_statements import (
 )
 from npdynamo.capture.values import DELETED, ArrayValue, Const, ScalarInputValue, Value
 from npdynamo.ops import BINARY_OPERATORS, REGISTRY
-from npdynamo.ops.control_flow import WHILE_LOOP
+from npdynamo.ops.higher_order import WHILE_LOOP
 from npdynamo.ops.meta import ScalarMeta
 
 

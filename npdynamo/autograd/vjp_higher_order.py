@@ -10,7 +10,7 @@ mode, with the cotangents of the results as extra inputs) and emits control flow
   only the taken branch is differentiated at run time;
 * ``fori_loop``: one ``fori_loop_vjp`` node, which runs the loop again keeping every carried
   value and then runs the body's backward subgraph over them in reverse
-  (``ops/control_flow.py``); the outer values the body reads get the sum over iterations;
+  (``ops/higher_order.py``); the outer values the body reads get the sum over iterations;
 * ``while_loop``: a ``GradError`` (its trip count is not known ahead, as in jax).
 """
 
@@ -29,7 +29,7 @@ from npdynamo.autograd.reverse_mode import (
 from npdynamo.errors import GradError
 from npdynamo.fx import Graph, GraphModule, Node, map_arg
 from npdynamo.ops import REGISTRY, ArrayMeta, ScalarMeta
-from npdynamo.ops.control_flow import COND, FORI_LOOP_VJP, result_meta
+from npdynamo.ops.higher_order import COND, FORI_LOOP_VJP, result_meta
 from npdynamo.ops.tuples import TUPLE_ITEM
 
 
