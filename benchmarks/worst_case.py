@@ -139,7 +139,7 @@ def generator_method() -> dict:
     import numpy as np
 
     import npdynamo
-    from npdynamo.capture.frames.cache import compiled_entries
+    from npdynamo.capture.hooks.cache import compiled_entries
 
     def noisy(rng, x):
         return x * 2.0 + rng.standard_normal(4)
@@ -159,7 +159,7 @@ def racing_threads() -> dict:
     import numpy as np
 
     import npdynamo
-    from npdynamo.capture.frames.cache import compiled_entries
+    from npdynamo.capture.hooks.cache import compiled_entries
 
     def work(x):
         for _ in range(50):

@@ -70,6 +70,25 @@ def environment(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
 
 
+def _passed_on(name: str) -> bool:
+    # XDG_CACHE_HOME: where the kernel cache is when NPDYNAMO_CACHE_DIR is not set
+    return name.startswith("NPDYNAMO_") or name == "XDG_CACHE_HOME"
+
+
+def worker_environment() -> dict[str, str]:
+    """The variables a compile worker takes from this process as they are now (a warm worker
+    was started under earlier ones): every ``NPDYNAMO_*`` set, and ``XDG_CACHE_HOME``."""
+    return {k: v for k, v in os.environ.items() if _passed_on(k)}
+
+
+def adopt_worker_environment(environ: dict[str, str], **overrides: str) -> None:
+    """In a compile worker: make ``environ`` (``worker_environment()`` of the parent, with
+    ``overrides``) the variables it passes on, dropping its own."""
+    for name in [k for k in os.environ if _passed_on(k)]:
+        del os.environ[name]
+    os.environ.update(environ, **overrides)
+
+
 def switch(name: str) -> str:
     """A ``never / always / auto`` variable of ``ENVIRONMENT``, read now: ``"never"`` for
     0/never/false/off/no, ``"always"`` for 1/always/true/on/yes, else ``"auto"``."""

@@ -8,7 +8,7 @@ source refers to with a ``Namespace`` and run the source with ``define``/``run``
 text with ``linecache`` (tracebacks and warnings show the generated line) and drop that entry
 again when what the source defined is collected. ``dispatch_source`` writes the unrolled
 "first check that holds runs" function of resume hand-overs (the frame dispatchers instead loop
-over their entry list inside a code template: ``capture/frames/dispatch.py``).
+over their entry list inside a code template: ``capture/hooks/dispatch.py``).
 
 A leaf: it imports only the standard library, so any stage may import it, and it is the only
 module of the package that calls ``exec`` (``tools/house_rules.py`` checks that).
@@ -21,7 +21,7 @@ import keyword
 import linecache
 import re
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import CodeType
 from typing import Any
 
@@ -49,7 +49,8 @@ class Namespace:
     def __init__(self, base: dict | None = None, reserved: Sequence[str] | set[str] = (),
                  *, numbered: bool = False) -> None:
         self.values: dict[str, object] = dict(base or {})
-        self.taken: set[str] = set(reserved) | set(self.values)
+        self.taken = Names(reserved)
+        self.taken.update(self.values)
         self.numbered = numbered
         self._by_id: dict[int, str] = {}
 
@@ -75,12 +76,27 @@ class Namespace:
         return name
 
 
-def unique_name(base: str, taken: set[str]) -> str:
-    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken`` (then taken)."""
-    name, count = base, 0
+class Names(set):
+    """The names taken in one generated source, with the next number to try for each base, so
+    that asking for the same base a thousand times (an ONNX model's ``const``) does not scan
+    ``base_1``, ``base_2``, ... from the start each time. A plain set of names otherwise."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        super().__init__(names)
+        self.next_number: dict[str, int] = {}
+
+
+def unique_name(base: str, taken: Names) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken`` (then taken).
+
+    Every name of ``base`` below the number ``taken`` remembers for it is taken already, so
+    the search starts there: linear in the names asked for, not quadratic."""
+    count = taken.next_number.get(base, 0)
+    name = base if count == 0 else f"{base}_{count}"
     while name in taken:
         count += 1
         name = f"{base}_{count}"
+    taken.next_number[base] = count + 1
     taken.add(name)
     return name
 

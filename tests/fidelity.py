@@ -13,7 +13,7 @@ import types
 import numpy as np
 
 import npdynamo
-from tests.differential import assert_same_value, run_both
+from tests.differential import assert_compiled, assert_same_value, run_both
 
 ITERATOR_TYPES = (
     type(iter([])),
@@ -99,13 +99,17 @@ def _drain_iterators(objects: list) -> list:
     return rests
 
 
-def check_fidelity(fn, *args, backend="eager", calls: int = 2, compiled=None, **kwargs):
+def check_fidelity(fn, *args, backend="eager", calls: int = 2, compiled=None,
+                   graphs: int | None = None, breaks: int | None = None, **kwargs):
     """``fn`` plain and compiled: same results, exceptions, printed output, argument states,
-    and the same types, reprs, identity relations and iterator states."""
+    and the same types, reprs, identity relations and iterator states; and what was compiled
+    (``differential.assert_compiled``: by default at least one graph)."""
     compiled = compiled or npdynamo.compile(fn, backend=backend)
+    raised = False
     for _ in range(calls):
         run = run_both(fn, compiled, args, kwargs)
         expected, got, exc = run.expected, run.got, run.exc
+        raised |= exc is not None
         plain_args, plain_kwargs = run.plain_args, run.plain_kwargs
         comp_args, comp_kwargs = run.comp_args, run.comp_kwargs
         plain_objs: list = []
@@ -127,4 +131,5 @@ def check_fidelity(fn, *args, backend="eager", calls: int = 2, compiled=None, **
             assert_same_value(expected, got)
             assert_same_value(plain_args, comp_args, "args after the call")
         assert _drain_iterators(comp_objs) == _drain_iterators(plain_objs), "iterator states"
+    assert_compiled(compiled, graphs, breaks, raised)
     return compiled

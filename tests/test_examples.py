@@ -103,10 +103,10 @@ def test_grain_readers_hand_the_batches_over_in_order():
 
 def test_the_checker_tells_public_from_private_names():
     assert is_public("npdynamo.fx.passes.propagate_shapes") and is_public("npdynamo.inspect")
-    assert not is_public("npdynamo.capture.frames.compiled_entries")
+    assert not is_public("npdynamo.capture.hooks.compiled_entries")
     assert not is_public("npdynamo.fx.passes._helper") and is_public("npdynamo.config.tiered")
-    assert npdynamo_names("import npdynamo.capture.frames\nnpdynamo.backends.numba.x") >= {
-        "npdynamo.capture.frames", "npdynamo.backends.numba.x"}
+    assert npdynamo_names("import npdynamo.capture.hooks\nnpdynamo.backends.numba.x") >= {
+        "npdynamo.capture.hooks", "npdynamo.backends.numba.x"}
 
 
 def test_the_examples_use_only_public_names():

@@ -8,7 +8,7 @@ differentiable step of an enclosing tape. All of them use the VJP rules of ``vjp
 """
 
 from npdynamo.autograd import (
-    vjp_control_flow,  # noqa: F401  (registers the control-flow step)
+    vjp_higher_order,  # noqa: F401  (registers the control-flow step)
     vjp_rules,  # noqa: F401  (installs op.vjp on the registry)
 )
 from npdynamo.autograd.aot import AOTFunction, aot_backend, aot_eager, aot_numba
@@ -16,7 +16,7 @@ from npdynamo.autograd.api import GradSpec, grad, grad_spec, value_and_grad
 from npdynamo.autograd.joint import JointGraph, build_joint
 from npdynamo.autograd.partition import Partition, SavedValue, partition
 from npdynamo.autograd.pytree import tree_flatten, tree_map, tree_unflatten
-from npdynamo.autograd.symbolic import graph_emitter, reverse_mode
+from npdynamo.autograd.reverse_mode import graph_emitter, reverse_mode
 from npdynamo.autograd.tracer import Tracer, is_tracer, tracer_value
 
 __all__ = [

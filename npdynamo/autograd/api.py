@@ -3,7 +3,7 @@
 Outside ``compile`` they run the function once on tracers and walk the tape backwards (the
 dynamic graph). Each wrapper also carries a ``GradSpec`` (``grad_spec(fn)``) so the capture
 stage can recognise a ``value_and_grad(loss)(params)`` call inside a compiled function and
-differentiate it in the graph instead (``symbolic.reverse_mode``).
+differentiate it in the graph instead (``reverse_mode.reverse_mode``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from npdynamo.autograd.symbolic import carries_gradient, graph_emitter, reverse_mode
+from npdynamo.autograd.reverse_mode import carries_gradient, graph_emitter, reverse_mode
 from npdynamo.errors import GradError
 from npdynamo.fx import GraphModule, Node
 from npdynamo.fx.passes import run_pipeline

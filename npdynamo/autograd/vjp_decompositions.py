@@ -2,7 +2,7 @@
 ``lstsq``).
 
 Reverse mode gives such an op one cotangent per result (None where no gradient reached that
-result; ``symbolic._project_back`` gathers them from the ``tuple_item`` projections), and a
+result; ``reverse_mode._project_back`` gathers them from the ``tuple_item`` projections), and a
 rule reads the op's results through ``tuple_item`` on ``out``.
 
 * ``slogdet``: d log|det A| = tr(A^-1 dA), so ``A_bar = g * A^-T``; the sign is piecewise

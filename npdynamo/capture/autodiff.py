@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from npdynamo import ops
 from npdynamo.autograd.api import _argnums, grad, value_and_grad
-from npdynamo.autograd.symbolic import reverse_mode
+from npdynamo.autograd.reverse_mode import reverse_mode
 from npdynamo.capture.calls import call_value, inline_call
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.registry import BUILTINS, VALUE_CALLS

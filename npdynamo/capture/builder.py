@@ -19,9 +19,6 @@ import numpy as np
 from npdynamo.autograd.tracer import Tracer
 from npdynamo.capture.dynamic_dims import dynamic_dims, dynamic_scalar
 from npdynamo.capture.errors import CaptureUnsupported
-from npdynamo.capture.frames.compiled_function import CompiledFunction
-from npdynamo.capture.frames.disable import is_disabled
-from npdynamo.capture.frames.dispatch import original_function
 from npdynamo.capture.guards import (
     AttrSource,
     GuardKind,
@@ -30,6 +27,9 @@ from npdynamo.capture.guards import (
     Source,
     remaining_items,
 )
+from npdynamo.capture.hooks.compiled_function import CompiledFunction
+from npdynamo.capture.hooks.disable import is_disabled
+from npdynamo.capture.hooks.dispatch import original_function
 from npdynamo.capture.values import (
     ArrayValue,
     BoundMethodValue,

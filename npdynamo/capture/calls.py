@@ -25,11 +25,11 @@ from npdynamo.capture.bytecode.code import CO_GENERATOR, arg_layout
 from npdynamo.capture.containers import container_method, items_of
 from npdynamo.capture.descriptors import user_descriptor
 from npdynamo.capture.errors import UserCodeRaises
-from npdynamo.capture.frames.compiled_function import CompiledFunction
-from npdynamo.capture.frames.disable import is_disabled
-from npdynamo.capture.frames.dispatch import original_function
 from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
+from npdynamo.capture.hooks.compiled_function import CompiledFunction
+from npdynamo.capture.hooks.disable import is_disabled
+from npdynamo.capture.hooks.dispatch import original_function
 from npdynamo.capture.masked import MASKED_KINDS, masked_reduction
 from npdynamo.capture.opcalls import (
     normalize,

@@ -1,22 +1,17 @@
 """Build an entry for one frame: a whole graph, else a graph break, else plain Python.
 
-The top of the capture stage: what the frame hook's cache calls on a miss (``build_entry`` is
-installed into ``frames/cache.py`` by the package's composition root, ``capture/__init__.py``),
-and what a resume function calls through its session (``CompileContext.build_entry``). It runs
+The top of the capture stage: what the frame hook's cache and a resume function call on a miss,
+through the session they were made for (``CompileSession.build_entry``: ``new_session`` binds
+it, and the composition root, ``npdynamo/api.py``, makes a session per ``compile()``). It runs
 the translator over the whole frame; if that succeeds the entry runs the compiled graph
 (``entry.finish_entry``). If the translator stops at something a graph cannot hold, the frame is
 re-traced up to that instruction and the entry runs the broken frame instead
 (``breaks.build_break_entry``). Where no break is possible the frame runs in Python, with the
 reason recorded.
-
-It also wires a session's callbacks: resume functions capture through ``build_entry``, and a
-user function called natively at a break goes through ``npdynamo.compile`` (its own frame is
-captured, as a PEP 523 hook would do).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 import types
@@ -25,7 +20,7 @@ from collections.abc import Callable
 from npdynamo import config, logs
 
 # The handlers of opcodes and builtins and the autodiff calls register into ``capture.registry``
-# when imported; a capture session needs them all.
+# when imported; every capture needs them all.
 from npdynamo.capture import (  # noqa: F401
     autodiff,
     builtin_calls,
@@ -34,14 +29,13 @@ from npdynamo.capture import (  # noqa: F401
 )
 from npdynamo.capture.breaks.broken_frame import build_break_entry
 from npdynamo.capture.breaks.reasons import reason_from
-from npdynamo.capture.breaks.resume import CompileContext
+from npdynamo.capture.breaks.resume import CompileSession
 from npdynamo.capture.bytecode.generate import user_label
 from npdynamo.capture.entry import CompiledEntry, finish_entry, python_entry
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
 from npdynamo.capture.flow import errstate_blocks, higher_order  # noqa: F401
-from npdynamo.capture.frames.cache import gc_paused, on_reset
-from npdynamo.capture.frames.decorator import compile as compile_function
-from npdynamo.capture.frames.region import is_library_file
+from npdynamo.capture.hooks.cache import gc_paused
+from npdynamo.capture.hooks.region import is_library_file
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.session import CaptureContext
 from npdynamo.capture.translator import root_frame
@@ -54,16 +48,18 @@ def build_entry(
     *,
     backend: Callable,
     fullgraph: bool = False,
-    context: CompileContext | None = None,
+    context: CompileSession | None = None,
     cells_as_argument: bool = False,
     opaque_iterators: bool = False,
     dynamic: bool | None = None,
 ) -> CompiledEntry:
     """Capture ``fn`` for ``frame_args``; with ``fullgraph`` a break raises ``Unsupported``.
 
-    With ``opaque_iterators`` (a resume function continuing a loop that breaks in every
-    iteration) the loop iterators among the arguments are stepped natively, not unrolled."""
-    context = wire(context or default_context(backend, fullgraph, dynamic))
+    ``context`` is the session (``new_session``); without one (a test's direct call) a session
+    of its own is made. With ``opaque_iterators`` (a resume function continuing a loop that
+    breaks in every iteration) the loop iterators among the arguments are stepped natively, not
+    unrolled."""
+    context = context or new_session(backend, fullgraph, dynamic)
     with gc_paused():
         return _build_entry(fn, frame_args, fullgraph, context, cells_as_argument,
                             opaque_iterators)
@@ -102,7 +98,7 @@ def _build_entry(fn, frame_args, fullgraph, context, cells_as_argument, opaque_i
 
 
 def _capture(ctx: CaptureContext, fn: types.FunctionType, frame_args: tuple, fullgraph: bool,
-             context: CompileContext) -> CompiledEntry:
+             context: CompileSession) -> CompiledEntry:
     """One capture of the frame: its graph, else a graph break, else plain Python."""
     try:
         result = root_frame(ctx, frame_args).run()
@@ -141,28 +137,17 @@ def _capture(ctx: CaptureContext, fn: types.FunctionType, frame_args: tuple, ful
         return python_entry(ctx, why)
 
 
-def wire(context: CompileContext) -> CompileContext:
-    """Give ``context`` the callbacks it has not been given: resume functions capture through
-    ``build_entry``; functions called natively at a break are compiled with its backend."""
-    if context.build_entry is None:
-        context.build_entry = build_entry
-    if context.compile_callee is None:
-        context.compile_callee = functools.partial(compile_function, backend=context.backend)
-    return context
-
-
-_DEFAULT_CONTEXTS: dict[tuple, CompileContext] = {}
-
-
-def default_context(
-    backend: Callable, fullgraph: bool, dynamic: bool | None = None
-) -> CompileContext:
-    """The session shared by every function compiled with these settings."""
-    key = (id(backend), fullgraph, dynamic)
-    context = _DEFAULT_CONTEXTS.get(key)
-    if context is None or context.backend is not backend:
-        context = _DEFAULT_CONTEXTS[key] = CompileContext(backend, fullgraph, dynamic=dynamic)
-    return context
+def new_session(
+    backend: Callable,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    *,
+    recorder: Callable | None = None,
+    compile_callee: Callable | None = None,
+) -> CompileSession:
+    """A compile session whose captures run through ``build_entry``: made once per
+    ``compile()`` (or ``enable()`` block, or ``explain`` run) with everything bound here."""
+    return CompileSession(backend, build_entry, fullgraph, dynamic, recorder, compile_callee)
 
 
 def to_unsupported(exc: CaptureUnsupported) -> Unsupported:
@@ -183,10 +168,8 @@ def _log_entry(entry: CompiledEntry) -> None:
         logs.get_logger("graph_code").info(
             "Graph of %s:\n%s", user_label(entry.code), entry.graph_module.code
         )
-    if entry.fallback_reason and logs.get_logger("graph_breaks").isEnabledFor(logging.INFO):
+    if entry.runs_python and logs.get_logger("graph_breaks").isEnabledFor(logging.INFO):
         logs.get_logger("graph_breaks").info(
-            "%s runs in Python: %s", user_label(entry.code), entry.fallback_reason
+            "%s runs in Python: %s", user_label(entry.code), entry.runs_python
         )
 
-
-on_reset(_DEFAULT_CONTEXTS.clear)

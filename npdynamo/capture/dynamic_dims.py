@@ -26,7 +26,6 @@ from collections.abc import Iterable
 import numpy as np
 
 from npdynamo import config, logs
-from npdynamo.capture.frames.cache import on_reset
 from npdynamo.errors import InvalidArgument, user_location
 
 #: (code, input source name) -> the shape the first capture saw
@@ -141,5 +140,3 @@ def forget() -> None:
     _SEEN_SCALARS.clear()
     _DYNAMIC_SCALARS.clear()
 
-
-on_reset(forget)

@@ -21,9 +21,9 @@ import numpy as np
 from npdynamo.backends.compile import CompiledGraph, compile_graph
 from npdynamo.backends.report import BackendReport, Compiled
 from npdynamo.capture.bytecode.liveness import hand_over
-from npdynamo.capture.frames.dispatch import make_fallback
 from npdynamo.capture.guards import GuardKind, GuardSet, Owners, SourceTuple
 from npdynamo.capture.guards.guard import frame_params
+from npdynamo.capture.hooks.dispatch import make_python_call
 from npdynamo.capture.pysource import Namespace, make_function
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.session import CaptureContext
@@ -34,7 +34,7 @@ from npdynamo.generated import define
 if TYPE_CHECKING:
     # graph breaks sit above the entry they build (breaks/ imports this module)
     from npdynamo.capture.breaks.reasons import GraphBreakReason
-    from npdynamo.capture.breaks.resume import CompileContext
+    from npdynamo.capture.breaks.resume import CompileSession
 
 
 @dataclass
@@ -47,7 +47,7 @@ class CompiledEntry:
     graph_module: GraphModule | None = None
     #: what the backend returned for the graph (``backends.report.Compiled``)
     compiled: Compiled | None = None
-    fallback_reason: str | None = None
+    runs_python: str | None = None
     graph_break: GraphBreakReason | None = None
     compile_time_s: float = 0.0
     #: instructions the capture stepped through, retries included (capture time per instruction)
@@ -86,17 +86,17 @@ def python_runner(ctx: CaptureContext):
                      lines=False)
         run.__code__ = hand_over(run.__code__)  # the resumed code owns its arguments
         return run
-    return make_fallback(fn, fn.__code__)
+    return make_python_call(fn, fn.__code__)
 
 
 def python_entry(ctx: CaptureContext, reason: str) -> CompiledEntry:
     """An entry that runs the frame in plain Python (under the guards seen so far)."""
     ctx.finish_guards()
-    return CompiledEntry(ctx.guards.check, python_runner(ctx), ctx.guards, fallback_reason=reason)
+    return CompiledEntry(ctx.guards.check, python_runner(ctx), ctx.guards, runs_python=reason)
 
 
 def finish_graph(
-    ctx: CaptureContext, frame_args: tuple, rebuilder: ValueRebuilder, context: CompileContext
+    ctx: CaptureContext, frame_args: tuple, rebuilder: ValueRebuilder, context: CompileSession
 ) -> tuple[CompiledGraph, list]:
     """Close the graph over the values the rebuilder needs and compile it.
 
@@ -226,7 +226,7 @@ def finish_entry(
     frame_args: tuple,
     rebuilder: ValueRebuilder,
     tail: str,
-    context: CompileContext,
+    context: CompileSession,
 ) -> CompiledEntry:
     """The entry of a fully captured frame: guards, graph, and the runner returning its value."""
     graph, inputs = finish_graph(ctx, frame_args, rebuilder, context)

@@ -1,4 +1,4 @@
-"""The capture session: everything one capture of one function builds, and the limits it keeps.
+"""One capture's state: everything one capture of one function builds, and the limits it keeps.
 
 ``CaptureContext`` is the state of one capture: the fx graph (the function's own, or a loop
 body's or branch's while a sub-capture of ``flow/`` is active: ``subcapture``), the guards, the
@@ -7,7 +7,7 @@ relied on. The translator's frames (``translator.py``) step through bytecode and
 ``call_op`` is the one place an op becomes a graph node. ``compile_frame`` makes one per attempt
 and hands it, finished, to ``entry.py`` (a whole graph) or ``breaks/`` (a graph break). What all
 the captures of one compiled function share (the backend, the resume functions) is the
-``CompileContext`` of ``breaks/resume.py``.
+``CompileSession`` of ``breaks/resume.py`` (one per ``compile()``).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from npdynamo.export.schema import ExportError
 from npdynamo.fx import Graph
 from npdynamo.fx.node import Node
 from npdynamo.fx.sizes import symbol_origins
-from npdynamo.generated import unique_name
+from npdynamo.generated import Names, unique_name
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import Symbol, SymInt, _Compound
 from npdynamo.ops.symbolic_code import symbol_name
@@ -59,20 +59,15 @@ class Lowering:
         self.opset = opset
         self.helper = helper
         self.onnx = onnx
-        self.used: set[str] = set()
-        self.counts: dict[str, int] = {}
+        self.used = Names()
         self.scope: Scope | None = None
         self.initializers: list = []
 
     # -- names and nodes ----------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
-        """``hint``, ``hint_1``, ...: the first name not used (``unique_name``'s names), found
-        from the last one given for ``hint`` (a model has thousands of ``const``: scanning
-        from ``const`` each time took 12 s of grayscott's 14 s)."""
-        count = self.counts.get(hint, 0)
-        name = unique_name(hint if count == 0 else f"{hint}_{count}", self.used)
-        self.counts[hint] = count + 1
-        return name
+        """``hint``, ``hint_1``, ...: the first name not used (a model has thousands of
+        ``const``: ``unique_name`` goes on from the last one given)."""
+        return unique_name(hint, self.used)
 
     def add(self, op_type: str, inputs: list, outputs: int = 1, **attrs: Any):
         """Append one ONNX node; returns its output name (a list when ``outputs`` > 1)."""

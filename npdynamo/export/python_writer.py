@@ -30,7 +30,7 @@ from npdynamo.export import choice
 from npdynamo.export.schema import ExportError, tree_text
 from npdynamo.fx import GraphModule
 from npdynamo.fx.subgraphs import is_subgraph
-from npdynamo.generated import unique_name
+from npdynamo.generated import Names, unique_name
 from npdynamo.ops import speculation
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class _Writer:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.names: dict[int, str] = {}
-        self.used: set[str] = set()
+        self.used = Names()
         self.keep: list = []  # keeps the objects alive so that ids stay unique
 
     def fresh(self, hint: str) -> str:

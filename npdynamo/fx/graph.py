@@ -15,7 +15,7 @@ from npdynamo.fx.display import format_graph
 from npdynamo.fx.lint import lint_graph
 from npdynamo.fx.node import NODE_OPS, Node, map_arg, target_name
 from npdynamo.fx.subgraphs import copy_subgraph_args
-from npdynamo.generated import to_identifier
+from npdynamo.generated import Names, to_identifier, unique_name
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 
 # The generated code calls ``slice(...)`` by name; a local of that name would shadow it.
@@ -57,8 +57,7 @@ class Graph:
     def __init__(self) -> None:
         self._root = Node(self, "_root", "root", None)
         self._len = 0
-        self._used_names: set[str] = set(_RESERVED_NAMES)
-        self._name_counters: dict[str, int] = {}
+        self._used_names = Names(_RESERVED_NAMES)
         self._insert_point: _InsertPoint | None = None
 
     # -- building ----------------------------------------------------------------------------
@@ -112,19 +111,10 @@ class Graph:
         """
         if op not in NODE_OPS:
             raise ValueError(f"unknown node kind {op!r}; expected one of {', '.join(NODE_OPS)}")
-        node = Node(self, self._unique_name(name or target_name(target)), op, target, args, kwargs)
+        node = Node(self, unique_name(to_identifier(name or target_name(target)), self._used_names),
+                    op, target, args, kwargs)
         self._insert(node)
         return node
-
-    def _unique_name(self, hint: str) -> str:
-        base = to_identifier(hint)
-        name = base
-        while name in self._used_names:
-            count = self._name_counters.get(base, 0) + 1
-            self._name_counters[base] = count
-            name = f"{base}_{count}"
-        self._used_names.add(name)
-        return name
 
     def _insert(self, node: Node) -> None:
         if node.op == "placeholder":
@@ -214,7 +204,7 @@ class Graph:
             new._root.prepend(copy)
             new._len += 1
             mapping[node] = copy
-        new._name_counters = dict(self._name_counters)
+        new._used_names.next_number = dict(self._used_names.next_number)
         return new, mapping
 
     def __str__(self) -> str:

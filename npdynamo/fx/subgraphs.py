@@ -1,6 +1,6 @@
 """Subgraphs held by control-flow nodes: finding them, copying them, running passes inside them.
 
-A ``cond``/``while_loop``/``fori_loop`` node (``ops/control_flow.py``) carries its branches and
+A ``cond``/``while_loop``/``fori_loop`` node (``ops/higher_order.py``) carries its branches and
 loop bodies as ``GraphModule`` arguments. The passes, the linter, the printer and ``Graph.copy``
 reach them through these helpers, so every one of them treats a subgraph as a graph of its own.
 """

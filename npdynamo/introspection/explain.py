@@ -1,6 +1,6 @@
 """``npdynamo.explain``: run a function once under capture and report every graph and break.
 
-The run uses a fresh ``CompileContext`` whose recorder sees every entry built along the way (the
+The run uses a fresh ``CompileSession`` whose recorder sees every entry built along the way (the
 function's own, its resume functions', and those of user functions called at a break), so the
 report covers the whole call without touching any compiled function's cache.
 """
@@ -18,11 +18,11 @@ from npdynamo.autograd.aot import AOTReport
 from npdynamo.autograd.api import grad_spec
 from npdynamo.backends import lookup_backend
 from npdynamo.capture.breaks.reasons import GraphBreakReason
-from npdynamo.capture.breaks.resume import CompileContext
+from npdynamo.capture.breaks.resume import CompileSession
 from npdynamo.capture.bytecode.generate import user_label
-from npdynamo.capture.compile_frame import build_entry, wire
-from npdynamo.capture.frames.cache import cache_of
-from npdynamo.capture.frames.dispatch import original_function
+from npdynamo.capture.compile_frame import build_entry, new_session
+from npdynamo.capture.hooks.cache import cache_of
+from npdynamo.capture.hooks.dispatch import original_function
 from npdynamo.errors import InvalidArgument, user_location
 from npdynamo.introspection import render as explain_render
 
@@ -118,8 +118,8 @@ class _Recorder:
             )
         if entry.graph_break is not None:
             out.break_reasons.append(entry.graph_break)
-        if entry.fallback_reason is not None:
-            out.python_frames.append(f"{name}: {entry.fallback_reason}")
+        if entry.runs_python is not None:
+            out.python_frames.append(f"{name}: {entry.runs_python}")
         out.guards += [f"{name}: {text}" for text in entry.guard_set.describe()]
         out.loops += [line for line in (f"{name}: {text}" for text in entry.loops)
                       if line not in out.loops]
@@ -199,15 +199,18 @@ def _explain_gradient(spec, compiler):
 
 def recording_context(
     compiler, output: ExplainOutput, dynamic: bool | None = None
-) -> CompileContext:
+) -> CompileSession:
     """A session whose recorder sees every entry built, including those of user functions
     called natively at a break (they are captured in the same session, not compiled apart)."""
-    context = CompileContext(compiler, recorder=_Recorder(output), dynamic=dynamic)
-    context.compile_callee = lambda fn: call_through_context(fn, context)
-    return wire(context)
+    def compile_callee(fn: types.FunctionType):
+        return call_through_context(fn, context)
+
+    context = new_session(compiler, dynamic=dynamic, recorder=_Recorder(output),
+                          compile_callee=compile_callee)
+    return context
 
 
-def call_through_context(fn: types.FunctionType, context: CompileContext):
+def call_through_context(fn: types.FunctionType, context: CompileSession):
     """A callable capturing ``fn`` in ``context`` on every call (used by explain's runs)."""
     def call(*args, **kwargs):
         frame_args = frame_args_of(fn, args, kwargs)

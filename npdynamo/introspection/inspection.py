@@ -17,9 +17,8 @@ from npdynamo.autograd.aot import AOTReport
 from npdynamo.backends.numba.report import NumbaReport
 from npdynamo.backends.registry import backend_name
 from npdynamo.capture.bytecode.generate import user_label
-from npdynamo.capture.compile_frame import default_context
-from npdynamo.capture.frames.cache import cache_of, recompile_reasons
-from npdynamo.capture.frames.dispatch import original_function
+from npdynamo.capture.hooks.cache import cache_of, recompile_reasons
+from npdynamo.capture.hooks.dispatch import original_function
 from npdynamo.errors import InvalidArgument, user_location
 
 
@@ -148,8 +147,7 @@ def inspect(fn) -> Inspection:
     name = getattr(original, "__qualname__", repr(original))
     backend = backend_name(cache.backend)
     entries = [_entry_info(e, user_label(cache.code), backend) for e in cache.entries]
-    context = default_context(cache.backend, cache.fullgraph, cache.dynamic)
-    for call in list(context.resume_calls.values()):
+    for call in list(cache.session.resume_calls.values()):
         if call.key.code is cache.code:
             entries += [_entry_info(e, user_label(call.code), backend) for e in call.entries]
     return Inspection(name, entries, recompile_reasons(fn))
@@ -161,7 +159,7 @@ def _entry_info(entry, label: str, backend: str) -> EntryInfo:
         report = entry.report
         graph = GraphInfo(entry.graph_module, backend,
                           None if isinstance(report, AOTReport) else report)
-    return EntryInfo(label, list(entry.guard_set.describe()), graph, entry.fallback_reason,
+    return EntryInfo(label, list(entry.guard_set.describe()), graph, entry.runs_python,
                      entry.graph_break, entry.compile_time_s)
 
 

@@ -10,10 +10,10 @@ canonical ``(op, args, kwargs)`` triples.
 from npdynamo.ops import (
     complex_parts,
     composite,
-    control_flow,
     creation,
     decompositions,
     elementwise,
+    higher_order,
     histograms,
     indexing,
     linalg,
@@ -67,6 +67,6 @@ __all__ = [
     *REGISTRY,
 ]
 
-del (complex_parts, composite, control_flow, creation, decompositions, elementwise, histograms,
+del (complex_parts, composite, creation, decompositions, elementwise, higher_order, histograms,
      indexing, linalg, numeric, reductions, random, reorder, scalar_ops, scans, selection,
      shape_ops, solvers, speculation, statistics, tuples, writes)

@@ -3,7 +3,7 @@
 An op with several results is one node whose value is the tuple of them (NumPy's named tuple
 for the decompositions); each result the program uses is a ``tuple_item(results, index)`` node.
 Reverse mode gathers the cotangents of these projections into one tuple per results node
-(``autograd/symbolic.py``), which the op's VJP rule, or autograd's control-flow step, receives.
+(``autograd/reverse_mode.py``), which the op's VJP rule, or autograd's control-flow step, receives.
 """
 
 from __future__ import annotations

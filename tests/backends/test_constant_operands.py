@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import npdynamo
 from npdynamo.backends.constant_operands import with_array_constants
-from npdynamo.capture.frames import compiled_entries
+from npdynamo.capture.hooks import compiled_entries
 from tests.differential import assert_same_value, run_both
 
 UFUNCS = ["add", "subtract", "multiply", "divide", "power", "maximum", "fmin", "arctan2",

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.capture.frames import compiled_entries
+from npdynamo.capture.hooks import compiled_entries
 from tests.backends.compare import assert_close
 
 

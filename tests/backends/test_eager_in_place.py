@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import npdynamo
-from npdynamo.capture.frames import compiled_entries
 from npdynamo.capture.guards import GuardKind
+from npdynamo.capture.hooks import compiled_entries
 from tests.differential import assert_same_value, check_same, run_both
 
 

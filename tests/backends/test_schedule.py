@@ -28,7 +28,7 @@ from npdynamo.backends.inplace import may_alias
 from npdynamo.backends.numba import numba_backend
 from npdynamo.backends.scheduler import gil_held_fraction, runner, tuned_eager
 from npdynamo.backends.scheduler.plan import Schedule, Step, assign_streams, dependencies
-from npdynamo.capture.frames import compiled_entries
+from npdynamo.capture.hooks import compiled_entries
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import npdynamo
 from npdynamo.backends import tuning
@@ -116,7 +117,7 @@ def test_tuned_graph_matches_python_on_every_call_and_explain_shows_the_choice()
         assert_close(compiled(x, y), want)
     report = npdynamo.explain(softplus_sum, backend="numba")(x, y).backend_reports[0]
     assert report.tuning == TUNING_PENDING  # explain's own capture: no warm call yet
-    (entry,) = npdynamo.capture.frames.compiled_entries(compiled)
+    (entry,) = npdynamo.capture.hooks.compiled_entries(compiled)
     text = str(entry.report)
     assert "runs as " in text and "numba parallel" in text and "numba serial" in text
 
@@ -126,7 +127,7 @@ def test_tuning_can_be_switched_off(monkeypatch):
     compiled = npdynamo.compile(softplus_sum, backend="numba")
     x = np.linspace(0.0, 1.0, 50)
     assert_close(compiled(x, x), softplus_sum(x, x))
-    (entry,) = npdynamo.capture.frames.compiled_entries(compiled)
+    (entry,) = npdynamo.capture.hooks.compiled_entries(compiled)
     assert "NPDYNAMO_NUMBA_TUNE=0" in entry.report.tuning
 
 
@@ -162,7 +163,7 @@ def test_the_winner_is_handed_to_who_calls_it_by_name():
 
 
 def test_an_entry_calls_the_chosen_program_directly_once_tuned():
-    from npdynamo.capture.frames import compiled_entries
+    from npdynamo.capture.hooks import compiled_entries
 
     def chain(x):
         return (x * 2.0 + 1.0) * x - 3.0
@@ -217,7 +218,7 @@ def test_a_graph_whose_only_kernels_are_in_its_loops_is_tuned_against_eager():
     for _ in range(2 * (1 + 2 * (tuning.TIMED_ROUNDS + tuning.EXTRA_ROUNDS)) + 2):
         got, want = compiled(E, w.copy(), 200), complex_filter(E, w.copy(), 200)
         assert_close(got, want, rtol=1e-9)
-    (entry,) = npdynamo.capture.frames.compiled_entries(compiled)
+    (entry,) = npdynamo.capture.hooks.compiled_entries(compiled)
     text = entry.report.tuning
     assert text.startswith("runs as ") and "eager" in text and "numba" in text
 
@@ -237,45 +238,6 @@ def side_by_side(clock: FakeClock, label: str, costs, runs: list):
     ``costs(n)``."""
     return tuning.Candidate(label, costing_calls(clock, label, costs, runs).run,
                             side_by_side=True)
-
-
-def test_a_side_by_side_form_that_lost_its_core_once_is_not_dropped_for_it():
-    # the scheduled form takes 0.6 of serial's time, but its first timed call (its second
-    # call) lost the second core and took 3x serial: one such call must not decide
-    clock, runs, decided = FakeClock(), [], []
-    fn = tuning.fastest_of(
-        [costing(clock, "serial", 1.0, runs),
-         side_by_side(clock, "scheduled", lambda n: 3.0 if n == 3 else 0.6, runs)],
-        decided.append, clock)
-    for i in range(60):
-        fn(i)
-    assert decided and decided[0].startswith("runs as scheduled"), decided
-    assert runs[-5:] == ["scheduled"] * 5
-
-
-def test_a_side_by_side_form_in_the_lead_is_timed_again_before_it_is_kept():
-    # serial takes 1.0, the schedule 1.7; serial's two first timed calls (its 3rd and 5th)
-    # lost the core and took 3.0: the schedule leads then, and more rounds must show it loses
-    clock, runs, decided = FakeClock(), [], []
-    fn = tuning.fastest_of(
-        [costing_calls(clock, "serial", lambda n: 3.0 if n in (3, 5) else 1.0, runs),
-         side_by_side(clock, "scheduled", lambda n: 1.7, runs)], decided.append, clock)
-    for i in range(60):
-        fn(i)
-    assert decided and decided[0].startswith("runs as serial"), decided
-    assert runs[-5:] == ["serial"] * 5
-
-
-def test_a_side_by_side_form_barely_faster_leaves_the_serial_one():
-    clock, runs, decided = FakeClock(), [], []
-    fn = tuning.fastest_of(
-        [costing(clock, "serial", 1.0, runs),
-         side_by_side(clock, "scheduled", lambda n: 0.98, runs)], decided.append, clock)
-    for i in range(40):
-        fn(i)
-    assert decided and decided[0].startswith("runs as serial"), decided
-    assert "scheduled was less than 5% faster" in decided[0]
-    assert runs[-5:] == ["serial"] * 5
 
 
 def test_the_scheduler_marks_its_form_as_side_by_side(monkeypatch):
@@ -304,16 +266,34 @@ def test_the_scheduler_marks_its_form_as_side_by_side(monkeypatch):
     assert [(c.label, c.side_by_side) for c in offered] == [("serial", False), ("scheduled", True)]
 
 
-def test_a_side_by_side_form_that_won_on_one_fast_call_is_dropped_on_probation():
+#: (serial's n-th call cost, the side-by-side form's, calls, the form kept, a phrase of the why)
+SIDE_BY_SIDE_CASES = {
+    # the scheduled form takes 0.6 of serial's time, but its first timed call (its 3rd) lost
+    # the second core and took 3x serial: one such call must not decide
+    "lost its core once, kept": (lambda n: 1.0, lambda n: 3.0 if n == 3 else 0.6, 60,
+                                 "scheduled", ""),
+    # serial's two first timed calls (its 3rd and 5th) lost the core and took 3.0: the
+    # schedule (1.7) leads then, and more rounds must show it loses
+    "in the lead, timed again": (lambda n: 3.0 if n in (3, 5) else 1.0, lambda n: 1.7, 60,
+                                 "serial", ""),
+    "barely faster, dropped": (lambda n: 1.0, lambda n: 0.98, 40, "serial",
+                               "scheduled was less than 5% faster"),
     # the schedule's first timed call (its 3rd) was fast, every other call 1.7x serial: it
     # wins on its best call, then its next calls' median sends the graph back to serial
+    "won on one fast call, dropped on probation": (
+        lambda n: 1.0, lambda n: 0.5 if n == 3 else 1.7, 80, "serial", "median over its next"),
+}
+
+
+@pytest.mark.parametrize("case", SIDE_BY_SIDE_CASES)
+def test_a_side_by_side_form_is_kept_only_when_it_stays_faster(case):
+    serial, scheduled, calls, kept, why = SIDE_BY_SIDE_CASES[case]
     clock, runs, decided = FakeClock(), [], []
     fn = tuning.fastest_of(
-        [costing(clock, "serial", 1.0, runs),
-         side_by_side(clock, "scheduled", lambda n: 0.5 if n == 3 else 1.7, runs)],
-        decided.append, clock)
-    for i in range(80):
+        [costing_calls(clock, "serial", serial, runs),
+         side_by_side(clock, "scheduled", scheduled, runs)], decided.append, clock)
+    for i in range(calls):
         fn(i)
-    assert decided and decided[0].startswith("runs as serial"), decided
-    assert "median over its next" in decided[0]
-    assert runs[-5:] == ["serial"] * 5
+    assert decided and decided[0].startswith(f"runs as {kept}"), decided
+    assert why in decided[0]
+    assert runs[-5:] == [kept] * 5

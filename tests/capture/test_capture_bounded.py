@@ -26,16 +26,18 @@ import numpy as np
 import pytest
 
 import npdynamo
+from npdynamo.api import REMAKE, make_session
 from npdynamo.backends import lookup_backend
-from npdynamo.capture.compile_frame import default_context
 from npdynamo.capture.flow.unrolled_loops import UNROLL_STEP_LIMIT
+from npdynamo.capture.hooks.decorator import compile_with
 from npdynamo.capture.session import ITEMS_READ_LIMIT
 from tests.fidelity import check_fidelity
 
 
 @pytest.fixture
 def captures(monkeypatch):
-    """Every entry the eager session builds: (function name, instructions, guard lines, break)."""
+    """Every entry the sessions of check_fidelity's compile() build: (function name,
+    instructions, guard lines, break)."""
     seen: list[tuple[str, int, int, str]] = []
 
     def record(entry, fn) -> None:
@@ -43,9 +45,12 @@ def captures(monkeypatch):
         seen.append((fn.__name__, entry.steps, len(entry.guard_set.source.splitlines()),
                      "" if reason is None else str(getattr(reason, "reason", reason))))
 
-    npdynamo.reset()  # (drops the sessions: the recorder goes on the new one)
-    context = default_context(lookup_backend("eager"), False, None)
-    monkeypatch.setattr(context, "recorder", record, raising=False)
+    def compile_recorded(fn, backend="eager"):
+        session = make_session(lookup_backend(backend), recorder=record)
+        return compile_with(fn, session, (backend, False, None), REMAKE)
+
+    npdynamo.reset()
+    monkeypatch.setattr(npdynamo, "compile", compile_recorded)  # as check_fidelity compiles
     yield seen
     npdynamo.reset()
 

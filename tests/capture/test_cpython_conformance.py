@@ -292,7 +292,8 @@ def annotated_function_handed_back():
     exception_with_keywords, exception_constructor_error, annotated_function_handed_back,
 ])
 def test_exceptions_and_functions_made_here(fn, backend):
-    check_fidelity(fn, backend=backend)
+    # a function with annotations made in the frame cannot be handed back: the frame runs in Python
+    check_fidelity(fn, backend=backend, graphs=0 if fn is annotated_function_handed_back else None)
 
 
 # -- an argument that is also a cell, closed over after a break (3.13: test_tuple) -------------

@@ -402,7 +402,14 @@ COUNTED = [p for p in PROGRAMS if p[3] is not None]
 
 @pytest.mark.parametrize("name,fn,factory,counts", PROGRAMS, ids=IDS)
 def test_program_matches_python(name, fn, factory, counts):
-    check_same(fn, *factory(), calls=2)
+    graphs, breaks = counts or (None, None)
+    if name in RUN_IN_PYTHON:
+        graphs = 0
+    check_same(fn, *factory(), calls=2, graphs=graphs, breaks=breaks)
+
+
+#: a break at a generator's send/close would leave a NULL on the stack: the frame runs in Python
+RUN_IN_PYTHON = {"send_is_a_graph_break", "close_is_a_graph_break"}
 
 
 @pytest.mark.parametrize("name,fn,factory,counts", COUNTED, ids=[p[0] for p in COUNTED])

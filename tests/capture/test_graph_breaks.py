@@ -125,7 +125,7 @@ def test_break_kinds(fn, kind):
 
 
 def test_explain_does_not_touch_the_cache():
-    from npdynamo.capture.frames import compiled_entries
+    from npdynamo.capture.hooks import compiled_entries
 
     compiled = npdynamo.compile(break_two_calls_deep)
     quiet_explain(compiled, np.ones(3))

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.capture.frames import compiled_entries, recompile_reasons, reset
+from npdynamo.api import reset
 from npdynamo.capture.guards.compact import COMPACT_MIN_ITEMS
+from npdynamo.capture.hooks import compiled_entries, recompile_reasons
 from tests.differential import CountingBackend, check_same
 
 

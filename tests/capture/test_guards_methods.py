@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.capture.frames import RecompileLimitWarning, compiled_entries, reset
+from npdynamo.api import reset
+from npdynamo.capture.hooks import RecompileLimitWarning, compiled_entries
 from tests.differential import CountingBackend, assert_same_value, check_same
 
 

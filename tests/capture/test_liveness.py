@@ -9,7 +9,7 @@ import numpy as np
 import npdynamo
 from npdynamo.capture.bytecode.generate import decoded_instructions
 from npdynamo.capture.bytecode.liveness import hand_over, live_locals
-from npdynamo.capture.frames.cache import compiled_entries
+from npdynamo.capture.hooks.cache import compiled_entries
 
 
 def live_at_call(fn, callee: str) -> frozenset[str] | None:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import npdynamo
-from npdynamo.capture.breaks.resume import CompileContext
+from npdynamo.capture.breaks.resume import CompileSession
 from npdynamo.capture.bytecode import generate as bytecode_gen
 from tests.differential import CountingBackend, check_same
 
@@ -79,7 +79,7 @@ def print_rows(xs):
     return s
 
 
-def _resume_state(context: CompileContext) -> list[int]:
+def _resume_state(context: CompileSession) -> list[int]:
     return [len(call.entries) for call in context.resume_calls.values()]
 
 
@@ -123,8 +123,9 @@ def newton_sqrt(a):
 
 @pytest.mark.filterwarnings("ignore:npdynamo.*cache_size_limit")
 def test_while_on_an_array_runs_thousands_of_iterations():
-    context = CompileContext(CountingBackend())
-    from npdynamo.capture.compile_frame import build_entry
+    from npdynamo.capture.compile_frame import build_entry, new_session
+
+    context = new_session(CountingBackend())
 
     a = np.linspace(1.0, 4.0, 5)
     check_same(newton_sqrt, a, calls=2)

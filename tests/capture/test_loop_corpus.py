@@ -16,7 +16,7 @@ import pytest
 
 import npdynamo as nd
 from benchmarks.loop_kernels import KERNELS
-from npdynamo.capture.frames.cache import NpdynamoWarning
+from npdynamo.capture.hooks.cache import NpdynamoWarning
 from tests.backends.compare import assert_close
 from tests.differential import check_same
 

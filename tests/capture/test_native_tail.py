@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.capture import compile_frame
 from npdynamo.capture.breaks.native_tail import native_stops
 from npdynamo.capture.bytecode import generate as gen
+from npdynamo.capture.hooks.cache import cache_of
 from tests.differential import check_same
 
 
@@ -31,12 +31,11 @@ def test_a_loop_whose_body_breaks_hands_over_once_per_iteration():
     with contextlib.redirect_stdout(io.StringIO()):
         compiled(xs)  # captures every resume point
         calls = []
-        for context in compile_frame._DEFAULT_CONTEXTS.values():
-            for call in context.resume_calls.values():
-                # hand-overs read ``dispatch`` at run time: count through a wrapper
-                call.dispatch = (lambda inner: lambda *a: calls.append(1) or inner(*a))(
-                    call.dispatch
-                )
+        for call in cache_of(compiled).session.resume_calls.values():
+            # hand-overs read ``dispatch`` at run time: count through a wrapper
+            call.dispatch = (lambda inner: lambda *a: calls.append(1) or inner(*a))(
+                call.dispatch
+            )
         got = compiled(xs)
     np.testing.assert_array_equal(got, print_in_body(xs))
     assert 200 <= len(calls) <= 202  # one per iteration, plus the loop's way out
@@ -178,8 +177,10 @@ def try_in_loop(xs):
     ],
 )
 def test_tails_match_python(fn, args):
+    # a generator that has produced items cannot be handed back at a break: Python runs the frame
+    graphs = 0 if fn is loop_over_generator else None
     with contextlib.redirect_stdout(io.StringIO()):
-        check_same(fn, *args(), calls=3)
+        check_same(fn, *args(), calls=3, graphs=graphs)
 
 
 def test_reset_drops_generated_resume_codes():

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.capture.frames import compiled_entries
-from npdynamo.capture.frames.compiled_function import CompiledFunction
+from npdynamo.capture.hooks import compiled_entries
+from npdynamo.capture.hooks.compiled_function import CompiledFunction
 from tests.capture import pickle_targets as targets
 from tests.differential import assert_same_value
 
@@ -106,7 +106,7 @@ def _run(code: str, *args: str) -> str:
 _LOAD_AND_CALL = """
     import pickle, sys
     import numpy as np
-    from npdynamo.capture.frames import compiled_entries
+    from npdynamo.capture.hooks import compiled_entries
     for path in sys.argv[1:]:
         with open(path, "rb") as f:
             fn = pickle.load(f)

@@ -10,23 +10,21 @@ import warnings
 import numpy as np
 import pytest
 
+from npdynamo.api import compile, enable, reset
 from npdynamo.backends import lookup_backend
-from npdynamo.capture.frames import (
+from npdynamo.capture.hooks import (
     NpdynamoWarning,
     UnsupportedPythonWarning,
-    compile,
     disable,
-    enable,
     original_function,
-    reset,
 )
-from npdynamo.capture.frames import cache as cache_module
-from npdynamo.capture.frames import region as region_module
+from npdynamo.capture.hooks import cache as cache_module
+from npdynamo.capture.hooks import region as region_module
 from npdynamo.errors import InvalidBackend
-from tests.capture import test_frames
+from tests.capture import test_hooks
 
-#: the fake entry builder of test_frames, as a fixture here too
-builder = test_frames.builder
+#: the fake entry builder of test_hooks, as a fixture here too
+builder = test_hooks.builder
 
 MONITORING = sys.version_info >= (3, 12)
 TRACER_BEFORE_TESTS = sys.gettrace()

@@ -141,7 +141,7 @@ def test_counter_attribute_recaptures_but_history_does_not():
     # the growing history list is never guarded on its length
     assert all(
         "len(model.history)" not in g
-        for e in npdynamo.capture.frames.compiled_entries(compiled)
+        for e in npdynamo.capture.hooks.compiled_entries(compiled)
         for g in e.guard_set.describe()
     )
 
@@ -305,7 +305,7 @@ def test_dict_item_stores_back_match_python(fn, make):
 
 
 def test_an_item_updated_in_place_is_not_stored_back():
-    from npdynamo.capture.frames import compiled_entries
+    from npdynamo.capture.hooks import compiled_entries
 
     compiled = npdynamo.compile(_update_items)
     params = {"w": np.ones(3), "b": np.arange(2.0)}

@@ -86,7 +86,7 @@ class Recorder:
             "s": round(entry.compile_time_s, 5),
             "steps": entry.steps,
             "break": None if reason is None else str(getattr(reason, "reason", reason))[:200],
-            "python": (entry.fallback_reason or "")[:200] or None,
+            "python": (entry.runs_python or "")[:200] or None,
             "loops": [str(note)[:120] for note in entry.loops][:4],
         })
 
@@ -150,21 +150,19 @@ class Result(unittest.TestResult):
         self._set(test, "fail", (AssertionError, AssertionError("unexpected success"), None))
 
 
-def compile_methods(tests: list[unittest.TestCase]) -> None:
-    import npdynamo
-
-    for test in tests:
-        method = getattr(type(test), test._testMethodName)
-        compiled = npdynamo.compile(method, backend="eager")
-        setattr(test, test._testMethodName, types.MethodType(compiled, test))
-
-
-def install_recorder() -> Recorder:
+def compile_methods(tests: list[unittest.TestCase]) -> Recorder:
+    """Compile each test method on the eager backend, in sessions whose recorder sees every
+    capture (functions called natively at a break included)."""
+    from npdynamo.api import REMAKE, make_session
     from npdynamo.backends import lookup_backend
-    from npdynamo.capture.compile_frame import default_context
+    from npdynamo.capture.hooks.decorator import compile_with
 
     recorder = Recorder()
-    default_context(lookup_backend("eager"), False, None).recorder = recorder
+    session = make_session(lookup_backend("eager"), recorder=recorder)
+    for test in tests:
+        method = getattr(type(test), test._testMethodName)
+        compiled = compile_with(method, session, ("eager", False, None), REMAKE)
+        setattr(test, test._testMethodName, types.MethodType(compiled, test))
     return recorder
 
 
@@ -187,8 +185,7 @@ def main(argv: list[str]) -> int:
              and (not wanted or any(k in t.id() for k in wanted))]
     recorder = None
     if mode == "compiled":
-        compile_methods(tests)
-        recorder = install_recorder()
+        recorder = compile_methods(tests)
     with open(out_path, "a") as out:
         result = Result(out, recorder)
         sys.stdout = io.StringIO()  # the tests' own output is not the report's

@@ -118,6 +118,6 @@ def test_examples_import_nothing_private(name):
 
 def test_the_private_import_check_finds_internals(tmp_path):
     sample = tmp_path / "sample.py"
-    sample.write_text("import npdynamo\nfrom npdynamo.capture.frames import compiled_entries\n"
-                      "npdynamo.capture.frames.recompile_reasons(f)\n")
+    sample.write_text("import npdynamo\nfrom npdynamo.capture.hooks import compiled_entries\n"
+                      "npdynamo.capture.hooks.recompile_reasons(f)\n")
     assert len(_private_imports(str(sample))) == 2

@@ -15,7 +15,7 @@ from npdynamo.ops.elementwise import BINARY_UFUNCS, UNARY_UFUNCS
 from npdynamo.ops.scalar_ops import BINARY, UNARY
 from tests.ops.cases_breadth import breadth_cases
 from tests.ops.cases_decompositions import decomposition_cases
-from tests.ops.control_flow_cases import CONTROL_FLOW_CASES
+from tests.ops.higher_order_cases import CONTROL_FLOW_CASES
 from tests.ops.strategies import (
     Case,
     array_case,

@@ -40,9 +40,7 @@ def compile_payload(payload: bytes, on_kernels: Any = None) -> dict:
 
     gm, example_inputs, settings, part, parts = pickle.loads(payload)
     environ = settings.pop("environ", {})
-    for name in [k for k in os.environ if k.startswith("NPDYNAMO_") or k == "XDG_CACHE_HOME"]:
-        del os.environ[name]
-    os.environ.update(environ, NPDYNAMO_PROGRESS="0", NPDYNAMO_TIERED="0")
+    config.adopt_worker_environment(environ, NPDYNAMO_PROGRESS="0", NPDYNAMO_TIERED="0")
     for name, value in settings.items():
         setattr(config, name, value)
     config.tiered = False

@@ -21,7 +21,6 @@ graph is only compiled, so they are pickled by structure (``dumps``).
 from __future__ import annotations
 
 import io
-import os
 import pickle
 import time
 import warnings
@@ -110,8 +109,7 @@ def dumps(gm: GraphModule, example_inputs: list, part: int = 0, parts: int = 1) 
     settings = {name: getattr(config, name) for name in _CONFIG}
     # the environment as it is now (a warm worker was started under an earlier one): where the
     # cache is, the thread policy
-    settings["environ"] = {k: v for k, v in os.environ.items()
-                           if k.startswith("NPDYNAMO_") or k == "XDG_CACHE_HOME"}
+    settings["environ"] = config.worker_environment()
     _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(
         (gm, example_inputs, settings, part, parts))
     return buffer.getvalue()

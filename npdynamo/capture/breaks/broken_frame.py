@@ -23,7 +23,7 @@ from npdynamo import logs
 from npdynamo.capture import bytecode as bc
 from npdynamo.capture.breaks.native_tail import native_stops
 from npdynamo.capture.breaks.reasons import GraphBreakReason
-from npdynamo.capture.breaks.resume import CompileContext, TailCall, finish
+from npdynamo.capture.breaks.resume import CompileSession, TailCall, finish
 from npdynamo.capture.bytecode import generate as gen
 from npdynamo.capture.bytecode.liveness import hand_over, live_locals
 from npdynamo.capture.calls import class_attribute
@@ -35,8 +35,8 @@ from npdynamo.capture.entry import (
     python_runner,
 )
 from npdynamo.capture.errors import CaptureUnsupported
-from npdynamo.capture.frames.dispatch import mark_generated
-from npdynamo.capture.frames.region import is_library_file
+from npdynamo.capture.hooks.dispatch import mark_generated
+from npdynamo.capture.hooks.region import is_library_file
 from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.session import CaptureContext
 from npdynamo.capture.translator import Frame, ReachedBreak, root_frame
@@ -85,7 +85,7 @@ def build_break_entry(
     frame_args: tuple,
     exc: CaptureUnsupported,
     reason: GraphBreakReason,
-    context: CompileContext,
+    context: CompileSession,
 ) -> CompiledEntry:
     """The entry of a frame whose first capture (``first``) stopped at ``exc``."""
     fn, cells_as_argument = first.fn, first.cells_as_argument
@@ -388,6 +388,8 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
         return  # a comprehension's code (its argument is ".0"): it runs natively
     if is_library_file(fn.__code__.co_filename):
         return  # library code (json.dumps) runs natively, as the region hook leaves it
+    if context.compile_callee is None:
+        return  # a session that compiles no callees: it runs as plain Python
     wrapper = context.compile_callee(fn)
     if isinstance(value, BoundMethodValue):
         stack[pos] = BoundMethodValue(
@@ -398,7 +400,7 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
         stack[pos] = FunctionValue(fn.__code__, fn.__globals__, fn.__name__, fn=wrapper)
 
 
-def _runner(new_code: types.CodeType, ctx: CaptureContext, fallback, graph_failed):
+def _runner(new_code: types.CodeType, ctx: CaptureContext, python, graph_failed):
     """Run the broken frame's code; if its prefix graph raises (nothing was written back yet),
     the frame reruns in Python, so the user sees exactly Python's state and exception. The
     prefix hands the frame's arguments back in the exception for that: a resume function's
@@ -413,13 +415,13 @@ def _runner(new_code: types.CodeType, ctx: CaptureContext, fallback, graph_faile
                 return broken(*args)
             except graph_failed as failed:
                 rerun = failed.args  # rerun outside the handler: Python sees no GraphFailed
-            return fallback(*rerun)
+            return python(*rerun)
 
         return run
     # a resume function's broken frame: called with the cells first, run with its closure
     params = "".join(f", a{i}" for i in range(len(ctx.arg_names)))
     env = {"function": types.FunctionType, "CODE": new_code, "G": glob, "NAME": name,
-           "failed": graph_failed, "fallback": fallback}
+           "failed": graph_failed, "python": python}
     if not new_code.co_freevars:  # the common case: no closure, one function serves every call
         env["shared"] = types.FunctionType(new_code, glob, name)
         call = f"shared({params[2:]})"
@@ -431,13 +433,13 @@ def _runner(new_code: types.CodeType, ctx: CaptureContext, fallback, graph_faile
         f"        return {call}\n"
         "    except failed as error:\n"
         "        rerun = error.args  # rerun outside the handler: Python sees no GraphFailed\n"
-        "    return fallback(*rerun)\n"
+        "    return python(*rerun)\n"
     )
     run = define(source, "run", env, filename=f"<npdynamo-run-{name}>", lines=False)
     run.__code__ = hand_over(run.__code__)  # the resumed code owns its arguments
     mark_generated(run.__code__)
     if "shared" in env:
-        run.shared_parts = (env["shared"], fallback, graph_failed)  # dispatchers inline it
+        run.shared_parts = (env["shared"], python, graph_failed)  # dispatchers inline it
     return run
 
 

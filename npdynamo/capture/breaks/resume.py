@@ -1,8 +1,9 @@
 """Resume functions at run time: called from a broken frame, captured by the same machinery.
 
-A ``CompileContext`` is what one compiled function's captures share: the backend, ``fullgraph``,
-the resume functions' caches, (for ``explain``) a recorder of every entry built, and the two
-callbacks ``compile_frame.py`` wires in: ``build_entry`` (how a resume function is captured) and
+A ``CompileSession`` is the session one ``compile()`` makes (``npdynamo/api.py``, through
+``compile_frame.new_session``): what its captures share, bound at construction: the backend,
+``fullgraph``, ``dynamic``, the resume functions' caches, (for ``explain``) a recorder of every
+entry built, and two callables: ``build_entry`` (how a resume function is captured) and
 ``compile_callee`` (how a user function called natively at a break is compiled). A broken frame
 hands over to ``ResumeCall(cells, *stack, *locals)``, an ``EntryCache`` like the frame hook's:
 it runs the first entry whose guards hold, or captures the resume function for these arguments
@@ -32,31 +33,32 @@ from dataclasses import dataclass, field
 from npdynamo.capture.builder import LOOP_ITERATOR_TYPES
 from npdynamo.capture.bytecode.generate import (
     ResumeKey,
-    forget_resume_codes,
     resume_code,
     user_label,
 )
 from npdynamo.capture.bytecode.liveness import hand_over
-from npdynamo.capture.frames.cache import EntryCache, describe_code, on_reset
-from npdynamo.capture.frames.dispatch import mark_generated
+from npdynamo.capture.hooks.cache import EntryCache, describe_code
+from npdynamo.capture.hooks.dispatch import mark_generated
 from npdynamo.generated import define, dispatch_source
 
 
 @dataclass
-class CompileContext:
-    """The shared state of one compiled function's captures."""
+class CompileSession:
+    """The session of one ``compile()``: its settings and what its captures share. Made by
+    ``compile_frame.new_session``; nothing fills it in later."""
 
     backend: Callable
+    #: ``build_entry(fn, args, *, backend, fullgraph, dynamic, context, cells_as_argument,
+    #: opaque_iterators)``: captures a frame or a resume function (``compile_frame.build_entry``)
+    build_entry: Callable
     fullgraph: bool = False
-    recorder: Callable | None = None  # recorder(entry, fn) for explain
-    resume_calls: dict = field(default_factory=dict)
     #: ``compile(dynamic=...)``: which input dimensions become symbolic (``dynamic_dims``)
     dynamic: bool | None = None
-    #: ``build_entry(fn, args, *, backend, fullgraph, context, cells_as_argument,
-    #: opaque_iterators)``: captures a resume function (wired by ``compile_frame.wire``)
-    build_entry: Callable | None = None
-    #: ``compile_callee(fn)``: what a user function called natively at a break becomes
+    recorder: Callable | None = None  # recorder(entry, fn) for explain
+    #: ``compile_callee(fn)``: what a user function called natively at a break becomes; with
+    #: none (a session made for a test) it runs as plain Python
     compile_callee: Callable | None = None
+    resume_calls: dict = field(default_factory=dict)
 
     def resume_call(self, key: ResumeKey, fn_globals: dict) -> ResumeCall:
         # code objects compare by value: equal code in another module has other globals
@@ -84,7 +86,7 @@ def finish(result):
 class ResumeCall(EntryCache):
     """The callable a broken frame's trampoline calls: guarded, compiled resume entries."""
 
-    def __init__(self, context: CompileContext, key: ResumeKey, fn_globals: dict) -> None:
+    def __init__(self, context: CompileSession, key: ResumeKey, fn_globals: dict) -> None:
         super().__init__(resume_code(key))
         self.context = context
         self.key = key
@@ -129,12 +131,12 @@ class ResumeCall(EntryCache):
             if parts is None:
                 env[f"run{i}"] = run
                 return [f"return run{i}({args})"]
-            env[f"shared{i}"], env[f"fallback{i}"], env[f"failed{i}"] = parts
+            env[f"shared{i}"], env[f"python{i}"], env[f"failed{i}"] = parts
             # the rerun is outside the handler: the Python code must not see GraphFailed as
             # the exception being handled
             return ["try:", f"    return shared{i}({params})",
                     f"except failed{i} as failed:", "    rerun = failed.args",
-                    f"return fallback{i}(*rerun)"]
+                    f"return python{i}(*rerun)"]
 
         source = dispatch_source("dispatch", args, len(self.pairs), call,
                                  f"choose(C, ({params}{',' if params else ''}))({args})")
@@ -201,5 +203,3 @@ def _loops_back(args: tuple, entries: list) -> bool:
         return False
     return bool(entries) or any(operator.length_hint(a) > UNROLL_ITEMS_LIMIT for a in loops)
 
-
-on_reset(forget_resume_codes)

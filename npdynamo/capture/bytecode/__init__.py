@@ -10,7 +10,7 @@ of library, or of how a CPython version lays out an instruction, has one home.
 - ``liveness``: which locals are live at an instruction (what a resume function receives).
 - ``reachable``: what can run from generated code's entry (dead code is not assembled).
 
-It imports nothing else of capture: the frame hook (``frames/``) and every other part sit above it.
+It imports nothing else of capture: the frame hook (``hooks/``) and every other part sit above it.
 """
 
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin, TryEnd

@@ -56,7 +56,7 @@ from npdynamo.capture.values import (
     SizeValue,
     Value,
 )
-from npdynamo.ops.control_flow import FORI_LOOP
+from npdynamo.ops.higher_order import FORI_LOOP
 from npdynamo.ops.loop_index import mentions_index
 from npdynamo.ops.meta import ScalarMeta
 from npdynamo.ops.scalar_ops import SCALAR_OPS

@@ -5,7 +5,7 @@ inlined into a fresh ``Graph`` (a *sub-capture*): its placeholders are the carri
 loop's index first), and every outer graph value it reads is *lifted*: it becomes one more
 placeholder, and the node passes the outer value in (``extra``). The finished subgraphs become
 ``GraphModule``s held by one ``cond``/``while_loop``/``fori_loop`` node of the enclosing graph
-(``ops/control_flow.py``), whose results ``tuple_item`` nodes take apart. A loop of 20 or 2000
+(``ops/higher_order.py``), whose results ``tuple_item`` nodes take apart. A loop of 20 or 2000
 iterations is therefore the same graph.
 
 The body runs once at capture time but many times (or not at all) at run time, so everything it
@@ -53,7 +53,7 @@ from npdynamo.capture.values import (
 from npdynamo.control_flow import cond, fori_loop, while_loop
 from npdynamo.fx import Node
 from npdynamo.fx.sizes import unbound_symbols
-from npdynamo.ops.control_flow import COND, FORI_LOOP, WHILE_LOOP, describe
+from npdynamo.ops.higher_order import COND, FORI_LOOP, WHILE_LOOP, describe
 from npdynamo.ops.loop_index import index_symbol
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import SymInt

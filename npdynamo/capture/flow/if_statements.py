@@ -22,7 +22,7 @@ from npdynamo.capture.flow import higher_order as cf
 from npdynamo.capture.flow.assertions import assert_blocks
 from npdynamo.capture.side_effects import write_array
 from npdynamo.capture.values import DELETED, ArrayValue, Value
-from npdynamo.ops.control_flow import COND
+from npdynamo.ops.higher_order import COND
 
 ENTRY_TESTS = frozenset({"POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE"})
 #: 3.12+ tests an ``if`` without ``else`` that ends a loop body by jumping into its block

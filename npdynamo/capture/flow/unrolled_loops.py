@@ -24,7 +24,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING
 
-from npdynamo.capture.frames.region import is_library_file
+from npdynamo.capture.hooks.region import is_library_file
 from npdynamo.capture.values import IteratorValue
 
 if TYPE_CHECKING:

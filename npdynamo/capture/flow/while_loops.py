@@ -43,7 +43,7 @@ from npdynamo.capture.flow.if_statements import (
     LEAVING,
 )
 from npdynamo.capture.values import DELETED, ArrayValue, ScalarInputValue, Value
-from npdynamo.ops.control_flow import WHILE_LOOP
+from npdynamo.ops.higher_order import WHILE_LOOP
 
 
 def is_graph_condition(value: Value) -> bool:

@@ -156,10 +156,17 @@ def value_text(value: object) -> str:
         return str(value)
     if isinstance(value, type):
         return value.__qualname__
+    return safe_repr(value)
+
+
+def safe_repr(value: object) -> str:
+    """``repr(value)``, also for an int past ``sys.get_int_max_str_digits()``."""
     try:
         return repr(value)
-    except ValueError:  # an int past sys.get_int_max_str_digits()
-        return f"<{type(value).__name__} of {value.bit_length()} bits>"
+    except ValueError:
+        if isinstance(value, int):
+            return f"<{type(value).__name__} of {value.bit_length()} bits>"
+        return f"<{type(value).__name__}>"
 
 
 class Seen:
@@ -315,7 +322,7 @@ KINDS: dict[GuardKind, KindRules] = {
         lambda name, exp, actual: f"{name}: is now the object {obj_text(exp)}, which it was not",
     ),
     GuardKind.CONSTANT: KindRules(
-        _check_constant, lambda name, exp: f"{name} == {exp!r}", _miss_constant
+        _check_constant, lambda name, exp: f"{name} == {safe_repr(exp)}", _miss_constant
     ),
     GuardKind.METHOD: KindRules(
         _check_method,

@@ -1,7 +1,7 @@
 """Reverse mode through control-flow nodes: ``cond`` and ``fori_loop``; ``while_loop`` refuses.
 
 A control-flow node returns a tuple that ``tuple_item`` nodes take apart, so reverse mode
-(``symbolic.reverse_mode``) gathers the cotangents of those items per node and hands them here
+(``reverse_mode.reverse_mode``) gathers the cotangents of those items per node and hands them here
 all at once, as ``{result index: cotangent}``. Each rule differentiates the node's subgraphs
 into *backward subgraphs* (``vjp_graph``: the forward recomputed inside, then the same reverse
 mode, with the cotangents of the results as extra inputs) and emits control flow again:
@@ -10,7 +10,7 @@ mode, with the cotangents of the results as extra inputs) and emits control flow
   only the taken branch is differentiated at run time;
 * ``fori_loop``: one ``fori_loop_vjp`` node, which runs the loop again keeping every carried
   value and then runs the body's backward subgraph over them in reverse
-  (``ops/control_flow.py``); the outer values the body reads get the sum over iterations;
+  (``ops/higher_order.py``); the outer values the body reads get the sum over iterations;
 * ``while_loop``: a ``GradError`` (its trip count is not known ahead, as in jax).
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from npdynamo.autograd.emitting import Emit, meta
-from npdynamo.autograd.symbolic import (
+from npdynamo.autograd.reverse_mode import (
     CONTROL_FLOW_STEP,
     graph_emitter,
     reverse_mode,
@@ -29,7 +29,7 @@ from npdynamo.autograd.symbolic import (
 from npdynamo.errors import GradError
 from npdynamo.fx import Graph, GraphModule, Node, map_arg
 from npdynamo.ops import REGISTRY, ArrayMeta, ScalarMeta
-from npdynamo.ops.control_flow import COND, FORI_LOOP_VJP, result_meta
+from npdynamo.ops.higher_order import COND, FORI_LOOP_VJP, result_meta
 from npdynamo.ops.tuples import TUPLE_ITEM
 
 

@@ -1,4 +1,4 @@
-"""Generated entry code of the frame hooks: dispatchers, trampolines and fallbacks.
+"""Generated entry code of the frame hooks: dispatchers, trampolines and Python calls.
 
 First stage of a call of a compiled function. Every call goes through a small generated Python
 function with the user function's own parameters: it binds the arguments exactly as the user's
@@ -15,9 +15,9 @@ The same code serves both hooks:
 The pairs list and the miss handler are stored as constants of the generated code object: it
 reads them with ``LOAD_CONST``, and no name is added to the user's globals.
 
-The *fallback* runs the user's original code with the frame arguments passed positionally. It is
-the original code object with its argument counts widened (the ``*args`` tuple and ``**kwargs``
-dict become plain positional slots), so the body runs unchanged.
+The *Python call* (``make_python_call``) runs the user's original code with the frame arguments
+passed positionally. It is the original code object with its argument counts widened (the
+``*args`` tuple and ``**kwargs`` dict become plain positional slots), so the body runs unchanged.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from npdynamo.generated import fresh_name
 _PAIRS_MARKER = "\x00npdynamo:pairs"
 _MISS_MARKER = "\x00npdynamo:miss"
 
-# Code objects compare by value (a fallback can equal the user's code), so sets of code objects
-# are keyed by identity throughout this package.
+# Code objects compare by value (a Python call's code can equal the user's code), so sets of
+# code objects are keyed by identity throughout this package.
 _GENERATED: weakref.WeakValueDictionary[int, CodeType] = weakref.WeakValueDictionary()
 # Maps a dispatcher or a hooked function to the function running the user's original code.
 _ORIGINALS: weakref.WeakKeyDictionary[FunctionType, FunctionType] = weakref.WeakKeyDictionary()
@@ -68,7 +68,7 @@ def mark_generated(code: CodeType) -> None:
 
 
 def is_generated_code(code: object) -> bool:
-    """True for code objects npdynamo generated (dispatchers, trampolines, fallbacks, ...)."""
+    """True for code objects npdynamo generated (dispatchers, trampolines, Python calls, ...)."""
     return _GENERATED.get(id(code)) is code
 
 
@@ -107,7 +107,7 @@ def forget_original(front: FunctionType) -> None:
     _ORIGINALS.pop(front, None)
 
 
-def make_fallback(fn: FunctionType, code: CodeType) -> FunctionType:
+def make_python_call(fn: FunctionType, code: CodeType) -> FunctionType:
     """A function running ``code`` (``fn``'s original code) that takes the frame args positionally.
 
     ``code`` is passed separately because the region hook has already replaced ``fn.__code__``.
@@ -119,9 +119,9 @@ def make_fallback(fn: FunctionType, code: CodeType) -> FunctionType:
         co_flags=code.co_flags & ~(CO_VARARGS | CO_VARKEYWORDS),
     )
     mark_generated(flat)
-    fallback = FunctionType(flat, fn.__globals__, fn.__name__, None, fn.__closure__)
-    fallback.__qualname__ = fn.__qualname__
-    return fallback
+    python = FunctionType(flat, fn.__globals__, fn.__name__, None, fn.__closure__)
+    python.__qualname__ = fn.__qualname__
+    return python
 
 
 def make_original_view(fn: FunctionType, code: CodeType) -> FunctionType:
@@ -244,7 +244,7 @@ __all__ = [
     "is_original_view",
     "make_dispatch_code",
     "make_dispatcher",
-    "make_fallback",
+    "make_python_call",
     "make_original_view",
     "mark_generated",
     "original_function",

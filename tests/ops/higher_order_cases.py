@@ -78,7 +78,7 @@ def fori_case(draw) -> Case:
 
 @st.composite
 def fori_vjp_case(draw) -> Case:
-    from npdynamo.autograd.vjp_control_flow import vjp_graph
+    from npdynamo.autograd.vjp_higher_order import vjp_graph
 
     x = draw(array())
     e = np.cos(x) + 0.5  # an outer value of the same kind the body multiplies by

@@ -16,11 +16,11 @@ from npdynamo.autograd.emitting import Emit, backprop_step, meta
 from npdynamo.errors import GradError
 from npdynamo.fx import Graph, Node, map_arg
 from npdynamo.ops import REGISTRY, ArrayMeta, Op
-from npdynamo.ops.control_flow import CONTROL_FLOW_OPS
+from npdynamo.ops.higher_order import CONTROL_FLOW_OPS
 from npdynamo.ops.tuples import TUPLE_ITEM
 
 #: ``step(node, cotangents, keys, emit)`` for control-flow nodes, registered by
-#: ``vjp_control_flow`` (it builds backward subgraphs with ``reverse_mode``, so it sits above
+#: ``vjp_higher_order`` (it builds backward subgraphs with ``reverse_mode``, so it sits above
 #: this module and fills the slot when ``npdynamo.autograd`` is imported)
 CONTROL_FLOW_STEP: list[Callable] = []
 

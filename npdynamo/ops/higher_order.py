@@ -1,4 +1,4 @@
-"""Control-flow ops: ``cond``, ``while_loop`` and ``fori_loop``, whose bodies are subgraphs.
+"""Higher-order ops: ``cond``, ``while_loop`` and ``fori_loop``, whose bodies are subgraphs.
 
 A control-flow node holds its branches or loop bodies as arguments: callables (``fx.GraphModule``s
 once captured) that take the carried values, then the outer values they read (``extra``), and

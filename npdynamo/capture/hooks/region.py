@@ -39,31 +39,28 @@ import site
 import sys
 import sysconfig
 import weakref
-from collections.abc import Callable
 from pathlib import Path
 from types import CodeType, FrameType, FunctionType
 from typing import Any
 
-from npdynamo.backends import lookup_backend
 from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE, CO_NESTED, CO_OPTIMIZED, PY
-from npdynamo.capture.frames.cache import (
+from npdynamo.capture.hooks.cache import (
     NpdynamoWarning,
     cache_for,
     capture_supported,
     forget_owner,
-    on_reset,
     register_owner,
     warn_unsupported_python,
     warn_user,
 )
-from npdynamo.capture.frames.disable import capture_suspended, is_disabled
-from npdynamo.capture.frames.dispatch import (
+from npdynamo.capture.hooks.disable import capture_suspended, is_disabled
+from npdynamo.capture.hooks.dispatch import (
     forget_original,
     is_generated_code,
     is_original_view,
     make_dispatch_code,
-    make_fallback,
     make_original_view,
+    make_python_call,
     original_function,
     register_original,
 )
@@ -73,7 +70,7 @@ log = logging.getLogger("npdynamo.region")
 MAX_INSTANCE_LOOKUPS = 8
 _USE_MONITORING = PY >= (3, 12)
 
-_backends: list[Callable] = []  # one per open block, innermost last
+_sessions: list[Any] = []  # the compile session of each open block, innermost last
 _installed = False
 _previous_tracer: Any = None
 # Keyed by id (code objects compare by value); _done keeps its code objects alive.
@@ -87,37 +84,31 @@ _HOOKED: weakref.WeakKeyDictionary[FunctionType, tuple[CodeType, CodeType]] = (
 
 
 class Region:
-    """The context manager returned by ``enable``; re-enterable and nestable."""
+    """The context manager returned by ``enable``; re-enterable and nestable. ``session`` is the
+    compile session (``CompileSession``) functions hooked in the block capture in; the
+    composition root (``npdynamo/api.py: enable``) makes it with the block's backend."""
 
-    def __init__(self, backend: Callable) -> None:
-        self.backend = backend
-        self._entered: list[bool] = []  # per open ``with``: did it push a backend?
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self._entered: list[bool] = []  # per open ``with``: did it push a session?
 
     def __enter__(self) -> Region:
         if not capture_supported():
             warn_unsupported_python()
             self._entered.append(False)
             return self
-        _backends.append(self.backend)
+        _sessions.append(self.session)
         self._entered.append(True)
-        if len(_backends) == 1:
+        if len(_sessions) == 1:
             _install()
         return self
 
     def __exit__(self, *exc_info: object) -> bool:
         if self._entered.pop():
-            _backends.pop()
-            if not _backends:
+            _sessions.pop()
+            if not _sessions:
                 _uninstall()
         return False
-
-
-def enable(backend: str | Callable = "eager") -> Region:
-    """Context manager: user functions called in the block are compiled from their 2nd call on.
-
-    ``backend`` is a registered name or a callable; an unknown name raises ``InvalidBackend``.
-    """
-    return Region(lookup_backend(backend))
 
 
 def _install() -> None:
@@ -181,15 +172,15 @@ def _trace_calls(frame: FrameType, event: str, arg: Any) -> Any:
 
 def _consider(code: CodeType, frame: FrameType) -> bool:
     """Hook the function(s) running ``code`` if it qualifies; True: never look at it again."""
-    if capture_suspended() or not _backends:
+    if capture_suspended() or not _sessions:
         return False
     try:
         if not _qualifies(code):
             _done[id(code)] = code
             return True
-        backend = _backends[-1]
+        session = _sessions[-1]
         for fn in _find_functions(code, frame):
-            _hook(fn, code, backend)
+            _hook(fn, code, session)
         if code.co_flags & CO_NESTED:
             # Defined inside a function: a new function object may run this code next time.
             count = _lookups[id(code)] = _lookups.get(id(code), 0) + 1
@@ -251,12 +242,12 @@ def _find_functions(code: CodeType, frame: FrameType) -> list[FunctionType]:
     ]
 
 
-def _hook(fn: FunctionType, code: CodeType, backend: Callable) -> None:
+def _hook(fn: FunctionType, code: CodeType, session: Any) -> None:
     if is_disabled(fn) or original_function(fn) is not None or is_original_view(fn):
         return
     view = make_original_view(fn, code)
-    cache = cache_for(fn, code, backend, False)
-    miss = cache.miss_handler(view, make_fallback(fn, code))
+    cache = cache_for(fn, code, session)
+    miss = cache.miss_handler(view, make_python_call(fn, code))
     trampoline = make_dispatch_code(code, cache.pairs, miss, keep_freevars=True)
     fn.__code__ = trampoline
     register_owner(fn, cache, code)
@@ -265,7 +256,8 @@ def _hook(fn: FunctionType, code: CodeType, backend: Callable) -> None:
     log.debug("hooked %s", fn.__qualname__)
 
 
-def _unhook_all() -> None:
+def unhook_all() -> None:
+    """Restore every hooked function's code (part of ``npdynamo.reset()``)."""
     for fn, (code, trampoline) in list(_HOOKED.items()):
         if fn.__code__ is trampoline:
             fn.__code__ = code
@@ -283,5 +275,3 @@ def hooked_functions() -> list[FunctionType]:
     """The functions whose ``__code__`` the region hook has replaced (until ``reset()``)."""
     return list(_HOOKED.keys())
 
-
-on_reset(_unhook_all)

@@ -22,14 +22,20 @@ kernels, none of which travel); numba kernels come from the shared on-disk kerne
 from __future__ import annotations
 
 import inspect
-import pickle
 import sys
-import weakref
 from collections.abc import Callable
 from types import CodeType, FunctionType, MethodType
-from typing import Any
+from typing import Any, NamedTuple
 
-from npdynamo.capture.frames.cache import COMPILE_LOCK
+
+class Remake(NamedTuple):
+    """How unpickling compiles a user's function again, given by the composition root
+    (``npdynamo/api.py``), which owns ``compile``: ``again(user_fn, *settings)`` and, for a
+    user function that travelled by value, ``pickled(payload, *settings)``. Both are module
+    functions, so pickle saves them by reference."""
+
+    again: Callable[..., Any]
+    pickled: Callable[..., Any]
 
 
 class CompiledFunction:
@@ -43,11 +49,10 @@ class CompiledFunction:
     __npdynamo_dispatcher__: FunctionType
     __wrapped__: FunctionType
 
-    def __init__(
-        self, user_fn: FunctionType, backend: str | Callable, fullgraph: bool, dynamic: bool | None
-    ) -> None:
+    def __init__(self, user_fn: FunctionType, settings: tuple, remake: Remake) -> None:
         self.__wrapped__ = user_fn
-        self._npdynamo_settings = (backend, fullgraph, dynamic)
+        self._npdynamo_settings = settings  # (backend as given, fullgraph, dynamic)
+        self._npdynamo_remake = remake
 
     @property
     def __signature__(self) -> inspect.Signature:
@@ -96,18 +101,15 @@ class CompiledFunction:
                 payload = cloudpickle.dumps(user_fn)
             finally:
                 _PACKING.discard(self)
-            return (_compile_pickled, (payload, *settings))
-        return (_compile_again, (user_fn, *settings))
+            return (self._npdynamo_remake.pickled, (payload, *settings))
+        return (self._npdynamo_remake.again, (user_fn, *settings))
 
 
 def make_compiled_function(
-    dispatcher: FunctionType,
-    user_fn: FunctionType,
-    backend: str | Callable,
-    fullgraph: bool,
-    dynamic: bool | None,
+    dispatcher: FunctionType, user_fn: FunctionType, settings: tuple, remake: Remake
 ) -> CompiledFunction:
-    """The compiled function calling ``dispatcher``: ``user_fn`` compiled with these settings."""
+    """The compiled function calling ``dispatcher``: ``user_fn`` compiled with ``settings``
+    (``(backend, fullgraph, dynamic)`` as the user gave them), unpickled through ``remake``."""
     kind = type(
         "CompiledFunction",
         (CompiledFunction,),
@@ -119,7 +121,7 @@ def make_compiled_function(
             "__qualname__": CompiledFunction.__qualname__,
         },
     )
-    return kind(user_fn, backend, fullgraph, dynamic)
+    return kind(user_fn, settings, remake)
 
 
 def dispatcher_of(obj: object) -> FunctionType | None:
@@ -155,49 +157,3 @@ def _active_cloudpickle() -> Any:
 
 # Compiled functions whose user function is being pickled by value right now (it may name them).
 _PACKING: set[CompiledFunction] = set()
-# What unpickling made, so unpickling the same thing again gives the same compiled function.
-_AGAIN: weakref.WeakKeyDictionary[Callable, dict[tuple, CompiledFunction]] = (
-    weakref.WeakKeyDictionary()
-)
-_PICKLED: dict[tuple, CompiledFunction] = {}
-_PICKLED_KEPT = 64  # payloads remembered; the oldest is forgotten first
-
-
-#: ``compile`` itself, installed by ``decorator`` (which imports this module, not the reverse).
-_compile: Callable[..., Any] | None = None
-
-
-def install_compile(compile_fn: Callable[..., Any]) -> None:
-    """Make ``compile_fn`` what unpickling calls to compile a user's function again."""
-    global _compile
-    _compile = compile_fn
-
-
-def _compile_again(
-    user_fn: Callable, backend: str | Callable, fullgraph: bool, dynamic: bool | None
-) -> Any:
-    """Unpickling: the user's function compiled with the pickled settings (once per process).
-
-    Importing this module imports the ``npdynamo`` package first, which installs ``compile``.
-    """
-    key = (backend, fullgraph, dynamic)
-    with COMPILE_LOCK:  # tasks of one worker may unpickle on several threads at once
-        made = _AGAIN.setdefault(user_fn, {})
-        if key not in made:
-            made[key] = _compile(user_fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
-        return made[key]
-
-
-def _compile_pickled(
-    payload: bytes, backend: str | Callable, fullgraph: bool, dynamic: bool | None
-) -> Any:
-    """Unpickling a compiled function whose user function travelled by value, as ``payload``."""
-    key = (payload, backend, fullgraph, dynamic)
-    with COMPILE_LOCK:
-        if key not in _PICKLED:
-            if len(_PICKLED) >= _PICKLED_KEPT:
-                del _PICKLED[next(iter(_PICKLED))]
-            user_fn = pickle.loads(payload)
-            _PICKLED[key] = _compile(user_fn, backend=backend, fullgraph=fullgraph,
-                                     dynamic=dynamic)
-        return _PICKLED[key]

@@ -11,9 +11,10 @@ import pytest
 
 import npdynamo
 from npdynamo import config
-from npdynamo.capture.frames import RecompileLimitWarning, compiled_entries, enable, reset
-from npdynamo.capture.frames.cache import cache_of
-from npdynamo.capture.frames.compiled_function import dispatcher_of
+from npdynamo.api import enable, reset
+from npdynamo.capture.hooks import RecompileLimitWarning, compiled_entries
+from npdynamo.capture.hooks.cache import cache_of
+from npdynamo.capture.hooks.compiled_function import dispatcher_of
 from tests.differential import CountingBackend, assert_same_value
 
 

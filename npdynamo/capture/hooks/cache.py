@@ -1,11 +1,12 @@
 """Per-code-object cache of compiled entries, the recompilation limit and the compile lock.
 
 Part of the frame hooks, between the generated dispatchers (which read ``FrameCache.pairs``) and
-the capture stage (its ``build_entry``, installed here by ``capture/__init__.py`` and called on
-a miss). ``EntryCache`` holds the policy below; resume functions' caches share it. A cache
-belongs to one code object and one ``(backend, fullgraph, dynamic)`` setting; functions without
-a closure share it, a closure gets its own (its entries may depend on its cells, which guards do
-not see).
+the capture stage (the ``build_entry`` of the session a cache is made for, called on a miss).
+``EntryCache`` holds the policy below; resume functions' caches share it. A cache belongs to one
+code object and one ``(backend, fullgraph, dynamic)`` setting; functions without a closure share
+it, a closure gets its own (its entries may depend on its cells, which guards do not see). The
+session (``CompileSession``, made per ``compile()`` by the composition root, ``npdynamo/api.py``)
+is opaque here: this layer reads its settings and calls its ``build_entry``.
 
 On a miss the first entry's ``miss_reason`` is recorded as the recompile reason (logged on
 ``npdynamo.recompiles``), a new entry is built, appended and run.
@@ -45,9 +46,9 @@ from typing import Any
 
 from npdynamo import config
 from npdynamo.capture.bytecode.code import CO_GENERATOR_LIKE, PY, SUPPORTED_PYTHON, python_supported
-from npdynamo.capture.frames.disable import capture_suspended, suspend_capture
-from npdynamo.capture.frames.dispatch import EntryList, is_generated_code, original_function
-from npdynamo.errors import (  # noqa: F401 - NpdynamoWarning: frames re-exports it
+from npdynamo.capture.hooks.disable import capture_suspended, suspend_capture
+from npdynamo.capture.hooks.dispatch import EntryList, is_generated_code, original_function
+from npdynamo.errors import (  # noqa: F401 - NpdynamoWarning: hooks re-exports it
     NpdynamoWarning,
     RecompileLimitWarning,
     Unsupported,
@@ -98,18 +99,6 @@ def warn_unsupported_python() -> None:
 def describe_code(code: CodeType) -> str:
     """``qualname (file:line)``: how messages name a function."""
     return f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
-
-
-#: What a miss calls to capture an entry: ``compile_entry(fn, frame_args, *, backend,
-#: fullgraph, dynamic)``. Installed by the composition root (``capture/__init__.py``), so this
-#: hook layer never imports the translator above it.
-_compile_entry: Callable[..., Any] | None = None
-
-
-def install_compile_entry(compile_entry: Callable[..., Any]) -> None:
-    """Make ``compile_entry`` the function every cache miss captures with."""
-    global _compile_entry
-    _compile_entry = compile_entry
 
 
 #: Held while an entry is built, by every cache (captures are not made for concurrent use).
@@ -174,14 +163,14 @@ class EntryCache:
         """``pairs`` changed (a subclass regenerates code that inlines them)."""
 
     def run_or_capture(
-        self, fallback: Callable[..., Any], args: tuple, build: Callable[[tuple], Any],
+        self, python: Callable[..., Any], args: tuple, build: Callable[[tuple], Any],
         run: bool = True,
     ) -> Any:
-        """Run the entry ``build(args)`` captures for ``args``, or ``fallback`` (plain Python).
+        """Run the entry ``build(args)`` captures for ``args``, or ``python`` (plain Python).
         With ``run=False``, return what would run instead: a caller that passes the arguments
         on itself keeps no tuple of them alive while they run."""
         if self.python_only is not None or capture_suspended():
-            chosen = fallback
+            chosen = python
         else:
             with COMPILE_LOCK, gc_paused():
                 chosen = self.lookup(args)
@@ -195,7 +184,7 @@ class EntryCache:
                             # the capture ran out of stack (deep user code, or a lowered
                             # sys.setrecursionlimit): this call runs in Python, as written
                             entry = None
-                    chosen = entry.run if entry is not None else fallback
+                    chosen = entry.run if entry is not None else python
         return chosen(*args) if run else chosen
 
     def lookup(self, args: tuple) -> Callable | None:
@@ -263,15 +252,19 @@ class EntryCache:
 
 
 class FrameCache(EntryCache):
-    """The entries of one code object for one backend, ``fullgraph`` and ``dynamic`` setting."""
+    """The entries of one code object for one backend, ``fullgraph`` and ``dynamic`` setting.
 
-    def __init__(
-        self, code: CodeType, backend: Callable, fullgraph: bool, dynamic: bool | None = None
-    ) -> None:
+    ``session`` is the compile session it was made for (``capture/breaks/resume.py:
+    CompileSession``): a miss captures through its ``build_entry``, and its resume functions'
+    caches live in it."""
+
+    def __init__(self, code: CodeType, session: Any) -> None:
         super().__init__(code)
-        self.backend = backend
-        self.fullgraph = fullgraph
-        self.dynamic = dynamic  # which input dimensions become symbolic (``dynamic_dims``)
+        self.session = session
+        self.backend: Callable = session.backend
+        self.fullgraph: bool = session.fullgraph
+        #: which input dimensions become symbolic (``dynamic_dims``)
+        self.dynamic: bool | None = session.dynamic
         self.refused: str | None = None  # why the translator refused this code, if it did
         # front function -> (its dispatching code, the code it runs once routed to Python)
         self._fronts: weakref.WeakKeyDictionary[FunctionType, tuple[CodeType, CodeType]] = (
@@ -283,7 +276,8 @@ class FrameCache(EntryCache):
         user's code with the same parameters and free variables, run once routed to Python."""
         if (front.__code__.co_flags ^ python_code.co_flags) & CO_GENERATOR_LIKE:
             # A generator's code in a plain function is deprecated (3.13): such a front keeps
-            # dispatching, to an empty ``pairs``, and its miss handler runs the fallback.
+            # dispatching, to an empty ``pairs``, and its miss handler runs the user's code in
+            # Python.
             return
         self._fronts[front] = (front.__code__, python_code)
         if self.python_only is not None:
@@ -297,19 +291,19 @@ class FrameCache(EntryCache):
         super().clear()
         self.refused = None
 
-    def miss_handler(self, fn: FunctionType, fallback: FunctionType) -> Callable[..., Any]:
+    def miss_handler(self, fn: FunctionType, python: FunctionType) -> Callable[..., Any]:
         """What a dispatcher calls when no entry accepts its frame arguments."""
-        return functools.partial(self.miss, fn, fallback)
+        return functools.partial(self.miss, fn, python)
 
-    def miss(self, fn: FunctionType, fallback: FunctionType, *frame_args: Any) -> Any:
-        """Compile an entry for ``frame_args`` and run it, or run ``fallback`` in Python."""
-        return self.run_or_capture(fallback, frame_args, functools.partial(self._build, fn))
+    def miss(self, fn: FunctionType, python: FunctionType, *frame_args: Any) -> Any:
+        """Compile an entry for ``frame_args`` and run it, or run ``python`` in Python."""
+        return self.run_or_capture(python, frame_args, functools.partial(self._build, fn))
 
     def _build(self, fn: FunctionType, frame_args: tuple) -> Any:
         try:
-            return _compile_entry(
+            return self.session.build_entry(
                 fn, frame_args, backend=self.backend, fullgraph=self.fullgraph,
-                dynamic=self.dynamic,
+                dynamic=self.dynamic, context=self.session,
             )
         except Unsupported as exc:
             # build_entry turns what a graph cannot hold into graph breaks; it raises only
@@ -338,19 +332,14 @@ _ALL: weakref.WeakSet[FrameCache] = weakref.WeakSet()
 _OWNERS: weakref.WeakKeyDictionary[object, FrameCache] = weakref.WeakKeyDictionary()
 # Keyed by id (code objects compare by value); the code is kept so the id stays its own.
 _REASONS: dict[int, tuple[CodeType, list[str]]] = {}
-_RESET_CALLBACKS: list[Callable[[], None]] = []
 
 
-def cache_for(
-    fn: FunctionType,
-    code: CodeType,
-    backend: Callable,
-    fullgraph: bool,
-    dynamic: bool | None = None,
-) -> FrameCache:
-    """The cache serving calls of ``fn`` (whose original code is ``code``)."""
-    # The cache holds ``backend``, so its id stays valid while the key exists.
-    options = (id(backend), fullgraph, dynamic)
+def cache_for(fn: FunctionType, code: CodeType, session: Any) -> FrameCache:
+    """The cache serving calls of ``fn`` (whose original code is ``code``) compiled in
+    ``session``. Sessions with the same settings share it, as compiling a function twice with
+    the same settings shares its entries; it captures through the first one's ``build_entry``."""
+    # The cache holds the backend, so its id stays valid while the key exists.
+    options = (id(session.backend), session.fullgraph, session.dynamic)
     with COMPILE_LOCK:  # region hooks may run on several threads at once
         if fn.__closure__ is None:
             table, key = _SHARED, (id(code), *options)
@@ -358,7 +347,7 @@ def cache_for(
             table, key = _PER_FUNCTION.setdefault(fn, {}), options
         cache = table.get(key)
         if cache is None:
-            cache = table[key] = FrameCache(code, backend, fullgraph, dynamic)
+            cache = table[key] = FrameCache(code, session)
             _ALL.add(cache)
         return cache
 
@@ -409,22 +398,11 @@ def recompile_reasons(obj: object) -> list[str]:
     return list(record[1]) if record is not None and record[0] is code else []
 
 
-def on_reset(callback: Callable[[], None]) -> None:
-    """Run ``callback`` on every ``reset()`` (the region hook un-hooks functions there)."""
-    _RESET_CALLBACKS.append(callback)
-
-
-def reset() -> None:
-    """Drop every compiled entry, recompile record and refusal; un-hook region-hooked functions."""
-    with COMPILE_LOCK:
-        _reset()
-
-
-def _reset() -> None:
+def forget_entries() -> None:
+    """Drop every compiled entry, recompile record and refusal (part of ``npdynamo.reset()``,
+    which the composition root runs under ``COMPILE_LOCK``)."""
     for cache in list(_ALL):
         cache.clear()
     _SHARED.clear()
     _PER_FUNCTION.clear()
     _REASONS.clear()
-    for callback in _RESET_CALLBACKS:
-        callback()

@@ -1,40 +1,39 @@
-"""The decorator entry, ``compile``: the frame hook's main entry, which sees every call.
+"""The decorator's frame hook: what ``npdynamo.compile`` makes of a function, in a session.
 
-First stage of the pipeline for decorated functions. ``compile(fn)`` returns a generated
-dispatcher with ``fn``'s own signature (see ``dispatch``) that serves calls from the per-code
-cache (see ``cache``) and builds a new entry with the translator on a miss.
+First stage of the pipeline for decorated functions. ``compile_with(fn, session, ...)`` (called
+by ``npdynamo/api.py: compile``, which makes the session) returns a compiled function whose
+generated dispatcher, with ``fn``'s own signature (see ``dispatch``), serves calls from the
+per-code cache (see ``cache``), which builds a new entry with the session on a miss.
 """
 
 from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable
 from types import FunctionType, MethodType
 from typing import Any
 
-from npdynamo.backends import lookup_backend
-from npdynamo.capture.frames.cache import (
+from npdynamo.capture.hooks.cache import (
     cache_for,
     capture_supported,
     register_alias,
     register_owner,
     warn_unsupported_python,
 )
-from npdynamo.capture.frames.compiled_function import (
+from npdynamo.capture.hooks.compiled_function import (
     CompiledFunction,
-    install_compile,
+    Remake,
     make_compiled_function,
 )
-from npdynamo.capture.frames.disable import is_disabled
-from npdynamo.capture.frames.dispatch import (
+from npdynamo.capture.hooks.disable import is_disabled
+from npdynamo.capture.hooks.dispatch import (
     make_dispatch_code,
-    make_fallback,
     make_original_view,
+    make_python_call,
     original_function,
     register_original,
 )
-from npdynamo.errors import InvalidArgument, NpdynamoError, user_location
+from npdynamo.errors import NpdynamoError
 
 # Each compiled function's user function (its ``__wrapped__``, which callers may overwrite).
 _USER_FUNCTIONS: weakref.WeakKeyDictionary[CompiledFunction, FunctionType] = (
@@ -46,58 +45,19 @@ class NotCompilable(NpdynamoError, TypeError):
     """``compile`` was given something that is not a Python function or method."""
 
 
-def compile(
-    fn: Callable | None = None,
-    *,
-    backend: str | Callable = "eager",
-    fullgraph: bool = False,
-    dynamic: bool | None = None,
-) -> Any:
-    """Compile ``fn``: usable as ``@compile`` and ``@compile(backend=..., fullgraph=...)``.
+def compile_with(obj: Any, session: Any, settings: tuple, remake: Remake) -> Any:
+    """``obj`` (a function, method, staticmethod or classmethod) compiled in ``session``.
 
-    Returns a compiled function (``CompiledFunction``: it calls as ``fn``, with its signature
-    and metadata, binds as a method and pickles). Each call runs the first compiled
-    entry whose guards accept the arguments; otherwise a new entry is captured and compiled.
-    ``backend`` is a registered name or a callable ``backend(gm, example_inputs)``; an unknown
-    name raises ``InvalidBackend`` here. ``fullgraph=True`` turns graph breaks into errors.
-    ``dynamic``: ``None`` (shapes are specialised on the first call; a dimension that changes
-    size on a later call is symbolic from then on), ``True`` (every dimension of size >= 2 is
-    symbolic from the first call) or ``False`` (always specialised). ``mark_dynamic`` and
-    ``mark_static`` decide for one array's dimension, whatever this says.
-    """
-    backend_fn = lookup_backend(backend)
-    if not isinstance(fullgraph, bool):
-        raise InvalidArgument(
-            f"{user_location()}: npdynamo.compile(fullgraph=...) takes True or False, not "
-            f"{fullgraph!r}"
-        )
-    if dynamic is not None and not isinstance(dynamic, bool):
-        raise InvalidArgument(
-            f"{user_location()}: npdynamo.compile(dynamic=...) takes None (automatic), True or "
-            f"False, not {dynamic!r}"
-        )
-    options = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
-    if fn is None:
-        return functools.partial(_compile, backend_fn=backend_fn, **options)
-    return _compile(fn, backend_fn=backend_fn, **options)
-
-
-def _compile(
-    obj: Any,
-    *,
-    backend: str | Callable,
-    backend_fn: Callable,
-    fullgraph: bool,
-    dynamic: bool | None,
-) -> Any:
-    options = {"backend": backend, "backend_fn": backend_fn, "fullgraph": fullgraph,
-               "dynamic": dynamic}
+    ``session`` (``CompileSession``) holds the backend and options, bound once by the
+    composition root (``npdynamo/api.py: compile``); ``settings`` are the options as the user
+    gave them (what a pickled compiled function carries), ``remake`` how unpickling compiles
+    again."""
     if isinstance(obj, staticmethod):
-        return staticmethod(_compile(obj.__func__, **options))
+        return staticmethod(compile_with(obj.__func__, session, settings, remake))
     if isinstance(obj, classmethod):
-        return classmethod(_compile(obj.__func__, **options))
+        return classmethod(compile_with(obj.__func__, session, settings, remake))
     if isinstance(obj, MethodType) and isinstance(obj.__func__, (FunctionType, CompiledFunction)):
-        return MethodType(_compile(obj.__func__, **options), obj.__self__)
+        return MethodType(compile_with(obj.__func__, session, settings, remake), obj.__self__)
     # compiling a compiled function: start from the user's function
     obj = _USER_FUNCTIONS.get(obj, obj) if isinstance(obj, CompiledFunction) else obj
     if not isinstance(obj, FunctionType):
@@ -107,15 +67,15 @@ def _compile(
     if not capture_supported():
         warn_unsupported_python()
         return obj
-    on_compile = getattr(backend_fn, "on_compile", None)  # a backend's start ahead of calls
+    on_compile = getattr(session.backend, "on_compile", None)  # a backend's start ahead of calls
     if on_compile is not None:
         on_compile()
     fn = obj
     # A region-hooked function runs a trampoline; its original code is kept by its view.
     code = (original_function(fn) or fn).__code__
     view = make_original_view(fn, code)
-    cache = cache_for(fn, code, backend_fn, fullgraph, dynamic)
-    miss = cache.miss_handler(view, make_fallback(fn, code))
+    cache = cache_for(fn, code, session)
+    miss = cache.miss_handler(view, make_python_call(fn, code))
     # The dispatcher carries fn's closure (its code lists the free variables, unused), so that
     # once the cache routes this code to Python the dispatcher can run the user's code itself.
     dispatcher = FunctionType(
@@ -129,7 +89,7 @@ def _compile(
     functools.update_wrapper(dispatcher, fn)
     register_owner(dispatcher, cache, code)
     register_original(dispatcher, view)
-    compiled = make_compiled_function(dispatcher, fn, backend, fullgraph, dynamic)
+    compiled = make_compiled_function(dispatcher, fn, settings, remake)
     functools.update_wrapper(compiled, fn)
     register_alias(compiled, cache)
     register_original(compiled, view)
@@ -158,5 +118,3 @@ def _not_compilable_message(obj: Any) -> str:
         return message + " For a callable object, compile its method: compile(obj.__call__)."
     return message + f" Call {name} from a Python function and compile that function."
 
-
-install_compile(compile)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from types import CodeType, FunctionType, MethodType
 from typing import TypeVar
 
-from npdynamo.capture.frames.dispatch import hashes_by_identity, original_function
+from npdynamo.capture.hooks.dispatch import hashes_by_identity, original_function
 
 F = TypeVar("F", bound=Callable)
 

@@ -11,20 +11,20 @@ import numpy as np
 import pytest
 
 from npdynamo import config
+from npdynamo.api import compile, reset
 from npdynamo.backends import lookup_backend
-from npdynamo.capture.frames import (
+from npdynamo.capture import compile_frame
+from npdynamo.capture.hooks import (
     NotCompilable,
     RecompileLimitWarning,
     UnsupportedPythonWarning,
-    compile,
     compiled_entries,
     disable,
     is_disabled,
     mark_generated,
     recompile_reasons,
-    reset,
 )
-from npdynamo.capture.frames import cache as cache_module
+from npdynamo.capture.hooks import cache as cache_module
 from npdynamo.errors import InvalidBackend, NpdynamoError, Unsupported
 
 
@@ -74,7 +74,14 @@ class FakeBuilder:
 @pytest.fixture
 def builder(monkeypatch):
     fake = FakeBuilder()
-    monkeypatch.setattr(cache_module, "_compile_entry", fake)
+    # every session's ``build_entry`` (bound when the session was made, also at this module's
+    # import) captures through ``_build_entry``
+    monkeypatch.setattr(
+        compile_frame, "_build_entry",
+        lambda fn, frame_args, fullgraph, context, *_: fake(
+            fn, frame_args, backend=context.backend, fullgraph=fullgraph,
+            dynamic=context.dynamic),
+    )
     reset()
     yield fake
     reset()

@@ -9,7 +9,7 @@ import pytest
 from npdynamo import ops
 from npdynamo.fx import Graph, GraphModule, Interpreter, LintError, passes
 from npdynamo.ops import ArrayMeta, ScalarMeta
-from tests.ops.control_flow_cases import module
+from tests.ops.higher_order_cases import module
 
 VEC = ArrayMeta((4,), np.float64)
 

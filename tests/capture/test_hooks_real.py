@@ -8,14 +8,8 @@ import numpy as np
 import pytest
 
 from npdynamo import config
-from npdynamo.capture.frames import (
-    RecompileLimitWarning,
-    compile,
-    compiled_entries,
-    enable,
-    recompile_reasons,
-    reset,
-)
+from npdynamo.api import compile, enable, reset
+from npdynamo.capture.hooks import RecompileLimitWarning, compiled_entries, recompile_reasons
 from tests.differential import CountingBackend, assert_same_value
 
 
