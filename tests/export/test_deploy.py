@@ -22,9 +22,12 @@ from benchmarks import export_coverage as cov
 pytest.importorskip("onnxruntime")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-#: one-graph kernels ONNX cannot hold, and why (checked: exporting them still raises): none
-#: since complex numbers and speculated choices have an ONNX form
-NO_ONNX: dict[str, str] = {}
+#: one-graph kernels ONNX cannot hold, and why (checked: exporting them still raises); complex
+#: numbers and speculated choices have an ONNX form
+NO_ONNX: dict[str, str] = {
+    "wave": "an assert on graph data (assert dist != 0) is checked when the graph runs; a "
+            "failing one must raise AssertionError, which an ONNX model cannot",
+}
 
 
 def _deploy(cases, tmp_path):
@@ -81,7 +84,7 @@ def test_every_bench_workload_deploys(tmp_path):
 
 #: kernels that are not one graph (a graph break: an import inside the function, np.ndindex,
 #: data-dependent branches)
-NOT_ONE_GRAPH = {"check_mask", "grouping", "local_maxima", "wave"}
+NOT_ONE_GRAPH = {"check_mask", "grouping", "local_maxima"}
 PARTS = 2  # the kernels in two halves, each its own fresh process: pytest-xdist runs both at once
 
 
