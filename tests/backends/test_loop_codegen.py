@@ -155,3 +155,39 @@ def test_the_whole_graph_leaves_read_only_arguments_and_errstate_to_the_program(
     assert whole.runs == runs  # neither call ran the whole graph's function
     assert_close(compiled(x, 20), expected)
     assert whole.runs == runs + 1
+
+
+# -- NumPy scalars' ** and np.array of NumPy scalars ---------------------------------------------
+def spring_forces(pos, k):
+    force = np.zeros_like(pos)
+    for i in range(1, pos.shape[0]):
+        dx, dy = pos[i] - pos[i - 1]
+        length = np.sqrt(dx**2 + dy**2)  # ** of NumPy float64 scalars: scalar math
+        pull = np.array([k * dx / length, k * dy / length])  # a vector of NumPy scalars
+        force[i - 1] += pull
+        force[i] -= pull
+    return force
+
+
+def powers_of_scalars(x, n):
+    total = np.float64(0.0)
+    for i in range(n):
+        total = total + x[i] ** 3 + x[i] ** -1.5 + x[i] ** 0.5 + x[i] ** x[n - 1 - i]
+    return total
+
+
+def test_scalar_power_and_a_vector_of_scalars_are_loop_code():
+    pos = np.cumsum(RNG.random((30, 2)), axis=0)
+    (record,) = same_everywhere(spring_forces, pos, 2.5)
+    assert record.numpy_ops == (), str(record)
+    source = _source(record)
+    assert "math.pow(" in source and "objmode" not in source, source
+
+
+@pytest.mark.parametrize("x", [RNG.random(20) + 0.5, np.r_[0.0, -1.0, np.inf, RNG.random(17)]])
+def test_scalar_power_is_numpys_on_special_values(x):
+    # 0 ** -1.5 is inf and -1 ** 0.5 nan, with NumPy's warnings, which the kernels' policy
+    # leaves out on numba (same_everywhere compares the results; check_same the warnings on eager)
+    with np.errstate(all="ignore"):
+        (record,) = same_everywhere(powers_of_scalars, x, 20)  # (16 trips or more: a loop)
+    assert record.numpy_ops == (), str(record)

@@ -44,6 +44,10 @@ from npdynamo.ops.symbolic_code import free_symbol_names, python_source
 _MATMUL_HELPERS = {(2, 1): "matvec", (1, 2): "vecmat", (2, 2): "matmat", (1, 1): "vecvec"}
 
 
+def _float64_scalar(meta: Any) -> bool:
+    return isinstance(meta, ArrayMeta) and meta.scalar and meta.dtype == np.float64
+
+
 def inline_kernel(kernel: Dispatcher) -> Dispatcher:
     """``kernel`` (a generated kernel module's) as a function numba inlines into the loop
     program that calls it, compiled with the same options (one per kernel module)."""
@@ -337,6 +341,34 @@ class Writer(InPlacePlan, ScalarCode):
     def op_asserted(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
         (holds,) = node.args  # (a speculated assert: ``assume`` raises when it fails)
         return f"assume({self.truth(self.value(holds, env), node_meta(holds))})"
+
+    def op_scalar_power(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
+        # NumPy's float64 scalar ``**`` is C's pow() of the two values as doubles, as math.pow
+        # is in nopython code (a Python int exponent converts exactly below 2**53); like the
+        # kernels, the loop does not repeat NumPy's default-state warnings (errstate.py)
+        if not _float64_scalar(node_meta(node)) or not all(
+                _float64_scalar(node_meta(v)) if isinstance(v, Node)
+                else type(v) is float or (type(v) is int and abs(v) < 2**53)
+                for v in node.args):
+            raise NoNopythonForm("scalar_power other than of float64 scalars and numbers")
+        a, b = (self.value(v, env) for v in node.args)
+        return f"math.pow({a}, {b})"
+
+    def op_stack(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
+        # np.array([a, b]) of NumPy scalars of the result's dtype: a new vector filled in order
+        meta = node_meta(node)
+        items = node.args[0] if len(node.args) == 1 else None
+        if not isinstance(items, (tuple, list)) or not isinstance(meta, ArrayMeta) or (
+                meta.shape != (len(items),)) or meta.dtype.kind not in "biuf" or not all(
+                isinstance(node_meta(v), ArrayMeta) and node_meta(v).scalar
+                and node_meta(v).dtype == meta.dtype for v in items):
+            raise NoNopythonForm("stack other than of NumPy scalars of one dtype")
+        name = self.fresh("a")
+        self.emit(f"{name} = np.empty(({len(items)},), {self.dtype(meta)})", depth)
+        for k, v in enumerate(items):
+            self.emit(f"{name}[{k}] = {self.value(v, env)}", depth)
+        fresh.add(node)
+        return name
 
     def op_copy(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
         (x,) = node.args
