@@ -392,7 +392,12 @@ def _compare_op(frame: Frame, ins):
     symbol = COMPARE_SYMBOLS[ins.arg.name.removesuffix("_CAST")]
     result = binary_op(frame, symbol, left, right)
     if ins.arg.name.endswith("_CAST"):
-        # 3.13 converts to an exact bool here, for the conditional jump that follows
+        # 3.13 converts to an exact bool here, for the conditional jump that follows (which
+        # may guard an assert's failing block, as after TO_BOOL)
+        passing = speculate_assert(frame, result, next_instruction(frame))
+        if passing is not None:
+            frame.push(Const(passing))
+            return
         if graph_condition(frame, result, next_instruction(frame)):
             return  # the test of a while loop captured in the graph
         result = Const(truthiness(frame, result))
