@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from npdynamo.backends import lookup_backend
+from npdynamo.backends.registry import compile_hook
 from npdynamo.capture import dynamic_dims
 from npdynamo.capture.breaks.resume import CompileSession
 from npdynamo.capture.bytecode.generate import forget_resume_codes
@@ -88,7 +89,7 @@ def make_session(
         return compile_with(fn, callee, (backend_fn, False, None), REMAKE)
 
     return new_session(backend_fn, fullgraph, dynamic, recorder=recorder,
-                       compile_callee=compile_callee)
+                       compile_callee=compile_callee, on_compile=compile_hook(backend_fn))
 
 
 def enable(backend: str | Callable = "eager") -> Region:

@@ -8,6 +8,7 @@ import pytest
 
 import npdynamo
 from npdynamo import api
+from npdynamo.backends import register_backend, registry
 from npdynamo.capture import compile_frame, dynamic_dims
 from npdynamo.capture.hooks import region
 from npdynamo.capture.hooks.cache import cache_of, recompile_reasons
@@ -58,6 +59,26 @@ def test_a_function_called_natively_at_a_break_is_compiled_with_the_same_backend
     assert cache_of(callee).session is not session  # its own session, default options
     assert (cache_of(callee).session.fullgraph, cache_of(callee).session.dynamic) == (False, None)
     np.testing.assert_array_equal(compiled(np.ones(2)), with_a_break(np.ones(2)))
+
+
+def test_a_backends_compile_hook_is_bound_into_the_session_and_runs_per_compile():
+    calls = []
+
+    def started_backend(gm, example_inputs):
+        return gm.forward
+
+    register_backend("test_started", started_backend, override=True,
+                     on_compile=lambda: calls.append("started"))
+    compiled = api.compile(double, backend="test_started")
+    assert cache_of(compiled).session.on_compile is registry.compile_hook(started_backend)
+    api.compile(helper, backend="test_started")
+    assert calls == ["started", "started"]
+    np.testing.assert_array_equal(compiled(np.ones(2)), np.full(2, 2.0))
+    # a backend registered without one (or a plain callable) binds none
+    assert cache_of(api.compile(double, backend=CountingBackend())).session.on_compile is None
+    numba_session = cache_of(api.compile(double, backend="numba")).session
+    assert numba_session.on_compile is registry.compile_hook(registry.lookup_backend("numba"))
+    assert numba_session.on_compile is not None
 
 
 def test_enable_makes_its_blocks_session_with_its_backend():

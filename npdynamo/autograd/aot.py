@@ -4,7 +4,7 @@
 the forward graph compiled by ``inner``. Called with tape tracers (``grad(compile(f))``), it
 builds the joint graph for the tracked inputs, partitions it, compiles both halves with
 ``inner`` (once per set of tracked inputs), runs the forward on the unwrapped arrays and
-records ONE tape entry whose backward runs the compiled backward graph on the saved values. So
+records ONE tape record whose backward runs the compiled backward graph on the saved values. So
 the tape chains each graph's forward/backward pair with the Python code between graph breaks.
 Registered as ``aot_eager`` and ``aot_numba`` (numba when that backend is registered). What
 ``inner`` returns is followed (``Compiled.follow``): a tuned forward is called directly once the
@@ -53,8 +53,8 @@ class CompiledPair:
         return self._backward(*saved, *tangents)
 
 
-class GraphEntry:
-    """The tape entry of one call of a compiled graph."""
+class GraphRecord:
+    """The tape record of one call of a compiled graph."""
 
     __slots__ = ("pair", "saved", "outputs", "keys", "shapes")
 
@@ -131,7 +131,7 @@ class AOTFunction:
             out_vars.append(var)
             outs[i] = Tracer(outs[i], tape, var)
         grad_keys = [keys[i] for i in pair.partition.grad_inputs]
-        tape.record(GraphEntry(pair, saved, tuple(out_vars), grad_keys, shapes))
+        tape.record(GraphRecord(pair, saved, tuple(out_vars), grad_keys, shapes))
         return tuple(outs)
 
 

@@ -1,10 +1,10 @@
 """The gradient tape: the dynamic graph recorded while a differentiated function runs.
 
-Every op applied to tracked values appends an entry naming the variables it read and the
-variable it produced. ``Tape.backward`` walks the entries in reverse, asks each for the
-cotangents of its inputs and sums them per variable. An entry is an op call (its VJP rule runs
+Every op applied to tracked values appends a record naming the variables it read and the
+variable it produced. ``Tape.backward`` walks the records in reverse, asks each for the
+cotangents of its inputs and sums them per variable. A record is an op call (its VJP rule runs
 eagerly on the recorded arrays), a call of a compiled graph (its backward graph runs, see
-``aot``), or a blocked entry for a non-differentiable op, which raises ``GradError`` only if a
+``aot``), or a blocked record for a non-differentiable op, which raises ``GradError`` only if a
 gradient actually reaches it.
 """
 
@@ -28,13 +28,13 @@ def eager_emit(op: Op, *args: Any, **kwargs: Any) -> Any:
     return op.impl(*args, **kwargs)
 
 
-class Entry(Protocol):
+class Record(Protocol):
     outputs: tuple[int, ...]
 
     def backward(self, cotangents: list[Any]) -> Iterable[tuple[int, Any]]: ...
 
 
-class OpEntry:
+class OpRecord:
     """One op call: its canonical arguments (arrays unwrapped), the variable keys of its
     tracked inputs (same nesting as ``args``) and its result."""
 
@@ -50,7 +50,7 @@ class OpEntry:
         )
 
 
-class BlockedEntry:
+class BlockedRecord:
     """A non-differentiable op whose floating-point result depends on tracked values."""
 
     __slots__ = ("op", "where", "outputs", "complex_result")
@@ -74,30 +74,30 @@ class BlockedEntry:
 
 
 class Tape:
-    """The entries recorded for one ``grad``/``value_and_grad`` call, in program order."""
+    """The records made for one ``grad``/``value_and_grad`` call, in program order."""
 
     def __init__(self) -> None:
         self.level = next(_levels)  # tapes of nested grads: the inner one has the higher level
-        self.entries: list[Entry] = []
+        self.records: list[Record] = []
         self._vars = itertools.count()
 
     def new_var(self) -> int:
         return next(self._vars)
 
-    def record(self, entry: Entry) -> None:
-        self.entries.append(entry)
+    def record(self, item: Record) -> None:
+        self.records.append(item)
 
     def backward(self, seeds: dict[int, Any]) -> dict[int, Any]:
         """Cotangents of every variable reached from ``seeds`` (var -> cotangent)."""
         grads = dict(seeds)
-        for entry in reversed(self.entries):
-            cotangents = [grads.pop(v, None) for v in entry.outputs]
+        for record in reversed(self.records):
+            cotangents = [grads.pop(v, None) for v in record.outputs]
             if all(ct is None for ct in cotangents):
                 continue
-            for var, ct in entry.backward(cotangents):
+            for var, ct in record.backward(cotangents):
                 seen = grads.get(var)
                 grads[var] = ct if seen is None else seen + ct
-        self.entries.clear()
+        self.records.clear()
         return grads
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from npdynamo.autograd.tape import BlockedEntry, OpEntry, Tape
+from npdynamo.autograd.tape import BlockedRecord, OpRecord, Tape
 from npdynamo.errors import GradError
 from npdynamo.ops import REGISTRY, Op, UnsupportedArguments, normalize_call, normalize_method
 from npdynamo.ops.binding import METHODS
@@ -309,7 +309,7 @@ def apply(op: Op, args: tuple | list, kwargs: dict) -> Any:
     if tracked and _is_complex(out) and not op.shape_only:
         # kept tracked, so that a gradient reaching it is an error rather than a silent zero
         var = tape.new_var()
-        tape.record(BlockedEntry(op, var, complex_result=True))
+        tape.record(BlockedRecord(op, var, complex_result=True))
         return Tracer(out, tape, var)
     if not _is_float(out):
         if tracked and isinstance(out, tuple) and any(_is_float(o) for o in out):
@@ -323,9 +323,9 @@ def apply(op: Op, args: tuple | list, kwargs: dict) -> Any:
         return Tracer(out, tape, None)
     var = tape.new_var()
     if op.differentiable:
-        tape.record(OpEntry(op, _rule_args(raw, keys), kwargs, keys, out, var))
+        tape.record(OpRecord(op, _rule_args(raw, keys), kwargs, keys, out, var))
     else:
-        tape.record(BlockedEntry(op, var))
+        tape.record(BlockedRecord(op, var))
     return Tracer(out, tape, var)
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from npdynamo import progress
 from npdynamo.backends.eager import eager
 from npdynamo.backends.fp_state import is_plain_ufunc_call, ufuncs_cannot_raise
-from npdynamo.backends.registry import Backend, backend_for_inputs
+from npdynamo.backends.registry import Backend, backend_for_inputs, backend_name
 from npdynamo.backends.report import Compiled, as_compiled
 from npdynamo.errors import BackendCompilerFailed, BackendFallbackWarning
 from npdynamo.fx import Graph, GraphModule
@@ -71,7 +71,7 @@ def compile_graph(
     gm = GraphModule(graph)
     example_inputs = [read_input(node) for node in inputs]
     compiler = backend_for_inputs(backend, example_inputs)
-    name = getattr(backend, "__name__", repr(backend))
+    name = backend_name(backend)  # its registered name, else its own
     progress.end_capture()
     try:
         compiled = compiler(gm, example_inputs)

@@ -16,19 +16,28 @@ from npdynamo.errors import InvalidBackend, user_location
 Backend = Callable[[Any, list], Callable[..., tuple]]
 
 _BACKENDS: dict[str, Backend] = {}
+#: a registered backend's ``on_compile()``, run by each ``compile(fn, backend=...)`` (bound into
+#: the session by the composition root, ``npdynamo/api.py``): the numba backend starts its
+#: compile workers there, ahead of the first call
+_ON_COMPILE: dict[Backend, Callable[[], None]] = {}
 
 
 def register_backend(
-    name: str | Callable | None = None, fn: Backend | None = None, *, override: bool = False
+    name: str | Callable | None = None,
+    fn: Backend | None = None,
+    *,
+    override: bool = False,
+    on_compile: Callable[[], None] | None = None,
 ):
     """Register ``fn`` as backend ``name``; also works as a decorator, with or without a name.
 
     A name already registered is refused unless ``override=True``: replacing ``"eager"`` would
-    change every function compiled with it, everywhere in the process."""
+    change every function compiled with it, everywhere in the process. ``on_compile()``, if
+    given, runs at each ``compile(fn, backend=name)`` (a backend's start ahead of calls)."""
     if callable(name) and fn is None:
-        return register_backend(name.__name__, name, override=override)
+        return register_backend(name.__name__, name, override=override, on_compile=on_compile)
     if fn is None:
-        return lambda f: register_backend(name, f, override=override)
+        return lambda f: register_backend(name, f, override=override, on_compile=on_compile)
     if not isinstance(name, str) or not name:
         raise InvalidBackend(
             f"{user_location()}: a backend name must be a non-empty string, not {name!r}"
@@ -44,7 +53,14 @@ def register_backend(
             "name, or pass override=True to replace it for every function compiled with it"
         )
     _BACKENDS[name] = fn
+    if on_compile is not None:
+        _ON_COMPILE[fn] = on_compile
     return fn
+
+
+def compile_hook(backend: Backend) -> Callable[[], None] | None:
+    """What ``compile(fn, backend=backend)`` runs once per compiled function, if anything."""
+    return _ON_COMPILE.get(backend)
 
 
 def list_backends() -> list[str]:

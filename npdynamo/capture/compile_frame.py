@@ -144,10 +144,12 @@ def new_session(
     *,
     recorder: Callable | None = None,
     compile_callee: Callable | None = None,
+    on_compile: Callable[[], None] | None = None,
 ) -> CompileSession:
     """A compile session whose captures run through ``build_entry``: made once per
     ``compile()`` (or ``enable()`` block, or ``explain`` run) with everything bound here."""
-    return CompileSession(backend, build_entry, fullgraph, dynamic, recorder, compile_callee)
+    return CompileSession(backend, build_entry, fullgraph, dynamic, recorder, compile_callee,
+                          on_compile)
 
 
 def to_unsupported(exc: CaptureUnsupported) -> Unsupported:

@@ -7,7 +7,8 @@ their operand (so that a write through one reaches the other).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,15 +34,27 @@ if TYPE_CHECKING:
 
 
 
+def _each_item(value: Value, leaf: Callable[[Value], Any]):
+    """``leaf`` of ``value``, or of each item of a tuple or list (nested), in its container."""
+    if isinstance(value, TupleValue):
+        return tuple(_each_item(v, leaf) for v in value.items)
+    if isinstance(value, ListValue):
+        return [_each_item(v, leaf) for v in value.items]
+    return leaf(value)
+
+
+def _plain(value: Value):
+    return value.value if isinstance(value, Const) else value
+
+
 def raw(value: Value):
     """The argument form ``ops`` normalisation takes: arrays stay tracked, constants are plain."""
-    if isinstance(value, Const):
-        return value.value
-    if isinstance(value, TupleValue):
-        return tuple(raw(v) for v in value.items)
-    if isinstance(value, ListValue):
-        return [raw(v) for v in value.items]
-    return value
+    return _each_item(value, _plain)
+
+
+def _graph_float(value: Value):
+    meta = value.node.meta.get("val") if isinstance(value, ScalarInputValue) else None
+    return value if isinstance(meta, ScalarMeta) and meta.type is float else _plain(value)
 
 
 def raw_numbers(value: Value):
@@ -49,26 +62,17 @@ def raw_numbers(value: Value):
     graph values: for ``np.array([...])``, which makes each one a float64 element exactly
     as a 0-d float64 array would be. (A Python int stays plain: its dtype depends on its
     value.)"""
-    meta = value.node.meta.get("val") if isinstance(value, ScalarInputValue) else None
-    if isinstance(meta, ScalarMeta) and meta.type is float:
-        return value
-    if isinstance(value, TupleValue):
-        return tuple(raw_numbers(v) for v in value.items)
-    if isinstance(value, ListValue):
-        return [raw_numbers(v) for v in value.items]
-    return raw(value)
+    return _each_item(value, _graph_float)
+
+
+def _size(value: Value):
+    return value.expr if isinstance(value, SizeValue) else _plain(value)
 
 
 def raw_sizes(value: Value):
     """``raw``, but symbolic sizes stay symbolic: for the calls whose rules take them
     (``np.arange(n)``, ``x.reshape(n, -1)``)."""
-    if isinstance(value, SizeValue):
-        return value.expr
-    if isinstance(value, TupleValue):
-        return tuple(raw_sizes(v) for v in value.items)
-    if isinstance(value, ListValue):
-        return [raw_sizes(v) for v in value.items]
-    return raw(value)
+    return _each_item(value, _size)
 
 
 def _contains(obj, test) -> bool:

@@ -23,6 +23,7 @@ from npdynamo.export.onnx_shapes import _at_least
 from npdynamo.export.onnx_writer import Lowering
 from npdynamo.export.schema import ExportError
 from npdynamo.fx.node import Node
+from npdynamo.ops.writes import run_program
 
 LOWERINGS: dict[str, Callable[..., Any]] = {}
 _MIN = np.iinfo(np.int64).min
@@ -419,19 +420,15 @@ def binary(L: Lowering, op: str, a: Any, b: Any) -> tuple[str, np.dtype]:
     return L.add(name, [x, y]), out
 
 
+def _number(c: Any) -> Any:
+    if type(c) not in (bool, int, float):
+        raise ExportError("a constant that is not a Python number in a masked expression")
+    return c
+
+
 def _run_program(L: Lowering, program: tuple, leaves: list[tuple[str, np.dtype]]) -> tuple:
-    stack: list = []
-    for kind, *rest in program:
-        if kind == "leaf":
-            stack.append(leaves[rest[0]])
-        elif kind == "const":
-            if type(rest[0]) not in (bool, int, float):
-                raise ExportError("a constant that is not a Python number in a masked expression")
-            stack.append(rest[0])
-        else:
-            right = stack.pop()
-            stack.append(binary(L, rest[0], stack.pop(), right))
-    result = stack.pop()
+    result = run_program(program, leaves.__getitem__,
+                         lambda op, a, b: binary(L, op, a, b), _number)
     if not isinstance(result, tuple):
         raise ExportError("a masked expression without an array")
     return result

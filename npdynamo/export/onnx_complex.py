@@ -26,6 +26,7 @@ from npdynamo.export.onnx_pairs import Pair, dtype_of, is_complex, part_dtype, p
 from npdynamo.export.schema import ExportError
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.writes import run_program
 
 if TYPE_CHECKING:
     from npdynamo.export.onnx_writer import Lowering
@@ -194,16 +195,8 @@ def _mask_apply(L: Lowering, node: Node, current: Any, mask: Any, *arrays: Any,
         raise ExportError(f"a masked write of complex values into {out}")
     t = part_dtype(out)
     leaves = [parts(L, a, t) for a in arrays]
-    stack: list = []
-    for kind, *rest in program:
-        if kind == "leaf":
-            stack.append(leaves[rest[0]])
-        elif kind == "const":
-            stack.append(rest[0])
-        else:
-            right = stack.pop()
-            stack.append(_program_op(L, rest[0], stack.pop(), right, t))
-    value = _as_pair(L, stack.pop(), t)
+    value = _as_pair(L, run_program(program, leaves.__getitem__,
+                                    lambda op, a, b: _program_op(L, op, a, b, t)), t)
     flags = _mask_for(L, mask, _ndim(current))
     target = parts(L, current, t)
     return Pair(*(L.add("Where", [flags, v, c]) for v, c in zip(value, target)))

@@ -95,31 +95,24 @@ def _trace(L: Lowering, node: Node, x: Any, offset: int = 0, axis1: int = 0, axi
     return L.add("ReduceSum", [L.add("Mul", [value, eye])], keepdims=0)
 
 
-def _nan_masked(L: Lowering, x: Any, out: np.dtype) -> tuple[str, str]:
-    value = L.value(x, out)
-    isnan = L.add("IsNaN", [value])
-    return L.add("Where", [isnan, L.const(0, out), value]), isnan
-
-
-def _nansum(L: Lowering, node: Node, x: Any, axis: Any = None, dtype: Any = None,
-            keepdims: bool = False) -> str:
-    out = _out(node)
-    if out.kind != "f":
-        raise ExportError(f"nansum of {out}")
-    clean, _ = _nan_masked(L, x, out)
-    return _reduce_with("ReduceSum", clean, _axes(L, x, axis), L, keepdims)
-
-
-def _nanmean(L: Lowering, node: Node, x: Any, axis: Any = None, dtype: Any = None,
-             keepdims: bool = False) -> str:
-    out = _out(node)
-    if out.kind != "f":
-        raise ExportError(f"nanmean of {out}")
-    clean, isnan = _nan_masked(L, x, out)
-    axes = _axes(L, x, axis)
-    count = L.cast(L.add("Not", [isnan]), np.bool_, out)
-    return L.add("Div", [_reduce_with("ReduceSum", clean, axes, L, keepdims),
-                         _reduce_with("ReduceSum", count, axes, L, keepdims)])
+def _nan_sum(mean: bool) -> Callable[..., str]:
+    """``nansum``, or with ``mean`` ``nanmean``: the sum with NaN as 0, divided by the count of
+    the values that are not NaN."""
+    def lower(L: Lowering, node: Node, x: Any, axis: Any = None, dtype: Any = None,
+              keepdims: bool = False) -> str:
+        out = _out(node)
+        if out.kind != "f":
+            raise ExportError(f"{'nanmean' if mean else 'nansum'} of {out}")
+        value = L.value(x, out)
+        isnan = L.add("IsNaN", [value])
+        axes = _axes(L, x, axis)
+        total = _reduce_with("ReduceSum", L.add("Where", [isnan, L.const(0, out), value]), axes,
+                             L, keepdims)
+        if not mean:
+            return total
+        count = L.cast(L.add("Not", [isnan]), np.bool_, out)
+        return L.add("Div", [total, _reduce_with("ReduceSum", count, axes, L, keepdims)])
+    return lower
 
 
 def _vdot(L: Lowering, node: Node, a: Any, b: Any) -> str:
@@ -227,7 +220,7 @@ LOWERINGS.update(py_add=_py_binary("Add"), py_sub=_py_binary("Sub"), py_mul=_py_
 LOWERINGS.update(
     round=_round, isclose=_isclose, ptp=_ptp, average=_average,
     count_nonzero=_count_nonzero, cumsum=_cumsum, cumulative_sum=_cumsum, trace=_trace,
-    nansum=_nansum, nanmean=_nanmean, vdot=_vdot, det=_det, tri=_tri, take=_take,
+    nansum=_nan_sum(False), nanmean=_nan_sum(True), vdot=_vdot, det=_det, tri=_tri, take=_take,
     take_along_axis=_take_along_axis, sort=_sort, roll=_roll, diff=_diff, dstack=_dstack,
     column_stack=_column_stack,
 )

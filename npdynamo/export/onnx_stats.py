@@ -68,32 +68,28 @@ def cumulative_product(L: Lowering, value: str, axis: int, ndim: int, t: np.dtyp
     return L.add("Transpose", [scan], perm=[perm.index(a) for a in range(ndim)])
 
 
-def _cumprod(nan: bool) -> Callable:
+def _cumulative(name: str, nan: bool) -> Callable:
+    """The lowering of a running product (``name`` "cumprod") or sum along one axis; with
+    ``nan`` a NaN counts as the product's or the sum's identity (``nancumprod``, ``nancumsum``)."""
+    product = name == "cumprod"
+
     def lower(L: Lowering, node: Node, x: Any, axis: Any = None, dtype: Any = None,
               include_initial: bool = False) -> str:
         t = _out(node)
         if include_initial or t.kind not in "fiu":
-            raise ExportError("cumprod with include_initial or of this dtype")
+            raise ExportError(f"{name} with include_initial or of this dtype")
         value, ax, n = _flat_axis(L, x, t, axis)
         if nan and t.kind == "f":
-            value = where(L, L.add("IsNaN", [value]), L.const(1, t), value)
-        return cumulative_product(L, value, ax, n, t)
+            value = where(L, L.add("IsNaN", [value]), L.const(1 if product else 0, t), value)
+        if product:
+            return cumulative_product(L, value, ax, n, t)
+        return L.add("CumSum", [value, L.const(ax, np.int64)])
     return lower
 
 
-def _nancumsum(L: Lowering, node: Node, x: Any, axis: Any = None, dtype: Any = None,
-               include_initial: bool = False) -> str:
-    t = _out(node)
-    if include_initial or t.kind not in "fiu":
-        raise ExportError("nancumsum with include_initial or of this dtype")
-    value, ax, _ = _flat_axis(L, x, t, axis)
-    if t.kind == "f":
-        value = where(L, L.add("IsNaN", [value]), L.const(0, t), value)
-    return L.add("CumSum", [value, L.const(ax, np.int64)])
-
-
-LOWERINGS.update(cumprod=_cumprod(False), cumulative_prod=_cumprod(False),
-                 nancumprod=_cumprod(True), nancumsum=_nancumsum)
+LOWERINGS.update(cumprod=_cumulative("cumprod", False),
+                 cumulative_prod=_cumulative("cumprod", False),
+                 nancumprod=_cumulative("cumprod", True), nancumsum=_cumulative("nancumsum", True))
 
 
 # -- NaN-aware reductions ------------------------------------------------------------------------

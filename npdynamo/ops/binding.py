@@ -38,17 +38,22 @@ def bound(public: str, binder: Callable[..., Normalized]) -> Binder:
     return call
 
 
-def functions(*names: str):
-    """Register a binder for each ``np.<name>`` this NumPy has."""
+def _numpy_functions(table: dict[Any, Binder], names: tuple[str, ...]):
+    """A decorator registering its binder into ``table`` for each ``np.<name>`` this NumPy has."""
 
     def deco(binder):
         for name in names:
             fn = getattr(np, name, None)
             if fn is not None:
-                FUNCTIONS[fn] = bound(name, binder)
+                table[fn] = bound(name, binder)
         return binder
 
     return deco
+
+
+def functions(*names: str):
+    """Register a binder for each ``np.<name>`` this NumPy has."""
+    return _numpy_functions(FUNCTIONS, names)
 
 
 #: Binders of NumPy functions that return a view of their operand (np.flip, np.rot90,
@@ -60,15 +65,7 @@ VIEW_FUNCTIONS: dict[Any, Binder] = {}
 
 def view_functions(*names: str):
     """Like ``functions``, into ``VIEW_FUNCTIONS`` (see there)."""
-
-    def deco(binder):
-        for name in names:
-            fn = getattr(np, name, None)
-            if fn is not None:
-                VIEW_FUNCTIONS[fn] = bound(name, binder)
-        return binder
-
-    return deco
+    return _numpy_functions(VIEW_FUNCTIONS, names)
 
 
 def methods(*names: str):

@@ -14,6 +14,8 @@ Python before anything is written.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -209,19 +211,28 @@ register(Op("mask_update", _mask_update, mask_update_rule, differentiable=False,
 
 
 # -- y[mask] = f(x[mask], ...) (capture/masked.py) ----------------------------------------
-def evaluate_masked(program: tuple, mask, arrays: tuple):
-    """Run a masked expression's postfix ``program`` on ``array[mask]`` of each leaf, with
-    Python's own operators (``x ** 2`` on an array is what Python computes)."""
+def run_program(program: tuple, leaf: Callable[[int], Any], apply: Callable[[str, Any, Any], Any],
+                const: Callable[[Any], Any] = lambda c: c) -> Any:
+    """Evaluate a masked expression's postfix ``program`` (``("leaf", i)``, ``("const", c)``,
+    ``("op", symbol)`` items) in any domain: values, metas, ONNX names. ``leaf(i)`` is the
+    ``i``-th leaf's value, ``const(c)`` a constant's, ``apply(symbol, a, b)`` an operator's."""
     stack: list = []
     for kind, *rest in program:
         if kind == "leaf":
-            stack.append(arrays[rest[0]][mask])
+            stack.append(leaf(rest[0]))
         elif kind == "const":
-            stack.append(rest[0])
+            stack.append(const(rest[0]))
         else:
             right = stack.pop()
-            stack.append(_OPERATORS[rest[0]](stack.pop(), right))
+            stack.append(apply(rest[0], stack.pop(), right))
     return stack.pop()
+
+
+def evaluate_masked(program: tuple, mask, arrays: tuple):
+    """Run a masked expression's postfix ``program`` on ``array[mask]`` of each leaf, with
+    Python's own operators (``x ** 2`` on an array is what Python computes)."""
+    return run_program(program, lambda i: arrays[i][mask],
+                       lambda symbol, a, b: _OPERATORS[symbol](a, b))
 
 
 _OPERATORS = {
@@ -237,16 +248,8 @@ def program_meta(program: tuple, metas: list) -> ArrayMeta:
     """The meta of ``evaluate_masked``'s result, from the leaves' selected metas."""
     from npdynamo.ops.normalize import BINARY_OPERATORS
 
-    stack: list = []
-    for kind, *rest in program:
-        if kind == "leaf":
-            stack.append(metas[rest[0]])
-        elif kind == "const":
-            stack.append(rest[0])
-        else:
-            right = stack.pop()
-            stack.append(BINARY_OPERATORS[rest[0]].infer(stack.pop(), right))
-    return stack.pop()
+    return run_program(program, metas.__getitem__,
+                       lambda symbol, a, b: BINARY_OPERATORS[symbol].infer(a, b))
 
 
 def _mask_apply(current, mask, *arrays, program: tuple):

@@ -14,7 +14,7 @@ import numpy as np
 
 import npdynamo
 from npdynamo.autograd import tree_flatten, tree_unflatten
-from npdynamo.autograd.tape import OpEntry, Tape
+from npdynamo.autograd.tape import OpRecord, Tape
 from npdynamo.autograd.tracer import Tracer
 from npdynamo.fx import Graph, GraphModule
 from npdynamo.ops import ArrayMeta
@@ -43,13 +43,13 @@ def tape_graph(fn, args: tuple, argnums) -> tuple[GraphModule, list[Any]]:
                 wrapped.append(leaf)
         args[i] = tree_unflatten(treedef, wrapped)
     result = fn(*args)
-    for entry in tape.entries:
-        if not isinstance(entry, OpEntry):
-            raise AssertionError(f"cannot turn {entry!r} into a graph node")
-        node_args = _substitute(entry.args, entry.keys, env)
-        node = graph.call_function(entry.op, node_args, entry.kwargs)
-        node.meta["val"] = ArrayMeta.of(entry.out)
-        env[entry.outputs[0]] = node
+    for record in tape.records:
+        if not isinstance(record, OpRecord):
+            raise AssertionError(f"cannot turn {record!r} into a graph node")
+        node_args = _substitute(record.args, record.keys, env)
+        node = graph.call_function(record.op, node_args, record.kwargs)
+        node.meta["val"] = ArrayMeta.of(record.out)
+        env[record.outputs[0]] = node
     assert isinstance(result, Tracer) and result.var is not None
     graph.output((env[result.var],))
     return GraphModule(graph), leaves_out

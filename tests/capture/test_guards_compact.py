@@ -11,17 +11,11 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.api import reset
 from npdynamo.capture.guards.compact import COMPACT_MIN_ITEMS
 from npdynamo.capture.hooks import compiled_entries, recompile_reasons
 from tests.differential import CountingBackend, check_same
 
-
-@pytest.fixture(autouse=True)
-def clean():
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_caches")
 
 
 def sum_values(d, x):

@@ -17,12 +17,7 @@ from npdynamo.capture.hooks.cache import cache_of
 from npdynamo.capture.hooks.compiled_function import dispatcher_of
 from tests.differential import CountingBackend, assert_same_value
 
-
-@pytest.fixture(autouse=True)
-def clean():
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_caches")
 
 
 def scaled(x, n):
@@ -36,10 +31,8 @@ def scaled_closure_maker(offset):
     return scaled_closure
 
 
-def test_past_the_limit_the_front_runs_the_users_code(monkeypatch):
-    # numbers that change must recompile here: no dynamic scalars
-    monkeypatch.setattr(config, "automatic_dynamic_shapes", False)
-    monkeypatch.setattr(config, "cache_size_limit", 3)
+def test_past_the_limit_the_front_runs_the_users_code(cache_limit):
+    cache_limit(3)
     backend = CountingBackend()
     compiled = npdynamo.compile(scaled, backend=backend)
     x = np.arange(4.0)
@@ -90,10 +83,8 @@ def region_step(x, n):
     return x * n - 2.0
 
 
-def test_region_hooked_function_past_the_limit_gets_its_code_back(monkeypatch):
-    # numbers that change must recompile here: no dynamic scalars
-    monkeypatch.setattr(config, "automatic_dynamic_shapes", False)
-    monkeypatch.setattr(config, "cache_size_limit", 2)
+def test_region_hooked_function_past_the_limit_gets_its_code_back(cache_limit):
+    cache_limit(2)
     code = region_step.__code__
     x = np.ones(3)
     with warnings.catch_warnings(record=True) as caught:
@@ -201,10 +192,8 @@ def counter_in_arithmetic_after_a_break(x):
     return x
 
 
-def test_a_resume_point_past_the_limit_runs_python_for_good(monkeypatch):
-    # numbers that change must recompile here: no dynamic scalars
-    monkeypatch.setattr(config, "automatic_dynamic_shapes", False)
-    monkeypatch.setattr(config, "cache_size_limit", 4)
+def test_a_resume_point_past_the_limit_runs_python_for_good(cache_limit):
+    cache_limit(4)
     backend = CountingBackend()
     compiled = npdynamo.compile(counter_in_arithmetic_after_a_break, backend=backend)
     with warnings.catch_warnings(record=True) as caught:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import npdynamo as nd
+from benchmarks.loop_kernels import lu_doolittle
 from tests.capture.test_for_formation import quiet_explain
 from tests.capture.test_triangular_loops import numba_matches
 from tests.differential import check_same
@@ -42,24 +43,6 @@ def lower_solve(L, b):
     return x
 
 
-def doolittle(A):
-    n = A.shape[0]
-    L = np.eye(n)
-    U = np.zeros((n, n))
-    for i in range(n):
-        for j in range(i, n):
-            s = 0.0
-            for k in range(i):
-                s += L[i, k] * U[k, j]
-            U[i, j] = A[i, j] - s
-        for j in range(i + 1, n):
-            s = 0.0
-            for k in range(i):
-                s += L[j, k] * U[k, i]
-            L[j, i] = (A[j, i] - s) / U[i, i]
-    return L, U
-
-
 def empty_twice(a):
     """``range(i - 1)`` is empty at i = 0 and i = 1: one peel leaves it empty at the new first
     iteration, so the loops unroll (exactly) as before."""
@@ -83,7 +66,7 @@ CASES = {
     "lower_solve": (lower_solve, lambda n: (np.tril(_dominant(n)), RNG.random(n))),
     "lower_solve_float32": (lower_solve, lambda n: (np.tril(_dominant(n, np.float32)),
                                                     RNG.random(n).astype(np.float32))),
-    "doolittle": (doolittle, lambda n: (_dominant(n),)),
+    "doolittle": (lu_doolittle, lambda n: (_dominant(n),)),
 }
 
 

@@ -14,6 +14,7 @@ be written at all.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -48,15 +49,18 @@ def _float64_scalar(meta: Any) -> bool:
     return isinstance(meta, ArrayMeta) and meta.scalar and meta.dtype == np.float64
 
 
+#: each generated kernel's inlinable twin (``inline_kernel``), kept while the kernel lives
+_INLINED: weakref.WeakKeyDictionary[Dispatcher, Dispatcher] = weakref.WeakKeyDictionary()
+
+
 def inline_kernel(kernel: Dispatcher) -> Dispatcher:
     """``kernel`` (a generated kernel module's) as a function numba inlines into the loop
     program that calls it, compiled with the same options (one per kernel module)."""
-    inline = getattr(kernel, "_npdynamo_inline", None)
+    inline = _INLINED.get(kernel)
     if inline is None:
         options = {k: v for k, v in kernel.targetoptions.items()
                    if k not in ("cache", "nopython")}
-        inline = numba.njit(inline="always", **options)(kernel.py_func)
-        kernel._npdynamo_inline = inline
+        inline = _INLINED[kernel] = numba.njit(inline="always", **options)(kernel.py_func)
     return inline
 
 

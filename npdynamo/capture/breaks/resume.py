@@ -58,6 +58,9 @@ class CompileSession:
     #: ``compile_callee(fn)``: what a user function called natively at a break becomes; with
     #: none (a session made for a test) it runs as plain Python
     compile_callee: Callable | None = None
+    #: ``on_compile()``: what the backend does at each ``compile(fn, backend=...)`` (the numba
+    #: backend starts its compile workers), run by ``hooks/decorator.compile_with``
+    on_compile: Callable[[], None] | None = None
     resume_calls: dict = field(default_factory=dict)
 
     def resume_call(self, key: ResumeKey, fn_globals: dict) -> ResumeCall:

@@ -74,16 +74,21 @@ def graph_condition(frame, value: Value, jump_index: int) -> bool:
         if formable and form_exit(frame, value, jump_index):  # break / return in a loop
             return True
         return form_if(frame, value, jump_index)  # an if statement, when that is switched on
-    try:
-        form_while(frame, value, *shape)
-        note_loop(frame, "in the graph as one while_loop")
-    except CaptureUnsupported as exc:
-        raise frame.unsupported(
-            f"the while loop on an array condition cannot become an in-graph loop: {exc.reason}",
-            exc.hint or "write it with npdynamo.while_loop, or accept a graph break here",
-            kind="data_dependent_branch") from exc
-    return True
+    return _formed(frame, form_while, (value, *shape), "in the graph as one while_loop",
+                   "the while loop on an array condition",
+                   "write it with npdynamo.while_loop, or accept a graph break here")
 
+
+def _formed(frame, form, args: tuple, note: str, what: str, hint: str) -> bool:
+    """``form(frame, *args)``, noted as ``note``; what it refuses is a graph break saying that
+    ``what`` cannot become an in-graph loop, and why."""
+    try:
+        form(frame, *args)
+        note_loop(frame, note)
+    except CaptureUnsupported as exc:
+        raise frame.unsupported(f"{what} cannot become an in-graph loop: {exc.reason}",
+                                exc.hint or hint, kind="data_dependent_branch") from exc
+    return True
 
 
 # -- a loop left by break or return on a data-dependent test ----------------------------------
@@ -107,19 +112,12 @@ def form_exit(frame, value: Value, jump_index: int) -> bool:
     shape = _exit_shape(frame, jump_index)
     if shape is None:
         return False
-    try:
-        if frame.stack:
-            form_for_exit(frame, value, *shape)
-            note_loop(frame, "in the graph as one while_loop (a for loop left by break or "
-                      "return)")
-        else:
-            _form_exit(frame, value, *shape)
-            note_loop(frame, "in the graph as one while_loop (left by break or return)")
-    except CaptureUnsupported as exc:
-        raise frame.unsupported(
-            f"the loop left on an array condition cannot become an in-graph loop: {exc.reason}",
-            exc.hint or "accept a graph break here", kind="data_dependent_branch") from exc
-    return True
+    if frame.stack:  # a for loop's iterator; a while True loop leaves the stack empty
+        form, note = form_for_exit, "a for loop left by break or return"
+    else:
+        form, note = _form_exit, "left by break or return"
+    return _formed(frame, form, (value, *shape), f"in the graph as one while_loop ({note})",
+                   "the loop left on an array condition", "accept a graph break here")
 
 
 def _follow(frame, index: int) -> int:

@@ -90,37 +90,43 @@ class ClosureSource(Source):
 
 
 @dataclass(frozen=True)
-class AttrSource(Source):
-    """``base.attr``."""
+class _ReadFromBase(Source):
+    """A value read off ``base`` by a constant suffix (``.attr``, ``[key]``), written the same in
+    every form of the source."""
 
     base: Source
-    attr: str
+
+    def suffix(self) -> str:
+        raise NotImplementedError
 
     def name(self) -> str:
-        return f"{self.base.name()}.{self.attr}"
+        return self.base.name() + self.suffix()
 
     def short(self) -> str:
-        return f"{self.base.short()}.{self.attr}"
+        return self.base.short() + self.suffix()
 
     def render(self, names: Mapping[Source, str] | None) -> str:
-        return f"{self.base.expr(names)}.{self.attr}"
+        return self.base.expr(names) + self.suffix()
 
 
 @dataclass(frozen=True)
-class ItemSource(Source):
+class AttrSource(_ReadFromBase):
+    """``base.attr``."""
+
+    attr: str
+
+    def suffix(self) -> str:
+        return f".{self.attr}"
+
+
+@dataclass(frozen=True)
+class ItemSource(_ReadFromBase):
     """``base[key]`` for a constant key (int or str)."""
 
-    base: Source
     key: object
 
-    def name(self) -> str:
-        return f"{self.base.name()}[{self.key!r}]"
-
-    def short(self) -> str:
-        return f"{self.base.short()}[{self.key!r}]"
-
-    def render(self, names: Mapping[Source, str] | None) -> str:
-        return f"{self.base.expr(names)}[{self.key!r}]"
+    def suffix(self) -> str:
+        return f"[{self.key!r}]"
 
 
 @dataclass(frozen=True)

@@ -67,9 +67,8 @@ def compile_with(obj: Any, session: Any, settings: tuple, remake: Remake) -> Any
     if not capture_supported():
         warn_unsupported_python()
         return obj
-    on_compile = getattr(session.backend, "on_compile", None)  # a backend's start ahead of calls
-    if on_compile is not None:
-        on_compile()
+    if session.on_compile is not None:  # the backend's start ahead of calls, bound by api.py
+        session.on_compile()
     fn = obj
     # A region-hooked function runs a trampoline; its original code is kept by its view.
     code = (original_function(fn) or fn).__code__
