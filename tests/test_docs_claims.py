@@ -217,6 +217,9 @@ def test_the_settings_quoted_are_the_codes():
     assert (tuning.EXTRA_ROUNDS, tuning.CLOSE) == (6, 1.25)
     # scheduling.md: the scheduled form is kept when at least 5% faster than the best serial one
     assert tuning.SIDE_BY_SIDE_MARGIN == 0.95
+    # scheduling.md and numba.md: a form holding the GIL must win by 5% (calls over 0.1 ms);
+    # its contender's best is then the best of 8 timed calls
+    assert tuning.GIL_MARGIN == 0.95 and tuning.TIMED_ROUNDS + tuning.EXTRA_ROUNDS == 8
     # tiers.md and numba.md: progress after 1 s, a line every two seconds; idle workers stop
     # after 30 s
     assert (progress.THRESHOLD_S, progress.INTERVAL_S, workers.KEEP_WARM_S) == (1.0, 2.0, 30.0)
