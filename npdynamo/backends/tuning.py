@@ -202,7 +202,7 @@ def fastest_of(
                 return settle(runner_up, f"; {winner.label} was less than "
                                          f"{1 - SIDE_BY_SIDE_MARGIN:.0%} faster")
             return on_probation(winner, runner_up)
-        return settle(*releasing(single))
+        return settle(*releasing(single)) if single else settle(winner, "")
 
     def on_probation(winner: Candidate, runner_up: Candidate) -> Callable[..., tuple]:
         winner.activate()

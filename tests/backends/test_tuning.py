@@ -285,6 +285,19 @@ SIDE_BY_SIDE_CASES = {
 }
 
 
+def test_a_side_by_side_form_left_alone_in_the_race_is_kept():
+    """Serial (its timed call lost the core: 100x) is dropped after the first timed round; the
+    scheduled form, never dropped, is then the only one left and runs every later call."""
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of(
+        [costing_calls(clock, "serial", lambda n: 100.0 if n == 3 else 1.0, runs),
+         side_by_side(clock, "scheduled", lambda n: 0.8, runs)], decided.append, clock)
+    for i in range(10):
+        assert fn(i) == (i + 1,)
+    assert decided and decided[0].startswith("runs as scheduled"), decided
+    assert runs[-3:] == ["scheduled"] * 3
+
+
 @pytest.mark.parametrize("case", SIDE_BY_SIDE_CASES)
 def test_a_side_by_side_form_is_kept_only_when_it_stays_faster(case):
     serial, scheduled, calls, kept, why = SIDE_BY_SIDE_CASES[case]
