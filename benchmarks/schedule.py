@@ -173,10 +173,15 @@ def part_one() -> list[dict]:
     return rows
 
 
+def _tuning(compiled) -> str:
+    """The numba tuner's line for the first graph of ``compiled`` (``""`` on eager)."""
+    graphs = npdynamo.inspect(compiled).graphs
+    return getattr(graphs[0].report, "tuning", "") if graphs else ""
+
+
 def _form(compiled) -> str:
     """The form the tuner runs a numba graph as (``numba``, ``eager`` ...; ``""`` on eager)."""
-    graphs = npdynamo.inspect(compiled).graphs
-    tuning = getattr(graphs[0].report, "tuning", "") if graphs else ""
+    tuning = _tuning(compiled)
     return tuning.split(" (")[0].replace("runs as ", "") if "runs as" in tuning else ""
 
 
@@ -212,7 +217,7 @@ def part_two() -> dict:
         passes = min(64, max(0, round((run - load0) / per_pass)))
         params = train_mlp.init_params()
         ds = train_grain.dataset(x, y, 1, passes, per_sample=False)
-        out = {"passes": passes, "form": _form(step),
+        out = {"passes": passes, "form": _form(step), "tuning": _tuning(step),
                "held_step": npdynamo.gil_held_fraction(step, params, x[:train_grain.BATCH],
                                                        y[:train_grain.BATCH], seconds=0.6),
                "held_load": npdynamo.gil_held_fraction(ds.__getitem__, 0, seconds=0.6)}
@@ -249,6 +254,7 @@ def main() -> None:
           f"load {fmt_time(loop['load'])} ({loop['passes']} preprocessing passes), step "
           f"{fmt_time(loop['step'])}; the GIL is held {loop['held_step']:.0%} of the step's "
           f"time and {loop['held_load']:.0%} of the loader's (upper bounds on a busy machine)")
+    print(f"  the step's tuning: {loop['tuning']}")
     print(f"  per batch: the median of {ROUNDS * EPOCHS} epochs ({ROUNDS} rounds of the ways in "
           f"turns), then the range of the epochs")
     for (how, readers), (median, low, high) in loop["ways"].items():

@@ -20,8 +20,9 @@ other candidates' calls took away (a parallel kernel's threads have gone to slee
 has them. After each timed round a candidate more than ``LOSER_FACTOR`` times slower than the
 best (and slower than ``FAST_CALL_S``) is dropped: it cannot win, and a NumPy graph's
 allocations slow the kernels that run after it for a few calls. The candidate with the smallest
-best time (a side-by-side form: after ``PROBATION_CALLS`` calls whose median confirms it) runs
-every later call,
+best time (a side-by-side form: after ``PROBATION_CALLS`` calls whose median confirms it; a
+form that holds the GIL, such as the eager graph against numba kernels: only when it is faster
+by ``GIL_MARGIN``, see there) runs every later call,
 through one closure variable (no timing, no lookup). The choice and the times go to the graph's
 report (``explain``) and to the ``npdynamo.tuning`` log. ``NPDYNAMO_NUMBA_TUNE=0`` turns it off:
 the numba program then always runs as the thread policy decided.
@@ -62,6 +63,16 @@ SIDE_BY_SIDE_MARGIN = 0.95
 #: ``SIDE_BY_SIDE_MARGIN``. One fast call among slow ones (a stream that found BLAS's pool
 #: idle) made a schedule 1.7x slower than serial win on its best call.
 PROBATION_CALLS = 9
+#: A candidate that holds the GIL between its operations (the eager graph: one NumPy call after
+#: another) wins over one that releases it while its kernels run (a numba program) only when
+#: its best call beats that one's by this factor (calls of more than ``FAST_CALL_S``: a call of
+#: microseconds holds the GIL about as long as the Python code around it does, either way).
+#: Closer than that, the two are within the noise of the tuner's timed calls, and the form
+#: that releases the GIL lets the caller's other threads run meanwhile (a data loader's reader
+#: threads beside a training step: in two quiet runs of ``benchmarks.schedule``, the Grain loop
+#: took 1.07x max(load, step) per batch beside the numba MLP step and 1.22x beside its eager
+#: form, which held the GIL 49% of its time).
+GIL_MARGIN = 0.95
 
 
 @dataclass
@@ -73,6 +84,9 @@ class Candidate:
     activate: Callable[[], None] = lambda: None
     #: ``run`` runs on several threads at once (a scheduled form): its speed needs a free core
     side_by_side: bool = False
+    #: ``run`` holds the GIL between its operations (NumPy calls one after another), where
+    #: another candidate releases it for most of the call (compiled ``nogil`` kernels)
+    holds_gil: bool = False
 
 
 def tuning_enabled() -> bool:
@@ -117,6 +131,19 @@ def fastest_of(
     chosen: Callable[..., tuple] | None = None
     extended = False
 
+    def single_threaded() -> list[Candidate]:
+        return [c for c in alive if not c.side_by_side]
+
+    def gil_free_contender(single: list[Candidate]) -> Candidate | None:
+        """While the fastest of ``single`` holds the GIL: the fastest of them that does not
+        (``None`` when there is none, when the fastest releases the GIL, or when the calls
+        take microseconds)."""
+        if not single or not min(single, key=lambda c: best[c.label]).holds_gil:
+            return None
+        free = [c for c in single if not c.holds_gil]
+        other = min(free, key=lambda c: best[c.label]) if free else None
+        return other if other is not None and best[other.label] >= FAST_CALL_S else None
+
     def next_round() -> bool:
         """Queue the next timed round of the candidates that can still win; False when the
         choice can be made."""
@@ -125,16 +152,21 @@ def fastest_of(
             # a candidate this much slower cannot win, and its calls would disturb the others'
             # (a NumPy graph's allocations slow the next kernels for a few calls)
             # (a microsecond call may just have lost its core: it stays, see FAST_CALL_S)
+            # (while a form holding the GIL leads, the fastest form that releases it stays
+            # too: GIL_MARGIN decides between the two, on their best of every round, and one
+            # call of a 2.5 ms numba step that lost its core or the GIL took 10 ms)
             top = min(best.values())
-            alive = [c for c in alive if c.side_by_side
+            contender = gil_free_contender(single_threaded())
+            alive = [c for c in alive if c.side_by_side or c is contender
                      or best[c.label] <= max(LOSER_FACTOR * top, FAST_CALL_S)]
             times = sorted(best[c.label] for c in alive)
             # a side-by-side form in the lead also gets the extra rounds: two timed calls of
-            # the serial form that both lost the core made a 2x slower schedule win once
+            # the serial form that both lost the core made a 2x slower schedule win once;
+            # and so does a form holding the GIL, against its contender
             leader = min(alive, key=lambda c: best.get(c.label, float("inf")))
             if not rounds_left and not extended and len(times) > 1 and (
                     times[-1] < FAST_CALL_S or times[1] < CLOSE * times[0]
-                    or leader.side_by_side):
+                    or leader.side_by_side or contender is not None):
                 extended, rounds_left = True, EXTRA_ROUNDS
         if not rounds_left or len(alive) == 1:
             return False
@@ -151,16 +183,26 @@ def fastest_of(
         tuned.retarget(winner.run)
         return winner.run
 
+    def releasing(single: list[Candidate]) -> tuple[Candidate, str]:
+        """The fastest of ``single``, or the fastest of them that releases the GIL when the
+        fastest holds it and beats that one by less than ``GIL_MARGIN`` (with the why)."""
+        fastest = min(single, key=lambda c: best[c.label])
+        other = gil_free_contender(single)
+        if other is not None and best[fastest.label] > GIL_MARGIN * best[other.label]:
+            return other, (f"; {fastest.label} was less than {1 - GIL_MARGIN:.0%} faster and "
+                           f"holds the GIL between its operations")
+        return fastest, ""
+
     def decide() -> Callable[..., tuple]:
         winner = min(alive, key=lambda c: best[c.label])
-        single = [c for c in alive if not c.side_by_side]
+        single = single_threaded()
         if winner.side_by_side and single:
-            runner_up = min(single, key=lambda c: best[c.label])
+            runner_up, _ = releasing(single)
             if best[winner.label] > SIDE_BY_SIDE_MARGIN * best[runner_up.label]:
                 return settle(runner_up, f"; {winner.label} was less than "
                                          f"{1 - SIDE_BY_SIDE_MARGIN:.0%} faster")
             return on_probation(winner, runner_up)
-        return settle(winner, "")
+        return settle(*releasing(single)) if single else settle(winner, "")
 
     def on_probation(winner: Candidate, runner_up: Candidate) -> Callable[..., tuple]:
         winner.activate()

@@ -285,6 +285,19 @@ SIDE_BY_SIDE_CASES = {
 }
 
 
+def test_a_side_by_side_form_left_alone_in_the_race_is_kept():
+    """Serial (its timed call lost the core: 100x) is dropped after the first timed round; the
+    scheduled form, never dropped, is then the only one left and runs every later call."""
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of(
+        [costing_calls(clock, "serial", lambda n: 100.0 if n == 3 else 1.0, runs),
+         side_by_side(clock, "scheduled", lambda n: 0.8, runs)], decided.append, clock)
+    for i in range(10):
+        assert fn(i) == (i + 1,)
+    assert decided and decided[0].startswith("runs as scheduled"), decided
+    assert runs[-3:] == ["scheduled"] * 3
+
+
 @pytest.mark.parametrize("case", SIDE_BY_SIDE_CASES)
 def test_a_side_by_side_form_is_kept_only_when_it_stays_faster(case):
     serial, scheduled, calls, kept, why = SIDE_BY_SIDE_CASES[case]
@@ -297,3 +310,86 @@ def test_a_side_by_side_form_is_kept_only_when_it_stays_faster(case):
     assert decided and decided[0].startswith(f"runs as {kept}"), decided
     assert why in decided[0]
     assert runs[-5:] == [kept] * 5
+
+
+def holding_gil(clock: FakeClock, label: str, costs, runs: list):
+    """A candidate that holds the GIL between its operations (the eager graph): its n-th call
+    costs ``costs(n)``."""
+    return tuning.Candidate(label, costing_calls(clock, label, costs, runs).run, holds_gil=True)
+
+
+#: (the eager graph's n-th call cost, the numba program's, the form kept, a phrase of the why)
+GIL_CASES = {
+    # 3% apart: within the noise of a few calls, the program that releases the GIL stays
+    "eager barely faster": (lambda n: 0.97, lambda n: 1.0, "numba", "holds the GIL"),
+    # clearly faster: the eager graph stays
+    "eager clearly faster": (lambda n: 0.9, lambda n: 1.0, "eager", ""),
+    # microsecond calls: the fastest stays (the GIL is held about as long around the call)
+    "microsecond calls": (lambda n: 0.97e-5, lambda n: 1e-5, "eager", ""),
+    # the program is faster: the rule changes nothing
+    "numba faster": (lambda n: 1.2, lambda n: 1.0, "numba", ""),
+    # the program's first timed call (its 3rd) was preempted (3x): it is not dropped on that
+    # one call, and its later calls show it is as fast
+    "numba preempted once": (lambda n: 0.97, lambda n: 3.0 if n == 3 else 1.0, "numba",
+                             "holds the GIL"),
+    # both of the program's first timed calls (its 3rd and 5th) were slowed (2x): the eager
+    # graph leads while holding the GIL, so more rounds are timed, where the program's usual
+    # cost shows
+    "numba slowed twice": (lambda n: 1.1, lambda n: 2.0 if n in (3, 5) else 1.0, "numba", ""),
+}
+
+
+@pytest.mark.parametrize("case", GIL_CASES)
+def test_a_form_holding_the_gil_must_win_by_the_gil_margin(case):
+    eager, numba, kept, why = GIL_CASES[case]
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of([holding_gil(clock, "eager", eager, runs),
+                            costing_calls(clock, "numba", numba, runs)], decided.append, clock)
+    for i in range(60):
+        assert fn(i) == (i + 1,)
+    assert decided and decided[0].startswith(f"runs as {kept}"), decided
+    assert why in decided[0]
+    assert runs[-5:] == [kept] * 5
+
+
+def test_a_form_holding_the_gil_far_slower_is_still_dropped_at_once():
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of([holding_gil(clock, "eager", lambda n: 12.0, runs),
+                            costing_calls(clock, "numba", lambda n: 1.0, runs)],
+                           decided.append, clock)
+    for i in range(40):
+        fn(i)
+    assert decided[0].startswith("runs as numba")
+    assert runs.count("eager") == 3  # untimed, then one timed round
+
+
+def test_the_numba_backend_marks_its_eager_candidate_as_holding_the_gil(monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "1")
+    offered = []
+    real = tuning.fastest_of
+
+    def spy(candidates, record, report=None):
+        offered.extend(candidates)
+        return real(candidates, record, report=report)
+
+    monkeypatch.setattr(tuning, "fastest_of", spy)
+    compiled = npdynamo.compile(softplus_sum, backend="numba")
+    x, y = np.linspace(-3, 3, 5000), np.linspace(0, 1, 5000)
+    assert_close(compiled(x, y), softplus_sum(x, y), rtol=1e-12)
+    assert offered and {c.label: c.holds_gil for c in offered}["eager"] is True
+    assert not any(c.holds_gil for c in offered if c.label != "eager")
+
+
+def test_only_the_fastest_form_releasing_the_gil_stays_beside_the_eager_leader():
+    """numba parallel (lost its cores: 10x) is dropped after one timed round; numba serial,
+    whose first timed call was slowed 3x, stays against the eager graph and is kept."""
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of(
+        [holding_gil(clock, "eager", lambda n: 1.0, runs),
+         costing_calls(clock, "numba parallel", lambda n: 10.0, runs),
+         costing_calls(clock, "numba serial", lambda n: 3.0 if n == 3 else 1.05, runs)],
+        decided.append, clock)
+    for i in range(60):
+        fn(i)
+    assert runs.count("numba parallel") == 3  # untimed, then one timed round
+    assert decided[0].startswith("runs as numba serial") and "holds the GIL" in decided[0]

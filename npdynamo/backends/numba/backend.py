@@ -250,8 +250,10 @@ def _tuned(
         report.tuning = "not tuned (NPDYNAMO_NUMBA_TUNE=0)"
         return Compiled(program.fn, report)
     # the NumPy graph first in each round: its allocations slow the kernels run after it, and
-    # once it is dropped (usually after the first timed round) no round ends with it
-    candidates = [tuning.Candidate("eager", eager)]
+    # once it is dropped (usually after the first timed round) no round ends with it. It holds
+    # the GIL between its NumPy calls, where the program's kernels (``nogil``) release it: it
+    # must win by ``tuning.GIL_MARGIN`` (a loader thread beside the step needs the GIL)
+    candidates = [tuning.Candidate("eager", eager, holds_gil=True)]
     if program.has_parallel_kernels:
         candidates += [
             tuning.Candidate("numba parallel", program.fn, lambda: program.set_parallel(True)),
