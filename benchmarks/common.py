@@ -11,32 +11,41 @@ from collections.abc import Callable
 
 import npdynamo
 from benchmarks.quiet import foreign_load, wait_until_quiet
+from npdynamo.backends.tuning import tuning_calls
 
 #: Warm calls before a function is timed: enough for a numba graph's tuning to finish (about 15
 #: calls, up to 40 when two candidates come close), so the calls that size the samples time
 #: the chosen candidate, not its NumPy rival (a tuning call of the NumPy graph once made a
 #: 3 ms kernel look like a 20 ms function, timed one call per sample, cold in the cache). A
-#: function whose every call is slow stops after ``WARM_S``.
+#: function whose every call is slow stops after ``WARM_S``, once its last call ran no tuning
+#: step; while its calls still tune a graph (up to 77 calls: four candidates, extra rounds,
+#: a side-by-side form's probation) it goes on, up to ``MAX_WARM_CALLS``.
 WARM_CALLS = 40
 WARM_S = 0.5
+MAX_WARM_CALLS = 200
 
 
 def warm_up(fn, *args) -> None:
     """Call ``fn(*args)`` ``WARM_CALLS`` times, or for ``WARM_S`` seconds when even its fastest
-    call so far would make ``WARM_CALLS`` calls take longer. After the first call, wait for the
-    numba tier's background compiles: warm calls are the compiled tier's."""
+    call so far would make ``WARM_CALLS`` calls take longer, and then on while its calls still
+    run tuning steps. After the first call, wait for the numba tier's background compiles:
+    warm calls are the compiled tier's."""
     start = fastest = None
-    for k in range(WARM_CALLS):
+    for k in range(MAX_WARM_CALLS):
+        tuned_before = tuning_calls()
         t0 = time.perf_counter()
         fn(*args)
         if k == 0:
             npdynamo.synchronize()
+            tuned_before = tuning_calls()
             t0 = time.perf_counter()
             fn(*args)
         t1 = time.perf_counter()
         start = t0 if start is None else start
         fastest = t1 - t0 if fastest is None else min(fastest, t1 - t0)
-        if t1 - start > WARM_S and fastest * WARM_CALLS > WARM_S:
+        if tuning_calls() != tuned_before:
+            continue
+        if k + 1 >= WARM_CALLS or (t1 - start > WARM_S and fastest * WARM_CALLS > WARM_S):
             break
 
 

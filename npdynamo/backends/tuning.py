@@ -74,6 +74,15 @@ PROBATION_CALLS = 9
 #: form, which held the GIL 49% of its time).
 GIL_MARGIN = 0.95
 
+#: Calls that went through a tuning step (a candidate's trial or probation call), over all
+#: graphs of the process: a benchmark warms a function up until its calls stop adding to it.
+_tuning_calls = 0
+
+
+def tuning_calls() -> int:
+    """How many calls so far ran a tuning step (timed or not) instead of the chosen form."""
+    return _tuning_calls
+
 
 @dataclass
 class Candidate:
@@ -210,6 +219,8 @@ def fastest_of(
 
         def probation_call(*inputs):
             nonlocal chosen
+            global _tuning_calls
+            _tuning_calls += 1
             start = clock()
             result = winner.run(*inputs)
             seen.append(clock() - start)
@@ -226,8 +237,10 @@ def fastest_of(
 
     def call(*inputs):
         nonlocal chosen
+        global _tuning_calls
         if chosen is not None:
             return chosen(*inputs)
+        _tuning_calls += 1
         try:
             candidate, timed = queue.popleft()
         except IndexError:  # another thread took the last tuning call meanwhile

@@ -45,6 +45,21 @@ def test_every_candidate_runs_once_untimed_then_timed_and_the_fastest_stays():
     assert len(decided) == 1 and decided[0].startswith("runs as b")
 
 
+def test_tuning_calls_count_the_trial_calls_and_stop_once_chosen():
+    """Benchmarks warm a function up until its calls stop running tuning steps."""
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of([costing(clock, "a", 3.0, runs), costing(clock, "b", 1.0, runs)],
+                           decided.append, clock)
+    before = tuning.tuning_calls()
+    while not decided:
+        fn(0)
+    trials = tuning.tuning_calls() - before
+    assert trials == len(runs)
+    for _ in range(5):
+        fn(0)
+    assert tuning.tuning_calls() - before == trials
+
+
 def test_a_candidate_whose_first_call_after_another_is_slow_is_timed_warm():
     """A parallel kernel's first call after a long NumPy call wakes its threads: the timed call
     is the second in a row."""
