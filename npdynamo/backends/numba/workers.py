@@ -48,6 +48,8 @@ KEEP_WARM_S = 30.0
 WORKER_MEMORY = 600 * 2**20
 
 DONE, FAILED, DIED, FORKED, CLOSED = "done", "failed", "died", "forked", "closed"
+#: a job taken back before any worker started it (its graph needed it no more)
+WITHDRAWN = "withdrawn"
 
 
 class CompileJob:
@@ -56,7 +58,7 @@ class CompileJob:
     def __init__(self, payload: bytes, label: str) -> None:
         self.payload = payload
         self.label = label
-        self.status = ""  # DONE, FAILED, DIED, FORKED or CLOSED once finished
+        self.status = ""  # DONE, FAILED, DIED, FORKED, CLOSED or WITHDRAWN once finished
         self.result: object = None  # the worker's answer (DONE) or the error's text
         self.kernels = (0, 0)  # kernels compiled, kernels to compile (the worker's progress)
         self.submitted = time.perf_counter()
@@ -105,9 +107,10 @@ class _Worker:
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair()
-        code = (f"import sys; sys.path[:0] = {[p for p in sys.path if p]!r}; "
+        code = (f"import sys, time; started = time.time(); "
+                f"sys.path[:0] = {[p for p in sys.path if p]!r}; "
                 "from npdynamo.backends.numba.compile_worker import main; "
-                f"main({theirs.fileno()}, {os.getpid()})")
+                f"main({theirs.fileno()}, {os.getpid()}, started)")
         env = dict(os.environ, NPDYNAMO_PROGRESS="0", NPDYNAMO_TIERED="0")
         quiet = not config.verbose
         try:
@@ -118,6 +121,7 @@ class _Worker:
         finally:
             theirs.close()
         self.conn = Connection(ours.detach())
+        self.warm = False  # it said it is ready (numba imported, its compiler set up)
 
     def stop(self, kill: bool = False) -> None:
         with contextlib.suppress(OSError):
@@ -160,6 +164,20 @@ class Pool:
             self._cond.notify()
         return job
 
+    def withdraw(self, job: CompileJob) -> bool:
+        """Take ``job`` back if no worker has started it (then it ends ``WITHDRAWN``)."""
+        with self._cond:
+            if job not in self._queue:
+                return False
+            self._queue.remove(job)
+        job._finish(WITHDRAWN, None)
+        return True
+
+    def warm(self) -> int:
+        """Workers that have set up their compiler and wait for jobs, or have run one."""
+        with self._cond:
+            return sum(w.warm for w in self._workers)
+
     def _replace_locked(self) -> None:
         """Start a worker if more jobs wait than workers are free (the lock held)."""
         if self._idle + self._starting < len(self._queue) and \
@@ -197,6 +215,7 @@ class Pool:
             self._workers.append(worker)
         log = get_logger("tiers")
         log.debug("compile worker %d started", worker.process.pid)
+        self._await_ready(worker)
         while True:
             with self._cond:
                 self._idle += 1
@@ -232,12 +251,31 @@ class Pool:
         log.debug("compile worker %d stopped", worker.process.pid)
         worker.stop(kill=self.closing)
 
+    def _await_ready(self, worker: _Worker) -> None:
+        """Wait for the worker's ``ready`` (it has set up numba's compiler), or until a job waits:
+        then the job is sent at once and the worker cuts its warm-up short (``_run`` reads the
+        ``ready`` then). A worker that died starting is found out as one dying idle is."""
+        while True:
+            try:
+                if worker.conn.poll(0.05):
+                    worker.conn.recv()  # ("ready",): the first thing a worker sends
+                    worker.warm = True
+                    return
+            except (EOFError, OSError):
+                return
+            with self._cond:
+                if self._queue or self.closing or worker not in self._workers:
+                    return
+
     def _run(self, worker: _Worker, job: CompileJob) -> bool:
         """Run ``job`` on ``worker``; False when the worker is gone."""
         try:
             worker.conn.send_bytes(job.payload)
             while True:
                 kind, *rest = worker.conn.recv()
+                if kind == "ready":  # (the job came before the worker was ready)
+                    worker.warm = True
+                    continue
                 if kind == "kernels":
                     job.kernels = tuple(rest)
                     continue
