@@ -11,7 +11,9 @@ the process may use, bounded by the memory available: a worker holding numba and
 about ``WORKER_MEMORY`` bytes). A worker with nothing to do for ``KEEP_WARM_S`` seconds stops.
 ``prestart`` starts them all ahead of the jobs (at ``compile(backend="numba")``, tiers on): a
 worker takes seconds to import numba and to set up its compiler (``compile_worker``), which
-then overlap the caller's first calls instead of delaying its first graph's kernels.
+then overlap the caller's first calls instead of delaying its first graph's kernels; each
+says when it is ready (``warm()`` counts them). A job no worker has started can be taken back
+(``withdraw``: its graph needs it no more).
 Each worker is a plain ``subprocess`` started with ``python -c`` (not ``multiprocessing``,
 whose ``spawn``/``forkserver`` run the user's ``__main__`` script again in the child), speaking
 pickled messages over a socket pair, and served by one daemon thread of this process.
