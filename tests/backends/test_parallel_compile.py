@@ -189,3 +189,16 @@ def test_the_workers_compiler_set_up_stops_when_a_job_waits():
     assert _warm_compiler() is False
     for helper in (approx.exp_f64, approx.tanh_f64, approx.log_f64):
         assert (types.float64,) in helper.signatures
+
+
+def test_a_job_calls_back_once_when_it_ends():
+    from npdynamo.backends.numba import workers
+
+    job = workers.CompileJob(b"", "a graph")
+    seen = []
+    job.then(seen.append)
+    assert seen == []
+    job._finish(workers.DONE, {"compiled": []})
+    job._finish(workers.DIED, "too late: the first end counts")
+    job.then(seen.append)  # ended already: called at once
+    assert seen == [job, job] and job.status == workers.DONE

@@ -20,6 +20,7 @@ The switch also puts the graph's timeline in its report (``jobs.timeline``).
 from __future__ import annotations
 
 import contextlib
+import queue
 import time
 import warnings
 from pathlib import Path
@@ -76,22 +77,20 @@ def _load_when_compiled(pending: Any, sent: jobs.Jobs, built: Built) -> None:
     a good part of a second after the last part (numba's runtime set up, each kernel read).
     What a part does not report (a failed job, numba's fallback) is left to the switch."""
     waiting = sent.live()
-    while waiting:
-        done = [job for job in waiting if job.done()]
-        if not done:
-            waiting[0].wait(0.02)
-            continue
-        for job in done:
-            waiting.remove(job)
-            answer = job.result if job.status == workers.DONE else {}
-            for name, signatures in answer.get("signatures", {}).items():
-                dispatcher = built.program.globals.get(name)
-                for signature in signatures:
-                    with front.fork_guard, contextlib.suppress(Exception):
-                        diskcache.load_compiled(dispatcher, signature)
-            if answer.get("signatures"):
-                part, parts = answer.get("part", (0, 1))
-                pending.note(f"kernels of part {part + 1}/{parts} loaded")
+    finished: queue.SimpleQueue = queue.SimpleQueue()
+    for job in waiting:
+        job.then(finished.put)
+    for _ in waiting:  # in the order the parts end
+        job = finished.get()
+        answer = job.result if job.status == workers.DONE else {}
+        for name, signatures in answer.get("signatures", {}).items():
+            dispatcher = built.program.globals.get(name)
+            for signature in signatures:
+                with front.fork_guard, contextlib.suppress(Exception):
+                    diskcache.load_compiled(dispatcher, signature)
+        if answer.get("signatures"):
+            part, parts = answer.get("part", (0, 1))
+            pending.note(f"kernels of part {part + 1}/{parts} loaded")
 
 
 def finish(pending: Any, tiered: Any, begun: float, shown: Any) -> Compiled | None:

@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from npdynamo import config
@@ -67,6 +68,8 @@ class CompileJob:
         self.finished_at: float | None = None
         self.worker_pid: int | None = None
         self._event = threading.Event()
+        self._callbacks: list = []
+        self._lock = threading.Lock()
 
     def done(self) -> bool:
         return self._event.is_set()
@@ -74,11 +77,25 @@ class CompileJob:
     def wait(self, timeout: float | None = None) -> bool:
         return self._event.wait(timeout)
 
+    def then(self, callback: Callable[[CompileJob], None]) -> None:
+        """Call ``callback(self)`` once the job has finished (at once if it has): in the thread
+        that finishes it, so it must be quick."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
     def _finish(self, status: str, result: object) -> None:
-        if not self._event.is_set():
+        with self._lock:  # (the first finish counts: a worker's death races the shutdown)
+            if self._event.is_set():
+                return
             self.status, self.result = status, result
             self.finished_at = time.perf_counter()
             self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
 
 
 def max_workers() -> int:
@@ -327,7 +344,10 @@ class Pool:
                 worker.conn.close()
         self._reset()
         for job in jobs:
-            job._event = threading.Event()
+            # (their waiters and callbacks were threads of the parent, and may have held the
+            # locks as it forked)
+            job._event, job._callbacks = threading.Event(), []
+            job._lock = threading.Lock()
             job._finish(FORKED, "the process forked while its kernels compiled")
 
 
