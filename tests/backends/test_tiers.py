@@ -304,7 +304,7 @@ def test_workers_run_python_c_at_a_lower_priority_and_die_with_a_killed_parent(t
     for pid in pids:  # a plain subprocess: the user's script is never imported in a worker
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             assert f.read().split(b"\0")[1] == b"-c"
-        for _ in range(100):  # the worker lowers its priority as it starts
+        for _ in range(1200):  # the worker lowers its priority as it starts
             if os.getpriority(os.PRIO_PROCESS, pid) - os.getpriority(os.PRIO_PROCESS, proc.pid) \
                     == 5:
                 break

@@ -33,11 +33,6 @@ from typing import Any
 
 from npdynamo import config
 
-#: How much lower a worker's scheduling priority is than its caller's: at 5 (a third of the
-#: weight) two workers on two cores leave the caller a whole core; at 10 (a tenth) a machine
-#: busy with other processes starved a 10 s compile into 4 minutes.
-NICENESS = 5
-
 
 def compile_payload(payload: bytes, on_kernels: Any = None) -> dict:
     """Compile one job here (the worker's work; also callable in-process by tests)."""
@@ -83,9 +78,10 @@ def _counting(send: Any) -> Any:
     return kernels
 
 
-def main(fd: int, parent: int, started: float | None = None) -> None:
+def main(fd: int, parent: int, started: float | None = None, niceness: int = 5) -> None:
     """The worker's loop: receive a payload, compile it, answer; until the socket closes.
-    ``started``: when the process started (``time.time()``), for the first job's log."""
+    ``started``: when the process started (``time.time()``), for the first job's log;
+    ``niceness``: how much lower its priority is than the caller's (``workers.NICENESS``)."""
     boot = [(started or time.time(), "worker started")]
     from multiprocessing.connection import Connection
 
@@ -93,7 +89,7 @@ def main(fd: int, parent: int, started: float | None = None) -> None:
     _die_with(parent)
     # the caller's eager-tier calls come first: a compile takes the CPU time they leave
     with contextlib.suppress(OSError):
-        os.nice(NICENESS)
+        os.nice(niceness)
     conn = Connection(fd)
     from npdynamo.backends.numba import backend  # noqa: F401 - numba loaded before the 1st job
 

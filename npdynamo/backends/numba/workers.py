@@ -45,6 +45,10 @@ from multiprocessing.connection import Connection
 from npdynamo import config
 from npdynamo.logs import get_logger
 
+#: How much lower a worker's scheduling priority is than its caller's: at 5 (a third of the
+#: weight) two workers on two cores leave the caller a whole core; at 10 (a tenth) a machine
+#: busy with other processes starved a 10 s compile into 4 minutes.
+NICENESS = 5
 #: Seconds a worker waits for a job before it stops.
 KEEP_WARM_S = 30.0
 #: Memory one worker takes once numba has compiled a few kernels (bytes; measured about 300 MB).
@@ -129,7 +133,7 @@ class _Worker:
         code = (f"import sys, time; started = time.time(); "
                 f"sys.path[:0] = {[p for p in sys.path if p]!r}; "
                 "from npdynamo.backends.numba.compile_worker import main; "
-                f"main({theirs.fileno()}, {os.getpid()}, started)")
+                f"main({theirs.fileno()}, {os.getpid()}, started, {NICENESS})")
         env = dict(os.environ, NPDYNAMO_PROGRESS="0", NPDYNAMO_TIERED="0")
         quiet = not config.verbose
         try:
