@@ -1,7 +1,10 @@
-"""One graph's independent kernels compile side by side: the tiered numba backend splits them
-into parts, one compile worker each (``tiering.submit``, ``backend.kernel_shares``)."""
+"""One graph's independent kernels compile side by side: the tiered numba backend sends them
+at capture in parts, one compile worker each (``jobs.send``, ``backend.kernel_shares``), and
+loads each part's kernels as it ends. The workers' job logs show who compiled what."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import pytest
@@ -64,3 +67,138 @@ def test_a_groups_serial_and_parallel_versions_share_a_part():
     assert share == {"_kernel0_parallel": 0, "_kernel0": 0, "_kernel1_parallel": 1,
                      "_kernel1": 1, "_kernel2": 0, "_kernel3_parallel": 1, "_kernel3": 1}
     assert set(kernel_shares(names, 3).values()) == {0, 1, 2}
+
+
+def _tiered_run(fn, *args):
+    """``fn`` compiled on the tiered numba backend, run once; its ``Tiered`` and result."""
+    made = []
+
+    def backend(gm, example_inputs):
+        compiled = numba_backend(gm, example_inputs)
+        made.append(compiled.run)
+        return compiled
+
+    compiled = npdynamo.compile(fn, backend=backend)
+    got = compiled(*args)
+    (tiered,) = made
+    assert isinstance(tiered, tiers.Tiered)
+    return compiled, tiered, got
+
+
+def test_the_job_logs_show_each_worker_compiled_its_own_kernels():
+    rng = np.random.default_rng(1)
+    a, w = rng.random((20, 20)), rng.random((20, 20)) / 20
+    fn, tiered, _ = _tiered_run(four_kernels, a, w)
+    assert npdynamo.synchronize(timeout=300)
+    jobs = tiered.job.jobs.jobs
+    answers = [job.result for job in jobs]
+    assert [job.status for job in jobs] == ["done", "done"]
+    assert sorted(answer["part"] for answer in answers) == [(0, 2), (1, 2)]
+    assert len({answer["pid"] for answer in answers}) == 2  # both workers had work
+    compiled = [set(answer["compiled"]) for answer in answers]
+    assert all(compiled) and not compiled[0] & compiled[1]  # separate kernels, none twice
+    names = tiered.compiled.report.kernels
+    assert len(compiled[0] | compiled[1]) == names == 4
+    for answer in answers:  # each compiled kernel is reported with what it was compiled for
+        assert set(answer["signatures"]) == set(answer["compiled"])
+        events = [what for _, what in answer["log"]]
+        done = next(e for e in events if e.startswith("job done (cpu "))
+        assert events.index("job received") < events.index("program built (4 kernels)") < \
+            events.index(done)
+    np.testing.assert_allclose(fn(a - 1, w), four_kernels(a - 1, w), rtol=1e-9)
+
+
+def test_the_graph_goes_to_the_workers_before_numba_is_imported_here():
+    rng = np.random.default_rng(2)
+    a, w = rng.random((20, 20)), rng.random((20, 20)) / 20
+    fn, tiered, got = _tiered_run(four_kernels, a, w)
+    np.testing.assert_allclose(got, four_kernels(a, w), rtol=1e-9)
+    assert npdynamo.synchronize(timeout=300)
+    timeline = tiered.compiled.report.timeline
+    mine = [what for _, where, what in timeline if where == "caller"]
+    assert mine[:4] == ["captured", "sent to the compile workers (2 parts)", "numba imported",
+                        "program built (4 kernels)"]
+    assert mine[-1] == "switched to the compiled tier"
+    # each part's kernels were loaded here before the switch, so it loaded none itself
+    assert {"kernels of part 1/2 loaded", "kernels of part 2/2 loaded"} <= set(mine)
+    workers_seen = {where for _, where, _ in timeline if where.startswith("worker")}
+    assert len(workers_seen) == 2
+    times = [t for t, _, _ in timeline]
+    assert times == sorted(times)
+    before = diskcache.kernel_loads()
+    np.testing.assert_allclose(fn(a + 2, w), four_kernels(a + 2, w), rtol=1e-9)
+    assert diskcache.kernel_loads() == before  # nothing compiled or loaded at the switch
+
+
+def one_kernel(x):
+    return np.cos(x) * 3.0 + x
+
+
+def test_a_part_with_no_kernel_compiles_nothing():
+    x = np.linspace(0.0, 1.0, 64)
+    fn, tiered, got = _tiered_run(one_kernel, x)
+    np.testing.assert_allclose(got, one_kernel(x), rtol=1e-12)
+    assert npdynamo.synchronize(timeout=300)
+    jobs = tiered.job.jobs.jobs
+    assert len(jobs) == 2  # sent before the kernels were known
+    # the second part was withdrawn unless a worker had taken it already; then it built the
+    # program and compiled nothing
+    second = jobs[1]
+    assert second.status == "withdrawn" or (second.status == "done" and
+                                            second.result["compiled"] == [])
+    assert jobs[0].status == "done" and len(jobs[0].result["compiled"]) == 1
+    np.testing.assert_allclose(fn(x + 1), one_kernel(x + 1), rtol=1e-12)
+
+
+def test_kernels_on_disk_withdraw_the_jobs():
+    x = np.linspace(0.0, 1.0, 64)
+    _tiered_run(one_kernel, x)
+    assert npdynamo.synchronize(timeout=300)
+
+    def same_kernel(y):  # another function, the same kernel source: on disk now
+        return np.cos(y) * 3.0 + y
+
+    fn, tiered, got = _tiered_run(same_kernel, x)
+    assert npdynamo.synchronize(timeout=300)
+    events = [what for _, where, what in tiered.compiled.report.timeline if where == "caller"]
+    assert "jobs withdrawn: kernels on disk" in events
+    np.testing.assert_allclose(fn(x + 1), one_kernel(x + 1), rtol=1e-12)
+
+
+def test_workers_say_when_they_are_ready():
+    from npdynamo.backends.numba import workers
+
+    pool = workers.pool()
+    pool.prestart()
+    for _ in range(6000):
+        if pool.warm() >= 2:
+            break
+        time.sleep(0.05)
+    assert pool.warm() == len(pool.pids()) == 2
+
+
+def test_the_workers_compiler_set_up_stops_when_a_job_waits():
+    from numba import types
+
+    from npdynamo.backends.numba import approx
+    from npdynamo.backends.numba.compile_worker import _warm_compiler
+
+    asked = []
+    assert _warm_compiler(lambda: asked.append(1) or True) is True
+    assert asked == [1]  # nothing compiled: the job goes first
+    assert _warm_compiler() is False
+    for helper in (approx.exp_f64, approx.tanh_f64, approx.log_f64):
+        assert (types.float64,) in helper.signatures
+
+
+def test_a_job_calls_back_once_when_it_ends():
+    from npdynamo.backends.numba import workers
+
+    job = workers.CompileJob(b"", "a graph")
+    seen = []
+    job.then(seen.append)
+    assert seen == []
+    job._finish(workers.DONE, {"compiled": []})
+    job._finish(workers.DIED, "too late: the first end counts")
+    job.then(seen.append)  # ended already: called at once
+    assert seen == [job, job] and job.status == workers.DONE

@@ -74,17 +74,30 @@ def _control_flow(node) -> bool:
         getattr(source, "target", None), "subgraph_inputs", None) is not None
 
 
-def compile_for_cache(gm, example_inputs: list, part: int = 0, parts: int = 1) -> Compiled:
+def compile_for_cache(gm, example_inputs: list, part: int = 0, parts: int = 1,
+                      log: list | None = None, signatures: dict | None = None) -> Compiled:
     """A compile worker's work (``compile_worker``): the blocking compile of ``gm``, kernels
     run once on the example inputs even where the graph draws random numbers (nothing here is
-    the user's), only the kernels of ``part`` of ``parts`` compiled."""
+    the user's), only the kernels of ``part`` of ``parts`` compiled. ``log`` gets (time,
+    event) pairs: the program built, each kernel of the part compiled; ``signatures`` the
+    argument types each of them was compiled for, by kernel name (the caller loads those)."""
     report = NumbaReport()
     eager = eager_forward(gm)
     built = build(gm, example_inputs, report, eager)
     compiles = bool(built.program.kernel_names) or bool(report.compiled_loops())
     built.warm = compiles and _concrete(example_inputs, built.graph, impure_ok=True)
     built.part = (part, parts)
-    return built.finish()
+    built.log = log
+    if log is not None:
+        log.append((time.time(), f"program built ({report.kernels} kernels)"))
+    fn = built.finish()
+    if signatures is not None:
+        share = kernel_shares(built.program.kernel_names, parts)
+        for name in built.program.kernel_names:
+            compiled = getattr(built.program.globals.get(name), "signatures", None)
+            if share[name] == part and compiled:
+                signatures[name] = list(compiled)
+    return fn
 
 
 def _first_line(exc: BaseException) -> str:
@@ -133,6 +146,8 @@ class Built:
     #: the fusion partition and its kernels, from which the scheduler offers its form
     fusion: object = None
     kernels: dict = field(default_factory=dict)
+    #: a compile worker's job log: (time, event) of each kernel compiled (``compile_worker``)
+    log: list | None = None
 
     def finish(self) -> Compiled:
         log = get_logger("output_code")
@@ -301,6 +316,9 @@ def _warm_up(program: Program, example_inputs: list, gm, log: logging.Logger,
             seen.add(index)
             log.debug("numba: kernel %d/%d compiled or loaded in %.2f s", index + 1,
                       len(names), seconds)
+            if built.log is not None:
+                built.log.append((time.time(),
+                                  f"kernel {program.kernel_names[index]} {seconds:.2f} s"))
             progress.kernels(len(seen), len(names))
 
     try:

@@ -1,12 +1,18 @@
 """One compile worker process, and the payload it is sent: a graph compiled into the disk cache.
 
-The caller's process pickles a job (``tiering.dumps``): the graph module, the example inputs, the
+The caller's process pickles a job (``jobs.dumps``): the graph module, the example inputs, the
 backend's knobs from ``npdynamo.config`` and which part of the graph's kernels to compile. The
 worker (``main``, started by ``workers.py``) runs the numba backend on it exactly as the caller
 would have (same passes, same kernel sources, so the same disk-cache keys), including the
 warm-up run that makes numba compile each kernel and store its machine code next to the kernel
-file. It answers with what the backend reported (a fallback and its reason, kernel counts); the
-kernels themselves travel through the disk cache, never through the socket.
+file. It answers with what the backend reported (a fallback and its reason, kernel counts) and
+its job log (its process id, the kernels it compiled, when each phase ended: ``jobs.py`` puts it
+in the graph's timeline); the kernels themselves travel through the disk cache, never through
+the socket.
+
+A worker sends ``("ready",)`` once it has imported numba and set up its compiler
+(``_warm_compiler``), before it reads its first job; a job that comes during that set-up cuts
+it short (the job's own first compile would pay the rest anyway).
 
 A graph split into parts (``part`` of ``parts``) compiles only the kernels whose index falls in
 its part; the others are replaced by stand-ins that zero their outputs (types and shapes are
@@ -27,17 +33,13 @@ from typing import Any
 
 from npdynamo import config
 
-#: How much lower a worker's scheduling priority is than its caller's: at 5 (a third of the
-#: weight) two workers on two cores leave the caller a whole core; at 10 (a tenth) a machine
-#: busy with other processes starved a 10 s compile into 4 minutes.
-NICENESS = 5
-
 
 def compile_payload(payload: bytes, on_kernels: Any = None) -> dict:
     """Compile one job here (the worker's work; also callable in-process by tests)."""
     from npdynamo import progress
     from npdynamo.backends.numba import backend
 
+    received, cpu = time.time(), time.process_time()
     gm, example_inputs, settings, part, parts = pickle.loads(payload)
     environ = settings.pop("environ", {})
     config.adopt_worker_environment(environ, NPDYNAMO_PROGRESS="0", NPDYNAMO_TIERED="0")
@@ -47,13 +49,19 @@ def compile_payload(payload: bytes, on_kernels: Any = None) -> dict:
     if on_kernels is not None:
         progress.kernels = _counting(on_kernels)
     start = time.perf_counter()
+    log = [(received, "job received"), (time.time(), "job unpickled")]
+    signatures: dict = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fn = backend.compile_for_cache(gm, example_inputs, part, parts)
+        fn = backend.compile_for_cache(gm, example_inputs, part, parts, log, signatures)
     report = fn.report
+    # (CPU seconds as well: on a busy machine they say what the job cost, the wall clock not)
+    log.append((time.time(), f"job done (cpu {time.process_time() - cpu:.2f} s)"))
     return {"fell_back": report.fell_back, "reason": report.reason,
             "kernels": report.kernels, "seconds": time.perf_counter() - start,
-            "warnings": [str(w.message) for w in caught][:5]}
+            "warnings": [str(w.message) for w in caught][:5],
+            "pid": os.getpid(), "part": (part, parts), "log": log, "signatures": signatures,
+            "compiled": [what.split()[1] for _, what in log if what.startswith("kernel ")]}
 
 
 def _counting(send: Any) -> Any:
@@ -70,19 +78,26 @@ def _counting(send: Any) -> Any:
     return kernels
 
 
-def main(fd: int, parent: int) -> None:
-    """The worker's loop: receive a payload, compile it, answer; until the socket closes."""
+def main(fd: int, parent: int, started: float | None = None, niceness: int = 5) -> None:
+    """The worker's loop: receive a payload, compile it, answer; until the socket closes.
+    ``started``: when the process started (``time.time()``), for the first job's log;
+    ``niceness``: how much lower its priority is than the caller's (``workers.NICENESS``)."""
+    boot = [(started or time.time(), "worker started")]
     from multiprocessing.connection import Connection
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
     _die_with(parent)
     # the caller's eager-tier calls come first: a compile takes the CPU time they leave
     with contextlib.suppress(OSError):
-        os.nice(NICENESS)
+        os.nice(niceness)
     conn = Connection(fd)
     from npdynamo.backends.numba import backend  # noqa: F401 - numba loaded before the 1st job
 
-    _warm_compiler()
+    boot.append((time.time(), "numba imported"))
+    cut = _warm_compiler(conn.poll)
+    done = "compiler set-up cut short by a job" if cut else "compiler set up"
+    boot.append((time.time(), f"{done} (cpu {time.process_time():.2f} s since start)"))
+    conn.send(("ready",))
 
     def send_kernels(done: int, total: int) -> None:
         conn.send(("kernels", done, total))
@@ -93,7 +108,10 @@ def main(fd: int, parent: int) -> None:
         except (EOFError, OSError):
             return
         try:
-            answer = ("done", compile_payload(payload, send_kernels))
+            result = compile_payload(payload, send_kernels)
+            result["log"][:0] = boot  # the worker's start, in its first job's log
+            boot = []
+            answer = ("done", result)
         except BaseException as exc:  # noqa: BLE001 - the caller decides what a failure means
             answer = ("error", f"{type(exc).__name__}: {exc}")
         try:
@@ -102,23 +120,35 @@ def main(fd: int, parent: int) -> None:
             return
 
 
-def _warm_compiler() -> None:
-    """Compile a small kernel-like loop once, before any job: numba's first compile in a
-    process sets up its target and typing tables (seconds under load, against a fraction of
-    a second for each compile after it), which the first job would otherwise wait for. Not
-    cached: nothing of it reaches the kernel cache."""
+def _warm_compiler(job_waiting: Any = lambda: False) -> bool:
+    """Compile a small kernel-like loop once, then the kernels' float64 ``exp``/``tanh``/``log``
+    (``approx``), before any job: numba's first compile in a process sets up its target and
+    typing tables, and each helper compiles once per process at the first kernel calling it
+    (together seconds under load, against a fraction of a second for each kernel after them),
+    which the first job would otherwise wait for, in every worker. Stops between steps when
+    ``job_waiting()``: the job goes first (returns True then). Not cached: nothing of it reaches
+    the kernel cache."""
     import math
 
     import numpy as np
-    from numba import njit
+    from numba import njit, types
+
+    from npdynamo.backends.numba import approx
 
     @njit(error_model="numpy", nogil=True, cache=False)
     def warm(x, out):
         for i in range(x.shape[0]):
             out[i] = math.tanh(x[i]) * 0.5 + np.exp(x[i])
 
-    with contextlib.suppress(Exception):
-        warm(np.ones(2), np.empty(2))
+    steps = [lambda: warm(np.ones(2), np.empty(2))]
+    steps += [lambda f=f: f.compile((types.float64,))
+              for f in (approx.exp_f64, approx.tanh_f64, approx.log_f64)]
+    for step in steps:
+        if job_waiting():
+            return True
+        with contextlib.suppress(Exception):
+            step()
+    return False
 
 
 def _die_with(parent: int) -> None:

@@ -34,32 +34,13 @@ import numba
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 
-from npdynamo import config
+from npdynamo.backends.numba.cache_location import cache_dir
 from npdynamo.errors import KernelCacheWarning
 from npdynamo.generated import run
 
 _PACKAGE = "npdynamo_kernels"
 _loaded: dict[str, types.ModuleType] = {}
 _RUNTIME_FILES = ("approx.py", "runtime.py", "loop_runtime.py")
-
-
-def cache_dir() -> Path | None:
-    """The cache directory (created with mode 0o700), or ``None`` if it cannot be created."""
-    configured = config.environment("NPDYNAMO_CACHE_DIR")
-    if configured:
-        root = Path(configured).expanduser()
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
-        root = Path(base).expanduser() / "npdynamo"
-    try:
-        if not root.is_dir():
-            root.mkdir(mode=0o700, parents=True, exist_ok=True)
-            root.chmod(0o700)
-        kernels = root / "kernels"
-        kernels.mkdir(mode=0o700, exist_ok=True)
-        return kernels if os.access(kernels, os.W_OK) else None
-    except OSError:
-        return None
 
 
 def _runtime_digest() -> str:
@@ -143,6 +124,26 @@ def _load(source: str, directory: Path | None, prefix: str, key: str,
             guard_numba_cache(kernel, path)
     _loaded[slot] = module
     return module, path, source
+
+
+def load_compiled(dispatcher: Dispatcher, signature: tuple) -> bool:
+    """Load ``dispatcher``'s machine code for ``signature`` (argument types) from the disk
+    cache, where a compile worker put it; never compile it. False when it is not there (the
+    kernel then compiles at its first call, as any kernel)."""
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:  # (as numba's own compile: its state is one per process)
+        if tuple(signature) in dispatcher.overloads:
+            return True
+        found = dispatcher._cache.load_overload(signature, dispatcher.targetctx)
+        if found is None:
+            return False
+        dispatcher._cache_hits[signature] += 1  # counted as numba counts a load by a call
+        if not found.objectmode:
+            dispatcher.targetctx.insert_user_function(found.entry_point, found.fndesc,
+                                                      [found.library])
+        dispatcher.add_overload(found)
+        return True
 
 
 def kernel_loads() -> dict[str, int]:

@@ -3,11 +3,13 @@
 Importing numba takes a good part of a second, and a graph's first call should cost what
 NumPy costs. So with tiers on (``config.tiered``) and concrete example inputs, ``start``
 returns the graph's ``Tiered`` callable at once, running its eager tier, and a background
-thread of this process does the rest: it imports the backend, builds the graph's program
-(fusion, kernel sources, kernel modules: no compile) and hands the kernels that are not in the
-disk cache yet to the compile workers (``tiering.prepare``). The switch to the compiled tier
-then waits for the thread and the workers; with every kernel already on disk it comes at the
-next call (a load).
+thread of this process does the rest: it sends the graph to the compile workers first
+(``jobs.send``, no numba needed), then imports the backend and builds the graph's program
+(fusion, kernel sources, kernel modules: no compile) while the workers compile, and settles the
+jobs with what the build found (``tiering.prepare``: parts with no kernel withdrawn, all of them
+when every kernel is in the disk cache already). The switch to the compiled tier then waits for
+the thread and the workers; with every kernel already on disk it comes at the next call (a
+load).
 
 The thread's work is light (an import and code generation); the main thread's calls run
 meanwhile. Whatever goes wrong in it (an error, a fork that left the thread behind in the
@@ -27,7 +29,7 @@ from typing import Any
 from npdynamo import config, progress
 from npdynamo.backends import tiers
 from npdynamo.backends.eager import eager_forward
-from npdynamo.backends.numba import workers
+from npdynamo.backends.numba import jobs, workers
 from npdynamo.backends.numba.report import NumbaReport
 from npdynamo.backends.report import Compiled
 from npdynamo.fx.subgraphs import under_errstate
@@ -45,8 +47,14 @@ class Pending:
         self.gm, self.example_inputs, self.report, self.eager = gm, example_inputs, report, eager
         self.prepared = threading.Event()
         self.built: Any = None  # the backend's ``Built`` program
-        self.jobs: Any = None  # ``tiering.Jobs``
+        self.jobs: jobs.Jobs | None = None
         self.error: str | None = None  # why preparing failed (then the switch compiles)
+        self.begun = time.time()
+        #: (time.time(), event) in the caller's process (``jobs.timeline``)
+        self.events: list[tuple[float, str]] = [(self.begun, "captured")]
+
+    def note(self, event: str) -> None:
+        self.events.append((time.time(), event))
 
     def done(self) -> bool:
         return self.prepared.is_set() and (self.jobs is None or self.jobs.done())
@@ -59,9 +67,9 @@ class Pending:
         return self.jobs is None or self.jobs.wait(left)
 
     def status(self) -> str:
-        if not self.prepared.is_set():
-            return "preparing"
-        return self.jobs.status() if self.jobs is not None else "loading"
+        if self.jobs is not None:
+            return self.jobs.status()
+        return "loading" if self.prepared.is_set() else "preparing"
 
 
 def start(gm: Any, example_inputs: list) -> Compiled | None:
@@ -121,6 +129,10 @@ def _stages() -> tuple[Callable, Callable]:
 
 def _prepare(pending: Pending) -> None:
     try:
+        # the workers first: they compile while this thread imports numba and builds
+        pending.jobs = jobs.send(pending.gm, pending.example_inputs)
+        if pending.jobs is not None:
+            pending.note(f"sent to the compile workers ({len(pending.jobs.jobs)} parts)")
         _stages()[0](pending)
     except BaseException as exc:  # noqa: BLE001 - the switch compiles in the caller instead
         pending.error = f"{type(exc).__name__}: {exc}"

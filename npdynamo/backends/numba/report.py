@@ -48,6 +48,9 @@ class NumbaReport(BackendReport):
     tuning: str = TUNING_PENDING
     #: which tier ran its calls and when the compiled tier took over (tiered compiles only)
     tier: str = ""
+    #: (seconds after capture, where, what): the caller's and the compile workers' steps to
+    #: the compiled tier (tiered compiles only; ``jobs.timeline``)
+    timeline: list = field(default_factory=list)
     #: the scheduled form offered to the tuner (``backends/scheduler.ScheduleReport``), or None
     schedule: object = None
     dispatchers: list = field(default_factory=list, repr=False)  # the distinct numba kernels

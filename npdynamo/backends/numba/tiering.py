@@ -1,123 +1,37 @@
 """The numba side of the tiers: what the preparing thread and the switch do (``front``).
 
-``prepare`` (in ``front``'s thread) builds the graph's program (fusion, kernel sources, kernel
-modules: no compile) and ``submit``s its kernels to the compile workers, unless every kernel
-is in the disk cache already (a load takes milliseconds), the cache is not writable, or the
-payload does not pickle: then the switch compiles here. The graph's kernels are split into up
-to ``workers.max_workers()`` parts of two kernels at least, one job each, so its independent
-kernels compile side by side; the jobs of different graphs share the same workers.
+``prepare`` (in ``front``'s thread, after it has sent the graph to the compile workers:
+``jobs.send``) imports numba, builds the graph's program (fusion, kernel sources, kernel
+modules: no compile) while the workers compile, and settles the jobs with what it found: the
+parts with no kernel are withdrawn, and all of them when every kernel is in the disk cache
+already (a load takes milliseconds) or the graph has nothing to compile; then the switch
+finishes here.
 
-``finish`` is the switch, in the caller's thread once the jobs have ended: ``Built.finish()``,
-whose warm-up run now *loads* each kernel from the disk cache, then the tuner as on any first
+Once the jobs have ended, the thread loads their kernels from the disk cache
+(``_load_when_compiled``). ``finish`` is the switch, in the caller's thread after that:
+``Built.finish()``, whose warm-up run finds every kernel loaded, then the tuner as on any first
 calls. A job that failed (a worker killed or crashed, an error in it) costs one
 ``CompileWorkerWarning``, and the switch compiles what is missing here, as without tiers; jobs
 a fork cut off are submitted again by the child. A graph the worker could not compile (numba's
 fallback) stays on the eager backend with the backend's usual warning, not compiled again here.
-
-Symbolic sizes refuse to pickle in general (their identity belongs to a capture); a payload's
-graph is only compiled, so they are pickled by structure (``dumps``).
+The switch also puts the graph's timeline in its report (``jobs.timeline``).
 """
 
 from __future__ import annotations
 
-import io
-import pickle
+import contextlib
+import queue
 import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npdynamo import config, progress
-from npdynamo.backends.numba import backend, diskcache, front, workers
+from npdynamo.backends.numba import backend, diskcache, front, jobs, workers
 from npdynamo.backends.report import Compiled, as_compiled
 from npdynamo.errors import CompileWorkerWarning
-from npdynamo.fx.graph_module import GraphModule
-from npdynamo.logs import get_logger
-from npdynamo.ops.symbolic import SymInt
 
 if TYPE_CHECKING:
     from npdynamo.backends.numba.backend import Built
-
-
-class Jobs:
-    """The jobs of one graph's parts, seen as one."""
-
-    def __init__(self, jobs: list[workers.CompileJob]) -> None:
-        self.jobs = jobs
-
-    def done(self) -> bool:
-        return all(job.done() for job in self.jobs)
-
-    def wait(self, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for job in self.jobs:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not job.wait(left):
-                return False
-        return True
-
-    def status(self) -> str:
-        done = sum(job.kernels[0] for job in self.jobs)
-        total = sum(job.kernels[1] for job in self.jobs)
-        text = f"kernels {done}/{total}" if total else "kernels 0/?"
-        return f"{text} ({len(self.jobs)} parts)" if len(self.jobs) > 1 else text
-
-
-def submit(built: Built) -> Jobs | None:
-    """Start compiling ``built``'s kernels in workers; ``None``: compile now instead."""
-    if diskcache.cache_dir() is None or _on_disk(built.report):
-        return None
-    names = built.program.kernel_names
-    # a graph with loop programs or subgraphs compiles in one part (every part would run them)
-    whole = built.report.subgraphs or built.report.compiled_loops()
-    # at least two kernels a part (a second worker's start-up costs about one kernel's
-    # compile), a group's serial and parallel versions in one part (``kernel_shares``)
-    groups = len({name.removesuffix("_parallel") for name in names})
-    parts = 1 if whole else max(1, min(workers.max_workers(), len(names) // 2, groups))
-    try:
-        payloads = [dumps(built.gm, built.example_inputs, part, parts)
-                    for part in range(parts)]
-    except Exception as exc:  # an input or constant that does not pickle: compile here
-        get_logger("tiers").debug("graph compiled in the caller's process: its payload does "
-                                  "not pickle (%s: %s)", type(exc).__name__, exc)
-        return None
-    return _submit(payloads)
-
-
-#: the knobs copied into the worker (capture's knobs do not matter to a backend)
-_CONFIG = ("verbose",)
-
-
-def _symint(terms: Any, hint: Any) -> SymInt:
-    value = object.__new__(SymInt)
-    value.terms, value.hint = terms, hint
-    return value
-
-
-class _Pickler(pickle.Pickler):
-    def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is SymInt:
-            return _symint, (obj.terms, obj.hint)
-        if type(obj) is GraphModule:  # its generated function is made again on the other side
-            return GraphModule, (obj.graph, obj.name)
-        return NotImplemented
-
-
-def dumps(gm: GraphModule, example_inputs: list, part: int = 0, parts: int = 1) -> bytes:
-    """The payload of one job (raises whatever pickling raises: then there is no job)."""
-    buffer = io.BytesIO()
-    settings = {name: getattr(config, name) for name in _CONFIG}
-    # the environment as it is now (a warm worker was started under an earlier one): where the
-    # cache is, the thread policy
-    settings["environ"] = config.worker_environment()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(
-        (gm, example_inputs, settings, part, parts))
-    return buffer.getvalue()
-
-
-def _submit(payloads: list[bytes]) -> Jobs:
-    what = progress.current_what()
-    return Jobs([workers.pool().submit(payload, what) for payload in payloads])
 
 
 def _on_disk(report: Any) -> bool:
@@ -133,22 +47,59 @@ def _on_disk(report: Any) -> bool:
 
 
 def prepare(pending: Any) -> None:
-    """The preparing thread's work (``front``): build the graph's program, send its kernels to
-    the workers unless they are on disk or cannot be sent (then the switch finishes here)."""
+    """The preparing thread's work (``front``), once the graph's jobs are out: build the
+    graph's program, settle the jobs with it (the switch finishes here without them)."""
+    pending.note("numba imported")
     with front.fork_guard:  # (a fork waits for the build: it takes numba's locks)
         built = backend.build(pending.gm, pending.example_inputs, pending.report, pending.eager)
     pending.built = built
-    if built.warm:
-        pending.jobs = submit(built)
+    pending.note(f"program built ({built.report.kernels} kernels)")
+    sent = pending.jobs
+    if sent is None:
+        return
+    if not built.warm or _on_disk(built.report):
+        # (a job a worker has started is still waited for: it may be writing to the cache)
+        sent.keep(set())
+        pending.note("jobs withdrawn: " + ("kernels on disk" if built.warm else
+                                           "nothing to compile here"))
+        return
+    if len(sent.jobs) > 1:
+        sent.keep(jobs.parts_with_kernels(built.program.kernel_names, len(sent.jobs)))
+        if len(sent.live()) < len(sent.jobs):
+            pending.note(f"parts with no kernel withdrawn ({len(sent.live())} left)")
+    _load_when_compiled(pending, sent, built)
+
+
+def _load_when_compiled(pending: Any, sent: jobs.Jobs, built: Built) -> None:
+    """Load each part's kernels from the disk cache here, still in the preparing thread, as
+    soon as its worker has compiled them (for the argument types the worker reports): the
+    switch then finds them loaded, and its warm-up run takes milliseconds, where loading took
+    a good part of a second after the last part (numba's runtime set up, each kernel read).
+    What a part does not report (a failed job, numba's fallback) is left to the switch."""
+    waiting = sent.live()
+    finished: queue.SimpleQueue = queue.SimpleQueue()
+    for job in waiting:
+        job.then(finished.put)
+    for _ in waiting:  # in the order the parts end
+        job = finished.get()
+        answer = job.result if job.status == workers.DONE else {}
+        for name, signatures in answer.get("signatures", {}).items():
+            dispatcher = built.program.globals.get(name)
+            for signature in signatures:
+                with front.fork_guard, contextlib.suppress(Exception):
+                    diskcache.load_compiled(dispatcher, signature)
+        if answer.get("signatures"):
+            part, parts = answer.get("part", (0, 1))
+            pending.note(f"kernels of part {part + 1}/{parts} loaded")
 
 
 def finish(pending: Any, tiered: Any, begun: float, shown: Any) -> Compiled | None:
     """The switch (in the caller's thread): the compiled tier's callable, or ``None`` when a
     fork cut the workers' jobs off and they were submitted again."""
-    report, jobs = pending.report, pending.jobs
-    failed = [job for job in jobs.jobs if job.status != workers.DONE] if jobs else []
+    report, sent = pending.report, pending.jobs
+    failed = [job for job in sent.live() if job.status != workers.DONE] if sent else []
     if any(job.status == workers.FORKED for job in failed):
-        pending.jobs = _submit([job.payload for job in jobs.jobs])
+        pending.jobs = jobs.submit([job.payload for job in sent.live()])
         return None
     problem = (f"preparing its compiled tier failed ({pending.error})"
                if pending.error not in (None, "forked") else
@@ -157,7 +108,7 @@ def finish(pending: Any, tiered: Any, begun: float, shown: Any) -> Compiled | No
         label = failed[0].label if failed else "a graph"
         warnings.warn(f"npdynamo: {problem}; the kernels of {label} compile in this process "
                       "instead", CompileWorkerWarning, stacklevel=3)
-    answers = [job.result for job in jobs.jobs if job.status == workers.DONE] if jobs else []
+    answers = [job.result for job in sent.jobs if job.status == workers.DONE] if sent else []
     refused = [a for a in answers if a.get("fell_back")]
     try:
         if refused:  # numba could not compile it there: it would not here either
@@ -183,6 +134,8 @@ def finish(pending: Any, tiered: Any, begun: float, shown: Any) -> Compiled | No
             f"({ran} ran on the eager tier)" if calls else
             f"the compiled tier took over before its first call, {took:.1f} s after capture")
     report.tier = text
+    pending.note("switched to the compiled tier")
+    report.timeline = jobs.timeline(pending.events, sent, pending.begun)
     shown.finished(text)
     return fn
 

@@ -11,7 +11,9 @@ the process may use, bounded by the memory available: a worker holding numba and
 about ``WORKER_MEMORY`` bytes). A worker with nothing to do for ``KEEP_WARM_S`` seconds stops.
 ``prestart`` starts them all ahead of the jobs (at ``compile(backend="numba")``, tiers on): a
 worker takes seconds to import numba and to set up its compiler (``compile_worker``), which
-then overlap the caller's first calls instead of delaying its first graph's kernels.
+then overlap the caller's first calls instead of delaying its first graph's kernels; each
+says when it is ready (``warm()`` counts them). A job no worker has started can be taken back
+(``withdraw``: its graph needs it no more).
 Each worker is a plain ``subprocess`` started with ``python -c`` (not ``multiprocessing``,
 whose ``spawn``/``forkserver`` run the user's ``__main__`` script again in the child), speaking
 pickled messages over a socket pair, and served by one daemon thread of this process.
@@ -37,17 +39,24 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from npdynamo import config
 from npdynamo.logs import get_logger
 
+#: How much lower a worker's scheduling priority is than its caller's: at 5 (a third of the
+#: weight) two workers on two cores leave the caller a whole core; at 10 (a tenth) a machine
+#: busy with other processes starved a 10 s compile into 4 minutes.
+NICENESS = 5
 #: Seconds a worker waits for a job before it stops.
 KEEP_WARM_S = 30.0
 #: Memory one worker takes once numba has compiled a few kernels (bytes; measured about 300 MB).
 WORKER_MEMORY = 600 * 2**20
 
 DONE, FAILED, DIED, FORKED, CLOSED = "done", "failed", "died", "forked", "closed"
+#: a job taken back before any worker started it (its graph needed it no more)
+WITHDRAWN = "withdrawn"
 
 
 class CompileJob:
@@ -56,13 +65,15 @@ class CompileJob:
     def __init__(self, payload: bytes, label: str) -> None:
         self.payload = payload
         self.label = label
-        self.status = ""  # DONE, FAILED, DIED, FORKED or CLOSED once finished
+        self.status = ""  # DONE, FAILED, DIED, FORKED, CLOSED or WITHDRAWN once finished
         self.result: object = None  # the worker's answer (DONE) or the error's text
         self.kernels = (0, 0)  # kernels compiled, kernels to compile (the worker's progress)
         self.submitted = time.perf_counter()
         self.finished_at: float | None = None
         self.worker_pid: int | None = None
         self._event = threading.Event()
+        self._callbacks: list = []
+        self._lock = threading.Lock()
 
     def done(self) -> bool:
         return self._event.is_set()
@@ -70,11 +81,25 @@ class CompileJob:
     def wait(self, timeout: float | None = None) -> bool:
         return self._event.wait(timeout)
 
+    def then(self, callback: Callable[[CompileJob], None]) -> None:
+        """Call ``callback(self)`` once the job has finished (at once if it has): in the thread
+        that finishes it, so it must be quick."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
     def _finish(self, status: str, result: object) -> None:
-        if not self._event.is_set():
+        with self._lock:  # (the first finish counts: a worker's death races the shutdown)
+            if self._event.is_set():
+                return
             self.status, self.result = status, result
             self.finished_at = time.perf_counter()
             self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
 
 
 def max_workers() -> int:
@@ -105,9 +130,10 @@ class _Worker:
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair()
-        code = (f"import sys; sys.path[:0] = {[p for p in sys.path if p]!r}; "
+        code = (f"import sys, time; started = time.time(); "
+                f"sys.path[:0] = {[p for p in sys.path if p]!r}; "
                 "from npdynamo.backends.numba.compile_worker import main; "
-                f"main({theirs.fileno()}, {os.getpid()})")
+                f"main({theirs.fileno()}, {os.getpid()}, started, {NICENESS})")
         env = dict(os.environ, NPDYNAMO_PROGRESS="0", NPDYNAMO_TIERED="0")
         quiet = not config.verbose
         try:
@@ -118,6 +144,7 @@ class _Worker:
         finally:
             theirs.close()
         self.conn = Connection(ours.detach())
+        self.warm = False  # it said it is ready (numba imported, its compiler set up)
 
     def stop(self, kill: bool = False) -> None:
         with contextlib.suppress(OSError):
@@ -160,6 +187,20 @@ class Pool:
             self._cond.notify()
         return job
 
+    def withdraw(self, job: CompileJob) -> bool:
+        """Take ``job`` back if no worker has started it (then it ends ``WITHDRAWN``)."""
+        with self._cond:
+            if job not in self._queue:
+                return False
+            self._queue.remove(job)
+        job._finish(WITHDRAWN, None)
+        return True
+
+    def warm(self) -> int:
+        """Workers that have set up their compiler and wait for jobs, or have run one."""
+        with self._cond:
+            return sum(w.warm for w in self._workers)
+
     def _replace_locked(self) -> None:
         """Start a worker if more jobs wait than workers are free (the lock held)."""
         if self._idle + self._starting < len(self._queue) and \
@@ -197,6 +238,7 @@ class Pool:
             self._workers.append(worker)
         log = get_logger("tiers")
         log.debug("compile worker %d started", worker.process.pid)
+        self._await_ready(worker)
         while True:
             with self._cond:
                 self._idle += 1
@@ -232,12 +274,31 @@ class Pool:
         log.debug("compile worker %d stopped", worker.process.pid)
         worker.stop(kill=self.closing)
 
+    def _await_ready(self, worker: _Worker) -> None:
+        """Wait for the worker's ``ready`` (it has set up numba's compiler), or until a job waits:
+        then the job is sent at once and the worker cuts its warm-up short (``_run`` reads the
+        ``ready`` then). A worker that died starting is found out as one dying idle is."""
+        while True:
+            try:
+                if worker.conn.poll(0.05):
+                    worker.conn.recv()  # ("ready",): the first thing a worker sends
+                    worker.warm = True
+                    return
+            except (EOFError, OSError):
+                return
+            with self._cond:
+                if self._queue or self.closing or worker not in self._workers:
+                    return
+
     def _run(self, worker: _Worker, job: CompileJob) -> bool:
         """Run ``job`` on ``worker``; False when the worker is gone."""
         try:
             worker.conn.send_bytes(job.payload)
             while True:
                 kind, *rest = worker.conn.recv()
+                if kind == "ready":  # (the job came before the worker was ready)
+                    worker.warm = True
+                    continue
                 if kind == "kernels":
                     job.kernels = tuple(rest)
                     continue
@@ -287,7 +348,10 @@ class Pool:
                 worker.conn.close()
         self._reset()
         for job in jobs:
-            job._event = threading.Event()
+            # (their waiters and callbacks were threads of the parent, and may have held the
+            # locks as it forked)
+            job._event, job._callbacks = threading.Event(), []
+            job._lock = threading.Lock()
             job._finish(FORKED, "the process forked while its kernels compiled")
 
 
