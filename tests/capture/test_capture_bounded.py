@@ -8,6 +8,8 @@ Counted in instructions stepped through and guards made, never in seconds:
 - so does one predicted to take the graph past its op limit (a comprehension over every row of
   an array, numba-examples' kmeans), and a loop over an array's rows is handed to Python as the
   array's own iterator, not as a tuple of every row (numpy-benchmarks' check_mask);
+- ``np.ndindex`` of a shape known now is a snapshot of its index tuples, so its loops unroll or
+  break before unrolling by the same rules (local_maxima), instead of a resume entry per index;
 - ``seq[i]`` of a long list or tuple from outside wraps and guards that item only;
 - using all items of long sequences from outside (``sorted(data)``) breaks past
   ``ITEMS_READ_LIMIT`` instead of wrapping and guarding each item at every capture.
@@ -212,3 +214,40 @@ def test_the_recursion_limit_is_set_at_the_depth_it_was_measured(backend):
     # to a resume function between measuring the depth and setting the limit
     support = pytest.importorskip("test.support")  # ships with CPython, as make conformance needs
     check_fidelity(limit_against_depth, support.get_recursion_depth, backend=backend)
+
+
+# -- np.ndindex: a snapshot of index tuples (numpy-benchmarks' local_maxima) --
+def maxima(data, mode=lambda p, o, w: (p + o) % w):
+    result = np.ones(data.shape, bool)
+    for pos in np.ndindex(data.shape):
+        myval = data[pos]
+        for offset in np.ndindex(data.shape):
+            neighbor = tuple(mode(p, o - w // 2, w) for p, o, w in zip(pos, offset, data.shape))
+            result[pos] &= data[neighbor] <= myval
+    return result
+
+
+def ndindex_left(x, *shape):
+    it = np.ndindex(*shape)
+    first = next(it)
+    return x + len(first), [index for index in it]
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_ndindex_loops_unroll_or_break_before_unrolling(captures, backend):
+    data = np.random.default_rng(0).random((2, 3))
+    check_fidelity(maxima, data, backend=backend, graphs=1, breaks=0)  # 6 x 6: unrolled
+    captures.clear()
+    npdynamo.reset()
+    data = np.arange(120.0).reshape(5, 4, 3, 2)
+    check_fidelity(maxima, data, backend=backend, graphs=1, breaks=1)  # np.ones, then Python
+    assert "120 iterations of about" in captures[0][3]
+
+
+def test_ndindex_yields_numpys_index_tuples():
+    for shape in ((2, 3), ((3, 2),), (), ((),), (1, 4)):
+        npdynamo.reset()
+        check_fidelity(ndindex_left, np.arange(2.0), *shape, graphs=1, breaks=0)
+    for shape in ((0, 4), (-1,)):  # next() raises StopIteration; NumPy's ValueError
+        npdynamo.reset()
+        check_fidelity(ndindex_left, np.arange(2.0), *shape, graphs=0, breaks=0)
