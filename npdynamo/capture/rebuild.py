@@ -102,6 +102,18 @@ DICT_ITERATORS = {
 }
 
 
+def rows_at(array, position: int):
+    """``iter(array)`` whose next row is ``array[position]``: an ndarray's iterator is set there;
+    another array type's (a ``grad`` tracer's generator) is stepped there."""
+    it = iter(array)
+    if type(it) is ARRAY_ITERATOR:
+        it.__setstate__(position)
+        return it
+    for _ in range(position):
+        next(it)
+    return it
+
+
 def advanced_iterator(iterable, count: int):
     """``iter(iterable)`` after ``count`` items were taken (dict iterators have no setstate)."""
     it = iter(iterable)
@@ -306,7 +318,7 @@ class ValueRebuilder:
         if it.mode == "items" and it.rows_of is not None and kind is ARRAY_ITERATOR:
             # the same array's iterator at the same row: it yields the same rows (views of
             # that array, or its scalars) as the snapshot would
-            return f"{at}({self.expr(it.rows_of)}, {it.pos})"
+            return f"{self.namespace.bind(rows_at, 'ROWS_AT')}({self.expr(it.rows_of)}, {it.pos})"
         if it.mode == "items" and kind is TUPLE_ITERATOR:
             rest = "".join(self.expr(v) + ", " for v in it.items[it.pos :])
             return f"iter(({rest}))"
