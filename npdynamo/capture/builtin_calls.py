@@ -19,7 +19,14 @@ import numpy as np
 from npdynamo import ops
 from npdynamo.capture.builder import constant_value, is_constant
 from npdynamo.capture.calls import get_attr, graph_number
-from npdynamo.capture.containers import const_key, get_iter, items_of, new_set, truthiness
+from npdynamo.capture.containers import (
+    check_item_count,
+    const_key,
+    get_iter,
+    items_of,
+    new_set,
+    truthiness,
+)
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.flow.for_loops import lazy_range
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
@@ -114,6 +121,21 @@ def _enumerate(frame: Frame, target, args, kwargs):
         mode="enumerate", inner=[get_iter(frame, args[0])], count=start.value,
         python_type=enumerate,
     )
+
+
+@builtin(np.ndindex)
+def _ndindex(frame: Frame, target, args, kwargs):
+    """``np.ndindex(shape)`` of a shape known now: the index tuples of Python ints it yields,
+    as a snapshot (a loop over it then unrolls, or breaks before unrolling when too long)."""
+    dims = args[0].items if len(args) == 1 and isinstance(args[0], TupleValue) else args
+    shape = _consts(frame, list(dims), "np.ndindex")
+    if not all(type(n) is int for n in shape):
+        raise frame.unsupported("np.ndindex() of a shape that is not Python ints")
+    count = math.prod(max(n, 0) for n in shape)
+    check_item_count(frame, count, "iterating over an np.ndindex")
+    plain = _apply_raw(np.ndindex, *shape)  # NumPy's own errors (a negative size)
+    return IteratorValue(items=[constant_value(index) for index in plain],
+                         python_type=np.ndindex)
 
 
 @builtin(operator.is_, operator.is_not)

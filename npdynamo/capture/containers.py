@@ -7,6 +7,7 @@ came from outside would be a side effect on the caller's data, which is refused 
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -171,11 +172,41 @@ def get_iter(frame: Frame, value: Value) -> Value:
     if isinstance(value, ArrayValue):
         if value.meta.ndim == 0:
             raise UserCodeRaises(TypeError("iteration over a 0-d array"))
-        getitem = ops.REGISTRY["getitem"]
-        rows = [op_call(frame, getitem, (value, i), {})
-                for i in range(frame.ctx.concrete(value.meta.shape[0]))]
-        return IteratorValue(items=rows, python_type=type(iter(np.empty(1))))
+        rows = ArrayRows(frame, value, frame.ctx.concrete(value.meta.shape[0]))
+        return IteratorValue(items=rows, python_type=type(iter(np.empty(1))), rows_of=value)
     raise frame.unsupported(f"iterating over a {value.kind()} is not supported")
+
+
+class ArrayRows(Sequence):
+    """The items of ``iter(array)``: row ``i`` (``array[i]``) becomes a graph op when the
+    iterator first reaches it, as CPython's iterator indexes the array then. A loop over a long
+    array that breaks after one row (``unrolled_loops``) costs one row, not one op per row, and
+    an array of more rows than the graph's op limit can be iterated at all."""
+
+    def __init__(self, frame: Frame, array: Value, count: int) -> None:
+        self.frame, self.array, self.count = frame, array, count
+        self.scope = frame.ctx.subcapture  # the loop or branch body the iterator was made in
+        self.made: dict[int, Value] = {}
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.count))]
+        if index < 0:
+            index += self.count
+        if not 0 <= index < self.count:
+            raise IndexError(index)
+        row = self.made.get(index)
+        if row is None:
+            if self.frame.ctx.subcapture is not self.scope:
+                # the row would be an op of another graph than the iterator's
+                raise self.frame.unsupported(
+                    "an array's iterator made outside a loop or branch body is advanced inside it")
+            row = self.made[index] = op_call(
+                self.frame, ops.REGISTRY["getitem"], (self.array, index), {})
+        return row
 
 
 def check_item_count(frame: Frame, count: float, what: str) -> None:

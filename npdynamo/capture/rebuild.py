@@ -84,6 +84,7 @@ def python_type(value: Value) -> type | None:
 LIST_ITERATOR = type(iter([]))
 LIST_REVERSEITERATOR = type(reversed([]))
 TUPLE_ITERATOR = type(iter(()))
+ARRAY_ITERATOR = type(iter(np.empty(1)))
 
 
 def iterator_at(seq, position: int):
@@ -99,6 +100,18 @@ DICT_ITERATORS = {
     type(iter({}.values())): "values",
     type(iter({}.items())): "items",
 }
+
+
+def rows_at(array, position: int):
+    """``iter(array)`` whose next row is ``array[position]``: an ndarray's iterator is set there;
+    another array type's (a ``grad`` tracer's generator) is stepped there."""
+    it = iter(array)
+    if type(it) is ARRAY_ITERATOR:
+        it.__setstate__(position)
+        return it
+    for _ in range(position):
+        next(it)
+    return it
 
 
 def advanced_iterator(iterable, count: int):
@@ -121,6 +134,13 @@ def _pure_snapshot(it: IteratorValue) -> bool:
     if it.mode in ("enumerate", "zip"):
         return all(_pure_snapshot(i) for i in it.inner)
     return it.mode == "items" and it.source is None and it.watch is None
+
+
+def _over_rows(it: IteratorValue) -> bool:
+    """True if ``it`` pulls from an array's rows (``iter(array)``, enumerate/zip of it)."""
+    if it.mode in ("enumerate", "zip"):
+        return any(isinstance(i, IteratorValue) and _over_rows(i) for i in it.inner)
+    return it.rows_of is not None
 
 
 #: Containers nested deeper than this are not rebuilt as one expression (the frame runs in Python).
@@ -295,6 +315,10 @@ class ValueRebuilder:
                 return f"{self.namespace.bind(reversed, 'REVERSED')}([])"
             rev = self.namespace.bind(reversed_at, "REVERSED_AT")
             return f"{rev}({self.expr(it.live)}, {it.count})"
+        if it.mode == "items" and it.rows_of is not None and kind is ARRAY_ITERATOR:
+            # the same array's iterator at the same row: it yields the same rows (views of
+            # that array, or its scalars) as the snapshot would
+            return f"{self.namespace.bind(rows_at, 'ROWS_AT')}({self.expr(it.rows_of)}, {it.pos})"
         if it.mode == "items" and kind is TUPLE_ITERATOR:
             rest = "".join(self.expr(v) + ", " for v in it.items[it.pos :])
             return f"iter(({rest}))"
@@ -374,8 +398,8 @@ class ValueRebuilder:
         same items to the loop that continues (and the resume function can read it)."""
         if id(it) in self._memo:
             return self._memo[id(it)]
-        if not _pure_snapshot(it):
-            return self.expr(it)
+        if not _pure_snapshot(it) or _over_rows(it):
+            return self.expr(it)  # an array's rows: its iterator moved on, not every row left
         rest = it.remaining()
         name = f"v{len(self._memo)}"
         self.prelude.append(f"{name} = iter(({''.join(self.expr(v) + ', ' for v in rest)}))")

@@ -215,6 +215,9 @@ class IteratorValue(Value):
     watch: tuple | None = None  # (DictValue, its keys when the iterator was made)
     origin: object = None  # the range of a range_iterator; zip's strict flag
     source: Source | None = None
+    #: ``iter(array)``: the array whose rows ``items`` are (a graph break hands the loop
+    #: ``iter(array)`` moved on, not every row left, one by one)
+    rows_of: Value | None = None
     #: what a ``for`` loop iterates (pushed by GET_ITER); a graph break may hand the loop a
     #: snapshot of what is left, unless a live local or container also refers to it
     loop_owned: bool = False

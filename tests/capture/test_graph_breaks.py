@@ -187,14 +187,34 @@ def _long_loop(x):
     return x
 
 
+def _long_while(x):
+    i = 0
+    while i < 3000:  # no trip count known before it runs: nothing predicts its length
+        x = x * 0.999 + 0.001
+        i += 1
+    return x
+
+
 def test_a_very_long_unrolled_loop_is_split_into_graphs(monkeypatch):
     from npdynamo.capture.session import GRAPH_NODE_LIMIT
 
-    # the split is what this test measures: an in-graph fori_loop would hold the whole loop
+    # the split is what this test measures: an in-graph loop would hold the whole loop
+    monkeypatch.setattr(npdynamo.config, "capture_for_loops", False)
+    out = quiet_explain(_long_while, np.ones(3))
+    assert out.graph_count == 2 and max(out.ops_per_graph) == GRAPH_NODE_LIMIT
+    check_same(_long_while, np.ones(3), calls=2, graphs=2, breaks=1)
+
+
+def test_a_for_loop_predicted_past_the_op_limit_breaks_before_unrolling(monkeypatch):
+    # 3,000 iterations of 2 ops: measured after one iteration, it would fill the graph and
+    # leave the rest to a resume function; Python runs it from its first step instead
     monkeypatch.setattr(npdynamo.config, "capture_for_loops", False)
     out = quiet_explain(_long_loop, np.ones(3))
-    assert out.graph_count == 2 and max(out.ops_per_graph) == GRAPH_NODE_LIMIT
-    check_same(_long_loop, np.ones(3), calls=2)
+    assert out.graph_count == 0
+    (reason,) = out.break_reasons
+    assert "3,000 iterations of about 2 ops each" in reason.reason
+    assert "past its 4,000-op limit" in reason.reason
+    check_same(_long_loop, np.ones(3), calls=2, graphs=0, breaks=1)
 
 
 @pytest.mark.parametrize("name,fn,factory,counts", BREAK_PROGRAMS, ids=IDS)

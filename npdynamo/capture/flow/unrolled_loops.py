@@ -16,7 +16,10 @@ first ``FOR_ITER`` (nothing of the loop unrolled), and the frame runs on in Pyth
 (``runs_on_natively``): exact, with capture work bounded by the code, not by the data the loop
 walks. In a callee inlined into the frame, the break is at the frame's call of it, and that
 callee, compiled as its own frame, breaks at its loop the same way. A loop of the user's own
-code that builds graph ops still unrolls up to the op limit: that graph is what they asked for.
+code that builds graph ops unrolls while the graph holds it; one predicted (ops per iteration
+times the items left) to take the graph past its op limit breaks the same way at its first
+``FOR_ITER``, instead of unrolling to the limit and leaving the rest to resume functions that
+unroll it again (a comprehension over every row of an array: issue 24's first call).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from npdynamo.capture.hooks.region import is_library_file
+from npdynamo.capture.session import GRAPH_NODE_LIMIT
 from npdynamo.capture.values import IteratorValue
 
 if TYPE_CHECKING:
@@ -51,13 +55,21 @@ def check_unroll(frame: Frame, it: IteratorValue) -> None:
     if left is None:
         return
     per_iteration = (ctx.steps - start) / done
-    if ctx.steps - start + per_iteration * left <= UNROLL_STEP_LIMIT:
+    ops_per_iteration = (ctx.node_count - start_ops) / done
+    if ctx.node_count + ops_per_iteration * left > GRAPH_NODE_LIMIT:
+        # it would fill the graph to its op limit and leave the rest to resume functions that
+        # unroll it again (seconds of capture, and kernels whose size grows with the data)
+        cost = (f"{done + left:,} iterations of about {ops_per_iteration:.0f} ops each would "
+                f"take the graph past its {GRAPH_NODE_LIMIT:,}-op limit")
+    elif ctx.steps - start + per_iteration * left <= UNROLL_STEP_LIMIT:
         return
-    if ctx.node_count > start_ops and not _library_code(frame):
-        return  # the user's own loop of graph ops: unrolled (up to the graph's op limit)
+    elif ctx.node_count > start_ops and not _library_code(frame):
+        return  # the user's own loop of graph ops that fits in the graph: unrolled
+    else:
+        cost = (f"{done + left:,} iterations of about {per_iteration:.0f} instructions each, "
+                f"past {UNROLL_STEP_LIMIT:,}")
     error = frame.unsupported(
-        f"this loop would be unrolled at capture: {done + left:,} iterations of about "
-        f"{per_iteration:.0f} instructions each, past {UNROLL_STEP_LIMIT:,}; Python runs it "
+        f"this loop would be unrolled at capture: {cost}; Python runs it "
         "(and the rest of the function)",
         "a loop over a NumPy array's elements, or a long Python loop, is faster written with "
         "NumPy operations; a `for i in range(n)` loop whose body needs no Python value of `i` "
