@@ -8,6 +8,8 @@ the numba report must show the whole graph's function ran with no NumPy call in 
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -95,3 +97,14 @@ def test_corpus_kernels_run_as_one_function(name):
     (kernel,) = [k for k in KERNELS if k.name == name]
     args = kernel.make("small", np.random.default_rng(25))
     whole_graph_ran(same_everywhere(kernel.plain, *args))
+
+
+def test_an_array_allocated_for_a_loop_is_not_copied_before_it():
+    # iir: y = np.empty_like(x) is written by the forward loop only, z by the backward one:
+    # each is the loop's own array, written in place with no copy (as hand-written numba)
+    (kernel,) = [k for k in KERNELS if k.name == "iir_forward_backward"]
+    records = same_everywhere(kernel.plain, *kernel.make("small", np.random.default_rng(25)))
+    whole_graph_ran(records)
+    (record,) = [r for r in records if r.runs]
+    source = inspect.getsource(record.dispatcher.py_func)
+    assert "for " in source and ".copy()" not in source, source

@@ -276,7 +276,7 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
             env[node] = self.numpy_call(node, name, env, depth)
             return
         if is_loop(node) or name == "cond":
-            env[node] = self.control_flow(node, name, [node.args], env, depth)
+            env[node] = self.control_flow(node, name, [node.args], env, depth, fresh)
             return
         try:
             if name in INT_HELPERS:
@@ -482,7 +482,7 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
 
     # -- control flow ---------------------------------------------------------------------
     def control_flow(self, node: Node, name: str, args: list, env: dict[Node, str],
-                     depth: int) -> str:
+                     depth: int, fresh: set[Node] = frozenset()) -> str:
         """Emit a nested ``cond``/``while_loop``/``fori_loop``; the local holding its results."""
         (given,) = args
         vals = lambda seq: [self.value(v, env) for v in seq]  # noqa: E731
@@ -500,6 +500,10 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
         # a carried array that is the enclosing loop's own (read by nothing after this loop)
         # needs no copy of its own: the enclosing loop copied it once
         shared = self._writable_operands(node, list(carried))
+        # an array allocated here that only this loop reads is the loop's own already: no
+        # copy before its first iteration (a zero-trip loop returns it, a new array too)
+        shared |= {k for k, v in enumerate(carried) if isinstance(v, Node) and v in fresh
+                   and len(v.users) == 1 and list(carried).count(v) == 1}
         self.shared[node] = shared
         return self.emit_fori(self.value(lower, env), self.value(upper, env), body_fn,
                               vals(carried), vals(body_extra), depth, shared)
