@@ -114,11 +114,12 @@ def test_a_shorter_operand_of_a_dot_raises_as_numpy_does():
 # -- comparisons of Python numbers ---------------------------------------------------------------
 def test_a_comparison_of_python_ints_is_loop_code_not_a_numpy_call():
     x = RNG.random(8)
-    (record,) = same_everywhere(iterate_until, x, 1e-9, 500)
-    assert record.numpy_ops == (), str(record)
+    # (the loop and the whole graph's function around it, which runs: neither calls NumPy)
+    records = same_everywhere(iterate_until, x, 1e-9, 500)
+    assert all(r.numpy_ops == () for r in records), [str(r) for r in records]
     nd.reset()
-    (record,) = same_everywhere(iterate_until, x, 1e-30, 7)  # stops at max_iter
-    assert record.numpy_ops == (), str(record)
+    records = same_everywhere(iterate_until, x, 1e-30, 7)  # stops at max_iter
+    assert all(r.numpy_ops == () for r in records), [str(r) for r in records]
     x_out, it = nd.compile(iterate_until, backend="numba")(x, 1e-30, 7)
     assert it == 7 and type(it) is int
 
@@ -178,7 +179,7 @@ def powers_of_scalars(x, n):
 
 def test_scalar_power_and_a_vector_of_scalars_are_loop_code():
     pos = np.cumsum(RNG.random((30, 2)), axis=0)
-    (record,) = same_everywhere(spring_forces, pos, 2.5)
+    (record,) = [r for r in same_everywhere(spring_forces, pos, 2.5) if r.runs]
     assert record.numpy_ops == (), str(record)
     source = _source(record)
     assert "math.pow(" in source and "objmode" not in source, source

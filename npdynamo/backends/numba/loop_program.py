@@ -37,6 +37,7 @@ Exactness:
 from __future__ import annotations
 
 import hashlib
+import math
 import types
 import warnings
 from collections.abc import Callable
@@ -50,7 +51,7 @@ from numba.core.errors import NumbaError, NumbaWarning
 from numba.core.types import Type as NumbaType
 
 from npdynamo import progress
-from npdynamo.backends.numba import diskcache, errstate
+from npdynamo.backends.numba import diskcache, errstate, threads
 from npdynamo.backends.numba.loop_runtime import UnexpectedValue
 from npdynamo.backends.numba.loop_writer import NotCompilable, Writer, node_meta
 from npdynamo.fx.graph import Graph
@@ -381,7 +382,8 @@ def _identity(obj: Any) -> str | None:
 def whole_graph_program(graph: Graph, prepare: Callable[[Graph], Graph]) -> GraphCall | None:
     """The whole (prepared) top-level ``graph`` as one nopython function, when it has a branch
     at its top level (as the peeled first iteration of a loop whose carried value changes type
-    has, the CRC's) and the writer expresses every op
+    has, the CRC's) or a loop with other small work around it (``_worth_one_function``) and
+    the writer expresses every op
     in nopython code (no NumPy call in object mode). The backend then calls that one function
     (``GraphCall.forward``) where the program would run each branch, kernel and loop from
     Python: a branch costs ~1 µs there, the scalar work in it nanoseconds.
@@ -393,12 +395,13 @@ def whole_graph_program(graph: Graph, prepare: Callable[[Graph], Graph]) -> Grap
     puts their programs in place of the graph's branches and bodies). None: the
     graph keeps its usual program (no top-level control flow, or an op the writer cannot
     express without object mode)."""
-    if not any(n.op == "call_function" and getattr(n.target, "name", "") == "cond"
-               for n in graph.nodes):
-        return None  # (a loop alone at the top level is its loop program already)
+    if not _worth_one_function(graph):
+        return None
     own, _ = graph.copy()  # the writer rewrites int operands in the graph it writes
     params = [f"p{k}" for k in range(len(own.placeholders))]
     writer = Writer(prepare)
+    # (the function runs only on arguments of at most one dimension or C-contiguous ones)
+    writer.c_ordered.update(own.placeholders)
     try:
         for p in own.placeholders:
             meta = node_meta(p)
@@ -422,6 +425,42 @@ def whole_graph_program(graph: Graph, prepare: Callable[[Graph], Graph]) -> Grap
                         *(f"    {line}" for line in writer.hoisted)]
     record = LoopRecord("graph", "whole graph", compiled=True)
     return GraphCall(own, writer, record)
+
+
+#: the most elements of any array computed at the top level of a graph whose loops make it one
+#: function (``_worth_one_function``): the function's kernels are serial and its products
+#: inline loops, where the program would run large ones in parallel or on BLAS
+_TOP_LEVEL_ELEMENTS = threads.PARALLEL_MIN_ELEMENTS
+
+
+def _worth_one_function(graph: Graph) -> bool:
+    """Whether the whole graph is worth one function: a branch at its top level, or a loop
+    with other work around it (the program would run each of those ops from Python, around
+    the loop's own call: the allocations and the peeled first iteration of a loop nest, an
+    LU's row of element writes, each a NumPy call and a copy). Only where every array
+    computed at the top level is small and of static size."""
+    ops = [n for n in graph.nodes if n.op == "call_function"]
+    if any(getattr(n.target, "name", "") == "cond" for n in ops):
+        return True
+    if not any(is_loop(n) for n in ops) or all(
+            is_loop(n) or getattr(n.target, "name", "") == "tuple_item" for n in ops):
+        return False  # (a loop alone at the top level is its loop program already)
+    for n in ops:
+        if is_loop(n):
+            continue
+        meta = node_meta(n)
+        if isinstance(meta, ArrayMeta) and not (
+                all(type(d) is int for d in meta.shape)
+                and math.prod(meta.shape) < _TOP_LEVEL_ELEMENTS):
+            return False
+        if getattr(n.target, "name", "") == "matmul" and all(
+                isinstance(node_meta(a), ArrayMeta) for a in n.args):
+            shapes = [node_meta(a).shape for a in n.args]
+            if not all(type(d) is int for s in shapes for d in s) or \
+                    math.prod(shapes[0]) * (shapes[1][-1] if len(shapes[1]) > 1 else 1) \
+                    >= _TOP_LEVEL_ELEMENTS:
+                return False
+    return True
 
 
 def loop_programs(graph: Graph, prepare: Callable[[Graph], Graph]) -> list[LoopRecord]:

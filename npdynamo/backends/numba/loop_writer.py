@@ -4,7 +4,8 @@ of one nopython function (used by ``loop_program``, which says what the function
 Each fusion group of a (simplified) subgraph is a call of its serial kernel into buffers
 allocated with ``np.empty`` inside the function; the ops left between kernels are written as
 nopython code (``getitem``/``setitem`` with int, slice and loop-index indices, ``copy``,
-``matmul`` of float vectors and matrices, ``tuple_item``, Python int/float arithmetic), and any
+``matmul`` of float vectors and matrices, ``tuple_item``, Python int/float arithmetic, the
+creation ops of ``loop_creation``), and any
 other op (or one of these with arguments that have no such form, ``NoNopythonForm``) giving an
 array, a NumPy scalar or a Python int/float is its NumPy impl called back in object mode,
 checked to give what the compiled code was typed for. ``NotCompilable`` says why a loop cannot
@@ -25,6 +26,7 @@ from numba.core.dispatcher import Dispatcher
 from npdynamo.backends.numba import diskcache, loop_runtime
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import FusionGroup, partition
+from npdynamo.backends.numba.loop_creation import CreationCode
 from npdynamo.backends.numba.loop_inplace import InPlacePlan
 from npdynamo.backends.numba.loop_scalars import (
     COMPARISONS,
@@ -64,7 +66,7 @@ def inline_kernel(kernel: Dispatcher) -> Dispatcher:
     return inline
 
 
-class Writer(InPlacePlan, ScalarCode):
+class Writer(InPlacePlan, ScalarCode, CreationCode):
     """Emits the source of one loop function; ``prepare`` simplifies each subgraph first."""
 
     def __init__(self, prepare: Callable[[Graph], Graph]) -> None:
@@ -83,6 +85,7 @@ class Writer(InPlacePlan, ScalarCode):
         self.in_kernels: set[Node] = set()  # nodes of every fusion group written so far
         self.numpy_ops: list[str] = []  # ops called back in object mode, per iteration
         self.loop_depth = 0  # loops around the code being emitted
+        self.c_ordered: set[Node] = set()  # arrays known C-contiguous (``CreationCode``)
 
     def fresh(self, hint: str = "v") -> str:
         self._count += 1
@@ -268,13 +271,13 @@ class Writer(InPlacePlan, ScalarCode):
         name = getattr(node.target, "name", repr(node.target))
         if getattr(node.target, "impure", False):
             raise NotCompilable(f"{name} draws random numbers")
-        if node.kwargs:
+        method = getattr(self, f"op_{name}", None)
+        if node.kwargs and not getattr(method, "takes_kwargs", False):
             env[node] = self.numpy_call(node, name, env, depth)
             return
         if is_loop(node) or name == "cond":
-            env[node] = self.control_flow(node, name, [node.args], env, depth)
+            env[node] = self.control_flow(node, name, [node.args], env, depth, fresh)
             return
-        method = getattr(self, f"op_{name}", None)
         try:
             if name in INT_HELPERS:
                 expr = self.py_binary(node, name, env)
@@ -479,7 +482,7 @@ class Writer(InPlacePlan, ScalarCode):
 
     # -- control flow ---------------------------------------------------------------------
     def control_flow(self, node: Node, name: str, args: list, env: dict[Node, str],
-                     depth: int) -> str:
+                     depth: int, fresh: set[Node] = frozenset()) -> str:
         """Emit a nested ``cond``/``while_loop``/``fori_loop``; the local holding its results."""
         (given,) = args
         vals = lambda seq: [self.value(v, env) for v in seq]  # noqa: E731
@@ -497,6 +500,10 @@ class Writer(InPlacePlan, ScalarCode):
         # a carried array that is the enclosing loop's own (read by nothing after this loop)
         # needs no copy of its own: the enclosing loop copied it once
         shared = self._writable_operands(node, list(carried))
+        # an array allocated here that only this loop reads is the loop's own already: no
+        # copy before its first iteration (a zero-trip loop returns it, a new array too)
+        shared |= {k for k, v in enumerate(carried) if isinstance(v, Node) and v in fresh
+                   and len(v.users) == 1 and list(carried).count(v) == 1}
         self.shared[node] = shared
         return self.emit_fori(self.value(lower, env), self.value(upper, env), body_fn,
                               vals(carried), vals(body_extra), depth, shared)

@@ -1,0 +1,110 @@
+"""A loop with other small work around it runs as the whole graph's one function
+(``loop_program._worth_one_function``), its new arrays created in nopython code
+(``loop_creation``): no NumPy call and no Python step around the loop's own call.
+
+Each function runs plain, on the eager backend (bitwise) and on numba (within tolerance), and
+the numba report must show the whole graph's function ran with no NumPy call in object mode.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import npdynamo as nd
+from benchmarks.loop_kernels import KERNELS
+from tests.backends.compare import assert_close
+from tests.backends.test_loop_program import same_everywhere
+from tests.differential import run_both
+
+RNG = np.random.default_rng(29)
+
+
+@pytest.fixture(autouse=True)
+def _no_tuning(monkeypatch):
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "0")  # the compiled form runs from the first call
+
+
+def whole_graph_ran(records) -> None:
+    ran = [r for r in records if r.compiled and r.runs]
+    assert [r.op for r in ran] == ["whole graph"], [str(r) for r in records]
+    assert all(r.numpy_ops == () for r in records), [str(r) for r in records]
+
+
+def created(A, n):
+    E = np.eye(n)
+    Z = np.zeros((n, n), dtype=np.int64)
+    F = np.full((n,), 2.5)
+    ones = np.ones_like(A)
+    s = 0.0
+    for i in range(n):
+        for j in range(i):
+            E[i, j] = A[i, j] * F[j] + ones[j, i]
+            Z[i, j] = i - j
+            s += A[j, i]
+    return E, Z, ones, s
+
+
+def test_new_arrays_around_a_loop_are_nopython_code():
+    whole_graph_ran(same_everywhere(created, RNG.random((20, 20)), 20))
+
+
+def like_of_a_column_block(A):
+    B = A[:, 1:]  # strided: NumPy's zeros_like keeps its C order; the check holds
+    Z = np.zeros_like(B)
+    for i in range(B.shape[0]):
+        Z[i, 0] = B[i, 0] + i
+    return Z
+
+
+def like_of_a_transpose(A):
+    Z = np.zeros_like(A.T)  # F-ordered in NumPy: no nopython form gives that
+    for i in range(Z.shape[0]):
+        Z[i, 0] = A[0, i] + i
+    return Z
+
+
+@pytest.mark.parametrize("fn", [like_of_a_column_block, like_of_a_transpose])
+def test_a_like_of_a_view_keeps_numpys_memory_order(fn):
+    A = RNG.random((20, 6))
+    compiled = nd.compile(fn, backend="numba")
+    for _ in range(2):
+        run = run_both(fn, compiled, (A,), {})
+        assert run.exc is None
+        assert_close(run.got, run.expected)
+        assert run.got.flags.c_contiguous == run.expected.flags.c_contiguous
+        assert run.got.flags.f_contiguous == run.expected.flags.f_contiguous
+
+
+def large_around_a_loop(x, n):
+    y = np.sin(x) * 2.0 + 1.0  # a parallel kernel's size: the program keeps it
+    acc = 0.0
+    for i in range(n):
+        acc += y[i]
+    return y, acc
+
+
+def test_large_work_around_a_loop_stays_the_program():
+    records = same_everywhere(large_around_a_loop, RNG.random(1 << 17), 20)
+    assert [r.op for r in records if r.runs] == ["fori_loop"], [str(r) for r in records]
+
+
+@pytest.mark.parametrize("name", ["lu_doolittle", "cholesky_rows", "adi_sweep",
+                                  "iir_forward_backward", "hysteresis", "nussinov"])
+def test_corpus_kernels_run_as_one_function(name):
+    (kernel,) = [k for k in KERNELS if k.name == name]
+    args = kernel.make("small", np.random.default_rng(25))
+    whole_graph_ran(same_everywhere(kernel.plain, *args))
+
+
+def test_an_array_allocated_for_a_loop_is_not_copied_before_it():
+    # iir: y = np.empty_like(x) is written by the forward loop only, z by the backward one:
+    # each is the loop's own array, written in place with no copy (as hand-written numba)
+    (kernel,) = [k for k in KERNELS if k.name == "iir_forward_backward"]
+    records = same_everywhere(kernel.plain, *kernel.make("small", np.random.default_rng(25)))
+    whole_graph_ran(records)
+    (record,) = [r for r in records if r.runs]
+    source = inspect.getsource(record.dispatcher.py_func)
+    assert "for " in source and ".copy()" not in source, source
