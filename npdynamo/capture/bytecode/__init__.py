@@ -9,6 +9,7 @@ of library, or of how a CPython version lays out an instruction, has one home.
   built from (the original instructions behind a forward-jumping prologue).
 - ``liveness``: which locals are live at an instruction (what a resume function receives).
 - ``reachable``: what can run from generated code's entry (dead code is not assembled).
+- ``stackdepth``: the stack size of generated code, without the library's control-flow graph.
 
 It imports nothing else of capture: the frame hook (``hooks/``) and every other part sit above it.
 """

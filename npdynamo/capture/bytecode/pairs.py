@@ -14,15 +14,24 @@ import types
 import bytecode as bc
 
 from npdynamo.capture.bytecode.code import PY
+from npdynamo.capture.bytecode.stackdepth import max_stack_depth
 
 
 def assemble(b: bc.Bytecode) -> types.CodeType:
     """``b`` as a code object (exception-table depths as written), its two-local instructions
     naming the locals ``b`` names."""
-    code = b.to_code(compute_exception_stack_depths=False)
+    code = _to_code(b)
     if PY >= (3, 13) and pairs_misencoded(b, code):
-        return split_pairs(b).to_code(compute_exception_stack_depths=False)
+        return _to_code(split_pairs(b))
     return code
+
+
+def _to_code(b: bc.Bytecode) -> types.CodeType:
+    # the stack size from one walk of the list where it can tell (``stackdepth``), else from
+    # the library's control-flow graph, which also refuses code whose stack underflows
+    depth = max_stack_depth(list.copy(b))  # list.copy: no per-item checks of Bytecode.__iter__
+    return b.to_code(stacksize=depth, compute_exception_stack_depths=False)
+
 
 #: 3.13's two-local instructions, as their two one-local halves.
 _PAIRS = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),

@@ -28,7 +28,7 @@ def live_only(items: list) -> list:
         # a 3.12+ inlined comprehension: cut, one crashed 3.12 (a resume function continuing
         # inside ``[v.tolist() for v in x * 2]``), for a reason not found yet; kept whole
         return items
-    active = _active_ranges(items)
+    active = active_ranges(items)
     if active is None:
         return items
     positions = {id(item): i for i, item in enumerate(items) if isinstance(item, bc.Label)}
@@ -51,7 +51,7 @@ def live_only(items: list) -> list:
     return _rebuild(items, active, seen)
 
 
-def _active_ranges(items: list) -> list | None:
+def active_ranges(items: list) -> list | None:
     """The try range (its ``TryBegin``) each item sits in; None if ranges nest or mismatch."""
     active: list = []
     current = None
