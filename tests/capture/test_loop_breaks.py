@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import npdynamo
 from npdynamo.capture.breaks.resume import CompileSession
 from npdynamo.capture.bytecode import generate as bytecode_gen
-from tests.differential import CountingBackend, check_same
+from tests.differential import ANY, CountingBackend, check_same
 
 
 def issue_example(zs, H):
@@ -384,8 +384,10 @@ def test_generated_loops_with_breaks_match_python(
     if complex_data:
         zs = zs + 1j * rng.normal(size=5)
         h = h + 1j * rng.normal(size=(2, 2))
+    # a generated program may run in Python by design: a data-dependent `if` whose branch
+    # fails at capture (a float accumulator `-=` a complex value) cannot form a cond
     with np.errstate(all="ignore"):
-        check_same(namespace["f"], zs, h, calls=2)
+        check_same(namespace["f"], zs, h, calls=2, graphs=ANY)
 
 
 def test_generated_loop_on_numba():
