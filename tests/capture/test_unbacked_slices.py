@@ -164,10 +164,13 @@ def test_bounds_clamp_and_wrap_as_numpy(low, high):
     numba_both(window_sums, (a, lo, hi))
 
 
-def test_unsigned_bounds():
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64, np.int8])
+def test_bounds_of_other_integer_dtypes(dtype):
     a = RNG.random(10)
-    lo, hi = (b.astype(np.uint32) for b in bounds(N, 0, 14))
+    lo, hi = (b.astype(dtype) for b in bounds(N, 0, 14))
     check_same(window_sums, a, lo, hi, graphs=1, breaks=0)
+    if dtype is np.uint64:
+        numba_both(window_sums, (a, lo, hi))
 
 
 def test_a_carried_python_int_bounds_a_slice():

@@ -1,9 +1,13 @@
 """Handlers for subscripts and slices: ``x[i]``, ``x[a:b]``, their stores and ``del``.
 
 Array subscripts become ``getitem``/``setitem`` ops (a boolean-mask update goes through
-``masked``); any other container's through its value kind (``containers``)."""
+``masked``); any other container's through its value kind (``containers``). A slice bound
+the graph computes inside a rolled loop body (``val[ptr[i]:ptr[i + 1]]``) is an unbacked size
+(``ops.unbacked``)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.calls import op_call, raw
@@ -29,6 +33,7 @@ from npdynamo.capture.values import (
     TupleValue,
     Value,
 )
+from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.unbacked import bound_symbol
 
@@ -130,13 +135,15 @@ def _structure(node, memo: dict) -> tuple:
         return memo[node]
 
     def arg(a):
-        if hasattr(a, "users") and hasattr(a, "op"):  # a node
+        if isinstance(a, Node):
             return _structure(a, memo)
         if isinstance(a, (tuple, list)):
             return (type(a).__name__, *map(arg, a))
         if isinstance(a, slice):
             return ("slice", arg(a.start), arg(a.stop), arg(a.step))
-        return (type(a).__name__, repr(a))
+        if a is None or type(a) in (bool, int, float, complex, str) or isinstance(a, np.generic):
+            return (type(a).__name__, repr(a))  # (repr is exact for these)
+        return ("object", id(a))  # an array's repr may elide: itself
 
     if node.op != "call_function" or getattr(node.target, "impure", False):
         key: tuple = ("node", id(node))
