@@ -20,6 +20,7 @@ refused at capture (``mentions_unbacked``).
 from __future__ import annotations
 
 import itertools
+import os
 
 from npdynamo.ops.symbolic import (
     Dim,
@@ -31,7 +32,9 @@ from npdynamo.ops.symbolic import (
     compare,
 )
 
-_NAMES = itertools.count()  # one name per symbol in the process: names identify them
+#: one name per symbol: names identify them (generated code binds sizes by name), also in a
+#: compile worker that receives a graph holding this process's symbols and makes its own
+_NAMES = itertools.count()
 _SIZES: dict[tuple, SymInt] = {}  # (start, stop, step, n) keys -> the slice's size
 
 
@@ -42,7 +45,8 @@ class UnbackedSymbol(Symbol):
 
     def __init__(self, what: str, lower: int | None, of: tuple | None = None) -> None:
         # no Symbol.__init__: no hint (0 stands in; nothing decides by it, see ``decide``)
-        self.name, self.hint, self.lower, self.what = f"u{next(_NAMES)}", 0, lower, what
+        self.name = f"u{next(_NAMES)}_{os.getpid()}"
+        self.hint, self.lower, self.what = 0, lower, what
         self.key = (0, self.name)
         self.of = of  # a slice's size: ((start, stop, step) keys, the axis length)
 
