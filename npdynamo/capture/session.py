@@ -42,6 +42,7 @@ from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.shape_guards import shape_guards
 from npdynamo.ops.symbol_table import SymbolTable
 from npdynamo.ops.symbolic import FactRecorder, SymbolicDecision, SymInt, compare, hint_of
+from npdynamo.ops.unbacked import mentions_unbacked
 
 if TYPE_CHECKING:
     from npdynamo.capture.flow.subcapture import SubCapture
@@ -202,9 +203,10 @@ class CaptureContext:
         try:
             with self.facts:
                 compare(size, "==", value)  # true by construction; recorded as a fact
-        except SymbolicDecision as exc:  # a size of a loop index: no one value (loop_index)
+        except SymbolicDecision as exc:  # a loop index's size, an unbacked one: no one value
             raise self.unsupported(
-                f"Python needs the value of a size that changes with a loop index: {exc}") from exc
+                f"Python needs the value of a size that has no one value at capture: {exc}"
+            ) from exc
         return value
 
     def size_value(self, size) -> Const:
@@ -238,6 +240,10 @@ class CaptureContext:
         node_kwargs = map_values(kwargs, to_node)
         meta_args = _to_meta_args(args)
         meta_kwargs = _to_meta_args(kwargs)
+        if mentions_unbacked((node_args, node_kwargs)):  # (a slice bound is its node there)
+            raise self.unsupported(  # generated code could not compute it (ops.unbacked)
+                f"{op!r} takes a size known only when the graph runs (from a slice bound "
+                "the graph computes)")
         try:
             with self.facts:
                 meta = op.infer(*meta_args, **meta_kwargs)

@@ -41,6 +41,7 @@ from npdynamo.ops.loop_index import IndexSymbol
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.registry import REGISTRY
 from npdynamo.ops.symbolic import Symbol, SymInt, _atom_expr, _Compound, floordiv, mod, sym_max
+from npdynamo.ops.unbacked import UnbackedSymbol
 
 #: dtypes an archive may hold (no object, void or structured dtypes: they could carry code)
 DTYPES = frozenset(
@@ -147,6 +148,9 @@ def sym_data(x: SymInt) -> list:
             if isinstance(atom, IndexSymbol):  # a Symbol too, but no size: it may be 0 or 1
                 raise ExportError(f"the size {x} depends on a loop index: it cannot be saved "
                                   "(the program runs it; to_onnx and to_python write it)")
+            if isinstance(atom, UnbackedSymbol):  # no value but the run time's (ops.unbacked)
+                raise ExportError(f"the size {x} is known only when the graph runs (a slice "
+                                  "bound the graph computes): it cannot be saved")
             if isinstance(atom, Symbol):
                 atoms.append({"s": atom.name, "hint": atom.hint, "lower": atom.lower})
             elif isinstance(atom, _Compound):

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from npdynamo.errors import NpdynamoError
 from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.symbolic import SymInt
 from npdynamo.ops.symbolic_code import free_symbol_names, symbol_name
+from npdynamo.ops.unbacked import unbacked_names
 
 if TYPE_CHECKING:
     from npdynamo.fx.graph import Graph
@@ -53,7 +55,9 @@ def unbound_symbols(graph: Graph) -> set[str]:
     for node in graph.nodes:
         meta = node.meta.get("val")
         if isinstance(meta, ArrayMeta):
-            used |= free_symbol_names(meta.shape)
+            # (an unbacked size, ``ops.unbacked``, is never read: the ops compute it)
+            used |= free_symbol_names(meta.shape) - set().union(
+                *map(unbacked_names, meta.shape))
     return used - set(symbol_origins(graph))
 
 
@@ -62,6 +66,28 @@ def gives_symbol(node: Node, names: set[str]) -> bool:
     meta = node.meta.get("val")
     return node.meta.get("size_symbol") in names or isinstance(meta, ArrayMeta) and any(
         symbol_name(size) in names for size in meta.shape)
+
+
+def unbacked_origins(sizes: Iterable[Any], inputs: Iterable[Node]) -> dict[str, tuple[Node, int]]:
+    """Where generated code reads each unbacked size (``ops.unbacked``) that ``sizes`` compute
+    with: (an input array, its dimension that is exactly that size). Unbacked sizes are not
+    read at entry (no placeholder gives them): a kernel over a slice with run-time bounds
+    reads its length from the slice it is given. Raises ``NpdynamoError`` for one no input
+    gives."""
+    needed = set().union(*(unbacked_names(d) for d in sizes if isinstance(d, SymInt)))
+    found: dict[str, tuple[Node, int]] = {}
+    for node in inputs:
+        meta = node.meta.get("val")
+        if isinstance(meta, ArrayMeta):
+            for d, size in enumerate(meta.shape):
+                name = symbol_name(size)
+                if name in needed:
+                    found.setdefault(name, (node, d))
+    missing = needed - set(found)
+    if missing:
+        raise NpdynamoError(f"the sizes {sorted(missing)} are known only when the graph runs, "
+                            "and no input of the kernel gives them")
+    return found
 
 
 def symbol_prelude(graph: Graph, var: Callable[[str], str]) -> list[str]:

@@ -26,6 +26,7 @@ from npdynamo.ops.rules import (
     to_meta,
 )
 from npdynamo.ops.symbolic import SymInt
+from npdynamo.ops.unbacked import mentions_unbacked, slice_size
 
 _BAD_INDEX = (
     "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
@@ -332,6 +333,9 @@ def slice_length(slc: slice, n: int | SymInt) -> int | SymInt:
     step = 1 if step is None else _slice_index(step)
     if step == 0:
         raise ValueError("slice step cannot be zero")
+    if mentions_unbacked((start, stop, n)):  # known at run time only (``ops.unbacked``)
+        start, stop = (None if v is None else _slice_index(v) for v in (start, stop))
+        return slice_size(start, stop, step, n)
     neg = step < 0
     start = (n - 1 if neg else 0) if start is None else _clamp(_slice_index(start), n, neg)
     stop = (-1 if neg else n) if stop is None else _clamp(_slice_index(stop), n, neg)

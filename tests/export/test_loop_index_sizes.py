@@ -46,3 +46,15 @@ def test_onnx_runs_it(program):
 def test_save_refuses_it_instead_of_writing_a_file_that_cannot_be_loaded(program, tmp_path):
     with pytest.raises(ExportError, match="depends on a loop index: it cannot be saved"):
         program.save(str(tmp_path / "p.npdx"))
+
+
+def test_an_unbacked_size_runs_and_save_refuses_it(tmp_path):
+    # a CSR product: slices bounded by array elements have sizes known only at run time
+    from benchmarks.loop_kernels import csr_spmv
+    from tests.capture.test_unbacked_slices import RNG, csr
+
+    args = csr(RNG.integers(0, 5, 20), 12)
+    program = npdynamo.export(csr_spmv, *args)
+    np.testing.assert_array_equal(program(*args), csr_spmv(*args))
+    with pytest.raises(ExportError, match="known only when the graph runs"):
+        program.save(str(tmp_path / "csr.npdx"))

@@ -44,6 +44,7 @@ from npdynamo.backends.numba.phases import BLOCK, Phase, PhasePlan, array_meta
 from npdynamo.backends.numba.runtime import has_wide_vectors
 from npdynamo.backends.numba.ufunc_table import cast, dtype_ctor, literal
 from npdynamo.fx.node import Node
+from npdynamo.fx.sizes import unbacked_origins
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import SymInt
 from npdynamo.ops.symbolic_code import is_one
@@ -85,6 +86,18 @@ class KernelSource:
     fn_name: str = "kernel"
     #: outputs the kernel stores into the input array it reads (output -> that input's node)
     into: dict[Node, Node] = field(default_factory=dict)
+
+    def unbacked(self) -> dict[str, tuple[Node, int]]:
+        """The unbacked sizes (``ops.unbacked``) a call computes with (its extents, its
+        outputs' shapes, its group's size), each with the input array and dimension to read
+        it from."""
+        sizes: list = [self.group.size]
+        sizes += [arg.value for arg in self.args if arg.kind in ("extent", "size")]
+        for arg in self.args:
+            if arg.kind == "output":
+                meta = arg.value.meta["val"]
+                sizes += [*meta.shape, meta.nbytes]
+        return unbacked_origins(sizes, [arg.value for arg in self.args if arg.kind == "input"])
 
 
 def _index(idx_map: IndexMap) -> str:

@@ -75,7 +75,7 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
         self.lines: list[str] = []
         self.globals: dict[str, Any] = {"np": np, "math": math, "objmode": numba.objmode}
         for name in (*INT_HELPERS.values(), *_MATMUL_HELPERS.values(), "true_divide",
-                     "assign", "assume"):
+                     "assign", "assume", "vecvec_gather"):
             self.globals[name] = getattr(loop_runtime, name)
         self._count = 0
         self._bound: dict[int, str] = {}
@@ -86,6 +86,7 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
         self.numpy_ops: list[str] = []  # ops called back in object mode, per iteration
         self.loop_depth = 0  # loops around the code being emitted
         self.c_ordered: set[Node] = set()  # arrays known C-contiguous (``CreationCode``)
+        self.gathered: dict[Node, tuple[str, str]] = {}  # y[index] read by its dot (vecvec)
 
     def fresh(self, hint: str = "v") -> str:
         self._count += 1
@@ -186,6 +187,9 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
         inline = scalar and self.loop_depth > 0
         callee = self.bind(inline_kernel(module.kernel) if inline else module.kernel,
                            f"kernel{group.index}_")
+        for name, (node, d) in ks.unbacked().items():  # read from the slice given
+            self.loop_symbols.add(name)  # (per iteration: never read at entry nor hoisted)
+            self.emit(f"{self.symbol(name)} = {self.value(node, env)}.shape[{d}]", depth)
         args, after = [], []
         slots: dict[str, int] = {}  # per dtype, the NumPy-scalar outputs given a buffer so far
         for arg in ks.args:
@@ -277,6 +281,10 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
             return
         if is_loop(node) or name == "cond":
             env[node] = self.control_flow(node, name, [node.args], env, depth, fresh)
+            return
+        if name == "getitem" and self.gathers(node):  # computed by the dot that reads it
+            self.gathered[node] = (self.value(node.args[0], env), self.value(node.args[1], env))
+            env[node] = "<gathered>"
             return
         try:
             if name in INT_HELPERS:
@@ -390,7 +398,30 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
         if helper is None or ma.dtype != mb.dtype or ma.dtype.kind != "f":
             raise NoNopythonForm("matmul other than of float vectors and matrices of one dtype")
         fresh.add(node)
+        for gather, other in ((b, a), (a, b)):  # x @ y[index] (or y[index] @ x): one loop
+            if gather in self.gathered:  # (the products x[k] * y[index[k]] commute exactly)
+                y, index = self.gathered[gather]
+                return f"vecvec_gather({self.value(other, env)}, {y}, {index})"
         return f"{helper}({self.value(a, env)}, {self.value(b, env)})"
+
+    def gathers(self, node: Node) -> bool:
+        """Whether ``node`` is ``y[index]`` of a 1-D float ``y`` and a 1-D integer array
+        ``index`` read only by dots of 1-D float vectors of ``y``'s dtype (``op_matmul`` then
+        reads ``y[index[k]]`` in its loop: no gathered copy per iteration)."""
+        y, index = node.args
+        my, mi = node_meta(y), node_meta(index) if isinstance(index, Node) else None
+        if not (isinstance(my, ArrayMeta) and isinstance(mi, ArrayMeta) and len(my.shape) == 1
+                and len(mi.shape) == 1 and my.dtype.kind == "f" and mi.dtype.kind in "iu"):
+            return False
+        for user in node.users:
+            if getattr(user.target, "name", "") != "matmul" or user.kwargs:
+                return False
+            other = user.args[1] if user.args[0] is node else user.args[0]
+            mo = node_meta(other)
+            if other is node or not (isinstance(mo, ArrayMeta) and len(mo.shape) == 1
+                                     and mo.dtype == my.dtype):
+                return False
+        return True
 
     def op_getitem(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
         x, index = node.args

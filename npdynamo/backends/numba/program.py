@@ -50,6 +50,7 @@ class _Namespace(Namespace):
     def __init__(self, taken: set[str]) -> None:
         super().__init__(reserved=taken)
         self.symbols: dict[str, str] = {}  # size symbol -> the local holding its value
+        self.unbacked: set[str] = set()  # symbols bound before a kernel call, not at entry
 
     def symbol(self, name: str) -> str:
         if name not in self.symbols:
@@ -265,7 +266,7 @@ class Program:
                 # free temporaries at once: NumPy reuses their memory for the next allocation,
                 # where fresh pages would cost a page fault each
                 body.append(f"del {', '.join(dead_after[i])}")
-        sizes = symbol_reads(graph, ns.symbols, ns.symbol)
+        sizes = symbol_reads(graph, set(ns.symbols) - ns.unbacked, ns.symbol)
         self.symbols = dict(ns.symbols)  # sizes read per call (the scheduler leaves those)
         self.render = ns.render
         ns.values.update(_fell_back=False, _direct=True, _own=_own_copy, _calm=ufuncs_cannot_raise,
@@ -305,6 +306,9 @@ class Program:
     def _kernel_call(self, group: FusionGroup, kernel: tuple[KernelSource, Callable],
                      ns: _Namespace, body: list[str]) -> None:
         ks, dispatcher = kernel[:2]
+        for name, (node, d) in ks.unbacked().items():  # read from the slice given
+            body.append(f"{ns.symbol(name)} = {node.name}.shape[{d}]")
+            ns.unbacked.add(name)
         kname = ns.bind(dispatcher, f"kernel{group.index}")
         callee = kname
         if len(kernel) == 4:

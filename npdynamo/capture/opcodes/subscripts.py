@@ -1,9 +1,13 @@
 """Handlers for subscripts and slices: ``x[i]``, ``x[a:b]``, their stores and ``del``.
 
 Array subscripts become ``getitem``/``setitem`` ops (a boolean-mask update goes through
-``masked``); any other container's through its value kind (``containers``)."""
+``masked``); any other container's through its value kind (``containers``). A slice bound
+the graph computes inside a rolled loop body (``val[ptr[i]:ptr[i + 1]]``) is an unbacked size
+(``ops.unbacked``)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.calls import op_call, raw
@@ -29,7 +33,9 @@ from npdynamo.capture.values import (
     TupleValue,
     Value,
 )
-from npdynamo.ops.meta import ScalarMeta
+from npdynamo.fx.node import Node
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
+from npdynamo.ops.unbacked import bound_symbol
 
 
 def index_value(frame: Frame, index: Value):
@@ -83,7 +89,73 @@ class IndexSlice(Value):
                        if isinstance(p, SizeValue) else p.value for p in self.parts))
 
 
+class UnbackedBound(ScalarInputValue):
+    """A slice bound the graph computes inside a rolled loop body (``ptr[i]``, a carried int):
+    an unbacked size (``ops.unbacked``) for shapes, its node at run time. Only a slice holds
+    it; Python never reads its value."""
+
+    def __init__(self, node, expr, ctx) -> None:
+        super().__init__(None, None, None, node)
+        self.expr, self._ctx = expr, ctx
+
+    @property
+    def value(self) -> object:
+        raise self._ctx.unsupported(
+            "Python needs the value of a slice bound known only when the graph runs")
+
+
+def _run_time_bound(frame: Frame, part: Value) -> Value:
+    """``part`` as an unbacked bound when it is an integer only the run time knows inside a
+    loop body (an element of an integer array, a number the loop carries or computes), else
+    itself. Equal computations (``ptr[i]`` read twice) get the same symbol, so slices with
+    equal bounds have equal sizes."""
+    ctx = frame.ctx
+    if ctx.lift is None or ctx.differentiating:
+        return part
+    if isinstance(part, ArrayValue):
+        meta = part.meta
+        if not (isinstance(meta, ArrayMeta) and meta.scalar and meta.dtype.kind in "iu"):
+            return part
+    elif not (isinstance(part, ScalarInputValue) and part.expr is None and part.source is None
+              and part.node is not None and part.node.meta.get("val") == ScalarMeta(int)):
+        return part
+    node = ctx.lift(part)
+    symbols = ctx.__dict__.setdefault("unbacked_bounds", {})
+    key = _structure(node, {})
+    if key not in symbols:
+        symbols[key] = bound_symbol(f"the slice bound {node.name}")
+    node.meta["size_expr"] = symbols[key]  # what the bound means for shapes (shape_prop)
+    return UnbackedBound(part.node, symbols[key], ctx)
+
+
+def _structure(node, memo: dict) -> tuple:
+    """A key equal for nodes that compute the same value: the same op of equal arguments (the
+    graph is functional); a placeholder and an op that draws random numbers are themselves."""
+    if node in memo:
+        return memo[node]
+
+    def arg(a):
+        if isinstance(a, Node):
+            return _structure(a, memo)
+        if isinstance(a, (tuple, list)):
+            return (type(a).__name__, *map(arg, a))
+        if isinstance(a, slice):
+            return ("slice", arg(a.start), arg(a.stop), arg(a.step))
+        if a is None or type(a) in (bool, int, float, complex, str) or isinstance(a, np.generic):
+            return (type(a).__name__, repr(a))  # (repr is exact for these)
+        return ("object", id(a))  # an array's repr may elide: itself
+
+    if node.op != "call_function" or getattr(node.target, "impure", False):
+        key: tuple = ("node", id(node))
+    else:
+        key = (id(node.target), arg(tuple(node.args)),
+               arg(tuple(sorted(node.kwargs.items()))))
+    memo[node] = key
+    return key
+
+
 def make_slice(frame: Frame, parts: list[Value]) -> Value:
+    parts = [_run_time_bound(frame, p) for p in parts]
     if any(isinstance(p, ScalarInputValue) and p.expr is not None for p in parts) and all(
             isinstance(p, Const) and (not isinstance(p, ScalarInputValue) or p.expr is not None)
             for p in parts):
