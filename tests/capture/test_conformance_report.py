@@ -29,3 +29,28 @@ def test_the_report_counts_regressions_budget_and_capture_cost():
     assert "2.50 s vs 0.10 s plain" in text  # 2.5 > 3 * 0.1 + 2
     assert "captured 2 times in this test; graph break: a break" in text
     assert "2 compiled test methods over" in text  # c failed plainly: the budget holds too
+
+
+def test_doctests_are_not_counted_as_compiled_tests():
+    # 3.11's test_listcomps is one doctest suite added by load_tests: its runTest is doctest's,
+    # which execs the examples natively, so "compiling" it compiled doctest (1 test against 51)
+    import doctest
+    import types
+    import unittest
+
+    from tests.conformance.child import method_tests
+
+    module = types.ModuleType("fake_test_module")
+    module.__test__ = {"examples": ">>> [x * 2 for x in (1, 2)]\n[2, 4]\n"}
+
+    class Case(unittest.TestCase):
+        def test_one(self):
+            pass
+
+    Case.__module__ = module.__name__
+    module.Case = Case
+    module.load_tests = lambda loader, tests, pattern: (
+        tests.addTest(doctest.DocTestSuite(module)) or tests)
+    loaded = unittest.defaultTestLoader.loadTestsFromModule(module)
+    assert loaded.countTestCases() == 2  # the doctest is there, and a Python function runs it
+    assert [t._testMethodName for t in method_tests(module)] == ["test_one"]

@@ -198,3 +198,47 @@ def test_break_reason_names_the_users_class():
         out = npdynamo.explain(drain_natively)(np.ones(3), Countdown(3))
     reasons = " ".join(r.reason for r in out.break_reasons)
     assert "Countdown object" in reasons and "UserObjectValue" not in reasons
+
+
+def import_or_skip(x, flag):
+    y = x + 1
+    try:
+        from locale import NOT_THERE_AT_ALL  # a break; raises natively every time
+    except ImportError:
+        pass  # Python goes on with NOT_THERE_AT_ALL unbound
+    if flag:
+        return NOT_THERE_AT_ALL  # noqa: F821 - UnboundLocalError, as in Python
+    return y * 2
+
+
+def import_in_a_loop(x, names):
+    y = x * 1.0
+    for name in names:
+        try:
+            value = __import__("math").__dict__[name]  # a subscript of a module's dict
+            from locale import CHAR_MAX  # the break: raises unless the name exists
+        except (ImportError, KeyError):
+            continue
+        y = y + value + CHAR_MAX * 0
+    return y
+
+
+def test_walk_gives_up_when_a_handler_of_the_native_part_reaches_a_stop():
+    code = import_or_skip.__code__
+    instrs = gen.decoded_instructions(code)
+    at = next(i for i, ins in enumerate(instrs)
+              if isinstance(ins, bc.Instr) and ins.name == "IMPORT_FROM")
+    starts = [(at + 1, ("V", "V"))]
+    # the walk alone finds the stop after the try (the handler's path reaches it too) ...
+    assert native_stops(code, starts, ("x", "flag", "y")) is not None
+    # ... which an exception at the native instruction, caught and passed, reaches unbound
+    assert native_stops(code, starts, ("x", "flag", "y"), native=(at,)) is None
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_caught_native_exception_goes_on_as_python(backend):
+    # the hand-over at the stop loaded NOT_THERE_AT_ALL unchecked: a segfault on 3.12 and 3.13,
+    # UnboundLocalError on 3.11, where Python returns
+    check_same(import_or_skip, np.arange(3.0), False, backend=backend, graphs=1, breaks=2)
+    check_same(import_or_skip, np.arange(3.0), True, backend=backend, graphs=1, breaks=2)
+    check_same(import_in_a_loop, np.arange(3.0), ["pi", "nope", "e"], backend=backend)

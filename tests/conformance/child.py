@@ -11,8 +11,8 @@ In ``compiled`` mode every test method, a Python function, is replaced on its in
 ``npdynamo.compile(method, backend="eager")``; setUp, tearDown and the helpers the method calls
 stay as they are (the compiled method inlines them or calls them at a graph break). Each result
 line then also carries the captures the call made: the seconds, the instructions stepped through
-and the graph break of every entry built. Doctests have no method to compile and are left out of
-both modes.
+and the graph break of every entry built. Doctests have no method to compile (their ``runTest`` is
+doctest's, which ``exec``s the examples) and are left out of both modes.
 """
 
 from __future__ import annotations
@@ -53,7 +53,11 @@ def flatten(suite) -> list[unittest.TestCase]:
 
 
 def method_tests(module: types.ModuleType) -> list[unittest.TestCase]:
-    """The module's unittest tests whose test method is a Python function, in loading order."""
+    """The module's unittest tests whose test method is a Python function of the tests, in
+    loading order. A module's ``load_tests`` may add doctests (``doctest.DocTestCase``): their
+    test method is doctest's own ``runTest``, which ``exec``s each example natively, so compiling
+    it would compile doctest, not the examples; they are left out (3.11's ``test_listcomps`` is
+    one doctest suite and nothing else: no test there)."""
     suite = unittest.defaultTestLoader.loadTestsFromModule(module)
     tests = []
     for test in flatten(suite):
@@ -61,9 +65,15 @@ def method_tests(module: types.ModuleType) -> list[unittest.TestCase]:
         if not isinstance(test, unittest.TestCase) or name is None:
             continue
         method = getattr(type(test), name, None)
-        if isinstance(method, types.FunctionType):
+        if isinstance(method, types.FunctionType) and not _harness(method):
             tests.append(test)
     return tests
+
+
+def _harness(method: types.FunctionType) -> bool:
+    """Whether ``method`` is the test harness's own (doctest's or unittest's ``runTest``, which
+    runs code given to it) rather than a test written in a test module."""
+    return method.__module__ == "doctest" or method.__module__.startswith("unittest")
 
 
 def first_line(err) -> str:

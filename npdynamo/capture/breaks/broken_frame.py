@@ -276,7 +276,8 @@ def _native_tail(code, start, index, kinds, local_names, kept, context, glob) ->
         if ins.name == "FOR_ITER":
             target = gen.exhausted_start(instrs, target)
         starts.append((target, gen.stack_after(block, kinds, jump=True)))
-    stops = native_stops(original, starts, local_names, kept)
+    stops = native_stops(original, starts, local_names, kept,
+                         tuple(range(start_at, index_at + 1)))
     if not stops:
         return ()
     result = []

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from npdynamo.capture import bytecode as bc
 from npdynamo.capture.bytecode import generate as gen
 from npdynamo.capture.bytecode.liveness import live_locals
+from npdynamo.capture.bytecode.reachable import reached_from_handlers
 
 JUMPS = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
 #: How many instructions a tail may walk: bookkeeping is short, this only bounds odd code.
@@ -43,12 +44,13 @@ def native_stops(
     starts: list[tuple[int, tuple[str, ...]]],
     bound: tuple[str, ...],
     kept: frozenset[str] = frozenset(),
+    native: tuple[int, ...] = (),
 ) -> list[Stop] | None:
     """The stops reached from ``starts`` (original positions with their stack kinds, right after
-    the native instruction) through bookkeeping instructions; None when the walk cannot be sure
-    of a stop's bound locals (the caller then hands over right after the break, as before).
-    ``kept``: bound locals handed over even where dead (their lifetime can be observed), as
-    are the locals the tail stores."""
+    the native instructions at ``native``) through bookkeeping instructions; None when the walk
+    cannot be sure of a stop's bound locals (the caller then hands over right after the break,
+    as before). ``kept``: bound locals handed over even where dead (their lifetime can be
+    observed), as are the locals the tail stores."""
     instrs = gen.decoded_instructions(code)
     # position -> the locals stored on every path there (bound-on-all-paths is an intersection)
     stored_at: dict[int, frozenset[str]] = {}
@@ -75,6 +77,10 @@ def native_stops(
             stops.add(pos)
         else:
             work.extend(successors)
+    raising = [*native, *(p for p in kinds_at if instrs[p].name == "FOR_ITER")]
+    handled = _handled_paths(instrs, raising, stops, bound)
+    if handled is None:
+        return None
     result = []
     order = {name: i for i, name in enumerate(code.co_varnames)}
     for pos in sorted(stops):
@@ -86,8 +92,28 @@ def native_stops(
         # handed over (an object made by the native call dies where Python frees it); its
         # value is not read by the resume function, so it is not guarded either
         names = have if live is None else (live | kept | stored_at[pos]) & have
+        if pos in handled and not names <= handled[pos]:
+            return None
         result.append(Stop(pos, kinds_at[pos], tuple(sorted(names, key=order.__getitem__))))
     return result
+
+
+def _handled_paths(instrs: list, raising: list[int], stops: set[int],
+                   bound: tuple[str, ...]) -> dict[int, frozenset[str]] | None:
+    """The stops an exception raised at ``raising`` (the native instructions, the tail's
+    ``FOR_ITER``), caught by a handler that goes on, may reach, each with the locals surely
+    bound there on that path: those bound at the break that no reached instruction deletes
+    (``except E as e`` deletes ``e``). The tail's own stores are not among them: with
+    ``from m import x`` raising and ``except ImportError: pass``, the hand-over's unchecked load
+    of ``x`` crashed 3.12+ (``UnboundLocalError`` on 3.11). None: the try ranges are not
+    understood. (Asynchronous exceptions, a ``KeyboardInterrupt`` at a jump, are not modelled.)"""
+    reached = reached_from_handlers(instrs, raising)
+    if reached is None:
+        return None
+    deleted = {instrs[p].arg for p in reached if isinstance(instrs[p], bc.Instr)
+               and instrs[p].name in ("DELETE_FAST", "LOAD_FAST_AND_CLEAR")}
+    sure = frozenset(bound) - deleted
+    return {pos: sure for pos in stops & reached}
 
 
 def _successors(instrs: list, pos: int, kinds: tuple[str, ...], stored: frozenset[str]):

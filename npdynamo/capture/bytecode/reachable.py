@@ -31,9 +31,27 @@ def live_only(items: list) -> list:
     active = active_ranges(items)
     if active is None:
         return items
+    return _rebuild(items, active, _reached(items, active, [0]))
+
+
+def reached_from_handlers(items: list, positions: list[int]) -> set[int] | None:
+    """What a run can reach from the handlers of the try ranges holding ``positions`` of
+    ``items`` (an exception raised there, caught, and the handler going on); None when the try
+    ranges are not the flat form understood here."""
+    active = _active_ranges(items)
+    if active is None:
+        return None
+    labels = {id(item): i for i, item in enumerate(items) if isinstance(item, bc.Label)}
+    handlers = {labels[id(active[i].target)] for i in positions if active[i] is not None}
+    return _reached(items, active, list(handlers))
+
+
+def _reached(items: list, active: list, starts: list[int]) -> set[int]:
+    """The positions a run can reach from ``starts``: fall-through of every instruction that is
+    not final, jump targets, the handler of every try range holding a reached instruction."""
     positions = {id(item): i for i, item in enumerate(items) if isinstance(item, bc.Label)}
     seen: set[int] = set()
-    work = [0]
+    work = list(starts)
     while work:
         i = work.pop()
         while i < len(items) and i not in seen:
@@ -48,7 +66,7 @@ def live_only(items: list) -> list:
                 if item.is_final():
                     break
             i += 1
-    return _rebuild(items, active, seen)
+    return seen
 
 
 def active_ranges(items: list) -> list | None:
