@@ -38,7 +38,7 @@ def reached_from_handlers(items: list, positions: list[int]) -> set[int] | None:
     """What a run can reach from the handlers of the try ranges holding ``positions`` of
     ``items`` (an exception raised there, caught, and the handler going on); None when the try
     ranges are not the flat form understood here."""
-    active = _active_ranges(items)
+    active = active_ranges(items)
     if active is None:
         return None
     labels = {id(item): i for i, item in enumerate(items) if isinstance(item, bc.Label)}
