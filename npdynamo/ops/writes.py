@@ -212,16 +212,18 @@ register(Op("mask_update", _mask_update, mask_update_rule, differentiable=False,
 
 # -- y[mask] = f(x[mask], ...) (capture/masked.py) ----------------------------------------
 def run_program(program: tuple, leaf: Callable[[int], Any], apply: Callable[[str, Any, Any], Any],
-                const: Callable[[Any], Any] = lambda c: c) -> Any:
+                const: Callable[[Any], Any] | None = None) -> Any:
     """Evaluate a masked expression's postfix ``program`` (``("leaf", i)``, ``("const", c)``,
     ``("op", symbol)`` items) in any domain: values, metas, ONNX names. ``leaf(i)`` is the
-    ``i``-th leaf's value, ``const(c)`` a constant's, ``apply(symbol, a, b)`` an operator's."""
+    ``i``-th leaf's value, ``const(c)`` a constant's (``c`` itself without ``const``: no
+    lambda default, since the NumPy-only export copies this function's source),
+    ``apply(symbol, a, b)`` an operator's."""
     stack: list = []
     for kind, *rest in program:
         if kind == "leaf":
             stack.append(leaf(rest[0]))
         elif kind == "const":
-            stack.append(const(rest[0]))
+            stack.append(rest[0] if const is None else const(rest[0]))
         else:
             right = stack.pop()
             stack.append(apply(rest[0], stack.pop(), right))

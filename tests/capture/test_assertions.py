@@ -166,5 +166,8 @@ def test_numba_message_and_while_loop():
         run = run_both(fn, compiled, (bad,), {})
         assert type(run.exc) is AssertionError
         assert_close(run.comp_args, run.plain_args)
-        (record,) = loop_records(compiled)
-        assert record.compiled and record.runs >= 1 and "asserted" not in record.numpy_ops
+        # (the loop, or the whole graph's one function around it when that is small)
+        records = [r for r in loop_records(compiled) if r.runs]
+        assert records, [str(r) for r in loop_records(compiled)]
+        for record in records:
+            assert record.compiled and "asserted" not in record.numpy_ops, str(record)
