@@ -399,16 +399,19 @@ def rename_symbols(x: Dim, mapping: Mapping[str, Dim]) -> Dim:
     return total
 
 
-def free_symbols(x: Dim) -> set[str]:
+def free_symbols(x: Dim, kind: type = Symbol) -> set[str]:
+    """The names of the symbols of ``kind`` (a subclass of ``Symbol``: all of them by default)
+    in size ``x``."""
     if type(x) is int:
         return set()
     names: set[str] = set()
     for mono, _ in x.terms:
         for atom in mono:
-            if isinstance(atom, Symbol):
+            if isinstance(atom, kind):
                 names.add(atom.name)
-            else:
-                names |= free_symbols(atom.a) | free_symbols(atom.b)  # type: ignore[attr-defined]
+            elif not isinstance(atom, Symbol):
+                names |= (free_symbols(atom.a, kind)  # type: ignore[attr-defined]
+                          | free_symbols(atom.b, kind))  # type: ignore[attr-defined]
     return names
 
 

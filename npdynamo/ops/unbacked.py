@@ -30,6 +30,7 @@ from npdynamo.ops.symbolic import (
     _atom_expr,
     _key,
     compare,
+    free_symbols,
 )
 
 #: one name per symbol: names identify them (generated code binds sizes by name), also in a
@@ -105,16 +106,7 @@ def _unbacked_atom(atom: object) -> bool:
 
 def unbacked_names(x: Dim) -> set[str]:
     """The names of the unbacked symbols in size ``x``."""
-    if type(x) is int:
-        return set()
-    names: set[str] = set()
-    for mono, _c in x.terms:
-        for atom in mono:
-            if isinstance(atom, UnbackedSymbol):
-                names.add(atom.name)
-            elif not isinstance(atom, Symbol):
-                names |= unbacked_names(atom.a) | unbacked_names(atom.b)  # type: ignore
-    return names
+    return free_symbols(x, UnbackedSymbol)
 
 
 def slice_size(start: Dim | None, stop: Dim | None, step: int, n: Dim) -> SymInt:
