@@ -1,5 +1,8 @@
 """Serial against scheduled: independent ops side by side, and a loader beside the step.
 
+Before part 1, a machine check: case (a) in plain NumPy on two plain threads, the speed-up
+and the CPU time per branch alone and side by side (what this machine itself gives).
+
 Part 1: each workload is compiled three times per backend: serial (``NPDYNAMO_SCHEDULE=never``),
 scheduled (``always``: the scheduled form, not timed against anything) and as a user gets it
 (``auto``: the tuner times both on the first warm calls and keeps the faster). Ratios are serial
@@ -24,6 +27,7 @@ import contextlib
 import os
 import sys
 import types
+from collections.abc import Callable
 
 import numpy as np
 
@@ -148,6 +152,68 @@ def _choice(compiled) -> str:
     return "?"
 
 
+def _branch_turns(branch: Callable[[int], object], reps: int,
+                  side_by_side: bool) -> tuple[float, list[float]]:
+    """Wall seconds of ``reps`` calls of ``branch(i)`` for both branches i, one after another on
+    this thread or each branch on a thread of its own (started together), and the thread CPU
+    seconds per call of each branch."""
+    import threading
+    import time
+
+    cpu = [0.0, 0.0]
+    gate = threading.Barrier(2 if side_by_side else 1)
+
+    def run(i: int) -> None:
+        gate.wait()
+        start = time.thread_time()
+        for _ in range(reps):
+            branch(i)
+        cpu[i] = (time.thread_time() - start) / reps
+
+    start = time.perf_counter()
+    if side_by_side:
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        run(0)
+        run(1)
+    return time.perf_counter() - start, cpu
+
+
+def machine_check(turns: int = 9, reps: int = 8) -> dict:
+    """Case (a) in plain NumPy on plain threads (no npdynamo): what this machine gives two
+    single-threaded branches side by side. Per turn, serial wall time over side-by-side wall
+    time; and each branch's thread CPU time per call, alone and side by side. CPU time that
+    grows side by side means the two cores share something (a host's hyperthread siblings,
+    memory bandwidth, a lower clock): no schedule can then reach 2x. A thread is not charged
+    for the time it is preempted, but on a loaded machine its caches come back cold, so read
+    the CPU times on a quiet one."""
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(1)  # (not ``RNG``: the cases' inputs stay what they were)
+    a = [rng.standard_normal((384, 384)) for _ in range(2)]
+    b = [rng.standard_normal((384, 384)) for _ in range(2)]
+
+    def branch(i: int) -> None:
+        np.maximum(a[i] @ b[i], 0.0)
+
+    ratios, alone, together = [], [], []
+    with threadpool_limits(1, user_api="blas"):
+        _branch_turns(branch, 2, False)
+        for _ in range(turns):
+            serial, cpu_alone = _branch_turns(branch, reps, False)
+            side, cpu_side = _branch_turns(branch, reps, True)
+            ratios.append(serial / side)
+            alone += cpu_alone
+            together += cpu_side
+    median = float(np.median(ratios))
+    return {"ratio": median, "turns": (min(ratios), max(ratios)),
+            "cpu_alone": float(np.median(alone)), "cpu_side": float(np.median(together))}
+
+
 def part_one() -> list[dict]:
     from threadpoolctl import threadpool_limits
 
@@ -238,6 +304,13 @@ def part_two() -> dict:
 
 
 def main() -> None:
+    check = machine_check()
+    print("Machine check, case (a) in plain NumPy on two plain threads (BLAS one thread each): "
+          f"side by side {check['ratio']:.2f}x one after another "
+          f"({check['turns'][0]:.2f}-{check['turns'][1]:.2f}x per turn); CPU time per branch "
+          f"{fmt_time(check['cpu_alone']).strip()} alone, {fmt_time(check['cpu_side']).strip()} "
+          f"side by side ({check['cpu_side'] / check['cpu_alone']:.2f}x: above 1 the two cores "
+          f"share something, and no schedule reaches 2x)\n")
     print("Scheduler: serial against scheduled (ratio = serial time / time; > 1 is faster)")
     print(f"  {'workload':<46} {'backend':<7} {'serial':>11} {'scheduled':>11} "
           f"{'ratio':>6} {'tuned':>11} {'ratio':>6}  tuner's choice")

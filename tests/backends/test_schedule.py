@@ -306,6 +306,36 @@ def test_case_a_on_numba_with_one_thread_offers_its_scheduled_form_to_the_tuner(
     assert "side by side: matmul | matmul_1" in str(graph.report)
 
 
+def test_the_machine_check_times_both_branches_alone_and_side_by_side():
+    """benchmarks/schedule.py's machine check (docs/scheduling.md, "Case (a) on numba"): each
+    branch runs on its own thread side by side and both run on this one otherwise, and every
+    figure it prints comes from both branches (no timing asserted: only that it measured)."""
+    import threading
+
+    from benchmarks import schedule
+
+    rng = np.random.default_rng(5)
+    a = [rng.standard_normal((64, 64)) for _ in range(2)]
+    seen = []
+
+    def branch(i):
+        seen.append((i, threading.get_ident()))
+        a[i] @ a[i]
+
+    _, cpu_alone = schedule._branch_turns(branch, 2, side_by_side=False)
+    assert seen == [(0, threading.get_ident())] * 2 + [(1, threading.get_ident())] * 2
+    seen.clear()
+    _, cpu_side = schedule._branch_turns(branch, 2, side_by_side=True)
+    threads = {i: {t for j, t in seen if j == i} for i in (0, 1)}
+    assert sorted(i for i, _ in seen) == [0, 0, 1, 1]
+    assert all(len(t) == 1 and threading.get_ident() not in t for t in threads.values())
+    assert threads[0] != threads[1]
+    assert all(t > 0 for t in (*cpu_alone, *cpu_side))
+    check = schedule.machine_check(turns=2, reps=1)
+    assert check["turns"][0] <= check["ratio"] <= check["turns"][1]
+    assert check["cpu_alone"] > 0 and check["cpu_side"] > 0
+
+
 @pytest.mark.parametrize("schedule,tune,decision", [
     ("never", "1", None),  # not even planned: no schedule in the report
     ("always", "1", "runs scheduled (NPDYNAMO_SCHEDULE=always: not timed)"),
