@@ -265,14 +265,14 @@ def _arg_path(source) -> tuple | None:
         keys.append(source.key)
         source = source.base
     if isinstance(source, LocalSource):
-        return (source.local, *reversed(keys))
+        return (source.var, *reversed(keys))
     return None
 
 
 def _under_argument(source, user_params: list[str]) -> bool:
     while hasattr(source, "base"):
         source = source.base
-    return isinstance(source, LocalSource) and source.local in user_params
+    return isinstance(source, LocalSource) and source.var in user_params
 
 
 def _read(ctx: CaptureContext, source, values: dict) -> Any:
