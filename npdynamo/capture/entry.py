@@ -210,7 +210,7 @@ def generated_function(
             "    except Exception:",
             f"        {on_error}",
         ]
-    lines += [f"    {statement}" for statement in rebuilder.entry_reads]
+    lines += [f"    {statement}" for statement in rebuilder.source_reads]
     lines += [f"    {statement}" for statement in rebuilder.prelude]
     lines += [f"    {statement}" for statement in rebuilder.effects]
     lines.append(f"    {tail}")

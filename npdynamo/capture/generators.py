@@ -1,4 +1,4 @@
-"""Symbolic generators: generator expressions and generator functions run lazily under capture.
+"""Tracked generators: generator expressions and generator functions run lazily under capture.
 
 Calling a generator function (a generator expression's code object included) inside the capture
 makes a ``GeneratorValue``: a suspended ``Frame`` of its body that runs only when a consumer asks
