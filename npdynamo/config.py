@@ -38,7 +38,7 @@ tiered: bool = os.environ.get("NPDYNAMO_TIERED", "1").strip().lower() not in (
 compile_workers: int | None = None
 
 #: Debugging / testing: every capture runs the frame in plain Python instead of a graph.
-force_fallback: bool = bool(os.environ.get("NPDYNAMO_FORCE_FALLBACK"))
+force_python: bool = bool(os.environ.get("NPDYNAMO_FORCE_PYTHON"))
 
 #: Debugging: compile worker processes (the numba backend's tiers) print their errors to stderr
 #: instead of discarding them.
@@ -49,7 +49,7 @@ verbose: bool = bool(os.environ.get("NPDYNAMO_VERBOSE"))
 #: test or a long-running program may change them between calls). Only this module reads them.
 ENVIRONMENT: dict[str, str] = {
     "NPDYNAMO_TIERED": "0: no tiers (``tiered``)",
-    "NPDYNAMO_FORCE_FALLBACK": "set: every capture runs in Python (``force_fallback``)",
+    "NPDYNAMO_FORCE_PYTHON": "set: every capture runs in Python (``force_python``)",
     "NPDYNAMO_VERBOSE": "set: compile workers print their errors (``verbose``)",
     "NPDYNAMO_CACHE_DIR": "the kernel cache directory (default ~/.cache/npdynamo)",
     "NPDYNAMO_LOGS": "comma-separated log topics to show (``logs``)",

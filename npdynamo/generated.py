@@ -11,7 +11,7 @@ again when what the source defined is collected. ``dispatch_source`` writes the 
 over their entry list inside a code template: ``capture/hooks/dispatch.py``).
 
 A leaf: it imports only the standard library, so any stage may import it, and it is the only
-module of the package that calls ``exec`` (``tools/house_rules.py`` checks that).
+module of the package that calls ``exec`` or ``eval`` (``tools/house_rules.py`` checks that).
 """
 
 from __future__ import annotations
@@ -156,6 +156,13 @@ def define(source: str | CodeType, name: str, namespace: dict[str, Any] | Namesp
     if lines and filename is not None and not isinstance(source, CodeType):
         _register_lines(text, filename, fn)
     return fn
+
+
+def evaluate(expression: str, namespace: dict[str, Any]) -> Any:
+    """The value of the generated ``expression`` (a guard, a source's read) with ``namespace``
+    as its globals. For the slow paths that read or check one thing again (why a guard missed,
+    a constant read at export), never for the warm path, which runs compiled functions."""
+    return eval(expression, namespace)  # noqa: S307 (a source npdynamo itself generated)
 
 
 def dispatch_source(name: str, params: str, pairs: int,

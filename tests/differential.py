@@ -83,7 +83,7 @@ def assert_compiled(compiled, graphs: int | None = None, breaks: int | None = No
     at least one entry runs compiled code (a graph or a broken frame, not the frame in plain
     Python), so that a test comparing with plain Python cannot pass because nothing was
     compiled; except where Python is the design: a call that raised (the frame reruns in
-    Python for the exact exception) or ``config.force_fallback``."""
+    Python for the exact exception) or ``config.force_python``."""
     found = npdynamo.inspect(compiled)
     made = len(found.graphs)
     broke = sum(entry.graph_break is not None for entry in found.entries)
@@ -91,7 +91,7 @@ def assert_compiled(compiled, graphs: int | None = None, breaks: int | None = No
         pass
     elif graphs is not None:
         assert made == graphs, f"{made} graph(s), expected {graphs}:\n{found}"
-    elif not raised and not npdynamo.config.force_fallback:
+    elif not raised and not npdynamo.config.force_python:
         assert any(entry.runs_python is None for entry in found.entries), (
             f"nothing was compiled:\n{found}")
     if breaks is not None:

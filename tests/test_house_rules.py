@@ -22,6 +22,19 @@ def test_an_exec_call_is_found_and_a_mention_is_not():
     assert rules._calls(tree, "exec") == [2]
 
 
+def test_exec_and_eval_outside_the_home_are_reported(tmp_path, monkeypatch):
+    package = tmp_path / "npdynamo"
+    package.mkdir()
+    (package / "generated.py").write_text("exec(a)\neval(b)\n")
+    (package / "other.py").write_text("x = eval(e, {})\nexec(c)\ny = 'eval(z)'\n")
+    monkeypatch.setattr(rules, "PACKAGE", package)
+    monkeypatch.setattr(rules, "GENERATED_CODE_HOME", package / "generated.py")
+    assert rules.exec_outside_home() == [
+        "npdynamo/other.py:2: exec outside npdynamo/generated.py",
+        "npdynamo/other.py:1: eval outside npdynamo/generated.py",
+    ]
+
+
 def test_knob_reads_are_found_and_writes_for_a_child_are_not():
     tree = ast.parse(
         'a = os.environ.get("NPDYNAMO_X", "1")\n'

@@ -1,6 +1,7 @@
 """House rules of the package that neither ruff nor import-linter can state (``make lint``).
 
-* ``exec`` is called only in ``npdynamo/generated.py``, the one home of generated code.
+* ``exec`` and ``eval`` are called only in ``npdynamo/generated.py``, the one home of generated
+  code.
 * ``NPDYNAMO_*`` environment variables are read only in ``npdynamo/config.py``
   (``config.environment``), so ``config.ENVIRONMENT`` lists them all.
 * No module of the package is longer than ``MAX_LINES`` lines (split a module by job, not by
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "npdynamo"
-#: the only module that may call ``exec``
+#: the only module that may call ``exec`` or ``eval``
 GENERATED_CODE_HOME = PACKAGE / "generated.py"
 #: the only module that reads ``NPDYNAMO_*`` environment variables
 CONFIG = PACKAGE / "config.py"
@@ -34,15 +35,19 @@ def _calls(tree: ast.AST, name: str) -> list[int]:
             and node.func.id == name]
 
 
+#: the builtins that run a source as code
+RUNNERS = ("exec", "eval")
+
+
 def exec_outside_home() -> list[str]:
-    """``file:line`` of every ``exec`` call outside ``npdynamo/generated.py``."""
+    """``file:line`` of every ``exec`` or ``eval`` call outside ``npdynamo/generated.py``."""
     found = []
     for path in _modules():
         if path == GENERATED_CODE_HOME:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        found += [f"{path.relative_to(PACKAGE.parent)}:{line}: exec outside npdynamo/generated.py"
-                  for line in _calls(tree, "exec")]
+        found += [f"{path.relative_to(PACKAGE.parent)}:{line}: {name} outside "
+                  "npdynamo/generated.py" for name in RUNNERS for line in _calls(tree, name)]
     return found
 
 

@@ -59,7 +59,7 @@ class Tracer:
             # graphs call e.g. np.maximum.reduce for np.max: record it as the reduction it is
             return call_function(reduction, public_name(reduction), inputs, {"axis": 0, **kwargs})
         if method != "__call__":
-            return fallback(f"{name}.{method}", getattr(ufunc, method), inputs, kwargs)
+            return untraced_call(f"{name}.{method}", getattr(ufunc, method), inputs, kwargs)
         return call_function(ufunc, name, inputs, kwargs)
 
     def __array_function__(self, func: Callable, types: Any, args: tuple, kwargs: dict) -> Any:
@@ -102,7 +102,7 @@ class Tracer:
             return lambda *args, **kwargs: call_method(name, self, args, kwargs)
         attribute = getattr(self.value, name)
         if callable(attribute):
-            return lambda *args, **kwargs: fallback(
+            return lambda *args, **kwargs: untraced_call(
                 f"ndarray.{name}", attribute, args, kwargs, tracked=self.var is not None
             )
         if self.var is not None and _holds_float_array(attribute):
@@ -241,7 +241,7 @@ def call_function(fn: Callable, name: str, args: tuple, kwargs: dict) -> Any:
     except UnsupportedArguments as exc:
         raise GradError(f"{name}: {exc} (in a function being differentiated)") from None
     if normalized is None:
-        return fallback(name, fn, args, kwargs)
+        return untraced_call(name, fn, args, kwargs)
     return apply(*normalized)
 
 
@@ -251,7 +251,7 @@ def call_method(name: str, self: Tracer, args: tuple, kwargs: dict) -> Any:
     except UnsupportedArguments as exc:
         raise GradError(f"ndarray.{name}: {exc} (in a function being differentiated)") from None
     if normalized is None:
-        return fallback(f"ndarray.{name}", getattr(self.value, name), args, kwargs,
+        return untraced_call(f"ndarray.{name}", getattr(self.value, name), args, kwargs,
                         tracked=self.var is not None)
     return apply(*normalized)
 
@@ -345,7 +345,7 @@ def _holds_float_array(x: Any) -> bool:
     return False
 
 
-def fallback(name: str, fn: Callable, args: tuple, kwargs: dict, tracked: bool = False) -> Any:
+def untraced_call(name: str, fn: Callable, args: tuple, kwargs: dict, tracked: bool = False) -> Any:
     """Run a NumPy callable the tape has no op for on plain values.
 
     Fine when the result carries no gradient (shapes, integer indices, booleans, Python

@@ -1,4 +1,4 @@
-"""Capture: symbolic evaluation of bytecode into fx graphs, guards and compiled entries.
+"""Capture: bytecode evaluated on tracked values into fx graphs, guards and compiled entries.
 
 In parts, from the top (``docs/architecture.md`` walks one call through them):
 ``compile_frame`` (one frame: a whole graph, else a graph break, else plain Python);

@@ -1,6 +1,6 @@
 """``value_and_grad(loss)(params)`` inside a compiled function: forward and backward in one graph.
 
-The loss function is inlined like any user function, recording its forward ops; the symbolic
+The loss function is inlined like any user function, recording its forward ops; the graph-building
 reverse mode of ``npdynamo.autograd`` then appends the backward ops to the same graph, using the
 same VJP rules the eager tape runs. The gradients come back with the structure and dtypes of the
 differentiated arguments, as the tape returns them, so a training step with its parameter update

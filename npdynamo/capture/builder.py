@@ -206,9 +206,9 @@ class ValueBuilder:
             loader = lambda: self._items(value, source)  # noqa: E731
             if kind is tuple:
                 ctx.guard(source, GuardKind.LENGTH, len(value))
-                seq = TupleValue(None, source, loader=loader, length=len(value))
+                seq = TupleValue.read_lazily(source, loader, len(value))
             else:
-                seq = ListValue(None, source, fresh=False, loader=loader, length=len(value))
+                seq = ListValue.read_lazily(source, loader, len(value))
                 # the length is a fact only once the items are used: appending alone needs no
                 # guard
                 seq.on_load = lambda: ctx.guard(source, GuardKind.LENGTH, len(value))
@@ -220,9 +220,7 @@ class ValueBuilder:
             ctx.guard(source, GuardKind.TYPE, dict)
             # The keys are guarded as the capture uses them (see ``_LazyDict``); no length is
             # given, so ``len`` goes through the items, which guard it.
-            return DictValue(
-                None, source, fresh=False, loader=lambda: _LazyDict(self, value, source)
-            )
+            return DictValue.read_lazily(source, lambda: _LazyDict(self, value, source))
         if kind is LIST_ITERATOR or (ctx.opaque_iterators and kind in LOOP_ITERATOR_TYPES):
             # a loop continued by a resume function: one entry serves every iteration; a list
             # iterator sees later changes of its list, which a snapshot of its items would not

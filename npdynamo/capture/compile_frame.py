@@ -78,8 +78,8 @@ def _build_entry(fn, frame_args, fullgraph, context, cells_as_argument, opaque_i
             fn, cells_as_argument=cells_as_argument, opaque_iterators=opaque_iterators,
             dynamic=context.dynamic, unrolled_loops=unrolled,
         )
-        if config.force_fallback:
-            return python_entry(ctx, "npdynamo.config.force_fallback is set")
+        if config.force_python:
+            return python_entry(ctx, "npdynamo.config.force_python is set")
         try:
             entry = _capture(ctx, fn, frame_args, fullgraph, context)
         except RollRefused as refused:

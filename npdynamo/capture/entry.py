@@ -14,14 +14,14 @@ from __future__ import annotations
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from npdynamo.backends.compile import CompiledGraph, compile_graph
 from npdynamo.backends.report import BackendReport, Compiled
 from npdynamo.capture.bytecode.liveness import hand_over
-from npdynamo.capture.guards import GuardKind, GuardSet, Owners, SourceTuple
+from npdynamo.capture.guards import GuardKind, GuardSet, Owners, Source, SourceTuple
 from npdynamo.capture.guards.guard import frame_params
 from npdynamo.capture.hooks.dispatch import make_python_call
 from npdynamo.capture.pysource import Namespace, make_function
@@ -29,7 +29,7 @@ from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.session import CaptureContext
 from npdynamo.capture.side_effects import write_back_targets
 from npdynamo.fx import GraphModule
-from npdynamo.generated import define
+from npdynamo.generated import define, evaluate
 
 if TYPE_CHECKING:
     # graph breaks sit above the entry they build (breaks/ imports this module)
@@ -107,7 +107,7 @@ def finish_graph(
     sources = dict(ctx.placeholders)
     graph = compile_graph(
         ctx.graph,
-        lambda node: _read(sources[node], frame_args, ctx),
+        lambda node: read_source(sources[node], frame_args, ctx),
         context.backend,
         owner=ctx.fn.__qualname__,
         fullgraph=context.fullgraph,
@@ -210,7 +210,7 @@ def generated_function(
             "    except Exception:",
             f"        {on_error}",
         ]
-    lines += [f"    {statement}" for statement in rebuilder.entry_reads]
+    lines += [f"    {statement}" for statement in rebuilder.source_reads]
     lines += [f"    {statement}" for statement in rebuilder.prelude]
     lines += [f"    {statement}" for statement in rebuilder.effects]
     lines.append(f"    {tail}")
@@ -237,9 +237,11 @@ def finish_entry(
     )
 
 
-def _read(source, frame_args: tuple, ctx: CaptureContext):
+def read_source(source: Source, frame_args: tuple, ctx: CaptureContext) -> Any:
+    """The object ``source`` names for a call with ``frame_args``, read again outside the warm
+    path (a graph input's value for the backend's compile, a constant at export)."""
     scope = dict(ctx.guard_namespace())
     if ctx.cells_as_argument:
         scope.update({f"CELL{i}": c for i, c in enumerate(ctx.cells)})
     scope.update({f"a{i}": a for i, a in enumerate(frame_args)})
-    return eval(source.expr(), scope)  # noqa: S307 (our own generated expression)
+    return evaluate(source.expr(), scope)

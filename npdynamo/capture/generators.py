@@ -1,4 +1,4 @@
-"""Symbolic generators: generator expressions and generator functions run lazily under capture.
+"""Tracked generators: generator expressions and generator functions run lazily under capture.
 
 Calling a generator function (a generator expression's code object included) inside the capture
 makes a ``GeneratorValue``: a suspended ``Frame`` of its body that runs only when a consumer asks
@@ -17,6 +17,7 @@ and other attributes of a generator are not modelled: a graph break.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npdynamo.capture.errors import UserCodeRaises
@@ -26,20 +27,18 @@ if TYPE_CHECKING:
     from npdynamo.capture.translator import Frame
 
 
+@dataclass(eq=False, repr=False)
 class GeneratorValue(Value):
-    """A generator object made inside the capture; ``frame`` is its suspended body."""
+    """A generator object made inside the capture; ``frame`` is its suspended body. ``fn``
+    called with ``args`` and ``kwargs`` again rebuilds an unstarted one."""
 
-    def __init__(
-        self, frame: Frame, fn: Value, args: list[Value], kwargs: dict[str, Value]
-    ) -> None:
-        self.frame = frame
-        #: the function called and its arguments: calling it again rebuilds an unstarted one
-        self.fn = fn
-        self.args = args
-        self.kwargs = kwargs
-        self.started = False
-        self.running = False
-        self.finished = False
+    frame: Frame
+    fn: Value
+    args: list[Value]
+    kwargs: dict[str, Value]
+    started: bool = False
+    running: bool = False
+    finished: bool = False
 
     def kind(self) -> str:
         return "generator"

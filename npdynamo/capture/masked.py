@@ -25,7 +25,7 @@ from npdynamo.capture.registry import VALUE_METHODS
 from npdynamo.capture.side_effects import write_array
 from npdynamo.capture.values import ArrayValue, Const, TupleValue, Value
 from npdynamo.ops.indexing import boolean_mask
-from npdynamo.ops.writes import (
+from npdynamo.ops.inplace_functions import (
     MASKED_REDUCTIONS,
     evaluate_masked,
     mask_update_rule,

@@ -180,7 +180,7 @@ class ValueRebuilder:
         #: side effect is written back: a replayed store may rebind the slot a source names
         #: (``kept = d["w"]; d["w"] = other; return kept``), so each is read while it still
         #: holds what the frame read (nothing changes a Python slot before the write-backs)
-        self.entry_reads: list[str] = []
+        self.source_reads: list[str] = []
         self._source_names: dict = {}
         self.namespace = Namespace()
 
@@ -219,7 +219,7 @@ class ValueRebuilder:
         name = self._source_names.get(source)
         if name is None:
             name = self._source_names[source] = f"s{len(self._source_names)}"
-            self.entry_reads.append(f"{name} = {source.expr()}")
+            self.source_reads.append(f"{name} = {source.expr()}")
         return name
 
     def graph_value(self, value: ArrayValue) -> str:

@@ -68,7 +68,7 @@ CAPTURE_SIGNALS = (UserCodeRaises, RollRefused, ReachedBreak, NpdynamoError)
 
 
 class Frame:
-    """One activation of user bytecode under symbolic evaluation."""
+    """One activation of user bytecode evaluated on tracked values."""
 
     def __init__(
         self,

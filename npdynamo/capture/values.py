@@ -91,24 +91,27 @@ class _Container(Value):
     (a list's length guard is installed there, so a list that is only appended to is never
     guarded on its length). ``appended`` holds what was appended before the items were needed."""
 
-    def __init__(
-        self,
-        items=None,
-        source: Source | None = None,
-        fresh: bool = True,
-        loader=None,
-        length: int | None = None,
-    ) -> None:
+    def __init__(self, items=None, source: Source | None = None, fresh: bool = True) -> None:
         self._items = items
         self.source = source
         self.fresh = fresh
-        self._loader = loader
-        self._length = length
+        #: set by ``read_lazily``: wraps the items when first used; their count meanwhile
+        self._loader = None
+        self._length: int | None = None
         self.appended: list[Value] = []
         self.on_load = None
         #: for a sequence read from outside: i -> its item i wrapped alone, so that ``seq[i]``
         #: on a long one tracks (and guards) only the items read, not all of them
         self.item_loader = None
+
+    @classmethod
+    def read_lazily(cls, source: Source, loader, length: int | None = None):
+        """The container read from the frame at ``source`` (not fresh): ``loader()`` wraps its
+        items when they are first used; ``length``, when given, is their count until then."""
+        seq = cls(None, source)
+        seq.fresh = False
+        seq._loader, seq._length = loader, length
+        return seq
 
     @property
     def loaded(self) -> bool:
@@ -141,10 +144,8 @@ class _Container(Value):
 
 
 class TupleValue(_Container):
-    def __init__(
-        self, items=None, source: Source | None = None, loader=None, length: int | None = None
-    ) -> None:
-        super().__init__(items, source, False, loader, length)
+    def __init__(self, items=None, source: Source | None = None) -> None:
+        super().__init__(items, source, fresh=False)
 
 
 class NamedTupleValue(TupleValue):

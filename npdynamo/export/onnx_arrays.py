@@ -23,7 +23,7 @@ from npdynamo.export.onnx_shapes import _at_least
 from npdynamo.export.onnx_writer import Lowering
 from npdynamo.export.schema import ExportError
 from npdynamo.fx.node import Node
-from npdynamo.ops.writes import run_program
+from npdynamo.ops.inplace_functions import run_program
 
 LOWERINGS: dict[str, Callable[..., Any]] = {}
 _MIN = np.iinfo(np.int64).min

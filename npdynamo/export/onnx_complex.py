@@ -25,8 +25,8 @@ from npdynamo.export.onnx_ops import _ndim
 from npdynamo.export.onnx_pairs import Pair, dtype_of, is_complex, part_dtype, parts
 from npdynamo.export.schema import ExportError
 from npdynamo.fx.node import Node
+from npdynamo.ops.inplace_functions import run_program
 from npdynamo.ops.meta import ArrayMeta
-from npdynamo.ops.writes import run_program
 
 if TYPE_CHECKING:
     from npdynamo.export.onnx_writer import Lowering

@@ -54,6 +54,8 @@ OPS = {**REGISTRY, **BACKWARD_OPS}
 #: The limits a loaded graph must keep within (a hostile file must not exhaust memory).
 MAX_NODES = 200_000
 MAX_DEPTH = 64
+#: A compound size atom's ``op`` -> the function that rebuilds it from its two operands.
+_SIZE_OPS: dict[str, Callable[[Any, Any], Any]] = {"//": floordiv, "%": mod, "max": sym_max}
 
 
 class ArchiveError(NpdynamoError):
@@ -278,16 +280,13 @@ class GraphReader:
         op = data.get("op")
         a = self._operand(data.get("a"), depth)
         b = self._operand(data.get("b"), depth)
+        combine = _SIZE_OPS.get(op) if isinstance(op, str) else None
+        if combine is None:
+            raise ArchiveError(f"unknown size operation {op!r}")
         try:
-            if op == "//":
-                return floordiv(a, b)
-            if op == "%":
-                return mod(a, b)
-            if op == "max":
-                return sym_max(a, b)
+            return combine(a, b)
         except Exception as exc:
             raise ArchiveError(f"bad size expression: {exc}") from None
-        raise ArchiveError(f"unknown size operation {op!r}")
 
     def _operand(self, d: Any, depth: int) -> Any:
         return d if type(d) is int else self.sym(_check(d, list), depth + 1)

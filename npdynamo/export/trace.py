@@ -23,7 +23,7 @@ import numpy as np
 
 from npdynamo.capture.compile_frame import to_unsupported
 from npdynamo.capture.dynamic_dims import mark_dynamic
-from npdynamo.capture.entry import check_written_arrays
+from npdynamo.capture.entry import check_written_arrays, read_source
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
 from npdynamo.capture.guards import AttrSource, ItemSource, LocalSource
 from npdynamo.capture.session import CaptureContext
@@ -215,7 +215,8 @@ def _program(ctx: CaptureContext, result: Value, values: dict, user_params: list
         spec = specs[node.name]
         if spec.kind == "constant":
             source = next(s for n, s in ctx.placeholders if n is node)
-            constants[node.name] = np.array(_read(ctx, source, values), copy=True)
+            constants[node.name] = np.array(
+                read_source(source, tuple(values[n] for n in ctx.arg_names), ctx), copy=True)
         inputs.append(spec)
     dims, facts = _dims(ctx, inputs, dim_of, fn)
     return ExportedProgram(
@@ -265,20 +266,14 @@ def _arg_path(source) -> tuple | None:
         keys.append(source.key)
         source = source.base
     if isinstance(source, LocalSource):
-        return (source.local, *reversed(keys))
+        return (source.var, *reversed(keys))
     return None
 
 
 def _under_argument(source, user_params: list[str]) -> bool:
     while hasattr(source, "base"):
         source = source.base
-    return isinstance(source, LocalSource) and source.local in user_params
-
-
-def _read(ctx: CaptureContext, source, values: dict) -> Any:
-    scope = dict(ctx.guard_namespace())
-    scope.update({f"a{i}": values[n] for i, n in enumerate(ctx.arg_names)})
-    return eval(source.expr(), scope)  # noqa: S307 (the capture's own generated expression)
+    return isinstance(source, LocalSource) and source.var in user_params
 
 
 def _output_tree(value: Value, outputs: list, fn) -> Any:

@@ -119,13 +119,13 @@ def compile_at_user_lines(source: str, line_sources: dict[int, Source]) -> tuple
 
 
 def warn_at(
-    nodes: Iterable[Node], message: str, category: type[Warning], fallback_stacklevel: int = 2
+    nodes: Iterable[Node], message: str, category: type[Warning], stacklevel: int = 2
 ) -> None:
     """Warn about these ops at the first one's source line (the user's), or, with no source,
-    at the caller ``fallback_stacklevel`` frames up (as ``warnings.warn`` would)."""
+    at the caller ``stacklevel`` frames up (as ``warnings.warn`` would)."""
     where = next((s for s in map(node_source, nodes) if s is not None), None)
     if where is None:
-        warnings.warn(message, category, stacklevel=fallback_stacklevel + 1)
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
         return
     filename, lineno, _text = where
     registry, module = _registry_and_module(filename)

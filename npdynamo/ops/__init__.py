@@ -16,6 +16,7 @@ from npdynamo.ops import (
     higher_order,
     histograms,
     indexing,
+    inplace_functions,
     linalg,
     numeric,
     random,
@@ -29,7 +30,6 @@ from npdynamo.ops import (
     speculation,
     statistics,
     tuples,
-    writes,
 )
 from npdynamo.ops.elementwise import infer_inplace
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
@@ -68,5 +68,5 @@ __all__ = [
 ]
 
 del (complex_parts, composite, creation, decompositions, elementwise, higher_order, histograms,
-     indexing, linalg, numeric, reductions, random, reorder, scalar_ops, scans, selection,
-     shape_ops, solvers, speculation, statistics, tuples, writes)
+     indexing, inplace_functions, linalg, numeric, reductions, random, reorder, scalar_ops, scans,
+     selection, shape_ops, solvers, speculation, statistics, tuples)

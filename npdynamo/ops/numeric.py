@@ -7,6 +7,8 @@ contents are unspecified, and zeros make a read-before-write deterministic on ev
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from npdynamo.ops import canonical as C
@@ -206,15 +208,12 @@ functions("round", "around")(_round_binder)
 methods("round")(_round_binder)
 
 
-def _special_binder(name: str):
-    def binder(x):
-        return C.canon(REGISTRY[name], [C.operand(name, x)])
-
-    return binder
+def _special_binder(name: str, x):
+    return C.canon(REGISTRY[name], [C.operand(name, x)])
 
 
 for _name in ("sinc", "i0"):
-    functions(_name)(_special_binder(_name))
+    functions(_name)(partial(_special_binder, _name))  # its signature is ``(x)``, as NumPy's
 
 
 @functions("tri")

@@ -8,6 +8,8 @@ then NumPy's runtime check, as for ``getitem``); counts, reps and pad widths are
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from npdynamo.ops import canonical as C
@@ -460,13 +462,10 @@ for _name in ("hstack", "vstack"):
     functions(_name)(_stacking_binder(_name))
 
 
-def _tuple_only(name: str):
-    def binder(tup):
-        return C.canon(REGISTRY[name], [C.operand_sequence(name, tup)])
-
-    return binder
+def _tuple_only(name: str, tup):
+    return C.canon(REGISTRY[name], [C.operand_sequence(name, tup)])
 
 
 for _name in ("dstack", "column_stack"):
-    functions(_name)(_tuple_only(_name))
+    functions(_name)(partial(_tuple_only, _name))  # its signature is ``(tup)``, as NumPy's
 

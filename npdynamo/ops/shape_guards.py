@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from npdynamo.generated import run
+from npdynamo.generated import evaluate, run
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import Fact, Symbol, SymInt, free_symbols, rename_symbols
 from npdynamo.ops.symbolic_code import python_source, symbol_name
@@ -80,11 +80,11 @@ class ShapeGuards:
         Slow (it interprets each guard); only for explaining a failed ``check``."""
         env: dict[str, Any] = {f"_a{i}": v for i, v in enumerate(inputs)}
         env.update({f"_sh{i}": getattr(v, "shape", None) for i, v in enumerate(inputs)})
-        bad = [g.text for g in self.structure if not eval(g.code, env)]  # noqa: S307
+        bad = [g.text for g in self.structure if not evaluate(g.code, env)]
         if bad:
             return bad  # the symbols cannot be read from these shapes
         run(self._prelude, env, filename="<npdynamo-shape-guards>", lines=False)
-        return [g.text for g in self.relations if not eval(g.code, env)]  # noqa: S307
+        return [g.text for g in self.relations if not evaluate(g.code, env)]
 
     def __str__(self) -> str:
         return "\n".join(self.exprs)

@@ -38,7 +38,7 @@ How the stages use this:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Union
 
 from npdynamo.ops.unsupported import UnsupportedArguments
@@ -176,6 +176,16 @@ def _lower(x: Dim) -> int | None:
     return total
 
 
+def _comparison(rel: str) -> Callable[[SymInt, object], bool]:
+    """The dunder for comparison ``rel``: ``compare`` decides it for two sizes; any other
+    operand gets NotImplemented, so Python tries its reflected method."""
+
+    def method(self: SymInt, other: object) -> bool:
+        return compare(self, rel, other) if _is_dim(other) else NotImplemented  # type: ignore
+
+    return method
+
+
 class SymInt:
     """A symbolic size: an integer polynomial over symbols and compound atoms, with a hint."""
 
@@ -230,23 +240,12 @@ class SymInt:
         return mod(other, self) if _is_dim(other) else NotImplemented  # type: ignore[arg-type]
 
     # comparisons decide (statically or by hint, recording a fact)
-    def __eq__(self, other: object) -> bool:
-        return compare(self, "==", other) if _is_dim(other) else NotImplemented  # type: ignore
-
-    def __ne__(self, other: object) -> bool:
-        return compare(self, "!=", other) if _is_dim(other) else NotImplemented  # type: ignore
-
-    def __lt__(self, other: object) -> bool:
-        return compare(self, "<", other) if _is_dim(other) else NotImplemented  # type: ignore
-
-    def __le__(self, other: object) -> bool:
-        return compare(self, "<=", other) if _is_dim(other) else NotImplemented  # type: ignore
-
-    def __gt__(self, other: object) -> bool:
-        return compare(self, ">", other) if _is_dim(other) else NotImplemented  # type: ignore
-
-    def __ge__(self, other: object) -> bool:
-        return compare(self, ">=", other) if _is_dim(other) else NotImplemented  # type: ignore
+    __eq__ = _comparison("==")
+    __ne__ = _comparison("!=")
+    __lt__ = _comparison("<")
+    __le__ = _comparison("<=")
+    __gt__ = _comparison(">")
+    __ge__ = _comparison(">=")
 
     def __bool__(self) -> bool:
         return compare(self, "!=", 0)

@@ -59,9 +59,9 @@ def test_a_frame_that_breaks_runs_its_graph_then_resumes_in_its_session():
     assert len(resume.entries) == 1 and backend.count == 2
 
 
-def test_force_fallback_runs_the_frame_in_python(monkeypatch):
-    monkeypatch.setattr(config, "force_fallback", True)
+def test_force_python_runs_the_frame_in_python(monkeypatch):
+    monkeypatch.setattr(config, "force_python", True)
     backend = CountingBackend()
     entry = build_entry(whole, (np.ones(3),), backend=backend)
-    assert entry.runs_python == "npdynamo.config.force_fallback is set"
+    assert entry.runs_python == "npdynamo.config.force_python is set"
     assert backend.count == 0

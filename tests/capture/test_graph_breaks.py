@@ -39,7 +39,7 @@ def test_strict_graph_and_break_counts(name, fn, factory, counts):
 
 @pytest.mark.parametrize("name,fn,factory,counts", BREAK_PROGRAMS, ids=IDS)
 def test_forced_fallback_matches_python(name, fn, factory, counts, monkeypatch):
-    monkeypatch.setattr(npdynamo.config, "force_fallback", True)
+    monkeypatch.setattr(npdynamo.config, "force_python", True)
     backend = CountingBackend()
     check_same(fn, *factory(), compiled=npdynamo.compile(fn, backend=backend), calls=2)
     assert backend.count == 0

@@ -74,12 +74,12 @@ def test_the_code_after_a_graph_break_is_named_by_the_users_line():
 
 
 def test_an_entry_running_python_says_why(monkeypatch):
-    monkeypatch.setattr(npdynamo.config, "force_fallback", True)
+    monkeypatch.setattr(npdynamo.config, "force_python", True)
     compiled = npdynamo.compile(scaled_tanh)
     compiled(np.ones(2), np.ones(2))
     (entry,) = npdynamo.inspect(compiled).entries
-    assert entry.graph is None and "force_fallback" in entry.runs_python
-    assert "runs in Python: npdynamo.config.force_fallback" in str(npdynamo.inspect(compiled))
+    assert entry.graph is None and "force_python" in entry.runs_python
+    assert "runs in Python: npdynamo.config.force_python" in str(npdynamo.inspect(compiled))
 
 
 def test_an_entry_ending_at_a_break_names_it():

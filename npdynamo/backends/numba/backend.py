@@ -112,7 +112,7 @@ def fall_back(report: NumbaReport, reason: str, nodes) -> None:
     report.fell_back = True
     report.reason = reason
     warn_at(nodes, f"npdynamo: the numba backend could not compile a graph, so it runs on the "
-            f"eager backend (NumPy): {reason}", NumbaFallbackWarning, fallback_stacklevel=3)
+            f"eager backend (NumPy): {reason}", NumbaFallbackWarning, stacklevel=3)
 
 
 def prepare_graph(graph: Graph) -> Graph:

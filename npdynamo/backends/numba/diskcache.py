@@ -120,7 +120,7 @@ def _load(source: str, directory: Path | None, prefix: str, key: str,
         sys.modules[name] = module
         run(text, module.__dict__, filename=path, lines=False)
         kernel = getattr(module, "kernel", None)
-        if isinstance(kernel, Dispatcher) and hasattr(kernel._cache, "_cache_file"):
+        if isinstance(kernel, Dispatcher) and cache_index(kernel) is not None:
             guard_numba_cache(kernel, path)
     _loaded[slot] = module
     return module, path, source
@@ -213,7 +213,7 @@ def guard_numba_cache(dispatcher: Dispatcher, path: str) -> None:
         try:
             return load(sig, target_context)
         except Exception as exc:  # whatever unpickling a damaged file raises
-            index = cache._cache_file._index_path
+            index = cache_index(dispatcher)
             _remove_numba_files(path)
             _report(index, f"unreadable ({type(exc).__name__}) in numba's cache for {path}")
             return None  # numba compiles the kernel and saves fresh files
@@ -221,9 +221,22 @@ def guard_numba_cache(dispatcher: Dispatcher, path: str) -> None:
     cache.load_overload = checked_load
 
 
+def cache_index(dispatcher: Dispatcher) -> str | None:
+    """The path of numba's cache index file for ``dispatcher`` (the file that says which
+    signatures have machine code on disk), or None when it does not cache to disk."""
+    # numba has no public way to ask: the path is an attribute of the dispatcher's private
+    # cache-file object (numba 0.68: ``_cache._cache_file._index_path``; a NullCache has
+    # no file). This is the one place that reads it; a numba that renames it gives None here
+    # (kernels counted as not on disk, damaged files not guarded), never an AttributeError.
+    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    return getattr(cache_file, "_index_path", None)
+
+
 def _registries_loaded(target_context) -> bool:
     """Whether numba has imported its typing and lowering registries in this process (its first
     compile does; about 0.15 s of a fresh process's first call)."""
+    # numba has no public flag for it: its target context fills the private ``_registries``
+    # dict when it refreshes. Read only here; a numba without it answers False (the full load).
     return bool(getattr(target_context, "_registries", None))
 
 

@@ -140,17 +140,12 @@ def lower_elementwise(node: Node) -> Lowered:
     meta = _result_meta(node)
     if name in UFUNC_EMITTERS:
         return _lower_ufunc(node, name, meta)
-    if name == "power":
-        return _lower_power(node, meta)
-    if name == "where":
-        return _lower_where(node, meta)
-    if name == "clip":
-        return _lower_clip(node, meta)
-    if name == "astype":
-        return _lower_astype(node, meta)
     if name in INDEXED_OPS:
         return _lower_triangle(node, name, meta)
-    raise NotFusible(f"{name} has no kernel code (it runs as a NumPy call)")
+    lower = _LOWERINGS.get(name)
+    if lower is None:
+        raise NotFusible(f"{name} has no kernel code (it runs as a NumPy call)")
+    return lower(node, meta)
 
 
 def _lower_ufunc(node: Node, name: str, meta: ArrayMeta) -> Lowered:
@@ -327,6 +322,14 @@ def _lower_astype(node: Node, meta: ArrayMeta) -> Lowered:
         raise NotFusible("astype from complex to real runs as a NumPy call (it warns)")
     return Lowered((Operand(x, src),), dst, lambda e, _s=src, _d=dst: cast(e[0], _s, _d))
 
+
+#: op name -> how one element of it is computed (ufuncs and triangles are looked up by name)
+_LOWERINGS: dict[str, Callable[[Node, ArrayMeta], Lowered]] = {
+    "power": _lower_power,
+    "where": _lower_where,
+    "clip": _lower_clip,
+    "astype": _lower_astype,
+}
 
 #: Ops elementwise in their input but whose value depends on the element's position: fusion
 #: treats them as elementwise although their op kind is not (NumPy does not broadcast them).

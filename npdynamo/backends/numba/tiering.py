@@ -39,8 +39,7 @@ def _on_disk(report: Any) -> bool:
     in the disk cache already."""
     loops = [record.dispatcher for record in report.compiled_loops()]
     for dispatcher in [*report.dispatchers, *loops]:
-        cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
-        index = getattr(cache_file, "_index_path", None)
+        index = diskcache.cache_index(dispatcher)
         if index is None or not Path(index).exists():
             return False
     return all(_on_disk(sub) for _, sub in report.subgraphs if sub is not None)

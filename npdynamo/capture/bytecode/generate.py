@@ -93,7 +93,7 @@ def encode(b: bc.Bytecode) -> types.CodeType:
 
 #: code -> (its decoded Bytecode, the same items as a tuple), the 512 most recently added.
 #: Decoding is most of a break's cost on a long function (a 2,800-instruction test method: ~25 ms
-#: a decode), so each code is decoded once; a resume function's entry is the very list it was
+#: a decode), so each code is decoded once; a resume function's decoding is the very list it was
 #: assembled from (``_build_resume_code``), so it is never decoded at all.
 _DECODED: dict[types.CodeType, tuple[bc.Bytecode, tuple]] = {}
 DECODED_KEPT = 512
@@ -102,19 +102,19 @@ DECODED_KEPT = 512
 def _remember(code: types.CodeType, decoded: bc.Bytecode) -> tuple[bc.Bytecode, tuple]:
     if len(_DECODED) >= DECODED_KEPT:
         del _DECODED[next(iter(_DECODED))]
-    _DECODED[code] = entry = (decoded, tuple(decoded))
-    return entry
+    _DECODED[code] = both = (decoded, tuple(decoded))
+    return both
 
 
-def _decoded_entry(code: types.CodeType) -> tuple[bc.Bytecode, tuple]:
-    entry = _DECODED.get(code)
-    if entry is None:
-        entry = _remember(code, decode(code))
-    return entry
+def _decoded_both(code: types.CodeType) -> tuple[bc.Bytecode, tuple]:
+    both = _DECODED.get(code)
+    if both is None:
+        both = _remember(code, decode(code))
+    return both
 
 
 def _decoded(code: types.CodeType) -> tuple:
-    return _decoded_entry(code)[1]
+    return _decoded_both(code)[1]
 
 
 def decoded_instructions(code: types.CodeType) -> list:
@@ -128,7 +128,7 @@ def _fresh_copy(code: types.CodeType) -> tuple[bc.Bytecode, list]:
     The instruction, label and try-marker objects are the cached ones, shared: the builders
     below only insert and replace list items, never change an item in place (nor does the
     assembler, which works on copies)."""
-    b = _decoded_entry(code)[0].copy()
+    b = _decoded_both(code)[0].copy()
     return b, list(b)
 
 

@@ -24,7 +24,7 @@ from npdynamo.capture.side_effects import write_array
 from npdynamo.capture.values import DELETED, ArrayValue, Value
 from npdynamo.ops.higher_order import COND
 
-ENTRY_TESTS = frozenset({"POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE"})
+FALSE_TESTS = frozenset({"POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE"})
 #: 3.12+ tests an ``if`` without ``else`` that ends a loop body by jumping into its block
 TRUE_TESTS = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE"})
 JUMPS_BACK = frozenset({"JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
@@ -89,7 +89,7 @@ def _if_shape(frame, jump_index: int) -> tuple | None:
         return None
     if jump.name in TRUE_TESTS:
         return _jumping_into_block(frame, jump_index, jump)
-    if jump.name not in ENTRY_TESTS:
+    if jump.name not in FALSE_TESTS:
         return None
     target = frame.labels[jump.arg]
     if target <= jump_index:

@@ -39,7 +39,7 @@ from npdynamo.capture.flow.higher_order import (
     unflatten,
 )
 from npdynamo.capture.flow.if_statements import (
-    ENTRY_TESTS,
+    FALSE_TESTS,
     LEAVING,
 )
 from npdynamo.capture.values import DELETED, ArrayValue, ScalarInputValue, Value
@@ -67,12 +67,12 @@ def _instr_index(frame, start: int, step: int) -> int:
 
 def loop_shape(frame, jump_index: int) -> tuple[int, int, int] | None:
     """(body start, bottom test, exit) of the ``while`` loop tested by the jump at
-    ``jump_index``, its entry test or its bottom test; None when the jump is neither."""
+    ``jump_index``, its top test or its bottom test; None when the jump is neither."""
     jump = frame.instrs[jump_index]
     if not isinstance(jump, bc.Instr):
         return None
-    if jump.name in ENTRY_TESTS:
-        shape = _from_entry(frame, jump_index, jump)
+    if jump.name in FALSE_TESTS:
+        shape = _from_top_test(frame, jump_index, jump)
         if shape is not None:
             return shape
     # the bottom test: reached when the first test was known at capture time (an unrolled
@@ -87,16 +87,16 @@ def loop_shape(frame, jump_index: int) -> tuple[int, int, int] | None:
     else:
         return None
     start = frame.labels[body]
-    entry = frame.instrs[start - 1] if start > 0 else None
-    if not isinstance(entry, bc.Instr) or _from_entry(frame, start - 1, entry) != (
+    top = frame.instrs[start - 1] if start > 0 else None
+    if not isinstance(top, bc.Instr) or _from_top_test(frame, start - 1, top) != (
             start, jump_index, exit_index):
         return None
     return start, jump_index, exit_index
 
 
-def _from_entry(frame, jump_index: int, jump: bc.Instr) -> tuple[int, int, int] | None:
+def _from_top_test(frame, jump_index: int, jump: bc.Instr) -> tuple[int, int, int] | None:
     instrs = frame.instrs
-    if jump.name not in ENTRY_TESTS:
+    if jump.name not in FALSE_TESTS:
         return None
     start = jump_index + 1
     body = instrs[start] if start < len(instrs) else None

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from npdynamo.capture.guards.kinds import KINDS, GuardKind, Seen
-from npdynamo.capture.guards.sources import AttrSource, ItemSource, Source
+from npdynamo.capture.guards.sources import AttrSource, ItemSource, Source, SuffixSource
 from npdynamo.capture.pysource import Namespace
 
 #: From this many items with identical guards on, a container's item guards become one loop.
@@ -42,16 +42,12 @@ def compact_layout(ordered: list) -> list:
 
 
 @dataclass(frozen=True)
-class _ItemVar(Source):
-    """The loop variable standing for each item of a compacted container."""
+class _ItemVar(SuffixSource):
+    """The loop variable standing for each item of the compacted container ``base``: named
+    ``base[*]``, read as the loop's ``v``."""
 
-    container: Source
-
-    def name(self) -> str:
-        return f"{self.container.name()}[*]"
-
-    def short(self) -> str:
-        return f"{self.container.short()}[*]"
+    def suffix(self) -> str:
+        return "[*]"
 
     def render(self, names) -> str:
         return "v"

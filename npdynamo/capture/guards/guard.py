@@ -23,6 +23,7 @@ from npdynamo.capture.guards.sources import (
     SourceTuple,
 )
 from npdynamo.capture.pysource import Namespace, make_function
+from npdynamo.generated import evaluate
 
 #: Kinds whose expected value is part of what a guard is (one per related source or key).
 _RELATIONS = frozenset(
@@ -176,7 +177,7 @@ class GuardSet:
             expr = guard.check_expr(ns)
             scope.update(ns.values)
             try:
-                ok = eval(expr, scope)  # noqa: S307 (our own generated expression)
+                ok = evaluate(expr, scope)
             except Exception:
                 ok = False
             if not ok:
@@ -187,7 +188,7 @@ class GuardSet:
         where = f" ({guard.where[0].rsplit('/', 1)[-1]}:{guard.where[1]})" if guard.where else ""
         name = guard.source.short()
         try:
-            actual = eval(guard.source.expr(), scope)  # noqa: S307
+            actual = evaluate(guard.source.expr(), scope)
         except Exception as exc:
             return f"{name}: could not be read ({type(exc).__name__}: {exc}){where}"
         return KINDS[guard.kind].miss(name, guard.expected, actual) + where

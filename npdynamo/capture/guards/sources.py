@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 
 class Source:
@@ -40,57 +41,50 @@ class Source:
 
 
 @dataclass(frozen=True)
-class LocalSource(Source):
-    """The frame argument ``local`` (position ``index`` in the frame's argument tuple)."""
-
-    local: str
-    index: int
-
-    def name(self) -> str:
-        return f"L[{self.local!r}]"
-
-    def short(self) -> str:
-        return self.local
-
-    def render(self, names: Mapping[Source, str] | None) -> str:
-        return f"a{self.index}"
-
-
-@dataclass(frozen=True)
-class GlobalSource(Source):
-    """A name in the captured function's module globals."""
-
-    global_name: str
-
-    def name(self) -> str:
-        return f"G[{self.global_name!r}]"
-
-    def short(self) -> str:
-        return self.global_name
-
-    def render(self, names: Mapping[Source, str] | None) -> str:
-        return f"G[{self.global_name!r}]"
-
-
-@dataclass(frozen=True)
-class ClosureSource(Source):
-    """The contents of the captured function's closure cell ``index`` (free variable ``var``)."""
+class _FrameSlot(Source):
+    """A slot of the frame read by the name ``var`` the user wrote. Each kind declares, as its
+    class keywords, the table letter of its report name (``L['x']``) and the code reading it
+    (a format of the source: ``a{0.index}``)."""
 
     var: str
-    index: int
+    letter: ClassVar[str]
+    code: ClassVar[str]
+
+    def __init_subclass__(cls, letter: str = "", code: str = "", **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.letter, cls.code = letter, code
 
     def name(self) -> str:
-        return f"C[{self.var!r}]"
+        return f"{self.letter}[{self.var!r}]"
 
     def short(self) -> str:
         return self.var
 
     def render(self, names: Mapping[Source, str] | None) -> str:
-        return f"CELL{self.index}.cell_contents"
+        return self.code.format(self)
 
 
 @dataclass(frozen=True)
-class _ReadFromBase(Source):
+class LocalSource(_FrameSlot, letter="L", code="a{0.index}"):
+    """The frame argument ``var`` (position ``index`` in the frame's argument tuple)."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class GlobalSource(_FrameSlot, letter="G", code="G[{0.var!r}]"):
+    """A name in the captured function's module globals."""
+
+
+@dataclass(frozen=True)
+class ClosureSource(_FrameSlot, letter="C", code="CELL{0.index}.cell_contents"):
+    """The contents of the captured function's closure cell ``index`` (free variable ``var``)."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class SuffixSource(Source):
     """A value read off ``base`` by a constant suffix (``.attr``, ``[key]``), written the same in
     every form of the source."""
 
@@ -110,7 +104,7 @@ class _ReadFromBase(Source):
 
 
 @dataclass(frozen=True)
-class AttrSource(_ReadFromBase):
+class AttrSource(SuffixSource):
     """``base.attr``."""
 
     attr: str
@@ -120,7 +114,7 @@ class AttrSource(_ReadFromBase):
 
 
 @dataclass(frozen=True)
-class ItemSource(_ReadFromBase):
+class ItemSource(SuffixSource):
     """``base[key]`` for a constant key (int or str)."""
 
     key: object
