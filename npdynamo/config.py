@@ -3,6 +3,17 @@
 from __future__ import annotations
 
 import os
+import warnings
+
+
+def _renamed(old: str, new: str) -> bool:
+    """True when the variable's old name ``old`` is set: honoured, with a warning to use ``new``
+    (a renamed switch that went silent would leave a user debugging with it off)."""
+    if not os.environ.get(old):
+        return False
+    warnings.warn(f"{old} is renamed {new}; set {new} instead", FutureWarning, stacklevel=2)
+    return True
+
 
 #: Compiled entries kept per code object; past this the function runs without new compiles.
 cache_size_limit: int = 8
@@ -38,7 +49,8 @@ tiered: bool = os.environ.get("NPDYNAMO_TIERED", "1").strip().lower() not in (
 compile_workers: int | None = None
 
 #: Debugging / testing: every capture runs the frame in plain Python instead of a graph.
-force_python: bool = bool(os.environ.get("NPDYNAMO_FORCE_PYTHON"))
+force_python: bool = bool(os.environ.get("NPDYNAMO_FORCE_PYTHON")) or _renamed(
+    "NPDYNAMO_FORCE_FALLBACK", "NPDYNAMO_FORCE_PYTHON")
 
 #: Debugging: compile worker processes (the numba backend's tiers) print their errors to stderr
 #: instead of discarding them.
@@ -50,6 +62,7 @@ verbose: bool = bool(os.environ.get("NPDYNAMO_VERBOSE"))
 ENVIRONMENT: dict[str, str] = {
     "NPDYNAMO_TIERED": "0: no tiers (``tiered``)",
     "NPDYNAMO_FORCE_PYTHON": "set: every capture runs in Python (``force_python``)",
+    "NPDYNAMO_FORCE_FALLBACK": "the old name of NPDYNAMO_FORCE_PYTHON (read with a warning)",
     "NPDYNAMO_VERBOSE": "set: compile workers print their errors (``verbose``)",
     "NPDYNAMO_CACHE_DIR": "the kernel cache directory (default ~/.cache/npdynamo)",
     "NPDYNAMO_LOGS": "comma-separated log topics to show (``logs``)",

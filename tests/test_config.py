@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -37,3 +39,18 @@ def test_a_worker_takes_the_parents_variables_and_drops_its_own(monkeypatch):
     finally:  # this process is not a worker: its own variables back
         os.environ.clear()
         os.environ.update(saved)
+
+
+@pytest.mark.parametrize("name", ["NPDYNAMO_FORCE_PYTHON", "NPDYNAMO_FORCE_FALLBACK"])
+def test_force_python_reads_its_old_name_too_with_a_warning(name):
+    # a fresh interpreter: the knob is read once, at import
+    code = ("import warnings; warnings.simplefilter('always')\n"
+            "with warnings.catch_warnings(record=True) as seen:\n"
+            "    import npdynamo\n"
+            "print(npdynamo.config.force_python, [str(w.message) for w in seen])")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NPDYNAMO_FORCE")}
+    env[name] = "1"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.startswith("True")
+    assert ("renamed NPDYNAMO_FORCE_PYTHON" in out) == (name == "NPDYNAMO_FORCE_FALLBACK")
