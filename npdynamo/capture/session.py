@@ -13,6 +13,7 @@ the captures of one compiled function share (the backend, the resume functions) 
 from __future__ import annotations
 
 import re
+import sys
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -136,7 +137,7 @@ class CaptureContext:
         return None if sub is None else sub.lift
 
     def guard_namespace(self) -> dict:
-        ns = {"G": self.fn.__globals__, "REMAINING": remaining_items}
+        ns = {"G": self.fn.__globals__, "REMAINING": remaining_items, "MODULES": sys.modules}
         if not self.cells_as_argument:
             ns.update({f"CELL{i}": c for i, c in enumerate(self.cells)})
         return ns

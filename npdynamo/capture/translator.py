@@ -255,8 +255,6 @@ OPCODE_CONSTRUCTS = {
         "a `with` block: its __enter__ and __exit__ run in Python",
         "the code inside the block is still compiled after the break",
     ),
-    "IMPORT_NAME": ("an import inside the function", "import at module level"),
-    "IMPORT_FROM": ("an import inside the function", "import at module level"),
     "LOAD_BUILD_CLASS": ("a class definition inside the function", "define it at module level"),
     "SEND": ("yield from / await inside a generator", "loop over the inner iterable instead"),
     "GET_YIELD_FROM_ITER": ("yield from inside a generator", "loop over it with for instead"),

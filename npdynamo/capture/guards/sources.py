@@ -169,3 +169,19 @@ def remaining_items(iterator) -> tuple:
     if base is None:
         return tuple(seq) if position is None else tuple(seq[position:])
     return tuple(base.__getitem__(seq, slice(position or 0, None)))
+
+
+@dataclass(frozen=True)
+class ModuleSource(Source):
+    """``sys.modules[module]``: what an ``import`` statement inside the function finds."""
+
+    module: str
+
+    def name(self) -> str:
+        return f"sys.modules[{self.module!r}]"
+
+    def short(self) -> str:
+        return self.module
+
+    def render(self, names: Mapping[Source, str] | None) -> str:
+        return f"MODULES[{self.module!r}]"

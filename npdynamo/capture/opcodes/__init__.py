@@ -3,6 +3,7 @@
 from npdynamo.capture.opcodes import (  # noqa: F401
     building,
     control,
+    imports,
     layout,
     operators,
     stack,
