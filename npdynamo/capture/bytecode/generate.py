@@ -20,6 +20,7 @@ Per-version sequences (how to call, how to drop a NULL) live in the helpers at t
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import types
 from dataclasses import dataclass
@@ -277,6 +278,7 @@ def regenerated(code: types.CodeType, more: int = 0) -> int:
 def forget_resume_codes() -> None:
     """Drop every generated resume code (``npdynamo.reset()``): they hold the user's code."""
     _RESUME_CODES.clear()
+    _BREAK_CODES.clear()
     _REGENERATED.clear()
     _ORIGINS.clear()
     _DECODED.clear()
@@ -439,8 +441,57 @@ class BreakPlan:
     stops: tuple[tuple[int, Continuation], ...] = ()
 
 
+class _PrefixSlot:
+    """Stands for the prefix in a cached broken frame's code: each entry's own prefix is put in
+    its place (``break_code``). A class of its own, so no constant of the user's equals it."""
+
+    __slots__ = ()
+
+
+#: The broken frames' code already built, keyed by their plan without its prefix:
+#: ``(plan, code, index of the prefix slot in co_consts)``, the 512 most recently added.
+#: A loop whose body breaks captures the same resume function again at each guard miss (a new
+#: type among the items), and each capture breaks at the same instruction with the same stack,
+#: locals and resume functions: only the prefix, the graph before the break, differs. Encoding
+#: is most of a break's cost, so its code is built once and each entry swaps its prefix in.
+_BREAK_CODES: dict[tuple, tuple[BreakPlan, types.CodeType, int]] = {}
+BREAK_CODES_KEPT = 512
+
+
+def _plan_key(plan: BreakPlan) -> tuple:
+    """What ``_build_break_code`` reads of ``plan``, but the prefix. Objects go by identity (code
+    objects compare by value: equal code in another file; the plan held with the cached code
+    keeps each id valid)."""
+
+    def cont(c: Continuation | None) -> tuple | None:
+        return None if c is None else (id(c.callable), c.stack, c.locals, c.attribute)
+
+    return (id(plan.code), plan.arg_names, plan.start, plan.index, plan.stack, plan.locals,
+            plan.cells, cont(plan.fallthrough), cont(plan.branch), id(plan.handoff),
+            id(plan.tail_call), plan.unbound,
+            tuple((position, cont(c)) for position, c in plan.stops))
+
+
 def break_code(plan: BreakPlan) -> types.CodeType:
-    """The code a broken frame runs: prologue, the original body, trampolines at the end."""
+    """The code a broken frame runs: prologue, the original body, trampolines at the end.
+    Built once per plan (``_BREAK_CODES``); each call gets it with its own prefix."""
+    key = _plan_key(plan)
+    known = _BREAK_CODES.get(key)
+    if known is None:
+        slot = _PrefixSlot()
+        kept = dataclasses.replace(plan, prefix=slot)  # holds no entry's graph alive
+        built = _build_break_code(kept)
+        at = next(i for i, const in enumerate(built.co_consts) if const is slot)
+        if len(_BREAK_CODES) >= BREAK_CODES_KEPT:
+            del _BREAK_CODES[next(iter(_BREAK_CODES))]
+        known = _BREAK_CODES[key] = (kept, built, at)
+    _plan, built, at = known
+    consts = list(built.co_consts)
+    consts[at] = plan.prefix
+    return built.replace(co_consts=tuple(consts))
+
+
+def _build_break_code(plan: BreakPlan) -> types.CodeType:
     code = plan.code
     lineno = _first_lineno(code)
     b, instrs = _fresh_copy(code)
