@@ -1,7 +1,9 @@
 """Kernel code generation: one fusion group becomes the readable source of one ``@njit`` kernel.
 
 A kernel takes the group's inputs and NumPy-allocated output buffers (allocating inside numba
-page-faults on large arrays) and writes every output. Its loops: an outer loop over the kept
+page-faults on large arrays) and writes every output; a kernel whose outputs are all scalars,
+written for a loop program (``returns``), returns them instead, so the loop keeps them in
+registers. Its loops: an outer loop over the kept
 (row) axes, ``prange`` when the group runs in parallel; inside, one *phase* per step of
 reductions: an inner loop over the reduced axes that computes the element values it needs,
 folds them into the reductions of that phase and stores the outputs that became computable.

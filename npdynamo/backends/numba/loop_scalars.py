@@ -1,8 +1,10 @@
 """Python numbers in loop programs: the loop writer's nopython code for Python int and float
 arithmetic and comparisons (``loop_writer.Writer`` mixes ``ScalarCode`` in), with Python's
 semantics where int64 differs (``loop_runtime``'s checked helpers raise, and the loop then
-reruns in Python), and the rewrite that lets kernels take the loop index where it meets
-float64 arrays. ``NotCompilable``/``NoNopythonForm`` say what the writer cannot express."""
+reruns in Python; plain int64 arithmetic where the operands' intervals prove every result fits,
+``int_range``: a range's index plus or minus constants and array lengths), and the rewrite
+that lets kernels take the loop index where it meets float64 arrays.
+``NotCompilable``/``NoNopythonForm`` say what the writer cannot express."""
 
 from __future__ import annotations
 
