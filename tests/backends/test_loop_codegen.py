@@ -1,10 +1,13 @@
 """What the loop writer generates for a loop program's body (``backends/numba/loop_writer.py``):
-scalar kernels inlined with shared 0-d buffers, ``loop_runtime``'s helpers inlined, comparisons
+scalar kernels inlined and returning their values, plain int64 index arithmetic where its range
+is proved, ``loop_runtime``'s helpers inlined, comparisons
 of Python numbers as loop code, and a graph with a branch at its top level as one function
 (``loop_program.whole_graph_program``). Each program runs plain, on eager (bitwise) and on numba
 (within tolerance) through ``same_everywhere``, which also asserts the compiled code ran."""
 
 from __future__ import annotations
+
+import re
 
 import numba
 import numpy as np
@@ -64,13 +67,102 @@ def test_scalar_kernels_are_inlined_into_the_loop_and_share_their_buffers():
     assert all(not k.overloads for k in kernels)
 
 
-def test_numpy_scalars_of_every_kernel_share_one_buffer_per_dtype_and_position():
+def test_scalar_kernels_return_their_numpy_scalars_with_no_0d_buffer():
     records = same_everywhere(crc16, RNG.integers(0, 256, 24))
     (ran,) = [r for r in records if r.runs]
     source = _source(ran)
-    # crc16's kernels give at most two int64 scalars each, 17 kernel calls in all
-    assert source.count("np.empty((), ") == 2, source
+    # crc16's 17 kernel calls give one or two int64 scalars each, as locals the kernel
+    # returns (``v1, v2, = _kernel...``): no 0-d buffer stored into and loaded back
+    assert source.count("np.empty((), ") == 0, source
     assert source.count("_kernel") >= 17
+    assert re.search(r"v\d+, v\d+, = _kernel", source), source
+
+
+def float32_accumulate(x):
+    s = np.float32(0.0)
+    for i in range(x.shape[0]):
+        s = s + x[i] * np.float32(1.5)
+    return s
+
+
+def int16_sum(x):
+    s = np.int16(0)
+    for i in range(x.shape[0]):
+        s = s + x[i] * np.int16(3)  # int16 arithmetic (computed as int64 by numba)
+    return s
+
+
+def sum_and_max(x):
+    s, m = np.float64(0.0), np.float64(-np.inf)
+    for i in range(x.shape[0]):
+        t = x[i] * 2.0
+        s = s + t
+        m = max(m, t)  # NaN and equal values: whichever Python's max keeps
+    return s, m
+
+
+@pytest.mark.parametrize("fn, x", [
+    (float32_accumulate, RNG.random(33).astype(np.float32)),
+    (int16_sum, RNG.integers(-10, 10, 40).astype(np.int16)),
+    (sum_and_max, RNG.random(40)),
+    (sum_and_max, np.where(np.arange(40) % 7 == 3, np.nan, RNG.random(40))),
+])
+def test_scalar_kernel_results_keep_their_dtypes_and_values_as_locals(fn, x):
+    records = same_everywhere(fn, x)
+    (ran,) = [r for r in records if r.runs]
+    assert "np.empty((), " not in _source(ran), _source(ran)  # returned, not stored
+    expected, got = fn(x.copy()), nd.compile(fn, backend="numba")(x.copy())
+    for e, g in zip(*(v if type(v) is tuple else (v,) for v in (expected, got))):
+        assert type(g) is type(e)  # float32, int16, float64: as NumPy gives them
+
+
+def _last_whole(compiled):
+    """The whole-graph function record of the graph ``compiled`` captured last."""
+    return nd.inspect(compiled).graphs[-1].report.whole
+
+
+def shifted_sum(x, y):
+    s = 0.0
+    for i in range(y.shape[0]):
+        s += x[i + 1]  # reads past x's end when y is as long: NumPy raises IndexError
+    return s
+
+
+def test_an_index_out_of_bounds_in_a_compiled_loop_raises_numpys_index_error():
+    fn = nd.compile(shifted_sum, backend="numba")
+    x = RNG.random(40)
+    for n in (30, 35, 40, 39):  # (35 on: one program for every length, which then raises)
+        run = run_both(shifted_sum, fn, (x, np.zeros(n)), {})  # same exception and message
+        assert (type(run.exc) is IndexError) == (n == 40)
+        if run.exc is None:
+            assert run.got == run.expected
+    record = _last_whole(fn)
+    assert record.runs >= 2  # n = 35 and 39 ran compiled (n = 40 raised in it)
+    assert "int_add" not in _source(record)  # i + 1 is proved within int64: plain
+
+
+def offset_index(x, k):
+    s = 0.0
+    n = x.shape[0]
+    for i in range(n):
+        s += x[(i + k) % n]  # i + k leaves int64 for a k near 2**63: Python's int does not
+    return s
+
+
+# (i + k for k = 1 - 2**63 is within int64 for i in 0..39: plain, and exact)
+@pytest.mark.parametrize("k, bounded", [(3, True), (2**63 - 3, False), (1 - 2**63, True),
+                                        (-(2**63) + 1 - 2**62, False)])
+def test_an_index_sum_that_leaves_int64_is_pythons(k, bounded):
+    fn = nd.compile(offset_index, backend="numba")
+    x = RNG.random(40)
+    for _ in range(2):
+        run = run_both(offset_index, fn, (x, k), {})
+        assert run.exc is None and run.got == run.expected
+    # (k is a constant of the graph) i + k, in 0 + k .. 39 + k, within int64 or not
+    source = _source(_last_whole(fn))
+    assert ("int_add(" not in source) == bounded, source
+    # unbounded: int_add raised OverflowError in every call, which reran on the usual program
+    assert (_last_whole(fn).runs >= 2) if bounded else _last_whole(fn).runs == 0
 
 
 # -- helpers --------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Kernel code generation: one fusion group becomes the readable source of one ``@njit`` kernel.
 
 A kernel takes the group's inputs and NumPy-allocated output buffers (allocating inside numba
-page-faults on large arrays) and writes every output. Its loops: an outer loop over the kept
+page-faults on large arrays) and writes every output; a kernel whose outputs are all scalars,
+written for a loop program (``returns``), returns them instead, so the loop keeps them in
+registers. Its loops: an outer loop over the kept
 (row) axes, ``prange`` when the group runs in parallel; inside, one *phase* per step of
 reductions: an inner loop over the reduced axes that computes the element values it needs,
 folds them into the reductions of that phase and stores the outputs that became computable.
@@ -86,6 +88,9 @@ class KernelSource:
     fn_name: str = "kernel"
     #: outputs the kernel stores into the input array it reads (output -> that input's node)
     into: dict[Node, Node] = field(default_factory=dict)
+    #: a kernel of scalar results (``generate_kernel(returns=True)``): the outputs it returns,
+    #: in the order of its return tuple (it has no output parameters then)
+    returns: tuple[Node, ...] = ()
 
     def unbacked(self) -> dict[str, tuple[Node, int]]:
         """The unbacked sizes (``ops.unbacked``) a call computes with (its extents, its
@@ -121,10 +126,12 @@ SMALL_EXTENT = 4
 
 
 class _KernelWriter:
-    def __init__(self, group: FusionGroup, parallel: bool, into: dict[Node, Node]) -> None:
+    def __init__(self, group: FusionGroup, parallel: bool, into: dict[Node, Node],
+                 returns: bool = False) -> None:
         self.g = group
         self.parallel = parallel
         self.into = into
+        self.returns = returns
         d = group.domain
         self.ndim = len(d)
         self.loop_axes = group.reduce_axes or ((self.ndim - 1,) if self.ndim else ())
@@ -461,6 +468,8 @@ class _KernelWriter:
         return depth
 
     def write(self) -> KernelSource:
+        if self.returns:
+            return self._write_returning()
         for out in self.g.outputs:
             name = self._param(out, "output")
             for t, k in enumerate(self.g.maps[out]):
@@ -475,6 +484,32 @@ class _KernelWriter:
             if not self.plan.in_loop(out):
                 self._store(out, depth)
         return self._assemble()
+
+    def _write_returning(self) -> KernelSource:
+        """The kernel of a group whose every output is a scalar or 0-d: it returns them (a
+        tuple, in ``group.outputs`` order) where the other kernels store into 0-d buffers. An
+        inlined caller then keeps them in registers (a loop's accumulator). Each is converted
+        to its output's dtype, as storing it into a buffer of that dtype converted it."""
+        if self.outer_axes or any(array_meta(out).shape for out in self.g.outputs):
+            raise ValueError("a kernel returns scalar outputs only")
+        phases = self.plan.phases()
+        if self.plan.spill_host:
+            raise ValueError("a kernel returning its outputs keeps no value in a buffer")
+        self._outer_values(0, 1)
+        for ph in phases:
+            self._phase(ph, 1)
+        values = []
+        for out in self.g.outputs:
+            dtype = array_meta(out).dtype
+            # (numba's own type of the expression may be wider than the output's dtype, a
+            # narrow int computed as int64: the conversion is the buffer store's)
+            values.append(f"{dtype_ctor(dtype)}({self.v(out)})")
+        self.lines.append(f"    return ({''.join(v + ', ' for v in values)})")
+        source = self._assemble()
+        if any(a.kind == "output" for a in source.args):
+            raise ValueError("a kernel returning its outputs writes a buffer")
+        source.returns = tuple(self.g.outputs)
+        return source
 
     def _assemble(self) -> KernelSource:
         extents = []
@@ -542,12 +577,17 @@ def _constant_reciprocal(node: Node, low: object) -> np.floating | None:
 
 
 def generate_kernel(group: FusionGroup, parallel: bool,
-                    into: dict[Node, Node] | None = None) -> KernelSource:
+                    into: dict[Node, Node] | None = None, returns: bool = False) -> KernelSource:
     """The module source of ``group``'s kernel; ``{cache}`` in it is filled in by the caller.
 
     ``into`` maps outputs to the input each is stored into (``program.direct_writes``: an
     elementwise group whose every read of that input is at the index it writes). The caller
-    passes that input's array, or a C-contiguous copy of it when it must not be written."""
+    passes that input's array, or a C-contiguous copy of it when it must not be written.
+
+    ``returns``: a serial kernel of scalar (0-d) outputs returns them instead (a tuple,
+    ``KernelSource.returns``); ``ValueError`` if the group has an output of another shape."""
     if into and group.reduce_axes:
         raise ValueError("a kernel with reductions cannot store into an input it reads")
-    return _KernelWriter(group, parallel, into or {}).write()
+    if returns and (parallel or into):
+        raise ValueError("a returning kernel is serial and stores into no input")
+    return _KernelWriter(group, parallel, into or {}, returns).write()

@@ -112,6 +112,11 @@ def _loop_source(node: Node, op: str, prepare: Callable[[Graph], Graph]) -> Writ
         if isinstance(meta, ScalarMeta) and meta.type not in (int, float):
             raise NotCompilable(f"a carried or outer Python {meta.type.__name__}")
     params = [f"p{k}" for k in range(len(values))]
+    for param, v in zip(params, values):  # the ints the loop is given, as bounds of its index
+        if type(v) is int:
+            writer.ranges[param] = (v, v)
+        elif symbol_name(v) is not None:  # (an array's length: the caller passes its value)
+            writer.ranges[param] = (0, 2**63 - 1)
     if op == "while_loop":
         _cond, _body, carried, cond_extra, _extra = (*node.args, (), ())[:5]
         n, m = len(carried), len(cond_extra)

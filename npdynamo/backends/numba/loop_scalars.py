@@ -1,8 +1,10 @@
 """Python numbers in loop programs: the loop writer's nopython code for Python int and float
 arithmetic and comparisons (``loop_writer.Writer`` mixes ``ScalarCode`` in), with Python's
 semantics where int64 differs (``loop_runtime``'s checked helpers raise, and the loop then
-reruns in Python), and the rewrite that lets kernels take the loop index where it meets
-float64 arrays. ``NotCompilable``/``NoNopythonForm`` say what the writer cannot express."""
+reruns in Python; plain int64 arithmetic where the operands' intervals prove every result fits,
+``int_range``: a range's index plus or minus constants and array lengths), and the rewrite
+that lets kernels take the loop index where it meets float64 arrays.
+``NotCompilable``/``NoNopythonForm`` say what the writer cannot express."""
 
 from __future__ import annotations
 
@@ -71,17 +73,68 @@ def int_operands_as_floats(graph: Graph) -> None:
             node.replace_input_with(a, as_float)
 
 
+#: the values an int64 holds: a Python int result proved within them is the int64 result
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def _within(lo: int, hi: int) -> tuple[int, int] | None:
+    return (lo, hi) if INT64[0] <= lo and hi <= INT64[1] else None
+
+
+def int_range(name: str, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int] | None:
+    """The values Python's ``a <op> b`` can take for ints within the intervals ``a`` and
+    ``b``, when every one of them fits in an int64 (then int64 arithmetic gives Python's exact
+    result: no overflow check is needed); None otherwise, or for an op not bounded here."""
+    if name == "py_add":
+        return _within(a[0] + b[0], a[1] + b[1])
+    if name == "py_sub":
+        return _within(a[0] - b[1], a[1] - b[0])
+    if name == "py_mul":
+        products = [x * y for x in a for y in b]
+        return _within(min(products), max(products))
+    if b[0] == b[1] and b[0] > 0:  # a positive constant divisor: no ZeroDivisionError
+        if name == "py_floordiv":
+            return (a[0] // b[0], a[1] // b[0])
+        if name == "py_mod":  # (Python's modulo takes the divisor's sign, as numba's does)
+            return (0, b[0] - 1)
+    return None
+
+
 class ScalarCode:
     """Expressions of Python numbers' ops (a mixin of the writer, whose ``value`` renders an
-    operand)."""
+    operand). ``ranges``: the interval of values of each int local the writer proved bounded
+    (a loop index, arithmetic on it and on constants and sizes), each assigned once."""
+
+    ranges: dict[str, tuple[int, int]]
 
     def value(self, v: Any, env: dict[Node, str]) -> str:  # pragma: no cover - the writer's
         raise NotImplementedError
+
+    def interval(self, v: Any, env: dict[Node, str]) -> tuple[int, int] | None:
+        """The values the int operand ``v`` can take (None: not known to be bounded)."""
+        if type(v) is int:
+            return (v, v)
+        if isinstance(v, Node) and v in env:
+            return self.ranges.get(env[v])
+        return self.expr_interval(self.value(v, env)) if v is not None else None
+
+    def expr_interval(self, expr: str) -> tuple[int, int] | None:
+        try:
+            c = int(expr)
+        except ValueError:
+            return self.ranges.get(expr)
+        return (c, c)
 
     def py_binary(self, node: Node, name: str, env: dict[Node, str]) -> str:
         a, b = (self.value(v, env) for v in node.args)
         kind = self.py_kind(node)
         if kind is int:
+            ia, ib = (self.interval(v, env) for v in node.args)
+            if ia is not None and ib is not None and int_range(name, ia, ib) is not None:
+                # every result fits in an int64 (``int_range``): plain int64 arithmetic,
+                # which LLVM folds into the indexing, where the checked helper cannot be
+                symbol = {"py_floordiv": "//", "py_mod": "%"}.get(name) or PY_BINARY[name]
+                return f"({a} {symbol} {b})"
             return f"{INT_HELPERS[name]}({a}, {b})"
         if name not in PY_BINARY:
             raise NoNopythonForm(f"{name} of Python floats")

@@ -30,11 +30,13 @@ from npdynamo.backends.numba.loop_creation import CreationCode
 from npdynamo.backends.numba.loop_inplace import InPlacePlan
 from npdynamo.backends.numba.loop_scalars import (
     COMPARISONS,
+    INT64,
     INT_HELPERS,
     NoNopythonForm,
     NotCompilable,
     ScalarCode,
     int_operands_as_floats,
+    int_range,
     node_meta,
 )
 from npdynamo.fx.graph import Graph
@@ -42,7 +44,7 @@ from npdynamo.fx.node import Node
 from npdynamo.fx.subgraphs import is_loop, is_subgraph
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic import SymInt
-from npdynamo.ops.symbolic_code import free_symbol_names, python_source
+from npdynamo.ops.symbolic_code import free_symbol_names, python_source, symbol_name
 
 _MATMUL_HELPERS = {(2, 1): "matvec", (1, 2): "vecmat", (2, 2): "matmat", (1, 1): "vecvec"}
 
@@ -87,6 +89,8 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
         self.loop_depth = 0  # loops around the code being emitted
         self.c_ordered: set[Node] = set()  # arrays known C-contiguous (``CreationCode``)
         self.gathered: dict[Node, tuple[str, str]] = {}  # y[index] read by its dot (vecvec)
+        self.unboxed: set[Node] = set()  # 0-d arrays that are numbers in the code (kernel)
+        self.ranges: dict[str, tuple[int, int]] = {}  # bounded int locals (``ScalarCode``)
 
     def fresh(self, hint: str = "v") -> str:
         self._count += 1
@@ -176,20 +180,33 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
         # step), and the tuner that picks parallel or serial per graph cannot swap the
         # kernels compiled into this function; the loop's speed comes from having no
         # Python between iterations
-        ks = generate_kernel(group, parallel=False)
-        module, _path, _source = diskcache.load_kernel_module(ks.source)
-        scalar = all(not arg.value.meta["val"].shape for arg in ks.args
-                     if arg.kind == "output")
         # a kernel giving scalars (or 0-d arrays) is a few instructions: called, passing its
         # 0-d buffers costs more than its work (~70 ns a call); inlined, they are registers.
         # Only in a loop: numba's inlining costs compile time per call site, and a call that
         # runs once (a whole graph's top level) does not repay it
+        scalar = all(not node_meta(out).shape for out in group.outputs)
         inline = scalar and self.loop_depth > 0
+        returns = scalar and all(self.unboxable(out) for out in group.outputs)
+        ks = generate_kernel(group, parallel=False, returns=returns)
+        module, _path, _source = diskcache.load_kernel_module(ks.source)
         callee = self.bind(inline_kernel(module.kernel) if inline else module.kernel,
                            f"kernel{group.index}_")
         for name, (node, d) in ks.unbacked().items():  # read from the slice given
             self.loop_symbols.add(name)  # (per iteration: never read at entry nor hoisted)
             self.emit(f"{self.symbol(name)} = {self.value(node, env)}.shape[{d}]", depth)
+        if returns:
+            # the kernel returns its values: locals, which LLVM keeps in registers (a
+            # loop's accumulator) where a 0-d buffer is a store and a load per iteration
+            names = [self.fresh() for _ in ks.returns]
+            for node, name in zip(ks.returns, names):
+                env[node] = name
+                if not node_meta(node).scalar:  # a 0-d array only read as its element
+                    self.unboxed.add(node)
+            args = [self.bind(a.value, "const") if a.kind == "const" else
+                    self.size(a.value) if a.kind in ("extent", "size") else
+                    self.value(a.value, env) for a in ks.args]
+            self.emit(f"{''.join(n + ', ' for n in names)}= {callee}({', '.join(args)})", depth)
+            return
         args, after = [], []
         slots: dict[str, int] = {}  # per dtype, the NumPy-scalar outputs given a buffer so far
         for arg in ks.args:
@@ -227,6 +244,25 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
         for line in after:
             self.emit(line, depth)
 
+    def unboxable(self, node: Node) -> bool:
+        """Whether a kernel's 0-d output can be a number in the loop: a NumPy scalar, or a
+        0-d array read by nothing but ``x[()]`` (which gives that number: ``op_getitem``)."""
+        meta = node_meta(node)
+        if not isinstance(meta, ArrayMeta) or meta.shape:
+            return False
+        return meta.scalar or all(
+            getattr(user.target, "name", "") == "getitem" and user not in self.in_kernels
+            and user.args[0] is node and type(user.args[1]) is tuple and not user.args[1]
+            and not user.kwargs
+            for user in node.users)
+
+    def result_interval(self, node: Node, name: str,
+                        env: dict[Node, str]) -> tuple[int, int] | None:
+        if self.py_kind(node) is not int:
+            return None
+        ia, ib = (self.interval(v, env) for v in node.args)
+        return None if ia is None or ib is None else int_range(name, ia, ib)
+
     def stays_inside(self, node: Node) -> bool:
         """Whether nothing holds ``node``'s array (or a view of it) after the iteration: it
         is read by kernels, ``matmul``, ``copy`` and as a ``setitem`` value only, never
@@ -254,7 +290,13 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
             return repr(d)
         if type(d) is not SymInt:
             raise NotCompilable(f"a size {d!r}")
-        return python_source(d, self.symbol)
+        expr = python_source(d, self.symbol)
+        name = symbol_name(d)
+        if name is not None and name not in self.loop_symbols:
+            # an array's length, read once at entry (or an unbacked slice length): a
+            # dimension, so within 0..2**63-1
+            self.ranges[expr] = (0, INT64[1])
+        return expr
 
     def symbol(self, name: str) -> str:
         return self.symbols.setdefault(name, f"z_{name}")
@@ -286,9 +328,11 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
             self.gathered[node] = (self.value(node.args[0], env), self.value(node.args[1], env))
             env[node] = "<gathered>"
             return
+        bounded = None  # an int result's proved interval (``ScalarCode.ranges``)
         try:
             if name in INT_HELPERS:
                 expr = self.py_binary(node, name, env)
+                bounded = self.result_interval(node, name, env)
             elif name in ("py_neg", "py_pos", "py_abs", "py_truediv"):
                 expr = self.py_other(node, name, env)
             elif name in COMPARISONS:
@@ -302,6 +346,8 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
             return
         env[node] = self.fresh()
         self.emit(f"{env[node]} = {expr}", depth)
+        if bounded is not None:
+            self.ranges[env[node]] = bounded
 
     def numpy_call(self, node: Node, name: str, env: dict[Node, str], depth: int) -> str:
         """An op without a nopython form, called from the compiled loop in object mode (its
@@ -431,6 +477,8 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
                 is_loop(user) or getattr(user.target, "name", "") == "cond"
                 for user in node.users):
             raise NotCompilable("a view (getitem) passed into a branch or loop")
+        if x in self.unboxed:  # (``unboxable``: the only read of a returned 0-d value)
+            return self.value(x, env)
         return f"{self.value(x, env)}[{self.index(index, env)}]"
 
     def op_setitem(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
@@ -570,6 +618,9 @@ class Writer(InPlacePlan, ScalarCode, CreationCode):
                   body_extra: list[str], depth: int, shared: set[int] = frozenset()) -> str:
         names = self._carry(carried, depth)
         index = self.fresh("i")
+        bounds = self.expr_interval(lower), self.expr_interval(upper)
+        if None not in bounds:  # (a range's index lies in [lower, upper - 1] when it runs)
+            self.ranges[index] = (bounds[0][0], bounds[1][1] - 1)
         header = len(self.lines)
         self.emit(f"for {index} in range({lower}, {upper}):", depth)
         self.written = ()
