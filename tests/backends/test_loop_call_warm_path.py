@@ -41,9 +41,12 @@ class CountingDispatcher:
 
 
 def compiled_loop(fn, *args) -> tuple:
-    """``fn`` compiled on numba and called once; its one LoopCall, with a counting dispatcher."""
+    """``fn`` compiled on numba and called once; its one LoopCall, with a counting dispatcher.
+    (``type(o)``, not ``isinstance``: a dead weak proxy among the heap's objects raises
+    ReferenceError when asked for its class)"""
     nd.reset()
-    old = [o for o in gc.get_objects() if isinstance(o, LoopCall)]  # (held: their ids stay theirs)
+    # (held: their ids stay theirs)
+    old = [o for o in gc.get_objects() if issubclass(type(o), LoopCall)]
     before = {id(o) for o in old}
     compiled = nd.compile(fn, backend="numba")
     run = run_both(fn, compiled, args, {})
@@ -51,7 +54,7 @@ def compiled_loop(fn, *args) -> tuple:
     # (a loop with other work around it runs as the whole graph's function, a ``GraphCall``:
     # the same warm path)
     calls = [o for o in gc.get_objects()
-             if isinstance(o, LoopCall) and o.record.runs and id(o) not in before]
+             if issubclass(type(o), LoopCall) and o.record.runs and id(o) not in before]
     assert len(calls) == 1, calls
     (call,) = calls
     call.jit = CountingDispatcher(call.jit)
