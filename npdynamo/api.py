@@ -26,6 +26,7 @@ from npdynamo.backends import lookup_backend
 from npdynamo.backends.registry import compile_hook
 from npdynamo.capture import dynamic_dims
 from npdynamo.capture.breaks.resume import CompileSession
+from npdynamo.capture.bytecode.break_code import forget_break_codes
 from npdynamo.capture.bytecode.generate import forget_resume_codes
 from npdynamo.capture.compile_frame import new_session
 from npdynamo.capture.hooks.cache import COMPILE_LOCK, forget_entries
@@ -101,10 +102,10 @@ def enable(backend: str | Callable = "eager") -> Region:
 
 
 #: What ``reset()`` forgets, stage by stage: compiled entries, recompile records and refusals;
-#: region-hooked functions (their code restored); resume functions' generated code; what
-#: automatic dynamic shapes learnt.
+#: region-hooked functions (their code restored); resume functions' and broken frames'
+#: generated code; what automatic dynamic shapes learnt.
 _FORGET: tuple[Callable[[], None], ...] = (
-    forget_entries, unhook_all, forget_resume_codes, dynamic_dims.forget,
+    forget_entries, unhook_all, forget_resume_codes, forget_break_codes, dynamic_dims.forget,
 )
 
 

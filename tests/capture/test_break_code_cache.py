@@ -3,7 +3,7 @@
 A loop whose body breaks captures its resume function again at each guard miss (an item of a new
 type, an array of a new shape), and each capture breaks at the same instruction with the same
 stack, locals and resume functions: only the prefix (the graph before the break) differs. So
-``bytecode/generate.break_code`` encodes the code once and each entry gets a copy with its own
+``bytecode/break_code.break_code`` encodes the code once and each entry gets a copy with its own
 prefix in the constant's place. Counted, never timed:
 
 - the same results, arguments after the call and printed output as plain Python, with exact
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.capture.bytecode import generate as gen
+from npdynamo.capture.bytecode import break_code as gen
 from tests.differential import check_same
 
 

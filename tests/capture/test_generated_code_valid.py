@@ -15,7 +15,7 @@ import bytecode as bc
 import numpy as np
 import pytest
 
-from npdynamo.capture.bytecode import generate, liveness
+from npdynamo.capture.bytecode import break_code, generate, liveness
 from tests.code_check import problems
 from tests.differential import check_same
 
@@ -26,13 +26,15 @@ PY = sys.version_info[:2]
 def generated(monkeypatch):
     """Every code object the capture assembles during the test."""
     made: list = []
-    to_code, encode = generate._to_code, liveness.encode
+    to_code, encode = generate.to_code, liveness.encode
 
     def keep(code):
         made.append(code)
         return code
 
-    monkeypatch.setattr(generate, "_to_code", lambda b, original: keep(to_code(b, original)))
+    # resume functions (generate) and broken frames' code (break_code) end in to_code
+    for module in (generate, break_code):
+        monkeypatch.setattr(module, "to_code", lambda b, original: keep(to_code(b, original)))
     monkeypatch.setattr(liveness, "encode", lambda b: keep(encode(b)))
     return made
 

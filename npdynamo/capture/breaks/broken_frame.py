@@ -6,7 +6,7 @@ point gives the translator's exact state there: the graph of everything before i
 (NULL slots included) and the bound locals and cells. From that state the entry gets:
 
 * a *prefix* function (generated Python): call the compiled graph, rebuild the live values;
-* the *break code* (``bytecode/generate.break_code``): prefix, the instruction natively, then a
+* the *break code* (``bytecode/break_code.py``): prefix, the instruction natively, then a
   resume function — one per way out of the instruction (a branch has two).
 
 A user function called natively at the break goes through ``npdynamo.compile`` so it is captured
@@ -25,6 +25,7 @@ from npdynamo.capture.breaks.native_tail import native_stops
 from npdynamo.capture.breaks.reasons import GraphBreakReason
 from npdynamo.capture.breaks.resume import CompileSession, TailCall, finish
 from npdynamo.capture.bytecode import generate as gen
+from npdynamo.capture.bytecode.break_code import BreakPlan, Continuation, break_code
 from npdynamo.capture.bytecode.liveness import hand_over, live_locals
 from npdynamo.capture.calls import class_attribute
 from npdynamo.capture.entry import (
@@ -179,7 +180,7 @@ def build_break_entry(
             )
     except Exception as error:  # the bytecode library refused the layout: never a crash
         raise CannotBreak(f"cannot generate the resume function ({error})") from error
-    plan = gen.BreakPlan(
+    plan = BreakPlan(
         code,
         tuple(ctx.arg_names),
         start,
@@ -199,7 +200,7 @@ def build_break_entry(
         ),
     )
     try:
-        new_code = gen.break_code(plan)
+        new_code = break_code(plan)
     except Exception as error:  # the bytecode library refused the layout: never a crash
         raise CannotBreak(f"cannot generate the broken frame's code ({error})") from error
     _log_bytecode(code, new_code)
@@ -234,7 +235,7 @@ def _continuations(code, start, index, kinds, local_names, context, glob):
     if ins.name not in gen.TERMINAL:
         after = gen.stack_after(block, kinds, jump=False)
         key = gen.ResumeKey(code, _past_labels(instrs, index + 1), after, local_names)
-        fallthrough = gen.Continuation(context.resume_call(key, glob), after, local_names,
+        fallthrough = Continuation(context.resume_call(key, glob), after, local_names,
                                        attribute="take")
     if ins.has_jump():
         after = gen.stack_after(block, kinds, jump=True)
@@ -242,7 +243,7 @@ def _continuations(code, start, index, kinds, local_names, context, glob):
         if ins.name == "FOR_ITER":
             target = gen.exhausted_start(instrs, target)
         key = gen.ResumeKey(code, _past_labels(instrs, target), after, local_names)
-        branch = gen.Continuation(context.resume_call(key, glob), after, local_names,
+        branch = Continuation(context.resume_call(key, glob), after, local_names,
                                   attribute="take")
     return fallthrough, branch
 
@@ -286,7 +287,7 @@ def _native_tail(code, start, index, kinds, local_names, kept, context, glob) ->
         if at is None:
             return ()
         key = gen.ResumeKey(original, stop.position, stop.stack, stop.locals)
-        result.append((at, gen.Continuation(context.resume_call(key, glob), stop.stack,
+        result.append((at, Continuation(context.resume_call(key, glob), stop.stack,
                                             stop.locals, attribute="take")))
     return tuple(result)
 
