@@ -12,7 +12,23 @@ rebinds its name. ``report`` is a ``BackendReport`` (``NumbaReport``, ``Schedule
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
+
+
+class GuardedInput(NamedTuple):
+    """What the entry's guards prove about one graph input on every call that reaches the
+    compiled graph (``placeholder.meta[GUARDED]``, set by capture): ``type(value) is type``,
+    ``value.dtype == dtype`` and ``value.ndim == ndim`` (None: not guarded). Set only where the
+    input is a frame argument passed to the graph as that very object, right after the guard
+    function accepted it; a backend may then skip testing these again on its warm path."""
+
+    type: type
+    dtype: Any = None
+    ndim: int | None = None
+
+
+#: the placeholder meta key of a ``GuardedInput``
+GUARDED = "guarded"
 
 
 class BackendReport:

@@ -19,9 +19,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from npdynamo.backends.compile import CompiledGraph, compile_graph
-from npdynamo.backends.report import BackendReport, Compiled
+from npdynamo.backends.report import GUARDED, BackendReport, Compiled, GuardedInput
 from npdynamo.capture.bytecode.liveness import hand_over
-from npdynamo.capture.guards import GuardKind, GuardSet, Owners, Source, SourceTuple
+from npdynamo.capture.guards import (
+    GuardKind,
+    GuardSet,
+    LocalSource,
+    Owners,
+    Source,
+    SourceTuple,
+)
 from npdynamo.capture.guards.guard import frame_params
 from npdynamo.capture.hooks.dispatch import make_python_call
 from npdynamo.capture.pysource import Namespace, make_function
@@ -105,6 +112,7 @@ def finish_graph(
     output = ctx.graph.output(tuple(rebuilder.nodes))
     output.meta["write_back"] = write_back_targets(ctx, rebuilder)
     sources = dict(ctx.placeholders)
+    mark_guarded_inputs(ctx)
     graph = compile_graph(
         ctx.graph,
         lambda node: read_source(sources[node], frame_args, ctx),
@@ -113,6 +121,28 @@ def finish_graph(
         fullgraph=context.fullgraph,
     )
     return graph, [(node, sources[node]) for node in graph.inputs]
+
+
+def mark_guarded_inputs(ctx: CaptureContext) -> None:
+    """Tell the backend what the guards prove about each graph input (``GuardedInput``).
+
+    Only frame arguments (``LocalSource``): the dispatcher calls the guard function and then
+    the entry's runner with the same argument objects, and the runner passes ``a<i>`` to the
+    graph as it is (``generated_function``), so what the guard checked holds for the very
+    object the graph gets. An attribute or item is read again by the runner (a property could
+    give another object), so it gets no mark. The guards taken here are never dropped later
+    (``finish_guards`` only adds the symbolic sizes' guard)."""
+    guards = ctx.guards
+    for node, source in ctx.placeholders:
+        if type(source) is not LocalSource:
+            continue
+        kind = guards.expected(source, GuardKind.TYPE)
+        if not isinstance(kind, type):  # (a type defined in a function is held as ``Seen``)
+            continue
+        shape = guards.expected(source, GuardKind.SHAPE)
+        node.meta[GUARDED] = GuardedInput(
+            kind, guards.expected(source, GuardKind.DTYPE),
+            len(shape) if isinstance(shape, tuple) else None)
 
 
 def check_written_arrays(ctx: CaptureContext) -> None:

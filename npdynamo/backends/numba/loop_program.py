@@ -54,6 +54,7 @@ from npdynamo import progress
 from npdynamo.backends.numba import diskcache, errstate, threads
 from npdynamo.backends.numba.loop_runtime import UnexpectedValue
 from npdynamo.backends.numba.loop_writer import NotCompilable, Writer, node_meta
+from npdynamo.backends.report import GUARDED, GuardedInput
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.fx.subgraphs import is_loop
@@ -229,9 +230,12 @@ class LoopCall:
                     self.record.runs += 1
                     if not self._specialised:
                         self._specialised = True
-                        self.run = _fast_path(self, args, flat) or self.run
+                        self._specialise(args, flat)
                     return tuple(conv(v) for conv, v in zip(self.convert, out))
         return self.impl(*args)
+
+    def _specialise(self, args: tuple, flat: tuple) -> None:
+        self.run = _fast_path(self, args, flat) or self.run
 
     def _run(self, flat: tuple) -> tuple:
         if self.jit.overloads:
@@ -256,6 +260,16 @@ class GraphCall(LoopCall):
         # every argument counts as carried: a read-only array would take another numba type
         # than the arrays a loop in the graph carries on from it (the program runs that call)
         self.carried = (0, len(self.metas))
+        #: what the entry's guards prove about each argument (``GuardedInput``, or None)
+        self.guarded = [p.meta.get(GUARDED) for p in graph.placeholders]
+        # ``forward`` is what the program (and the tuner, the tiers, the entry) holds: a
+        # function of its own, whose code the warm path replaces once a call ran compiled
+        # (``_specialise``), so that no frame of this class is left between the entry's
+        # runner and the machine code
+        self._scope = {"general": self._general}
+        self.forward: Callable[..., tuple] = define(
+            "def forward(*args):\n    return general(*args)\n", "forward", self._scope,
+            label="graph-call")
 
     @staticmethod
     def _no_program(*args: Any) -> tuple:
@@ -269,12 +283,18 @@ class GraphCall(LoopCall):
     def program(self, fn: Callable[..., tuple]) -> None:
         self.impl = fn
 
-    def forward(self, *args: Any) -> tuple:
+    def _general(self, *args: Any) -> tuple:
         """The graph's program: under a user's ``np.errstate`` NumPy itself must raise or
         warn, so the usual program (which runs the eager backend then) takes the call."""
         if errstate.current() is not errstate.DEFAULT and not errstate.kernels_may_run():
             return self.impl(*args)
-        return self.run(*args)
+        return self.__call__(*args)  # (``run`` is the warm path, whose other way this is)
+
+    def _specialise(self, args: tuple, flat: tuple) -> None:
+        fast = _fast_path(self, args, flat, guarded=self.guarded, scope=self._scope)
+        if fast is not None:
+            self.run = fast
+            self.forward.__code__ = fast.__code__  # (its names are in the shared scope)
 
 
 def _outputs(graph: Graph) -> tuple:
@@ -289,13 +309,20 @@ def _outputs(graph: Graph) -> tuple:
 _FLAG_BITS = 0x1 | 0x2 | 0x100 | 0x400
 
 
-def _fast_path(call: LoopCall, args: tuple, flat: tuple) -> Callable[..., tuple] | None:
+def _fast_path(call: LoopCall, args: tuple, flat: tuple, *,
+               guarded: list[GuardedInput | None] | None = None,
+               scope: dict | None = None) -> Callable[..., tuple] | None:
     """The loop node's call as one generated function: when every argument has the type and
     flags it had in ``flat`` (a call that ran compiled), it calls the machine code numba
     compiled for them (``entry_point``: no type resolution by numba's dispatcher) and
     converts the results as ``LoopCall`` does; any other argument goes the general way
     (``call.__call__``), and a raise reruns the Python loop. None: no specialisation of
-    numba's matches ``flat`` exactly (numba converted an argument), so no fast path."""
+    numba's matches ``flat`` exactly (numba converted an argument), so no fast path.
+
+    A whole graph's call (``GraphCall``) gives ``guarded``, what the entry's guards prove
+    about each argument (``_tests``: those tests are left out), and ``scope``, the globals
+    of its ``forward`` (the function is defined there, its code becomes ``forward``'s); its
+    warm path tests NumPy's error state too (``GraphCall._general`` decides otherwise)."""
     jit = call.jit
     try:
         signature = tuple(jit.typeof_pyval(v) for v in flat)
@@ -304,7 +331,7 @@ def _fast_path(call: LoopCall, args: tuple, flat: tuple) -> Callable[..., tuple]
     compiled = jit.overloads.get(signature)
     if compiled is None or len(flat) != len(call.metas):
         return None
-    ns = Namespace(reserved=[f"a{k}" for k in range(len(args))] +
+    ns = Namespace(scope, reserved=[f"a{k}" for k in range(len(args))] +
                    [f"p{k}" for k in range(len(flat))] + ["out"])
     params = [f"a{k}" for k in range(len(args))]
     lines = [f"def run({', '.join(params)}):"]
@@ -324,17 +351,19 @@ def _fast_path(call: LoopCall, args: tuple, flat: tuple) -> Callable[..., tuple]
     if len(flat_names) != len(flat):
         return None
     tests = []
-    for name, value in zip(flat_names, flat):
-        tests.append(f"type({name}) is {ns.bind(type(value), 'type')}")
-        if isinstance(value, np.ndarray):  # the dtype object, rank and flags numba typed
-            tests += [f"{name}.dtype is {ns.bind(value.dtype, 'dtype')}",
-                      f"{name}.ndim == {value.ndim}",
-                      f"{name}.flags.num & {_FLAG_BITS} == {value.flags.num & _FLAG_BITS}"]
+    if scope is not None:  # (``errstate.current`` is ``ContextVar.get``: no Python frame)
+        tests.append(f"{ns.bind(errstate.current, 'errstate')}() is "
+                     f"{ns.bind(errstate.DEFAULT, 'default_errstate')}")
+    facts = guarded or [None] * len(flat)
+    for name, value, fact in zip(flat_names, flat, facts):
+        tests += _tests(name, value, fact, ns)
     results = ", ".join(
         f"out[{k}]" if isinstance(meta, ArrayMeta) and not meta.scalar
         else f"{ns.bind(conv, 'convert')}(out[{k}])"
         for k, (conv, meta) in enumerate(zip(call.convert, call.node_results)))
     everything = ", ".join(params)
+    # (a whole graph's other way decides on the error state first: ``GraphCall._general``)
+    general = call.__call__ if scope is None else scope["general"]
     entry = ns.bind(compiled.entry_point, "entry")
     lines += [f"    if {' and '.join(tests) or 'True'}:",
               "        try:",
@@ -343,8 +372,32 @@ def _fast_path(call: LoopCall, args: tuple, flat: tuple) -> Callable[..., tuple]
               f"            return {ns.bind(call.impl, 'impl')}({everything})",
               f"        {ns.bind(call.record, 'record')}.runs += 1",
               f"        return ({results}{',' if len(call.convert) == 1 else ''})",
-              f"    return {ns.bind(call.__call__, 'general')}({everything})"]
-    return define("\n".join(lines) + "\n", "run", ns, label="loop-call")
+              f"    return {ns.bind(general, 'general')}({everything})"]
+    if scope is None:
+        return define("\n".join(lines) + "\n", "run", ns, label="loop-call")
+    scope.update(ns.values)
+    return define("\n".join(lines) + "\n", "run", scope, label="graph-call")
+
+
+def _tests(name: str, value: Any, fact: GuardedInput | None, ns: Namespace) -> list[str]:
+    """The tests that ``name`` is typed by numba as ``value`` was, less what ``fact`` proves.
+
+    ``fact`` (the guards' ``GuardedInput``) holds on every call for the very object ``name``
+    is: a test it implies is left out, each one only where ``value`` (the argument of the
+    call the specialisation was made for, which passed the same guards) agrees with it.
+    numba types an array by its dtype's equality (``from_dtype``), which the guard's
+    ``is ... or ==`` tests. The flags are never guarded: their test stays."""
+    tests = []
+    if fact is None or type(value) is not fact.type:
+        tests.append(f"type({name}) is {ns.bind(type(value), 'type')}")
+    if isinstance(value, np.ndarray):  # the dtype object, rank and flags numba typed
+        if fact is None or fact.dtype is None or value.dtype != fact.dtype or \
+                type(value) is not fact.type:
+            tests.append(f"{name}.dtype is {ns.bind(value.dtype, 'dtype')}")
+        if fact is None or fact.ndim != value.ndim or type(value) is not fact.type:
+            tests.append(f"{name}.ndim == {value.ndim}")
+        tests.append(f"{name}.flags.num & {_FLAG_BITS} == {value.flags.num & _FLAG_BITS}")
+    return tests
 
 
 def _described(namespace: dict) -> str | None:

@@ -111,6 +111,11 @@ class GuardSet:
         """Whether a guard of ``kind`` (a fact about one source, not a relation) is on it."""
         return (source, kind, None) in self._index
 
+    def expected(self, source: Source, kind: GuardKind) -> object | None:
+        """What the guard of ``kind`` on ``source`` expects (None: no such guard)."""
+        guard = self._index.get((source, kind, None))
+        return None if guard is None else guard.expected
+
     def ordered(self) -> list[Guard]:
         return sorted(self.guards, key=lambda g: g.kind)
 
