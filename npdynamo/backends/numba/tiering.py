@@ -126,18 +126,30 @@ def finish(pending: Any, tiered: Any, begun: float, shown: Any) -> Compiled | No
     fn = as_compiled(fn)
     if fn.report is not report:
         fn = fn.with_report(report)
-    calls = tiered.eager_calls
     took = time.perf_counter() - begun
     report.compile_time_s = took
-    ran = "call 1" if calls == 1 else f"calls 1-{calls}"
-    text = (f"the compiled tier took over at call {calls + 1}, {took:.1f} s after capture "
-            f"({ran} ran on the eager tier)" if calls else
-            f"the compiled tier took over before its first call, {took:.1f} s after capture")
+    text = _took_over(tiered, took)
     report.tier = text
     pending.note("switched to the compiled tier")
     report.timeline = jobs.timeline(pending.events, sent, pending.begun)
     shown.finished(text)
     return fn
+
+
+def _took_over(tiered: Any, took: float) -> str:
+    """When the compiled tier took over and what ran the calls before (``report.tier``)."""
+    eager, plain = tiered.eager_calls, tiered.plain_calls
+    calls = eager + plain
+    if not calls:
+        return f"the compiled tier took over before its first call, {took:.1f} s after capture"
+    ran = [f"{n} on the eager tier" for n in [eager] if n]
+    ran += [f"{n} in plain Python while compiling" for n in [plain] if n]
+    text = (f"the compiled tier took over at call {calls + 1}, {took:.1f} s after capture "
+            f"({'call 1' if calls == 1 else f'calls 1-{calls}'} ran: {', '.join(ran)})")
+    if tiered.measured is not None:
+        slower = tiered.measured[0] / max(tiered.measured[1], 1e-9)
+        text += f"; the eager tier took {slower:.2f}x plain Python's time a call"
+    return text
 
 
 front.install(prepare, finish)
