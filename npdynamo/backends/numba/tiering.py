@@ -71,11 +71,12 @@ def prepare(pending: Any) -> None:
 
 
 def _load_when_compiled(pending: Any, sent: jobs.Jobs, built: Built) -> None:
-    """Load each part's kernels from the disk cache here, still in the preparing thread, as
-    soon as its worker has compiled them (for the argument types the worker reports): the
-    switch then finds them loaded, and its warm-up run takes milliseconds, where loading took
-    a good part of a second after the last part (numba's runtime set up, each kernel read).
-    What a part does not report (a failed job, numba's fallback) is left to the switch."""
+    """Load each part's kernels and loop programs from the disk cache here, still in the
+    preparing thread, as soon as its worker has compiled them (for the argument types the
+    worker reports): the switch then finds them loaded, and its warm-up run takes
+    milliseconds, where loading took a good part of a second after the last part (numba's
+    runtime set up, each kernel read). What a part does not report (a failed job, numba's
+    fallback) is left to the switch."""
     waiting = sent.live()
     finished: queue.SimpleQueue = queue.SimpleQueue()
     for job in waiting:
@@ -83,8 +84,13 @@ def _load_when_compiled(pending: Any, sent: jobs.Jobs, built: Built) -> None:
     for _ in waiting:  # in the order the parts end
         job = finished.get()
         answer = job.result if job.status == workers.DONE else {}
+        loops = backend.loop_records(built.report)
         for name, signatures in answer.get("signatures", {}).items():
-            dispatcher = built.program.globals.get(name)
+            if name.startswith(backend.LOOP_PREFIX):  # a loop program: loaded here too
+                index = int(name[len(backend.LOOP_PREFIX):])
+                dispatcher = loops[index].dispatcher if index < len(loops) else None
+            else:
+                dispatcher = built.program.globals.get(name)
             for signature in signatures:
                 with front.fork_guard, contextlib.suppress(Exception):
                     diskcache.load_compiled(dispatcher, signature)
