@@ -248,7 +248,8 @@ def finish_entry(
     run, source = generated_function(ctx, "run", graph.compiled, inputs, rebuilder, tail)
     return CompiledEntry(
         ctx.guards.check, run, ctx.guards, graph.graph_module, graph.compiled, run_source=source,
-        python=python_runner(ctx),
+        # (the frame's plain run is made only for a graph that waits for its compiled tier)
+        python=python_runner(ctx) if tiers.waiting(graph.compiled) else None,
     )
 
 
