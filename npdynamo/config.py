@@ -45,6 +45,12 @@ capture_if_branches: bool = True
 tiered: bool = os.environ.get("NPDYNAMO_TIERED", "1").strip().lower() not in (
     "0", "false", "off", "no")
 
+#: While a graph's compiled tier is not ready, an entry whose eager tier measured slower than
+#: the frame run as plain Python (its first calls alternate the two, each call running exactly
+#: one) runs plain Python until the switch (``backends/tiers.py: WhileCompiling``). False: the
+#: eager tier runs every call until the switch.
+plain_while_compiling: bool = True
+
 #: Compile worker processes at most; ``None``: one per core, bounded by the memory available.
 compile_workers: int | None = None
 

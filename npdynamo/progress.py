@@ -151,9 +151,11 @@ class busy:  # noqa: N801 - used as ``with progress.busy():``
 class Background:
     """One graph compiling in the background (a numba tier); ``status()`` gives its progress."""
 
-    def __init__(self, what: str, status: object) -> None:
+    def __init__(self, what: str, status: object, serving: object = None) -> None:
         self.what = what
         self.status = status
+        #: what runs the calls meanwhile (the eager tier, or plain Python), as a phrase
+        self.serving = serving or (lambda: "the eager tier runs its calls")
         self.start = time.perf_counter()
         self.next_line = self.start + _threshold()
         self.shown = False
@@ -163,7 +165,7 @@ class Background:
             self.next_line = now + INTERVAL_S
             self.shown = True
             _write(f"npdynamo: compiling {self.what} in the background: {self.status()}, "
-                   f"{now - self.start:.1f} s; the eager tier runs its calls")
+                   f"{now - self.start:.1f} s; {self.serving()}")
 
     def finished(self, text: str) -> None:
         """The compiled tier took over (``text`` says when); printed if a line was shown."""
@@ -179,9 +181,10 @@ _timer: threading.Thread | None = None
 TICK_S = 0.25
 
 
-def background(what: str, status: object) -> Background:
-    """Show the progress of a background compile of ``what`` until ``finished``."""
-    handle = Background(what, status)
+def background(what: str, status: object, serving: object = None) -> Background:
+    """Show the progress of a background compile of ``what`` until ``finished``; ``serving()``
+    says what runs the calls meanwhile."""
+    handle = Background(what, status, serving)
     with _lock:
         _backgrounds.add(handle)
     _ensure_timer()

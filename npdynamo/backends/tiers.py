@@ -10,6 +10,13 @@ compile, and no call runs half on one tier. Once switched, the graph's ``Compile
 backend returned) retargets to the compiled callable, as the tuner does, so the entry calling
 it skips the eager tier's check from then on.
 
+While the job runs, a frame's entry whose graph waits here may run the frame as plain Python
+instead (``WhileCompiling``, put in front of the entry by the frame cache): the eager tier of a
+loop graph can cost a few times what Python costs per call, and the waiting calls should never
+be much worse than Python. Its first calls alternate the two (each call runs exactly one of
+them, so no side effect happens twice) and time them; if the eager tier was slower, plain
+Python runs every call until the switch, when the entry's own runner takes its place again.
+
 ``synchronize()`` waits for every pending job and switches its graph (benchmarks and tests:
 after it, calls run compiled). The module knows nothing of numba: the backend hands over the
 job (anything with ``done()``/``wait()``) and ``finish``.
@@ -42,6 +49,9 @@ class Tiered:
         self._lock = threading.Lock()
         self.switched = False
         self.eager_calls = 0  # calls the eager tier ran (reports say when the switch came)
+        self.plain_calls = 0  # calls that ran plain Python meanwhile (``WhileCompiling``)
+        #: what ``WhileCompiling`` measured: (eager seconds, plain seconds), the best of each
+        self.measured: tuple[float, float] | None = None
         self.started = time.perf_counter()
         #: what the backend returns: this, until the compiled tier takes over
         self.compiled = Compiled(self, report)
@@ -57,6 +67,15 @@ class Tiered:
         if not self.switched:
             self.eager_calls += 1
         return self._run(*inputs)
+
+    def serving(self) -> str:
+        """What runs the graph's calls now, as the progress line says it."""
+        if self.switched:
+            return "the compiled tier runs its calls"
+        if self.measured is not None and self.measured[0] > SLOWER * self.measured[1]:
+            return (f"plain Python runs its calls while compiling (the eager tier took "
+                    f"{self.measured[0] / max(self.measured[1], 1e-9):.2f}x its time)")
+        return "the eager tier runs its calls"
 
     def settle(self, timeout: float | None = None) -> bool:
         """Wait for the job and switch now; False if ``timeout`` passed first."""
@@ -79,6 +98,65 @@ class Tiered:
             _pending.discard(self)
         self.compiled.retarget(compiled.run)
         compiled.on_retarget(self.compiled.retarget)  # the tuner's choice, once made
+
+
+def waiting(compiled: Compiled | None) -> Tiered | None:
+    """The tiers of a graph still running its eager tier (``compiled`` is what the backend
+    returned, as the entry binds it), else None."""
+    run = getattr(compiled, "run", None)
+    return run if isinstance(run, Tiered) and not run.switched else None
+
+
+#: calls of each kind ``WhileCompiling`` times before it decides (the best of each counts: the
+#: first call of either pays for what runs for the first time)
+SAMPLES = 2
+#: plain Python takes the waiting calls when the eager tier's best time is this much longer
+SLOWER = 1.1
+
+
+class WhileCompiling:
+    """An entry's runner while its graph waits for the compiled tier (module docstring).
+
+    ``run`` is the entry's runner (the eager tier, then the switch), ``plain`` the frame run as
+    plain Python (the same arguments, the same result and effects: the reference), ``rebind``
+    puts ``run`` back in this one's place once the job has ended, so calls after the switch do
+    not pass through here. A call that raises is not timed."""
+
+    def __init__(self, tier: Tiered, run: Callable[..., Any], plain: Callable[..., Any],
+                 rebind: Callable[[Callable[..., Any]], None]) -> None:
+        self.tier, self.run, self.plain, self.rebind = tier, run, plain, rebind
+        self.eager_times: list[float] = []
+        self.plain_times: list[float] = []
+        #: None while measuring, then whether plain Python runs the waiting calls
+        self.plain_wins: bool | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        tier = self.tier
+        if tier.switched or tier.job.done():  # the next call through ``run`` switches
+            self.rebind(self.run)
+            return self.run(*args)
+        if self.plain_wins:
+            tier.plain_calls += 1
+            return self.plain(*args)
+        if self.plain_wins is None:
+            return self._measure(args)
+        return self.run(*args)
+
+    def _measure(self, args: tuple) -> Any:
+        plain = len(self.plain_times) < len(self.eager_times)
+        start = time.perf_counter()
+        if plain:
+            self.tier.plain_calls += 1
+            result = self.plain(*args)
+        else:
+            result = self.run(*args)
+        took = time.perf_counter() - start
+        (self.plain_times if plain else self.eager_times).append(took)
+        if len(self.plain_times) >= SAMPLES and self.plain_wins is None:
+            eager, python = min(self.eager_times), min(self.plain_times)
+            self.tier.measured = (eager, python)
+            self.plain_wins = eager > SLOWER * python
+        return result
 
 
 def synchronize(timeout: float | None = None) -> bool:

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from npdynamo import config
+from npdynamo.backends import tiers
 from npdynamo.backends.compile import CompiledGraph, compile_graph
 from npdynamo.backends.report import GUARDED, BackendReport, Compiled, GuardedInput
 from npdynamo.capture.bytecode.liveness import hand_over
@@ -64,6 +66,18 @@ class CompiledEntry:
     notes: list[str] = field(default_factory=list)
     #: what became of each loop of the frame: in the graph, or unrolled and why (``explain``)
     loops: list[str] = field(default_factory=list)
+    #: the frame run as plain Python (``python_runner``): what may run while the graph's
+    #: compiled tier is not ready (``serve``)
+    python: Callable[..., object] | None = None
+
+    def serve(self, rebind: Callable[[Callable[..., object]], None]) -> Callable[..., object]:
+        """What a frame's cache calls for this entry: ``run``, or while the graph waits for its
+        compiled tier, ``run`` or plain Python, whichever measured faster
+        (``tiers.WhileCompiling``; ``rebind(run)`` puts ``run`` back at the switch)."""
+        tier = tiers.waiting(self.compiled)
+        if tier is None or self.python is None or not config.plain_while_compiling:
+            return self.run
+        return tiers.WhileCompiling(tier, self.run, self.python, rebind)
 
     @property
     def report(self) -> BackendReport | None:
@@ -263,7 +277,9 @@ def finish_entry(
     ctx.finish_guards()
     run, source = generated_function(ctx, "run", graph.compiled, inputs, rebuilder, tail)
     return CompiledEntry(
-        ctx.guards.check, run, ctx.guards, graph.graph_module, graph.compiled, run_source=source
+        ctx.guards.check, run, ctx.guards, graph.graph_module, graph.compiled, run_source=source,
+        # (the frame's plain run is made only for a graph that waits for its compiled tier)
+        python=python_runner(ctx) if tiers.waiting(graph.compiled) else None,
     )
 
 

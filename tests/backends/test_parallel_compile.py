@@ -12,7 +12,7 @@ import pytest
 import npdynamo
 from npdynamo.backends import tiers
 from npdynamo.backends.numba import diskcache
-from npdynamo.backends.numba.backend import kernel_shares, numba_backend
+from npdynamo.backends.numba.backend import kernel_shares, loop_records, numba_backend
 
 
 @pytest.fixture(autouse=True)
@@ -128,6 +128,29 @@ def test_the_graph_goes_to_the_workers_before_numba_is_imported_here():
     before = diskcache.kernel_loads()
     np.testing.assert_allclose(fn(a + 2, w), four_kernels(a + 2, w), rtol=1e-9)
     assert diskcache.kernel_loads() == before  # nothing compiled or loaded at the switch
+
+
+def stencil(u, steps):
+    for _ in range(steps):
+        u[1:-1] = u[1:-1] + 0.1 * (u[2:] - 2 * u[1:-1] + u[:-2])
+    return u
+
+
+def test_a_loop_program_is_loaded_before_the_switch():
+    """The loop program a worker compiled is loaded with the kernels, off the calls' thread:
+    the switch neither compiles nor loads it (it took 0.27 s of the caller's wave call)."""
+    u = np.random.default_rng(3).random(50)
+    fn, tiered, got = _tiered_run(stencil, u.copy(), 20)
+    np.testing.assert_allclose(got, stencil(u.copy(), 20), rtol=1e-12)
+    assert tiered.job.wait(300)  # the job ended and its answer was loaded: no switch yet
+    (record,) = loop_records(tiered.compiled.report)
+    assert not tiered.switched and record.dispatcher.overloads
+    mine = [what for _, what in tiered.job.events]
+    assert "kernels of part 1/1 loaded" in mine
+    loaded = dict(record.dispatcher.overloads)
+    np.testing.assert_allclose(fn(u.copy(), 20), stencil(u.copy(), 20), rtol=1e-12)
+    assert tiered.switched and record.compiled and record.runs >= 1
+    assert dict(record.dispatcher.overloads) == loaded  # nothing compiled at the switch
 
 
 def one_kernel(x):

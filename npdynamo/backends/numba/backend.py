@@ -97,7 +97,22 @@ def compile_for_cache(gm, example_inputs: list, part: int = 0, parts: int = 1,
             compiled = getattr(built.program.globals.get(name), "signatures", None)
             if share[name] == part and compiled:
                 signatures[name] = list(compiled)
+        for i, record in enumerate(loop_records(report)):  # a graph with loops goes whole
+            compiled = getattr(record.dispatcher, "signatures", None)
+            if part == 0 and compiled:
+                signatures[f"{LOOP_PREFIX}{i}"] = list(compiled)
     return fn
+
+
+#: how a loop program's signatures are named in a worker's answer (``LOOP_PREFIX`` + its index
+#: in ``loop_records``): the caller loads them with the kernels, off its calls' thread
+LOOP_PREFIX = "loop:"
+
+
+def loop_records(report: NumbaReport) -> list:
+    """The graph's loop programs (and its whole-graph function), in an order the worker's build
+    and the caller's share (the same graph builds the same program)."""
+    return [r for r in [*report.loops, report.whole] if r is not None]
 
 
 def _first_line(exc: BaseException) -> str:

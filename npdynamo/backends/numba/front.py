@@ -83,8 +83,9 @@ def start(gm: Any, example_inputs: list) -> Compiled | None:
     eager = eager_forward(gm)
     pending = Pending(gm, example_inputs, report, eager)
     begun = time.perf_counter()
-    shown = progress.background(progress.current_what(), pending.status)
     holder: list[tiers.Tiered] = []
+    shown = progress.background(progress.current_what(), pending.status,
+                                lambda: holder[0].serving() if holder else "")
 
     def finish(job: Pending) -> Compiled | None:
         return _stages()[1](job, holder[0], begun, shown)

@@ -70,11 +70,12 @@ def prepare(pending: Any) -> None:
 
 
 def _load_when_compiled(pending: Any, sent: jobs.Jobs, built: Built) -> None:
-    """Load each part's kernels from the disk cache here, still in the preparing thread, as
-    soon as its worker has compiled them (for the argument types the worker reports): the
-    switch then finds them loaded, and its warm-up run takes milliseconds, where loading took
-    a good part of a second after the last part (numba's runtime set up, each kernel read).
-    What a part does not report (a failed job, numba's fallback) is left to the switch."""
+    """Load each part's kernels and loop programs from the disk cache here, still in the
+    preparing thread, as soon as its worker has compiled them (for the argument types the
+    worker reports): the switch then finds them loaded, and its warm-up run takes
+    milliseconds, where loading took a good part of a second after the last part (numba's
+    runtime set up, each kernel read). What a part does not report (a failed job, numba's
+    fallback) is left to the switch."""
     waiting = sent.live()
     finished: queue.SimpleQueue = queue.SimpleQueue()
     for job in waiting:
@@ -82,8 +83,13 @@ def _load_when_compiled(pending: Any, sent: jobs.Jobs, built: Built) -> None:
     for _ in waiting:  # in the order the parts end
         job = finished.get()
         answer = job.result if job.status == workers.DONE else {}
+        loops = backend.loop_records(built.report)
         for name, signatures in answer.get("signatures", {}).items():
-            dispatcher = built.program.globals.get(name)
+            if name.startswith(backend.LOOP_PREFIX):  # a loop program: loaded here too
+                index = int(name[len(backend.LOOP_PREFIX):])
+                dispatcher = loops[index].dispatcher if index < len(loops) else None
+            else:
+                dispatcher = built.program.globals.get(name)
             for signature in signatures:
                 with front.fork_guard, contextlib.suppress(Exception):
                     diskcache.load_compiled(dispatcher, signature)
@@ -125,18 +131,30 @@ def finish(pending: Any, tiered: Any, begun: float, shown: Any) -> Compiled | No
     fn = as_compiled(fn)
     if fn.report is not report:
         fn = fn.with_report(report)
-    calls = tiered.eager_calls
     took = time.perf_counter() - begun
     report.compile_time_s = took
-    ran = "call 1" if calls == 1 else f"calls 1-{calls}"
-    text = (f"the compiled tier took over at call {calls + 1}, {took:.1f} s after capture "
-            f"({ran} ran on the eager tier)" if calls else
-            f"the compiled tier took over before its first call, {took:.1f} s after capture")
+    text = _took_over(tiered, took)
     report.tier = text
     pending.note("switched to the compiled tier")
     report.timeline = jobs.timeline(pending.events, sent, pending.begun)
     shown.finished(text)
     return fn
+
+
+def _took_over(tiered: Any, took: float) -> str:
+    """When the compiled tier took over and what ran the calls before (``report.tier``)."""
+    eager, plain = tiered.eager_calls, tiered.plain_calls
+    calls = eager + plain
+    if not calls:
+        return f"the compiled tier took over before its first call, {took:.1f} s after capture"
+    ran = [f"{n} on the eager tier" for n in [eager] if n]
+    ran += [f"{n} in plain Python while compiling" for n in [plain] if n]
+    text = (f"the compiled tier took over at call {calls + 1}, {took:.1f} s after capture "
+            f"({'call 1' if calls == 1 else f'calls 1-{calls}'} ran: {', '.join(ran)})")
+    if tiered.measured is not None:
+        slower = tiered.measured[0] / max(tiered.measured[1], 1e-9)
+        text += f"; the eager tier took {slower:.2f}x plain Python's time a call"
+    return text
 
 
 front.install(prepare, finish)

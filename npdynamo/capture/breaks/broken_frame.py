@@ -210,10 +210,11 @@ def build_break_entry(
     for cont in (fallthrough, branch, *(cont for _, cont in stops)):
         if cont is not None:
             mark_generated(cont.callable.code)
-    run = _runner(new_code, ctx, python_runner(ctx), GraphFailed)
+    python = python_runner(ctx)
+    run = _runner(new_code, ctx, python, GraphFailed)
     entry = CompiledEntry(
         ctx.guards.check, run, ctx.guards, graph.graph_module, graph.compiled,
-        graph_break=reason, run_source=source,
+        graph_break=reason, run_source=source, python=python,
     )
     entry.notes.append(f"graph break at instruction {index} ({ins.name})")
     return entry

@@ -179,12 +179,12 @@ class EntryCache:
                     # meanwhile.
                     with suspend_capture():
                         try:
-                            entry = self._compile(args, build)
+                            chosen = self._compile(args, build)
                         except RecursionError:
                             # the capture ran out of stack (deep user code, or a lowered
                             # sys.setrecursionlimit): this call runs in Python, as written
-                            entry = None
-                    chosen = entry.run if entry is not None else python
+                            chosen = None
+                    chosen = chosen or python
         return chosen(*args) if run else chosen
 
     def lookup(self, args: tuple) -> Callable | None:
@@ -194,7 +194,12 @@ class EntryCache:
                 return run
         return None
 
-    def _compile(self, args: tuple, build: Callable[[tuple], Any]) -> Any:
+    def runner(self, entry: Any) -> Callable[..., Any]:
+        """What runs the calls ``entry`` accepts: its ``run`` (``FrameCache``: see there)."""
+        return entry.run
+
+    def _compile(self, args: tuple, build: Callable[[tuple], Any]) -> Callable[..., Any] | None:
+        """The runner of a new entry built for ``args`` (None: the call runs in Python)."""
         if self.python_only is not None:
             return None
         limit = config.cache_size_limit
@@ -211,11 +216,13 @@ class EntryCache:
             _REASONS.setdefault(id(self.code), (self.code, []))[1].append(reason)
             recompiles_log.info("Recompiling %s\n    triggered by: %s", self.describe(), reason)
         entry = build(args)
-        if entry is not None:
-            self.entries.append(entry)
-            self.pairs.append((entry.check, entry.run))
-            self.changed()
-        return entry
+        if entry is None:
+            return None
+        run = self.runner(entry)
+        self.entries.append(entry)
+        self.pairs.append((entry.check, run))
+        self.changed()
+        return run
 
     def route_to_python(self, why: str) -> None:
         """From now until ``reset()`` every call of this code runs as plain Python."""
@@ -290,6 +297,21 @@ class FrameCache(EntryCache):
                     front.__code__ = dispatching
         super().clear()
         self.refused = None
+
+    def runner(self, entry: Any) -> Callable[..., Any]:
+        """A frame's entry whose graph waits for its compiled tier may run the frame as plain
+        Python meanwhile (``CompiledEntry.serve``); its pair gets ``entry.run`` back at the
+        switch. (Resume functions' entries keep ``run``: their runners own their arguments.)"""
+        serve = getattr(entry, "serve", None)  # (an entry of a custom build may not have it)
+        return entry.run if serve is None else serve(functools.partial(self._rebind, entry.check))
+
+    def _rebind(self, check: Callable[..., bool], run: Callable[..., Any]) -> None:
+        for i, pair in enumerate(self.pairs):
+            if pair[0] is check:
+                if pair[1] is not run:
+                    self.pairs[i] = (check, run)
+                    self.changed()
+                return
 
     def miss_handler(self, fn: FunctionType, python: FunctionType) -> Callable[..., Any]:
         """What a dispatcher calls when no entry accepts its frame arguments."""
