@@ -21,9 +21,10 @@ T = TypeVar("T")
 VERSIONS = ((3, 11), (3, 12), (3, 13))
 
 
-def version_shard(items: Sequence[T]) -> list[T]:
-    """This Python version's share of ``items`` under a sharded CI run, else all of them."""
+def version_shard(items: Sequence[T], version: tuple[int, int] | None = None) -> list[T]:
+    """This Python version's (or ``version``'s) share of ``items`` under a sharded CI run, else
+    all of them."""
     if os.environ.get("NPDYNAMO_TEST_SHARD_BY_VERSION") != "1":
         return list(items)
-    index = VERSIONS.index(sys.version_info[:2])
+    index = VERSIONS.index(version or sys.version_info[:2])
     return list(items[index::len(VERSIONS)])
