@@ -1,0 +1,30 @@
+"""Sharing long lists of external benchmark kernels among the Python versions of one CI run.
+
+``.ci/run`` runs the whole suite under Python 3.11, 3.12 and 3.13; when all three are there it
+sets ``NPDYNAMO_TEST_SHARD_BY_VERSION=1`` and a test over an external kernel list (read at run
+time from ``../shared/external``) checks only its version's third of the list: kernel ``i`` on
+3.11 when ``i % 3 == 0``, on 3.12 when ``i % 3 == 1``, on 3.13 when ``i % 3 == 2``. Together the
+three versions check every kernel once per run. Without the variable (a local run, or a CI run
+missing a version) every version checks the whole list.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+#: the versions ``.ci/run`` shares the lists among, in shard order
+VERSIONS = ((3, 11), (3, 12), (3, 13))
+
+
+def version_shard(items: Sequence[T], version: tuple[int, int] | None = None) -> list[T]:
+    """This Python version's (or ``version``'s) share of ``items`` under a sharded CI run, else
+    all of them."""
+    if os.environ.get("NPDYNAMO_TEST_SHARD_BY_VERSION") != "1":
+        return list(items)
+    index = VERSIONS.index(version or sys.version_info[:2])
+    return list(items[index::len(VERSIONS)])
