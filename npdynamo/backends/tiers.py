@@ -103,7 +103,7 @@ class Tiered:
 def waiting(compiled: Compiled | None) -> Tiered | None:
     """The tiers of a graph still running its eager tier (``compiled`` is what the backend
     returned, as the entry binds it), else None."""
-    run = getattr(compiled, "run", None)
+    run = None if compiled is None else compiled.run
     return run if isinstance(run, Tiered) and not run.switched else None
 
 

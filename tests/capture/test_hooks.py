@@ -53,6 +53,10 @@ class FakeEntry:
     def miss_reason(self, *frame_args) -> str:
         return f"a: expected {self.key!r}, got {frame_args[0]!r}"
 
+    def serve(self, rebind):
+        """``CompiledEntry.serve`` of a graph that waits for nothing: its ``run``."""
+        return self.run
+
 
 class FakeBuilder:
     """Records every ``build_entry`` call; raises ``Unsupported`` for names in ``refuse``."""

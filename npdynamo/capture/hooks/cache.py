@@ -302,8 +302,7 @@ class FrameCache(EntryCache):
         """A frame's entry whose graph waits for its compiled tier may run the frame as plain
         Python meanwhile (``CompiledEntry.serve``); its pair gets ``entry.run`` back at the
         switch. (Resume functions' entries keep ``run``: their runners own their arguments.)"""
-        serve = getattr(entry, "serve", None)  # (an entry of a custom build may not have it)
-        return entry.run if serve is None else serve(functools.partial(self._rebind, entry.check))
+        return entry.serve(functools.partial(self._rebind, entry.check))
 
     def _rebind(self, check: Callable[..., bool], run: Callable[..., Any]) -> None:
         for i, pair in enumerate(self.pairs):
