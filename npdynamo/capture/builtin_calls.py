@@ -473,8 +473,8 @@ def _getattr(frame: Frame, target, args, kwargs):
     if len(args) > 2:
         try:
             return get_attr(frame, args[0], name)
-        except UserCodeRaises:
-            return args[2]
+        except UserCodeRaises as exc:
+            return _missing(exc, args[2])
     return get_attr(frame, args[0], name)
 
 
@@ -483,8 +483,17 @@ def _hasattr(frame: Frame, target, args, kwargs):
     try:
         get_attr(frame, args[0], _consts(frame, [args[1]], "hasattr")[0])
         return Const(True)
-    except UserCodeRaises:
-        return Const(False)
+    except UserCodeRaises as exc:
+        return _missing(exc, Const(False))
+
+
+def _missing(raised: UserCodeRaises, answer: Value) -> Value:
+    """``answer`` where the lookup raised ``AttributeError`` (which ``get_attr`` raises only
+    once the attribute's absence is guarded: ``absent_attributes``); any other exception
+    propagates, as in Python."""
+    if not isinstance(raised.error, AttributeError):
+        raise raised
+    return answer
 
 
 @builtin(builtins.print, builtins.input, builtins.open)

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from npdynamo import ops
+from npdynamo.capture.absent_attributes import missing_attribute
 from npdynamo.capture.builder import (
     constant_value,
     is_constant,
@@ -492,7 +493,7 @@ def get_attr(frame: Frame, obj: Value, name: str) -> Value:
         try:
             attr = getattr(value, name)
         except AttributeError as exc:
-            raise UserCodeRaises(exc) from exc
+            raise missing_attribute(frame, value, obj.source, exc) from exc
         if isinstance(value, types.ModuleType):
             if is_trusted_module(value):
                 if isinstance(attr, np.ndarray):
@@ -588,10 +589,11 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
         try:
             raw_value = getattr(obj.obj, name)
         except AttributeError as exc:
-            raise UserCodeRaises(exc) from exc
+            raise missing_attribute(frame, obj.obj, obj.source, exc) from exc
         value = ctx.builder.wrap(raw_value, AttrSource(obj.source, name))
     else:
-        raise UserCodeRaises(AttributeError(f"'{klass.__name__}' object has no attribute '{name}'"))
+        missing = AttributeError(f"'{klass.__name__}' object has no attribute '{name}'")
+        raise missing_attribute(frame, obj.obj, obj.source, missing)
     if not isinstance(value, BoundMethodValue):  # a method is bound anew on every read
         obj.attrs[name] = value
     return value
