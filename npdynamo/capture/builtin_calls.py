@@ -27,7 +27,7 @@ from npdynamo.capture.containers import (
     new_set,
     truthiness,
 )
-from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.errors import UserCodeRaises, python_raised
 from npdynamo.capture.flow.for_loops import lazy_range
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.identity import object_id, same_object
@@ -70,10 +70,7 @@ def _consts(frame: Frame, args: list[Value], what: str) -> list:
 
 
 def _apply(fn, *args, **kwargs):
-    try:
-        return constant_value(fn(*args, **kwargs))
-    except Exception as exc:
-        raise UserCodeRaises(exc) from exc
+    return constant_value(_apply_raw(fn, *args, **kwargs))
 
 
 @builtin(len)
@@ -552,4 +549,4 @@ def _apply_raw(fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except Exception as exc:
-        raise UserCodeRaises(exc) from exc
+        raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)

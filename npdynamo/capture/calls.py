@@ -25,7 +25,7 @@ from npdynamo.capture.builder import (
 from npdynamo.capture.bytecode.code import CO_GENERATOR, arg_layout
 from npdynamo.capture.containers import container_method, items_of
 from npdynamo.capture.descriptors import user_descriptor
-from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.errors import UserCodeRaises, python_raised
 from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
 from npdynamo.capture.hooks.compiled_function import CompiledFunction
@@ -198,7 +198,7 @@ def fold_constants(frame: Frame, compute, *args, **kwargs) -> object:
         try:
             value = compute(*args, **kwargs)
         except Exception as exc:
-            raise UserCodeRaises(exc) from exc
+            raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)
     if caught:
         raise frame.unsupported(
             f"this line warns ({caught[0].category.__name__}: {caught[0].message}), so it runs "
@@ -395,9 +395,10 @@ def call_method(
         plain_args = [as_python(frame, a) for a in args]
         plain_kwargs = {k: as_python(frame, v) for k, v in kwargs.items()}
         try:
-            return wrap_result(method(*plain_args, **plain_kwargs))
+            result = method(*plain_args, **plain_kwargs)
         except Exception as exc:
-            raise UserCodeRaises(exc) from exc
+            raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)
+        return wrap_result(result)
     if isinstance(obj, UserObjectValue) and type(obj.obj) in OBJECT_METHODS:
         result = OBJECT_METHODS[type(obj.obj)][1](frame, obj, name, args, kwargs)
         if result is not None:
@@ -443,7 +444,7 @@ def _apply_exception(target: type, args: list) -> BaseException:
     try:
         return target(*args)
     except Exception as exc:  # SyntaxError("msg", (1, 2, 3)): its own constructor's error
-        raise UserCodeRaises(exc) from exc
+        raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)
 
 
 def class_attribute_of_type(kind: type, name: str):
