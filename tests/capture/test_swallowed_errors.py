@@ -283,3 +283,30 @@ def test_an_internal_error_is_not_the_programs_attribute_error(backend, error, m
         assert_same_value(scale_by_label(x3, Named(name)), compiled(x3, Named(name)))
     assert_internal_outcome(injected_outcome(compiled))
     npdynamo.reset()
+
+
+# -- the guards themselves fail to generate --------------------------------------------------
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("failures", [1, 2, 5])
+def test_guards_that_fail_to_generate_never_reach_the_user(backend, failures, monkeypatch):
+    # the first failure makes the capture fall back to a Python entry, whose guards fail too
+    # from the second on: that entry then holds no guard (Python is right for any input),
+    # never a raw traceback and never an entry serving the wrong inputs
+    original = guards.GuardSet.compile
+    made: list[int] = []
+
+    def broken(self):
+        made.append(1)
+        if len(made) <= failures:
+            raise TypeError("injected by test_swallowed_errors")
+        return original(self)
+
+    npdynamo.reset()
+    compiled = npdynamo.compile(read_dict_item, backend=backend)
+    with monkeypatch.context() as patch:
+        patch.setattr(guards.GuardSet, "compile", broken)
+        assert_same_value(read_dict_item(x3, {"a": 1.0}), compiled(x3, {"a": 1.0}))
+    for d in ({"a": 2.0}, {"a": 3}, {"b": 1, "a": -1.5}):
+        assert_same_value(read_dict_item(x3, d), compiled(x3, d))
+    assert_internal_outcome(injected_outcome(compiled)[:1])
+    npdynamo.reset()
