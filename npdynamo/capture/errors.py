@@ -63,6 +63,11 @@ class UserCodeRaises(Exception):
         self.error = error
 
 
+#: What NumPy raises on bad operands, and so what an op's rule or an op run on constants may
+#: raise as the program's error; anything else from them (an ``AttributeError``...) is
+#: npdynamo's own failure, which ``getattr``'s default or ``hasattr`` must never swallow
+NUMPY_ERRORS = (ValueError, TypeError, IndexError, KeyError, ArithmeticError)
+
 #: npdynamo's own source tree: a frame there is npdynamo's code, not the program's or Python's
 _PACKAGE = str(Path(__file__).resolve().parents[1])
 

@@ -23,6 +23,7 @@ import npdynamo
 from npdynamo.capture import builder, calls, session, values
 from npdynamo.capture.guards import guard as guards
 from npdynamo.capture.guards import sources
+from npdynamo.ops.registry import Op
 from tests.capture import programs
 from tests.differential import assert_same_value
 
@@ -260,28 +261,47 @@ class Named:
     def label(self):
         return self.name.upper()  # a method of a constant string: computed at capture
 
+    @property
+    def root(self):
+        return np.sqrt(float(len(self.name)))  # an op on constants: computed at capture
+
 
 def scale_by_label(x, o):
     return x * len(getattr(o, "label", "?"))
 
 
+def scale_by_root(x, o):
+    return x * getattr(o, "root", 1.0)
+
+
+def _broken(error):
+    def broken(*args, **kwargs):
+        raise error("injected by test_swallowed_errors")
+    return broken
+
+
+#: (program, where npdynamo's own code fails inside the lookup getattr's default guards)
+INSIDE_GETATTR = [(scale_by_label, calls, "wrap_result"), (scale_by_root, Op, "__call__")]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("error", ERRORS)
-def test_an_internal_error_is_not_the_programs_attribute_error(backend, error, monkeypatch):
-    # npdynamo's own wrapping of the method's result fails: before, the AttributeError became
-    # the program's, and getattr returned its default ("?") on every call of the entry
-
-    def broken(value):
-        raise error("injected by test_swallowed_errors")
-
+@pytest.mark.parametrize("fn,owner,name", INSIDE_GETATTR, ids=["wrap_result", "op_on_constants"])
+def test_an_internal_error_is_not_the_programs_attribute_error(fn, owner, name, backend, error,
+                                                               monkeypatch):
+    # npdynamo's own code fails computing the property: before, an AttributeError there became
+    # the program's, and getattr returned its default on every call of the entry
+    # (scale_by_label: len("?") where Python gives len("ABC"))
     npdynamo.reset()
-    compiled = npdynamo.compile(scale_by_label, backend=backend)
+    compiled = npdynamo.compile(fn, backend=backend)
     with monkeypatch.context() as patch:
-        patch.setattr(calls, "wrap_result", broken)
-        assert_same_value(scale_by_label(x3, Named("abc")), compiled(x3, Named("abc")))
-    for name in ("abc", "de"):
-        assert_same_value(scale_by_label(x3, Named(name)), compiled(x3, Named(name)))
-    assert_internal_outcome(injected_outcome(compiled))
+        patch.setattr(owner, name, _broken(error))
+        got = compiled(x3, Named("abc"))
+    assert_same_value(fn(x3, Named("abc")), got)
+    for label in ("abc", "de"):
+        assert_same_value(fn(x3, Named(label)), compiled(x3, Named(label)))
+    if error is AttributeError or owner is calls:  # an op's NumPy-like error is the program's
+        assert_internal_outcome(injected_outcome(compiled))
     npdynamo.reset()
 
 
