@@ -32,6 +32,12 @@ def missing_attribute(frame: Frame, obj: object, source: Source | None,
     return UserCodeRaises(error)
 
 
+def no_attribute(obj: object, name: str) -> AttributeError:
+    """The error Python's lookup raises for an instance with no attribute ``name``."""
+    return AttributeError(f"'{type(obj).__name__}' object has no attribute '{name}'",
+                          name=name, obj=obj)
+
+
 def _absence_sources(obj: object, source: Source | None) -> list[Source] | None:
     """The namespaces (as sources of their ``__dict__``) whose lacking the name makes it
     missing; None where some namespace cannot be read by a guard."""
@@ -77,4 +83,4 @@ def _unguardable(frame: Frame, obj: object, error: AttributeError) -> Exception:
         "the line runs in Python")
 
 
-__all__ = ["missing_attribute"]
+__all__ = ["missing_attribute", "no_attribute"]

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from npdynamo import ops
-from npdynamo.capture.absent_attributes import missing_attribute
+from npdynamo.capture.absent_attributes import missing_attribute, no_attribute
 from npdynamo.capture.builder import (
     constant_value,
     is_constant,
@@ -593,8 +593,7 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
             raise missing_attribute(frame, obj.obj, obj.source, exc) from exc
         value = ctx.builder.wrap(raw_value, AttrSource(obj.source, name))
     else:
-        missing = AttributeError(f"'{klass.__name__}' object has no attribute '{name}'")
-        raise missing_attribute(frame, obj.obj, obj.source, missing)
+        raise missing_attribute(frame, obj.obj, obj.source, no_attribute(obj.obj, name))
     if not isinstance(value, BoundMethodValue):  # a method is bound anew on every read
         obj.attrs[name] = value
     return value
