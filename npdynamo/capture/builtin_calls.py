@@ -27,7 +27,7 @@ from npdynamo.capture.containers import (
     new_set,
     truthiness,
 )
-from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.errors import UserCodeRaises, python_raised
 from npdynamo.capture.flow.for_loops import lazy_range
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.identity import object_id, same_object
@@ -70,10 +70,7 @@ def _consts(frame: Frame, args: list[Value], what: str) -> list:
 
 
 def _apply(fn, *args, **kwargs):
-    try:
-        return constant_value(fn(*args, **kwargs))
-    except Exception as exc:
-        raise UserCodeRaises(exc) from exc
+    return constant_value(_apply_raw(fn, *args, **kwargs))
 
 
 @builtin(len)
@@ -473,8 +470,8 @@ def _getattr(frame: Frame, target, args, kwargs):
     if len(args) > 2:
         try:
             return get_attr(frame, args[0], name)
-        except UserCodeRaises:
-            return args[2]
+        except UserCodeRaises as exc:
+            return _missing(exc, args[2])
     return get_attr(frame, args[0], name)
 
 
@@ -483,8 +480,17 @@ def _hasattr(frame: Frame, target, args, kwargs):
     try:
         get_attr(frame, args[0], _consts(frame, [args[1]], "hasattr")[0])
         return Const(True)
-    except UserCodeRaises:
-        return Const(False)
+    except UserCodeRaises as exc:
+        return _missing(exc, Const(False))
+
+
+def _missing(raised: UserCodeRaises, answer: Value) -> Value:
+    """``answer`` where the lookup raised ``AttributeError`` (which ``get_attr`` raises only
+    once the attribute's absence is guarded: ``absent_attributes``); any other exception
+    propagates, as in Python."""
+    if not isinstance(raised.error, AttributeError):
+        raise raised
+    return answer
 
 
 @builtin(builtins.print, builtins.input, builtins.open)
@@ -543,4 +549,4 @@ def _apply_raw(fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except Exception as exc:
-        raise UserCodeRaises(exc) from exc
+        raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)

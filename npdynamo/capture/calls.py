@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from npdynamo import ops
+from npdynamo.capture.absent_attributes import missing_attribute, no_attribute
 from npdynamo.capture.builder import (
     constant_value,
     is_constant,
@@ -24,7 +25,7 @@ from npdynamo.capture.builder import (
 from npdynamo.capture.bytecode.code import CO_GENERATOR, arg_layout
 from npdynamo.capture.containers import container_method, items_of
 from npdynamo.capture.descriptors import user_descriptor
-from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.errors import UserCodeRaises, python_raised
 from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
 from npdynamo.capture.hooks.compiled_function import CompiledFunction
@@ -197,7 +198,7 @@ def fold_constants(frame: Frame, compute, *args, **kwargs) -> object:
         try:
             value = compute(*args, **kwargs)
         except Exception as exc:
-            raise UserCodeRaises(exc) from exc
+            raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)
     if caught:
         raise frame.unsupported(
             f"this line warns ({caught[0].category.__name__}: {caught[0].message}), so it runs "
@@ -394,9 +395,10 @@ def call_method(
         plain_args = [as_python(frame, a) for a in args]
         plain_kwargs = {k: as_python(frame, v) for k, v in kwargs.items()}
         try:
-            return wrap_result(method(*plain_args, **plain_kwargs))
+            result = method(*plain_args, **plain_kwargs)
         except Exception as exc:
-            raise UserCodeRaises(exc) from exc
+            raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)
+        return wrap_result(result)
     if isinstance(obj, UserObjectValue) and type(obj.obj) in OBJECT_METHODS:
         result = OBJECT_METHODS[type(obj.obj)][1](frame, obj, name, args, kwargs)
         if result is not None:
@@ -442,7 +444,7 @@ def _apply_exception(target: type, args: list) -> BaseException:
     try:
         return target(*args)
     except Exception as exc:  # SyntaxError("msg", (1, 2, 3)): its own constructor's error
-        raise UserCodeRaises(exc) from exc
+        raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)
 
 
 def class_attribute_of_type(kind: type, name: str):
@@ -492,7 +494,7 @@ def get_attr(frame: Frame, obj: Value, name: str) -> Value:
         try:
             attr = getattr(value, name)
         except AttributeError as exc:
-            raise UserCodeRaises(exc) from exc
+            raise missing_attribute(frame, value, obj.source, exc) from exc
         if isinstance(value, types.ModuleType):
             if is_trusted_module(value):
                 if isinstance(attr, np.ndarray):
@@ -588,10 +590,10 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
         try:
             raw_value = getattr(obj.obj, name)
         except AttributeError as exc:
-            raise UserCodeRaises(exc) from exc
+            raise missing_attribute(frame, obj.obj, obj.source, exc) from exc
         value = ctx.builder.wrap(raw_value, AttrSource(obj.source, name))
     else:
-        raise UserCodeRaises(AttributeError(f"'{klass.__name__}' object has no attribute '{name}'"))
+        raise missing_attribute(frame, obj.obj, obj.source, no_attribute(obj.obj, name))
     if not isinstance(value, BoundMethodValue):  # a method is bound anew on every read
         obj.attrs[name] = value
     return value

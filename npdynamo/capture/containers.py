@@ -13,7 +13,7 @@ import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.builder import MAX_ITEMS, constant_value, is_constant
-from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.errors import UserCodeRaises, python_raised
 from npdynamo.capture.generators import drain, is_lazy
 from npdynamo.capture.opcalls import op_call
 from npdynamo.capture.translator import Frame
@@ -255,8 +255,9 @@ def subscript(frame: Frame, container: Value, index: Value) -> Value:
         one = _item_alone(container, index.value)
         if one is not None:
             return one
+        items = container.items  # wrapped outside the try: an error there is npdynamo's
         try:
-            picked = container.items[index.value]
+            picked = items[index.value]
         except (IndexError, TypeError) as exc:
             raise UserCodeRaises(exc) from exc
         if isinstance(index.value, slice):
@@ -267,9 +268,10 @@ def subscript(frame: Frame, container: Value, index: Value) -> Value:
         return picked
     if isinstance(container, Const) and isinstance(index, Const):
         try:
-            return constant_value(container.value[index.value])
+            item = container.value[index.value]
         except Exception as exc:
-            raise UserCodeRaises(exc) from exc
+            raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)
+        return constant_value(item)
     raise frame.unsupported(f"indexing a {container.kind()} is not supported")
 
 
@@ -297,11 +299,11 @@ def store_subscript(frame: Frame, container: Value, index: Value, value: Value) 
     if isinstance(container, ListValue):
         if not isinstance(index, Const):
             raise frame.unsupported("list index that is a graph value")
+        # the items are wrapped outside the try: an error there is npdynamo's
+        items, new = container.items, items_of(frame, value) if isinstance(
+            index.value, slice) else value
         try:
-            if isinstance(index.value, slice):
-                container.items[index.value] = items_of(frame, value)
-            else:
-                container.items[index.value] = value
+            items[index.value] = new
         except (IndexError, TypeError, ValueError) as exc:
             raise UserCodeRaises(exc) from exc
         record(frame, "list_state", container)
@@ -420,7 +422,7 @@ def _sequence_method(frame: Frame, seq, name: str, args: list[Value]) -> Value:
         try:
             result = method(*values)
         except (TypeError, ValueError) as exc:
-            raise UserCodeRaises(exc) from exc
+            raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)
         if name == "remove":
             del items[plain.index(*values)]
         return Const(result)

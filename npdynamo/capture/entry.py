@@ -111,9 +111,28 @@ def python_runner(ctx: CaptureContext):
 
 
 def python_entry(ctx: CaptureContext, reason: str) -> CompiledEntry:
-    """An entry that runs the frame in plain Python (under the guards seen so far)."""
-    ctx.finish_guards()
-    return CompiledEntry(ctx.guards.check, python_runner(ctx), ctx.guards, runs_python=reason)
+    """An entry that runs the frame in plain Python (under the guards seen so far).
+
+    It is the last resort of a capture that failed, so it must not fail itself: where the
+    guards cannot be generated (npdynamo's own bug in one of them, the very failure that may
+    have brought the capture here) the entry holds no guard and runs Python for every call,
+    which is right for any input."""
+    try:
+        ctx.finish_guards()
+        check, guards = ctx.guards.check, ctx.guards
+    except Exception as exc:
+        old = ctx.guards
+        guards = GuardSet(arg_count=old.arg_count, namespace_base=old.namespace_base,
+                          cell_count=old.cell_count)
+        check = _always
+        reason = (f"{reason}; its guards could not be generated ({type(exc).__name__}: {exc}),"
+                  " so it runs in Python for every call")
+    return CompiledEntry(check, python_runner(ctx), guards, runs_python=reason)
+
+
+def _always(*_args) -> bool:
+    """The check of an entry with no guard."""
+    return True
 
 
 def finish_graph(

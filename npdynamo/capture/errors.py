@@ -9,6 +9,7 @@ Python so the user sees exactly Python's exception.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -60,6 +61,32 @@ class UserCodeRaises(Exception):
     def __init__(self, error: BaseException) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+#: What NumPy raises on bad operands, and so what an op's rule or an op run on constants may
+#: raise as the program's error; anything else from them (an ``AttributeError``...) is
+#: npdynamo's own failure, which ``getattr``'s default or ``hasattr`` must never swallow
+NUMPY_ERRORS = (ValueError, TypeError, IndexError, KeyError, ArithmeticError)
+
+#: npdynamo's own source tree: a frame there is npdynamo's code, not the program's or Python's
+_PACKAGE = str(Path(__file__).resolve().parents[1])
+
+
+def python_raised(exc: Exception) -> Exception:
+    """What to raise for ``exc``, caught around a call the capture makes on the program's plain
+    values (a builtin, a method of a constant, Python's operator): ``UserCodeRaises`` where
+    Python's or the program's code raised it, so the program sees that error; ``exc`` itself
+    where it came from npdynamo's own code called inside the ``try`` (a bug: it must reach the
+    translator's internal-error handler, a graph break, and never be taken for the program's
+    error, which a ``getattr`` default or ``hasattr`` would swallow with no guard)."""
+    frames = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+    while frames is not None:  # the first frame is the call site's own: npdynamo's
+        if frames.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+            return exc
+        frames = frames.tb_next
+    error = UserCodeRaises(exc)
+    error.__cause__ = exc
+    return error
 
 
 def internal_error_reason(exc: BaseException) -> str:

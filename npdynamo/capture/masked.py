@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from npdynamo import ops
-from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.errors import NUMPY_ERRORS, UserCodeRaises
 from npdynamo.capture.opcalls import op_call, raw
 from npdynamo.capture.registry import VALUE_METHODS
 from npdynamo.capture.side_effects import write_array
@@ -153,7 +153,7 @@ def masked_binary(frame, symbol: str, left: Value, right: Value) -> MaskedExpr:
         _program_meta(expr, 1)
     except ops.UnsupportedArguments as exc:
         raise frame.unsupported(f"this boolean-mask expression cannot be captured: {exc}") from exc
-    except Exception as exc:
+    except NUMPY_ERRORS as exc:  # (anything else is npdynamo's own failure: a graph break)
         raise UserCodeRaises(exc) from exc
     return expr
 
@@ -222,7 +222,7 @@ def masked_inplace(frame, read: MaskedRead, symbol: str, other: Value) -> Masked
                           read.mask.meta, _meta(other_raw), ufunc=op.name)
     except ops.UnsupportedArguments as exc:
         raise frame.unsupported(f"x[mask] {symbol}= v cannot be captured: {exc}") from exc
-    except Exception as exc:
+    except NUMPY_ERRORS as exc:  # (anything else is npdynamo's own failure: a graph break)
         raise UserCodeRaises(exc) from exc
     return MaskedUpdate(read, op.name, other_raw)
 

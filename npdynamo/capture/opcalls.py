@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from npdynamo import ops
-from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.errors import NUMPY_ERRORS, UserCodeRaises
 from npdynamo.capture.side_effects import view_of, write_array
 from npdynamo.capture.values import (
     ArrayValue,
@@ -110,7 +110,7 @@ def op_call(frame: Frame, op, args: tuple, kwargs: dict) -> Value:
     if not _has_graph_value(args) and not _has_graph_value(kwargs) and op.kind != "opaque":
         try:
             result = op(*args, **kwargs)
-        except Exception as exc:
+        except NUMPY_ERRORS as exc:  # (anything else is npdynamo's own failure: a graph break)
             raise UserCodeRaises(exc) from exc
         if isinstance(result, np.generic):
             return Const(result)

@@ -23,6 +23,7 @@ from npdynamo.autograd.tracer import tracer_value
 from npdynamo.capture.builder import ValueBuilder
 from npdynamo.capture.bytecode.code import arg_names
 from npdynamo.capture.errors import (
+    NUMPY_ERRORS,
     CaptureUnsupported,
     Location,
     UserCodeRaises,
@@ -280,9 +281,6 @@ class CaptureContext:
 
 #: The exceptions a shape/dtype rule raises where NumPy itself would raise (its own kinds); any
 #: other exception out of a rule is a fault of the rule.
-NUMPY_ERRORS = (ValueError, TypeError, IndexError, KeyError, ArithmeticError)
-
-
 def _identifier(text: str) -> str:
     name = re.sub(r"\W+", "_", text).strip("_") or "arg"
     return name if not name[0].isdigit() else "_" + name

@@ -17,7 +17,7 @@ from npdynamo.capture.containers import (
     items_of,
     truthiness,
 )
-from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.errors import python_raised
 from npdynamo.capture.flow.assertions import speculate_assert
 from npdynamo.capture.flow.loop_exits import graph_condition
 from npdynamo.capture.flow.while_loops import next_instruction
@@ -249,10 +249,11 @@ def _set_like_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
     from them (so results, result types and errors are CPython's); the result is a new set."""
     if symbol == "==" and (isinstance(left, DictViewValue) and left.which == "values"):
         return Const(left is right)  # dict_values compares by identity
+    operands = _plain_set_like(frame, left), _plain_set_like(frame, right)
     try:
-        result = PY_OPERATORS[symbol](_plain_set_like(frame, left), _plain_set_like(frame, right))
+        result = PY_OPERATORS[symbol](*operands)
     except Exception as exc:
-        raise UserCodeRaises(exc) from exc
+        raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)
     if isinstance(result, (bool, type(NotImplemented))):
         return Const(result)
     if type(result) is set:
@@ -489,7 +490,7 @@ def _contains_op(frame: Frame, ins):
         try:
             found = item.value in container.value
         except Exception as exc:
-            raise UserCodeRaises(exc) from exc
+            raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)
     elif is_lazy(container):
         found = lazy_contains(frame, container, item)
     else:

@@ -1,0 +1,86 @@
+"""The guards behind an ``AttributeError`` the capture models (``calls.get_attr``).
+
+An attribute the capture finds missing is a fact like any value it reads: ``getattr(o, "k", 1)``
+and ``hasattr(o, "k")`` turn the ``AttributeError`` into a value the graph computes with, so an
+entry captured while ``o.k`` was missing must not serve a call where ``o`` has it. Before
+``get_attr`` raises that error, ``missing_attribute`` guards the absence in every namespace
+Python's lookup searched that a later call could change: the instance's ``__dict__`` and the
+``__dict__`` of each class in the MRO that is not a builtin (builtin types cannot gain
+attributes). Where the absence cannot be guarded (an empty slot, an object with no source), the
+read is a graph break: Python then runs the line and raises or not, as it would.
+"""
+
+from __future__ import annotations
+
+import types
+
+from npdynamo.capture.errors import UserCodeRaises
+from npdynamo.capture.guards import AttrSource, GuardKind, ItemSource, Source
+from npdynamo.capture.translator import Frame
+
+
+def missing_attribute(frame: Frame, obj: object, source: Source | None,
+                      error: AttributeError) -> Exception:
+    """``error`` (reading ``name`` of ``obj``, read from ``source``, raised it), to raise as the
+    user's exception once the absence is guarded; a graph break where it cannot be."""
+    name = error.name if getattr(error, "name", None) else _name_of(error)
+    guards = _absence_sources(obj, source)
+    if name is None or guards is None:
+        return _unguardable(frame, obj, error)
+    for where in guards:
+        frame.ctx.guard(where, GuardKind.HAS_KEY, (name, False))
+    return UserCodeRaises(error)
+
+
+def no_attribute(obj: object, name: str) -> AttributeError:
+    """The error Python's lookup raises for an instance with no attribute ``name``."""
+    return AttributeError(f"'{type(obj).__name__}' object has no attribute '{name}'",
+                          name=name, obj=obj)
+
+
+def _absence_sources(obj: object, source: Source | None) -> list[Source] | None:
+    """The namespaces (as sources of their ``__dict__``) whose lacking the name makes it
+    missing; None where some namespace cannot be read by a guard."""
+    if type(obj).__module__ == "builtins" and not isinstance(obj, (type, types.ModuleType)):
+        # an int, a str, a builtin function: its type alone fixes its attributes (and the
+        # type is guarded with the value)
+        return [] if not hasattr(obj, "__dict__") else None
+    if source is None:
+        return None
+    if isinstance(obj, types.ModuleType):
+        # a module's __getattr__ (PEP 562) is user code: what it answers is not a guarded fact
+        return None if "__getattr__" in vars(obj) else [AttrSource(source, "__dict__")]
+    if isinstance(obj, type):
+        if type(obj) is not type:  # a metaclass's attributes are searched too
+            return None
+        return _class_dicts(obj, AttrSource(source, "__mro__"))
+    if getattr(type(obj), "__slots__", None) is not None and not hasattr(obj, "__dict__"):
+        return None  # an empty slot: no mapping to guard
+    own = [AttrSource(source, "__dict__")] if hasattr(obj, "__dict__") else []
+    if type(type(obj)) is not type:
+        return None
+    return own + _class_dicts(type(obj), AttrSource(AttrSource(source, "__class__"), "__mro__"))
+
+
+def _class_dicts(klass: type, mro: Source) -> list[Source]:
+    """The ``__dict__`` of each class in ``klass``'s MRO that is not a builtin."""
+    return [AttrSource(ItemSource(mro, i), "__dict__")
+            for i, base in enumerate(klass.__mro__) if base.__module__ != "builtins"]
+
+
+def _name_of(error: AttributeError) -> str | None:
+    """The attribute name of an ``AttributeError`` made without ``name=`` (the capture's own)."""
+    text = str(error)
+    if text.endswith("'") and " attribute '" in text:
+        return text.rsplit(" attribute '", 1)[1][:-1]
+    return None
+
+
+def _unguardable(frame: Frame, obj: object, error: AttributeError) -> Exception:
+    return frame.unsupported(
+        f"the attribute is missing ({error}), and whether it stays missing cannot be guarded"
+        f" on a {type(obj).__qualname__}",
+        "the line runs in Python")
+
+
+__all__ = ["missing_attribute", "no_attribute"]
