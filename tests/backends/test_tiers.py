@@ -92,6 +92,52 @@ def test_eager_tier_first_then_the_loaded_kernels():
     assert not report.fell_back
 
 
+def test_the_tuner_starts_from_the_eager_tiers_calls(monkeypatch):
+    """After the switch the tuner does not time the eager graph again when its tier's calls
+    showed it far behind (here: as if each took 1000 s): no call runs it, and the report says
+    where its time came from. The time it gets is the tier's fastest call."""
+    from dataclasses import replace
+
+    from npdynamo.backends import tuning
+
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "1")
+    monkeypatch.setattr(npdynamo.config, "plain_while_compiling", False)
+    offered, eager_runs = [], []
+    real = tuning.fastest_of
+
+    def spy(candidates, record, report=None, measured=None):
+        def counted(*inputs, _run=candidates[0].run):
+            eager_runs.append(1)
+            return _run(*inputs)
+
+        offered.append(dict(measured or {}))
+        candidates = [replace(c, run=counted) if c.label == "eager" else c for c in candidates]
+        return real(candidates, record, report=report, measured=measured)
+
+    monkeypatch.setattr(tuning, "fastest_of", spy)
+    fn, made = spied()
+    for seed in range(3):  # the workers take seconds: these run on the eager tier
+        check(fn, seed)
+    (tiered,) = made
+    assert tiered.eager_calls == tiered.eager_timed == 3
+    assert 0 < tiered.eager_best() == tiered.eager_fastest
+    tiered.eager_fastest = 1e3
+    assert npdynamo.synchronize(timeout=120)
+    assert offered == [{"eager": 1e3}]
+    for seed in range(40):
+        check(fn, seed)
+    assert eager_runs == []
+    report = tiered.compiled.report
+    assert report.tuning.startswith("runs as numba"), report.tuning
+    assert "eager 1000000.000 ms (its calls while compiling)" in report.tuning
+
+
+def test_the_eager_tier_gives_no_time_before_two_calls():
+    fn, made = spied()
+    check(fn)
+    assert made[0].eager_best() is None  # the first call pays for what runs for the first time
+
+
 def test_the_switch_under_threads():
     fn, made = spied()
     check(fn)
