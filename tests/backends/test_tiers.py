@@ -473,6 +473,7 @@ def test_a_function_with_no_graph_never_asks_the_pool(monkeypatch):
     assert counts == {"submit": 0, "prestart": 0}
     fn = npdynamo.compile(step, backend="numba")  # a graph: its parts go to the pool
     check(fn)
+    assert npdynamo.synchronize(timeout=120)  # (the preparing thread submits them)
     assert counts["submit"] >= 1 and counts["prestart"] == 0
 
 
