@@ -4,14 +4,7 @@ from npdynamo.backends import eager as _eager  # noqa: F401  (registers "eager")
 from npdynamo.backends.registry import list_backends, lookup_backend, register_backend
 
 
-def _numba_decorated() -> None:
-    """Run by ``compile(fn, backend="numba")``: the compile workers start ahead of calls."""
-    from npdynamo.backends.numba import front
-
-    front.prestart_workers()
-
-
-@register_backend("numba", on_compile=_numba_decorated)
+@register_backend("numba")
 def _numba(gm, example_inputs):
     """The ``numba`` backend, imported on first use so that ``import npdynamo`` skips numba
     (and a graph's first call on its eager tier does too: ``numba.front``)."""

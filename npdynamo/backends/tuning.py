@@ -24,8 +24,11 @@ best time (a side-by-side form: after ``PROBATION_CALLS`` calls whose median con
 form that holds the GIL, such as the eager graph against numba kernels: only when it is faster
 by ``GIL_MARGIN``, see there) runs every later call,
 through one closure variable (no timing, no lookup). The choice and the times go to the graph's
-report (``explain``) and to the ``npdynamo.tuning`` log. ``NPDYNAMO_NUMBA_TUNE=0`` turns it off:
-the numba program then always runs as the thread policy decided.
+report (``explain``) and to the ``npdynamo.tuning`` log. A candidate already timed on these
+sizes before the tuning began (the eager graph, on the eager tier while the kernels compiled:
+``measured``) is not run again unless its time shows it might win.
+``NPDYNAMO_NUMBA_TUNE=0`` turns it off: the numba program then always runs as the thread
+policy decided.
 """
 
 from __future__ import annotations
@@ -124,19 +127,32 @@ def fastest_of(
     record: Callable[[str], None],
     clock: Callable[[], float] = time.perf_counter,
     report: BackendReport | None = None,
+    measured: dict[str, float] | None = None,
 ) -> Compiled:
     """The graph (with ``report``) timing ``candidates`` on its first warm calls, then running
     the fastest: it retargets to the winner once chosen, so its followers (an entry's
     generated code) skip the timing function's frame from then on.
 
-    ``record(text)`` receives the decision (candidate times and the one chosen)."""
+    ``record(text)`` receives the decision (candidate times and the one chosen).
+    ``measured`` (label -> best seconds a call) holds what some candidates' calls took before
+    the tuning began, on these inputs' sizes: the eager graph's calls on the eager tier while
+    the kernels compiled (``tiers.Tiered``). Those candidates are not run for timing: after
+    the first timed round of the others, one whose measured time is within ``LOSER_FACTOR``
+    of the best (it might win: its calls ran beside the compile, so they may have been
+    slowed) joins the rounds as any other candidate; one further behind is out, without
+    running the calls that would only show it again."""
     if len(candidates) == 1:
         candidates[0].activate()
         return Compiled(candidates[0].run, report)
+    measured = measured or {}
+    seeded = [c for c in candidates if c.label in measured]
+    if len(seeded) == len(candidates):  # nothing to compare them with here: time them all
+        seeded = []
     best: dict[str, float] = {}
-    alive = list(candidates)
-    queue = deque(calls_in_order(candidates, 0, first=True))
+    alive = [c for c in candidates if c not in seeded]
+    queue = deque(calls_in_order(alive, 0, first=True))
     rounds_left = TIMED_ROUNDS
+    out: list[Candidate] = []  # measured before, and too slow to be timed again
     chosen: Callable[..., tuple] | None = None
     extended = False
 
@@ -177,15 +193,33 @@ def fastest_of(
                     times[-1] < FAST_CALL_S or times[1] < CLOSE * times[0]
                     or leader.side_by_side or contender is not None):
                 extended, rounds_left = True, EXTRA_ROUNDS
-        if not rounds_left or len(alive) == 1:
+            if seeded:
+                revive(top)
+        if not rounds_left or (len(alive) == 1 and not seeded):
             return False
         rounds_left -= 1
         queue.extend(calls_in_order(alive, 1, first=False))
         return True
 
+    def revive(top: float) -> None:
+        """After the first timed round: a measured candidate that might win joins the rounds
+        (untimed first, as every candidate's first call)."""
+        nonlocal rounds_left
+        for c in seeded:
+            if measured[c.label] <= max(LOSER_FACTOR * top, FAST_CALL_S):
+                alive.append(c)
+                queue.append((c, False))
+                rounds_left = max(rounds_left, TIMED_ROUNDS)
+            else:
+                best[c.label] = measured[c.label]
+                out.append(c)
+        seeded.clear()
+
     def settle(winner: Candidate, note: str) -> Callable[..., tuple]:
         winner.activate()
-        times = ", ".join(f"{c.label} {best[c.label] * 1e3:.3f} ms" for c in candidates)
+        times = ", ".join(f"{c.label} {best[c.label] * 1e3:.3f} ms"
+                          + (" (its calls while compiling)" if c in out else "")
+                          for c in candidates if c.label in best)
         text = f"runs as {winner.label} (best warm call: {times}{note})"
         record(text)
         get_logger("tuning").info("graph %s", text)

@@ -92,6 +92,52 @@ def test_eager_tier_first_then_the_loaded_kernels():
     assert not report.fell_back
 
 
+def test_the_tuner_starts_from_the_eager_tiers_calls(monkeypatch):
+    """After the switch the tuner does not time the eager graph again when its tier's calls
+    showed it far behind (here: as if each took 1000 s): no call runs it, and the report says
+    where its time came from. The time it gets is the tier's fastest call."""
+    from dataclasses import replace
+
+    from npdynamo.backends import tuning
+
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "1")
+    monkeypatch.setattr(npdynamo.config, "plain_while_compiling", False)
+    offered, eager_runs = [], []
+    real = tuning.fastest_of
+
+    def spy(candidates, record, report=None, measured=None):
+        def counted(*inputs, _run=candidates[0].run):
+            eager_runs.append(1)
+            return _run(*inputs)
+
+        offered.append(dict(measured or {}))
+        candidates = [replace(c, run=counted) if c.label == "eager" else c for c in candidates]
+        return real(candidates, record, report=report, measured=measured)
+
+    monkeypatch.setattr(tuning, "fastest_of", spy)
+    fn, made = spied()
+    for seed in range(3):  # the workers take seconds: these run on the eager tier
+        check(fn, seed)
+    (tiered,) = made
+    assert tiered.eager_calls == tiered.eager_timed == 3
+    assert 0 < tiered.eager_best() == tiered.eager_fastest
+    tiered.eager_fastest = 1e3
+    assert npdynamo.synchronize(timeout=120)
+    assert offered == [{"eager": 1e3}]
+    for seed in range(40):
+        check(fn, seed)
+    assert eager_runs == []
+    report = tiered.compiled.report
+    assert report.tuning.startswith("runs as numba"), report.tuning
+    assert "eager 1000000.000 ms (its calls while compiling)" in report.tuning
+
+
+def test_the_eager_tier_gives_no_time_before_two_calls():
+    fn, made = spied()
+    check(fn)
+    assert made[0].eager_best() is None  # the first call pays for what runs for the first time
+
+
 def test_the_switch_under_threads():
     fn, made = spied()
     check(fn)
@@ -343,45 +389,97 @@ def test_fork_after_the_pool_started(tmp_path):
 
 EARLY = """
 import sys, time
+import numpy as np
 import npdynamo
 from npdynamo.backends.numba import workers
 
 npdynamo.config.compile_workers = 2
+started = []
+serve = workers.Pool._serve
+
+def counted(pool):  # the pool's thread of each worker it starts
+    started.append(1)
+    return serve(pool)
+
+workers.Pool._serve = counted
 
 @npdynamo.compile(backend="numba")
-def f(x):
-    return x + 1
+def same(x):
+    return x  # no graph: nothing for a worker to compile
 
+@npdynamo.compile(backend="numba")
+def step(a, b):
+    c = np.exp(a) * b + 1.0
+    return c.sum(axis=-1), np.tanh(c @ b.T) - 1.0
+
+for _ in range(50):
+    same(np.ones(3))
+time.sleep(0.5)  # (a worker started in the background would have shown by now)
+print("NOGRAPH", len(started), len(workers.pool().pids()), "numba" in sys.modules, flush=True)
+print("GRAPHS", len(npdynamo.inspect(same).graphs), flush=True)
+step(np.ones((30, 20)), np.ones((30, 20)))
 for _ in range(1200):  # started in the background: they come up while the caller goes on
     if len(workers.pool().pids()) == 2:
         break
     time.sleep(0.05)
 print("PIDS", *workers.pool().pids(), flush=True)
-print("NUMBA", "numba" in sys.modules, flush=True)
+print("STARTED", len(started), flush=True)
 """
 
 
-def test_workers_start_at_compile_before_the_first_call_and_die_at_exit(tmp_path):
+def test_workers_start_with_the_first_graph_never_for_a_function_without_one(tmp_path):
     env = dict(os.environ, NPDYNAMO_TIERED="1", NPDYNAMO_CACHE_DIR=str(tmp_path / "cache"),
                PYTHONPATH=str(ROOT), NPDYNAMO_PROGRESS="0")
     proc = subprocess.run([sys.executable, "-c", EARLY], env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    pids = _pids(lines[0])
-    assert len(pids) == 2, lines  # every worker, no call made
-    assert lines[1] == "NUMBA False"  # the caller did not import numba to start them
-    assert _gone(pids)
+    # 50 calls of a function with no graph: no worker, not even numba imported
+    assert lines[0] == "NOGRAPH 0 0 False", lines
+    assert lines[1] == "GRAPHS 0", lines
+    pids = _pids(lines[2])
+    assert len(pids) == 2, lines  # the graph's two parts, one worker each
+    assert lines[3] == "STARTED 2", lines
+    assert _gone(pids)  # and they die at exit
 
 
-def test_no_early_start_with_tiers_off(monkeypatch):
+def _counting_pool(monkeypatch) -> dict[str, int]:
+    """Count the pool's ``submit`` and ``prestart`` calls (both still run)."""
     from npdynamo.backends.numba import workers
 
-    started = []
-    monkeypatch.setattr(workers.Pool, "prestart", lambda self: started.append(self))
-    npdynamo.compile(step, backend="numba")
-    assert len(started) == 1
+    counts = {"submit": 0, "prestart": 0}
+    for name in counts:
+        real = getattr(workers.Pool, name)
+
+        def counted(self, *args, _name=name, _real=real):
+            counts[_name] += 1
+            return _real(self, *args)
+
+        monkeypatch.setattr(workers.Pool, name, counted)
+    return counts
+
+
+def identity(x):
+    return x
+
+
+def test_a_function_with_no_graph_never_asks_the_pool(monkeypatch):
+    counts = _counting_pool(monkeypatch)
+    same = npdynamo.compile(identity, backend="numba")
+    x = np.ones(3)
+    for _ in range(30):
+        assert same(x) is x
+    assert npdynamo.inspect(same).graphs == []
+    assert counts == {"submit": 0, "prestart": 0}
+    fn = npdynamo.compile(step, backend="numba")  # a graph: its parts go to the pool
+    check(fn)
+    assert npdynamo.synchronize(timeout=120)  # (the preparing thread submits them)
+    assert counts["submit"] >= 1 and counts["prestart"] == 0
+
+
+def test_no_worker_with_tiers_off(monkeypatch):
+    counts = _counting_pool(monkeypatch)
     monkeypatch.setattr(npdynamo.config, "tiered", False)
-    npdynamo.compile(step, backend="numba")
-    npdynamo.compile(step, backend="eager")
-    assert len(started) == 1
+    check(npdynamo.compile(step, backend="numba"))
+    check(npdynamo.compile(step, backend="eager"))
+    assert counts == {"submit": 0, "prestart": 0}

@@ -266,7 +266,8 @@ def test_the_scheduler_marks_its_form_as_side_by_side(monkeypatch):
     monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "1")
     offered = []
     monkeypatch.setattr(tuning, "fastest_of",
-                        lambda candidates, record, report=None: offered.extend(candidates))
+                        lambda candidates, record, report=None, measured=None:
+                        offered.extend(candidates))
     g = Graph()
     xs = []
     for name in ("a", "b"):
@@ -383,9 +384,9 @@ def test_the_numba_backend_marks_its_eager_candidate_as_holding_the_gil(monkeypa
     offered = []
     real = tuning.fastest_of
 
-    def spy(candidates, record, report=None):
+    def spy(candidates, record, report=None, measured=None):
         offered.extend(candidates)
-        return real(candidates, record, report=report)
+        return real(candidates, record, report=report, measured=measured)
 
     monkeypatch.setattr(tuning, "fastest_of", spy)
     compiled = npdynamo.compile(softplus_sum, backend="numba")
@@ -408,3 +409,47 @@ def test_only_the_fastest_form_releasing_the_gil_stays_beside_the_eager_leader()
         fn(i)
     assert runs.count("numba parallel") == 3  # untimed, then one timed round
     assert decided[0].startswith("runs as numba serial") and "holds the GIL" in decided[0]
+
+
+# -- a candidate measured before the tuning (the eager tier's calls while compiling) -------------
+def test_a_measured_candidate_far_behind_is_not_run_again():
+    """The eager graph timed on its tier at 12 (the kernels take 1): the tuner never runs it
+    again, and says where its time came from."""
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of([holding_gil(clock, "eager", lambda n: 12.0, runs),
+                            costing_calls(clock, "numba", lambda n: 1.0, runs)],
+                           decided.append, clock, measured={"eager": 12.0})
+    for i in range(20):
+        assert fn(i) == (i + 1,)
+    assert "eager" not in runs
+    assert runs[:3] == ["numba"] * 3  # its untimed first call, then one timed round
+    assert decided[0].startswith("runs as numba")
+    assert "eager 12000.000 ms (its calls while compiling)" in decided[0]
+    before = tuning.tuning_calls()
+    fn(0)
+    assert tuning.tuning_calls() == before  # chosen: no more tuning calls
+
+
+def test_a_measured_candidate_that_might_win_is_timed_with_the_others():
+    """Measured at 1.5 beside the compile (slowed), the eager graph might still beat the
+    kernels' 1.0: it joins the rounds, and its own calls (0.5) show it is faster."""
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of([holding_gil(clock, "eager", lambda n: 0.5, runs),
+                            costing_calls(clock, "numba", lambda n: 1.0, runs)],
+                           decided.append, clock, measured={"eager": 1.5})
+    for i in range(40):
+        assert fn(i) == (i + 1,)
+    assert decided[0].startswith("runs as eager"), decided
+    assert "while compiling" not in decided[0]
+    assert runs[:4] == ["numba", "numba", "numba", "eager"]  # eager's untimed call follows
+    assert runs[-5:] == ["eager"] * 5
+
+
+def test_measured_times_for_every_candidate_are_not_trusted_alone():
+    clock, runs, decided = FakeClock(), [], []
+    fn = tuning.fastest_of([costing(clock, "a", 3.0, runs), costing(clock, "b", 1.0, runs)],
+                           decided.append, clock, measured={"a": 0.1, "b": 5.0})
+    for i in range(20):
+        fn(i)
+    assert decided[0].startswith("runs as b")
+    assert {"a", "b"} <= set(runs)

@@ -164,7 +164,10 @@ class Built:
     #: a compile worker's job log: (time, event) of each kernel compiled (``compile_worker``)
     log: list | None = None
 
-    def finish(self) -> Compiled:
+    def finish(self, eager_best: float | None = None) -> Compiled:
+        """Compile or load the kernels and tune; ``eager_best``: the eager graph's fastest call
+        so far on these inputs' sizes (its tier's calls while compiling), which the tuner then
+        does not time again unless it might win."""
         log = get_logger("output_code")
         if self.warm:
             _warm_up(self.program, self.example_inputs, self.gm, log, self)
@@ -175,7 +178,7 @@ class Built:
             scheduled.report.decision = ""  # the tuning line says it
             self.report.schedule = scheduled.report
         return _tuned(self.program, self.eager, self.report, self.graph, scheduled,
-                      self.gm.graph)
+                      self.gm.graph, eager_best)
 
 
 def build(gm, example_inputs: list, report: NumbaReport, eager: Callable[..., tuple]) -> Built:
@@ -252,6 +255,7 @@ def build(gm, example_inputs: list, report: NumbaReport, eager: Callable[..., tu
 def _tuned(
     program: Program, eager: Callable[..., tuple], report: NumbaReport, graph: Graph,
     scheduled: scheduler.Candidate | None = None, eager_graph: Graph | None = None,
+    eager_best: float | None = None,
 ) -> Compiled:
     """The program, or (``tuning``) whichever of its parallel and serial forms, its scheduled
     form (independent steps side by side) and the eager graph runs this graph fastest on its
@@ -297,7 +301,8 @@ def _tuned(
     def record(text: str) -> None:
         report.tuning = text
 
-    return tuning.fastest_of(candidates, record, report=report)
+    measured = {} if eager_best is None else {"eager": eager_best}
+    return tuning.fastest_of(candidates, record, report=report, measured=measured)
 
 
 def _has_symbolic_sizes(graph: Graph) -> bool:

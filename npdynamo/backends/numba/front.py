@@ -93,16 +93,13 @@ def start(gm: Any, example_inputs: list) -> Compiled | None:
     tiered = tiers.Tiered(eager, pending, finish, report)
     holder.append(tiered)
     _preparing.add(pending)
+    # (the workers start when ``_prepare`` submits the graph's parts, one per part: not at
+    # ``compile()``, so a function that never captures a graph starts none, and not all at
+    # once, so a graph that goes out whole does not warm up a second worker for nothing: its
+    # set-up takes a core for seconds while the caller runs its calls)
     threading.Thread(target=_prepare, args=(pending,), name="npdynamo-prepare",
                      daemon=True).start()
     return tiered.compiled
-
-
-def prestart_workers() -> None:
-    """``compile(backend="numba")``: with tiers on, start the compile workers now (in the
-    background), so they are warm when the first graph's kernels are ready."""
-    if config.tiered and workers.available():
-        workers.pool().prestart()
 
 
 #: (prepare, finish) of the numba side (``tiering``), installed when it is imported

@@ -124,7 +124,7 @@ def finish(pending: Any, tiered: Any, begun: float, shown: Any) -> Compiled | No
             built = pending.built
             if built is None:  # never built (an error, a fork): the whole compile here
                 built = backend.build(pending.gm, pending.example_inputs, report, pending.eager)
-            fn = built.finish()
+            fn = built.finish(tiered.eager_best())
     except Exception as exc:  # never fail the user: any error means the eager backend
         backend.fall_back(report, f"{type(exc).__name__}: {exc}", pending.gm.graph.nodes)
         fn = pending.eager

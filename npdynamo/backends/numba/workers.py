@@ -9,11 +9,11 @@ process then loads them from there (``diskcache``: a load, not a compile).
 The pool starts its workers lazily, one per job waiting, up to ``max_workers()`` (one per core
 the process may use, bounded by the memory available: a worker holding numba and LLVM takes
 about ``WORKER_MEMORY`` bytes). A worker with nothing to do for ``KEEP_WARM_S`` seconds stops.
-``prestart`` starts them all ahead of the jobs (at ``compile(backend="numba")``, tiers on): a
-worker takes seconds to import numba and to set up its compiler (``compile_worker``), which
-then overlap the caller's first calls instead of delaying its first graph's kernels; each
-says when it is ready (``warm()`` counts them). A job no worker has started can be taken back
-(``withdraw``: its graph needs it no more).
+The tiers submit a graph's parts as soon as it is captured (``front``), so a process whose
+compiled functions never capture a graph starts no worker. ``prestart`` starts them all ahead
+of any job (a benchmark's warm pool): a worker takes seconds to import numba and to set up its
+compiler (``compile_worker``); each says when it is ready (``warm()`` counts them). A job no
+worker has started can be taken back (``withdraw``: its graph needs it no more).
 Each worker is a plain ``subprocess`` started with ``python -c`` (not ``multiprocessing``,
 whose ``spawn``/``forkserver`` run the user's ``__main__`` script again in the child), speaking
 pickled messages over a socket pair, and served by one daemon thread of this process.
