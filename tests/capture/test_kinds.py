@@ -99,7 +99,8 @@ def test_owners_and_writeable_inline_and_called():
     nine = [f"a{i}" for i in range(9)]
     assert "OWN" in KINDS[K.OWNERS].check_each(nine, Owners(tuple(nine)), ns)
     writeable = KINDS[K.WRITEABLE].check_each(["a0", "a1"], ("p", "q"), ns)
-    assert evaluate(writeable, {"a0": p, "a1": q}) and not evaluate(writeable, {"a0": p, "a1": frozen})
+    assert evaluate(writeable, {"a0": p, "a1": q})
+    assert not evaluate(writeable, {"a0": p, "a1": frozen})
 
 
 def test_nonempty_range_reads_missing_bounds_from_the_values():
