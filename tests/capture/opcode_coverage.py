@@ -11,8 +11,12 @@ from npdynamo.capture.registry import HANDLERS
 
 
 def handled_by(module: ModuleType) -> set[str]:
-    """The opcode names ``module`` registered a handler for on this Python."""
-    return {name for name, fn in HANDLERS.items() if fn.__module__ == module.__name__}
+    """The opcode names ``module`` registered a handler for that are real instructions of this
+    Python (a handler also registers the names other versions spell the instruction with, and
+    pseudo-instructions such as ``JUMP``, which the compiler rewrites before the code exists)."""
+    real = {name for name, op in dis.opmap.items() if op < 256}
+    return {name for name, fn in HANDLERS.items()
+            if fn.__module__ == module.__name__ and name in real}
 
 
 def opnames(*functions) -> set[str]:

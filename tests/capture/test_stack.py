@@ -131,7 +131,6 @@ def test_the_programs_reach_every_handler_of_the_module():
     unreached = handled_by(stack) - opnames(*PROGRAMS)
     # not in these programs' disassembly: CACHE (dis hides it), EXTENDED_ARG (an argument
     # past 255), NOP (left by the peephole optimiser only in some shapes), LOAD_FAST_CHECK
-    # (3.12+: a load of a possibly unbound local), PRECALL (3.11 only, registered as a no-op on
-    # every version)
-    allowed = {"CACHE", "EXTENDED_ARG", "NOP", "LOAD_FAST_CHECK", "PRECALL"}
+    # (3.12+: a load of a possibly unbound local)
+    allowed = {"CACHE", "EXTENDED_ARG", "NOP", "LOAD_FAST_CHECK"}
     assert unreached <= allowed, unreached
