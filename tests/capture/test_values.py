@@ -82,7 +82,7 @@ def test_a_dict_changed_while_iterated_raises_cpythons_error():
         it.next()
     real = {"a": 1}
     with pytest.raises(RuntimeError) as theirs:
-        for k in real:
+        for _key in real:
             real["b"] = 2
     assert type(ours.value.error) is RuntimeError
     assert str(ours.value.error) == str(theirs.value)
@@ -111,10 +111,10 @@ def test_a_guarded_constant_installs_its_guard_on_the_first_read_only():
     stubborn = GuardedConst(5, None, refuse)
     for _ in range(2):  # a refusing install refuses again on every read
         with pytest.raises(RuntimeError):
-            stubborn.value
+            _ = stubborn.value
     computed = ComputedNumberValue(1.0, None, lambda: KeyError("needs the data"))
     with pytest.raises(KeyError):
-        computed.value
+        _ = computed.value
 
 
 def test_kinds_are_named_as_the_users_objects_and_map_values_walks_containers():
