@@ -41,6 +41,7 @@ CASES = [
     (K.CONSTANT, 3, 3, 4, "x == 3", "expected 3, got 4"),
     (K.CONSTANT, 1.0, 1.0, 1, "x == 1.0", "1"),  # 1 == 1.0 but a float is not an int
     (K.LENGTH, 2, [0, 1], [0], "len(x) == 2", "expected 2, got 1"),
+    (K.LENGTH, 2, (0, 1), (0, 1, 2), "len(x) == 2", "expected 2, got 3"),
     (K.HAS_KEY, ("k", True), {"k": 1}, {}, "'k' in x", "the key 'k' is missing"),
     (K.HAS_KEY, ("k", False), {}, {"k": 1}, "'k' not in x", "which it did not have"),
     (K.DICT_KEYS, ("a", "b"), {"a": 0, "b": 1}, {"b": 1, "a": 0}, "list(x) == ['a', 'b']",

@@ -31,7 +31,7 @@ class Scaled:
         self.k = k
 
     def __mul__(self, other):
-        if isinstance(other, Scaled):
+        if type(other) is Scaled:
             return NotImplemented
         return other * self.k
 
@@ -72,6 +72,7 @@ class MyList(list):
 def protocol(x, a, b, c, p, q, sized):
     # (an array with a user object is NumPy's business: an object array, never this protocol)
     k = a * 2.0 + 3.0 * a + 2.0 * c  # __mul__; float.__mul__ NotImplemented, then __rmul__
+    k = k + a * c  # c's class derives from a's: its __rmul__ goes first (206.0, not 6.0)
     return (x * k, a == b, a != b, b < a, a > b, bool(a), len(a), p == p, p != q,
             not sized, bool(p))
 
