@@ -440,7 +440,7 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
                 meta, ArrayMeta) and meta.scalar and meta.dtype in (np.float64, np.float32)
                 or type(a) in (int, float)):
             raise NoNopythonForm("math.sqrt of other than a float64/float32 scalar or number")
-        return f"py_sqrt(float({self.value(a, env)}))"
+        return f"py_sqrt(np.float64({self.value(a, env)}))"  # (float() keeps a float32)
 
     def op_argmin(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
         # numba's argmin/argmax of a whole array: NumPy's first extreme, the first nan (floats),
