@@ -52,7 +52,6 @@ from npdynamo.capture.values import (
     ComputedNumberValue,
     Const,
     DictValue,
-    FormedList,
     FunctionValue,
     IteratorValue,
     ListValue,
@@ -149,9 +148,6 @@ def call_value(frame: Frame, fn: Value, args: list[Value], kwargs: dict[str, Val
         handler = BUILTINS.get(_key(target))
         if handler is not None:
             return handler(frame, target, args, kwargs)
-        if (target is np.array or target is np.asarray) and len(args) == 1 and not kwargs \
-                and isinstance(args[0], FormedList):
-            return args[0].array  # a comprehension formed into one loop: its new array
         if (target is np.sum or target is np.mean) and len(args) == 1 and not kwargs \
                 and isinstance(args[0], MASKED_KINDS):
             # np.sum(x[mask]) is x[mask].sum() for the new array the selection is

@@ -283,3 +283,43 @@ def test_a_long_comprehension_is_one_loop_whatever_its_length():
     big = RNG.random((3_000, 4))
     check_same(distances, big, C3, graphs=1, breaks=0)
     assert formed(distances, big, C3) == 1
+
+
+# -- where it sits ---------------------------------------------------------------------------------
+def out_of_bounds(x):
+    return np.array([x[i + 5].sum() for i in range(x.shape[0])])
+
+
+def centre_means(A, labels, k):
+    return np.array([A[labels == i, 0].sum() / np.sum(labels == i) for i in range(k)])
+
+
+def row_norms(x):
+    return np.array([math.sqrt(np.sum(x[i] ** 2)) for i in range(x.shape[0])])
+
+
+def calls_a_helper(x):
+    return row_norms(x * 2.0) + 1.0
+
+
+def test_an_index_past_the_end_raises_numpys_error():
+    for backend in ("eager", "numba"):
+        check_same(out_of_bounds, X, backend=backend)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (formed() runs it outside the check)
+def test_warnings_of_the_elements_are_numpys():
+    from tests.differential import check_same_warnings
+    labels = np.arange(N) % 18  # centres 18 and 19 are empty: 0 / 0, nan and a warning each
+    check_same_warnings(centre_means, X, labels, N, graphs=1, breaks=0)
+    assert formed(centre_means, X, labels, N) == 1
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_inside_a_called_function_and_a_formed_loop():
+    check_same(calls_a_helper, X, graphs=1, breaks=0)
+    assert formed(calls_a_helper, X) == 1
+    # sixteen iterations: the outer loop may be formed too (3.11), with the comprehensions in it
+    args = (X, 3, 16, X[:3].copy())
+    check_same(kmeans, *args, graphs=1, breaks=0)
+    assert formed(kmeans, *args) >= 2

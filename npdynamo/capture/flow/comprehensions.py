@@ -8,7 +8,7 @@ loop body with the index unknown; its value (a NumPy scalar or array of a fixed 
 float, bool or complex the graph computes, an inner formed comprehension, or a tuple/list of those
 converted as ``np.array`` converts it) is written into row ``i`` of an ``np.empty((n, *shape))``
 carried by the loop. The list itself never exists: a ``FormedList`` holds the loop's result and
-``np.array`` of it (``calls.call_value``) is that array, a new one as ``np.array`` makes.
+``np.array`` of it (``opcodes/layout.do_call``) is that array, a new one as ``np.array`` makes.
 
 ``np.array`` of a list of ``n >= 1`` elements of one kind has that kind's dtype (a Python float:
 float64, a float32 scalar: float32, a Python bool: bool) and shape ``(n, *shape)``; every element
@@ -38,6 +38,8 @@ from npdynamo.capture.calls import call_value
 from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRaises
 from npdynamo.capture.flow import higher_order as cf
 from npdynamo.capture.flow.if_statements import JUMPS_BACK, LEAVING
+from npdynamo.capture.opcalls import op_call, raw
+from npdynamo.capture.side_effects import write_array
 from npdynamo.capture.values import (
     NULL,
     ArrayValue,
@@ -243,6 +245,15 @@ def _one_number(value: Value) -> bool:
     return isinstance(meta, ScalarMeta) and meta.type in _PYTHON_DTYPES
 
 
+def _write(frame, out: ArrayValue, index, value: Value) -> None:
+    """``out[index] = value`` (a row of the loop's result): a number the graph computes stays
+    a graph scalar, NumPy converts it when the graph runs, as ``out[i] = v`` does."""
+    computed = isinstance(value, ScalarInputValue) and value.source is None and (
+        value.node is not None)
+    new = op_call(frame, REGISTRY["setitem"], (out, index, value if computed else raw(value)), {})
+    write_array(frame.ctx, out, new)
+
+
 def _kind(value: Value) -> tuple[np.dtype, tuple[int, ...]]:
     if isinstance(value, ArrayValue):
         return value.meta.dtype, value.meta.shape
@@ -253,8 +264,6 @@ def _kind(value: Value) -> tuple[np.dtype, tuple[int, ...]]:
 
 def _form(frame, span: range, body: int, append: int) -> FormedList:
     """Capture the element once into a loop body writing row ``i - start`` of the result."""
-    from npdynamo.capture.opcodes.subscripts import set_item  # (opcodes sit above flow)
-
     ctx = frame.ctx
     count = len(span)
     cells = dict(frame.cells)
@@ -282,10 +291,10 @@ def _form(frame, span: range, body: int, append: int) -> FormedList:
             row = cf.LoopScalarValue(0, moved, ctx, "the comprehension's row")
             row.expr = None if index.expr is None else index.expr - span.start
         if items is None:
-            set_item(step, out, row, element)
+            _write(step, out, row, element)
         else:
             for j, item in enumerate(items):
-                set_item(step, out, TupleValue([row, Const(j)]), item)
+                _write(step, out, (row, j), item)
         return out, dtype, shape
 
     # the variable's cell (3.11, read by an inner comprehension) is the body's own: not a root
