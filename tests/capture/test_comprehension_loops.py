@@ -233,12 +233,16 @@ def walrus(x):
     return out, last
 
 
+def index_value_read(x):
+    return np.array([x[i].sum() if i < 3 else 0.5 for i in range(x.shape[0])])
+
+
 def short(x):
     return np.array([x[i].sum() for i in range(3)])
 
 
 UNROLLED = [(python_ints, (X,)), (list_kept, (X,)), (list_summed, (X,)), (walrus, (X,)),
-            (short, (X,))]
+            (index_value_read, (X,)), (short, (X,))]
 
 
 @pytest.mark.parametrize("fn,args", UNROLLED, ids=[c[0].__name__ for c in UNROLLED])
