@@ -33,6 +33,7 @@ _KINDS = {
     "IteratorValue": "iterator", "CellValue": "closure cell", "FunctionValue": "function",
     "ExternalCell": "closure cell", "BoundMethodValue": "bound method", "MethodValue": "method",
     "ComprehensionSave": "comprehension variable", "GradFunctionValue": "grad function",
+    "FormedList": "list",
 }
 
 
@@ -384,6 +385,15 @@ class ComprehensionSave(Value):
     on the resume function's stack unwrapped (the saved value, or NULL for an unbound name)."""
 
     saved: Value
+
+
+@dataclass(eq=False)
+class FormedList(Value):
+    """The list a comprehension formed into one loop would have built (``flow/comprehensions``):
+    only ``np.array`` of it (``array``, the loop's result) or the row of an outer one it forms
+    reads it, which the formation checked before."""
+
+    array: ArrayValue
 
 
 @dataclass(eq=False)

@@ -74,6 +74,14 @@ def library_loop(data, n):
 
 def rows_distance(A, C):
     B = A * 2.0
+    # (a list bound to a name: not np.array(list) alone, so not formed into one loop)
+    rows = [[np.sqrt(np.sum((B[i] - C[j]) ** 2)) for j in range(C.shape[0])]
+            for i in range(B.shape[0])]
+    return np.array(rows).min(axis=1)
+
+
+def rows_distance_formed(A, C):
+    B = A * 2.0
     d = np.array([[np.sqrt(np.sum((B[i] - C[j]) ** 2)) for j in range(C.shape[0])]
                   for i in range(B.shape[0])])
     return d.min(axis=1)
@@ -148,6 +156,14 @@ def test_a_comprehension_past_the_op_limit_breaks_before_unrolling(captures, bac
     check_fidelity(rows_distance, rng.random((20, 4)), rng.random((3, 4)), backend=backend,
                    graphs=1, breaks=0)  # short: unrolled whole into the graph
     assert captures[0][3] == ""
+    for n in (300, 3_000):  # np.array(list) alone: one loop whatever the row count
+        captures.clear()
+        npdynamo.reset()
+        check_fidelity(rows_distance_formed, rng.random((n, 4)), rng.random((3, 4)),
+                       backend=backend, graphs=1, breaks=0)
+        (_, steps[n], _, reason, _), *_ = captures
+        assert reason == ""
+    assert steps[3_000] == steps[300]
 
 
 def test_a_loop_over_rows_breaks_with_the_arrays_own_iterator(captures):

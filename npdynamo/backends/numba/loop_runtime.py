@@ -16,6 +16,7 @@ compiled code was typed for, or raise ``UnexpectedValue``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -167,6 +168,15 @@ def true_divide(a, b):
     if b == 0:
         raise ZeroDivisionError("division by zero")
     return a / b
+
+
+@njit(**_FLAGS)
+def py_sqrt(a):
+    """``math.sqrt`` of a real number as a float: ``ValueError`` below zero (nopython's own
+    sqrt gives nan there; a nan argument gives nan in both)."""
+    if a < 0.0:
+        raise ValueError("math domain error")
+    return math.sqrt(a)
 
 
 @njit(**_FLAGS)

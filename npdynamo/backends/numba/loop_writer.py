@@ -78,7 +78,7 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
         self.lines: list[str] = []
         self.globals: dict[str, Any] = {"np": np, "math": math, "objmode": numba.objmode}
         for name in (*INT_HELPERS.values(), *_MATMUL_HELPERS.values(), "true_divide",
-                     "assign", "assume", "vecvec_gather"):
+                     "assign", "assume", "vecvec_gather", "py_sqrt"):
             self.globals[name] = getattr(loop_runtime, name)
         self._count = 0
         self._bound: dict[int, str] = {}
@@ -431,6 +431,28 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
             self.emit(f"{name}[{k}] = {self.value(v, env)}", depth)
         fresh.add(node)
         return name
+
+    def op_py_sqrt(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
+        # math.sqrt converts its argument to a double first: exact from these kinds
+        (a,) = node.args
+        meta = node_meta(a) if isinstance(a, Node) else None
+        if not (isinstance(meta, ScalarMeta) and meta.type in (int, float) or isinstance(
+                meta, ArrayMeta) and meta.scalar and meta.dtype in (np.float64, np.float32)
+                or type(a) in (int, float)):
+            raise NoNopythonForm("math.sqrt of other than a float64/float32 scalar or number")
+        return f"py_sqrt(np.float64({self.value(a, env)}))"  # (float() keeps a float32)
+
+    def op_argmin(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
+        # numba's argmin/argmax of a whole array: NumPy's first extreme, the first nan (floats),
+        # ValueError on an empty one; a flat index, as NumPy's without an axis
+        (x,) = node.args
+        meta = node_meta(x)
+        if not isinstance(meta, ArrayMeta) or meta.dtype.kind not in "biuf" or meta.scalar or (
+                not meta.shape):
+            raise NoNopythonForm(f"{node.target.name} of other than a real array")
+        return f"np.int64({self.value(x, env)}.{node.target.name}())"
+
+    op_argmax = op_argmin
 
     def op_copy(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
         (x,) = node.args

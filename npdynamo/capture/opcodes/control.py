@@ -12,6 +12,7 @@ from npdynamo.capture.containers import (
 )
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.flow.assertions import speculate_assert
+from npdynamo.capture.flow.comprehensions import form_comprehension
 from npdynamo.capture.flow.for_loops import LazyRange, form_for
 from npdynamo.capture.flow.loop_exits import graph_condition
 from npdynamo.capture.flow.unrolled_loops import check_unroll
@@ -109,6 +110,8 @@ def _for_iter(frame: Frame, ins):
     if not isinstance(it, IteratorValue) and not is_lazy(it):
         raise frame.unsupported(f"a for loop over a {it.kind()}")
     if isinstance(it, IteratorValue):
+        if form_comprehension(frame, it):
+            return  # the whole comprehension is one node; the frame goes on at its exit
         check_unroll(frame, it)
     item = next_item(it)
     if item is not None:

@@ -11,6 +11,7 @@ from npdynamo.capture.calls import call_value
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import (
     NULL,
+    FormedList,
     NullValue,
     Value,
 )
@@ -49,4 +50,9 @@ def do_call(frame: Frame, nargs: int, kw_names: tuple[str, ...]) -> None:
     nkw = len(kw_names)
     kwargs = dict(zip(kw_names, args[len(args) - nkw :])) if nkw else {}
     positional = self_args + args[: len(args) - nkw]
+    if len(positional) == 1 and isinstance(positional[0], FormedList) and not kwargs:
+        # np.array(list) of a comprehension formed into one loop (``flow/comprehensions``
+        # checked the call): the loop's result is the new array np.array makes
+        frame.push(positional[0].array)
+        return
     frame.push(call_value(frame, fn, positional, kwargs))
