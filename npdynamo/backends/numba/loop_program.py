@@ -48,7 +48,7 @@ import numpy as np
 from numba import njit, objmode
 from numba.core.dispatcher import Dispatcher
 from numba.core.errors import NumbaError, NumbaWarning
-from numba.core.types import BaseTuple, Float, Integer
+from numba.core.types import BaseTuple, Boolean, Float, Integer
 from numba.core.types import Type as NumbaType
 
 from npdynamo import progress
@@ -390,14 +390,16 @@ def _boxed_as_returned(meta: Any, numba_type: NumbaType | None) -> bool:
     """Whether numba's entry point boxes a result of ``numba_type`` as the object the loop's
     Python run returns for ``meta`` (then the warm path returns it as it is): an array; a
     number ``boxing.numpy_scalar`` boxed as the NumPy scalar of ``meta``'s dtype; a Python
-    ``int`` or ``float`` (numba boxes every integer as an ``int``, every float as a ``float``)."""
+    ``int``, ``float`` or ``bool`` (numba boxes every integer as an ``int``, every float as
+    a ``float``, a boolean as a ``bool``)."""
     if isinstance(meta, ArrayMeta) and not meta.scalar:
         return True
     if isinstance(meta, ArrayMeta):
         return isinstance(numba_type, boxing.NumPyScalar) and numba_type.dtype == meta.dtype
     if isinstance(meta, ScalarMeta):
         return (meta.type is int and isinstance(numba_type, Integer)) or \
-            (meta.type is float and isinstance(numba_type, Float))
+            (meta.type is float and isinstance(numba_type, Float)) or \
+            (meta.type is bool and isinstance(numba_type, Boolean))
     return False
 
 
