@@ -23,7 +23,7 @@ import pytest
 from numba.core.dispatcher import Dispatcher
 
 import npdynamo as nd
-from npdynamo.backends.numba.loop_program import GraphCall
+from npdynamo.backends.numba.loop_program import GraphCall, LoopCall
 from tests.backends.test_loop_program import loop_records
 from tests.differential import assert_compiled, assert_same_value, run_both
 
@@ -182,3 +182,36 @@ def test_arguments_that_miss_the_signature_after_warm_up_give_numpys_result(case
     runs = call.record.runs  # the warmed-up argument still takes the warm path
     assert_same_value(fn(x), compiled(x))
     assert call.record.runs == runs + 1
+
+
+def running_from_first(x):
+    """A loop alone in its graph: its loop program (``LoopCall``), not a whole graph's."""
+    out = np.zeros(x.shape[0], x.dtype)
+    out[0] = x[0]
+    acc = x[0]
+    for i in range(1, x.shape[0]):
+        acc = acc + x[i]
+        out[i] = acc
+    return out, x, acc
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16])
+def test_a_loop_programs_carried_values_come_back_with_no_conversion(dtype):
+    x = np.arange(-20, 20).astype(dtype) / dtype(3)
+    nd.reset()
+    compiled = nd.compile(running_from_first, backend="numba")
+    for _ in range(WARM):
+        run = run_both(running_from_first, compiled, (x,), {})
+        assert_same_value(run.expected, run.got)
+    assert_compiled(compiled, graphs=1, breaks=0)
+    (record,) = [r for r in loop_records(compiled) if r.runs]
+    assert record.op == "fori_loop", str(record)
+    # (``type(o)``: a dead weak proxy among the objects raises when asked for its class)
+    (call,) = [o for o in gc.get_objects()
+               if issubclass(type(o), LoopCall) and o.record is record]
+    source = call.run.__npdynamo_source__
+    assert "return out\n" in source and "convert" not in source, source
+    runs = call.record.runs
+    got = compiled(x)
+    assert_same_value(running_from_first(x), got)
+    assert got[1] is x and call.record.runs == runs + 1

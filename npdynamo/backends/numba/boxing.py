@@ -1,8 +1,9 @@
-"""How a whole graph's function hands its results to Python: boxed by its own machine code.
+"""How a loop program hands its results to Python: boxed by its own machine code.
 
-Last step of a whole graph's numba function (``loop_program.whole_graph_program``): its
-``return`` wraps each result in one of the two markers below, which change only how numba's
-entry point boxes the value when it returns to Python, never the value:
+Last step of a whole graph's numba function (``loop_program.whole_graph_program``) and of a
+loop's program (``loop_program.loop_programs``): their ``return`` wraps each result in one of
+the two markers below, which change only how numba's entry point boxes the value when it
+returns to Python, never the value:
 
 * ``numpy_scalar(x)``: a number boxed as the NumPy scalar of its dtype (``np.int64``,
   ``np.float32``, ``np.bool_`` ...), as NumPy's own scalar results are. numba boxes a number as

@@ -128,6 +128,10 @@ def _loop_source(node: Node, op: str, prepare: Callable[[Graph], Graph]) -> Writ
         n = len(node.args[3])
         result = writer.emit_fori(params[0], params[1], node.args[2], params[2:2 + n],
                                   params[2 + n:], 1)
+    metas = list(node.meta.get("val") or ())
+    if len(metas) == n:  # (each carried value boxed as the warm path returns it)
+        result = "(" + "".join(_boxed(writer, f"{result}[{k}]", meta) + ", "
+                               for k, meta in enumerate(metas)) + ")"
     writer.emit(f"return {result}", 1)
     writer.lines[:0] = [f"def loop({', '.join(params)}):",
                         *_symbol_reads({name: local for name, local in writer.symbols.items()
