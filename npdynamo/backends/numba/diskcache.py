@@ -40,7 +40,7 @@ from npdynamo.generated import run
 
 _PACKAGE = "npdynamo_kernels"
 _loaded: dict[str, types.ModuleType] = {}
-_RUNTIME_FILES = ("approx.py", "runtime.py", "loop_runtime.py")
+_RUNTIME_FILES = ("approx.py", "runtime.py", "loop_runtime.py", "boxing.py")
 
 
 def _runtime_digest() -> str:

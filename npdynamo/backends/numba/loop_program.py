@@ -48,10 +48,11 @@ import numpy as np
 from numba import njit, objmode
 from numba.core.dispatcher import Dispatcher
 from numba.core.errors import NumbaError, NumbaWarning
+from numba.core.types import BaseTuple, Boolean, Float, Integer
 from numba.core.types import Type as NumbaType
 
 from npdynamo import progress
-from npdynamo.backends.numba import diskcache, errstate, threads
+from npdynamo.backends.numba import boxing, diskcache, errstate, threads
 from npdynamo.backends.numba.loop_runtime import UnexpectedValue
 from npdynamo.backends.numba.loop_writer import NotCompilable, Writer, node_meta
 from npdynamo.backends.report import GUARDED, GuardedInput
@@ -127,6 +128,10 @@ def _loop_source(node: Node, op: str, prepare: Callable[[Graph], Graph]) -> Writ
         n = len(node.args[3])
         result = writer.emit_fori(params[0], params[1], node.args[2], params[2:2 + n],
                                   params[2 + n:], 1)
+    metas = list(node.meta.get("val") or ())
+    if len(metas) == n:  # (each carried value boxed as the warm path returns it)
+        result = "(" + "".join(_boxed(writer, f"{result}[{k}]", meta) + ", "
+                               for k, meta in enumerate(metas)) + ")"
     writer.emit(f"return {result}", 1)
     writer.lines[:0] = [f"def loop({', '.join(params)}):",
                         *_symbol_reads({name: local for name, local in writer.symbols.items()
@@ -357,10 +362,16 @@ def _fast_path(call: LoopCall, args: tuple, flat: tuple, *,
     facts = guarded or [None] * len(flat)
     for name, value, fact in zip(flat_names, flat, facts):
         tests += _tests(name, value, fact, ns)
+    returned = compiled.signature.return_type
+    returned = tuple(returned) if isinstance(returned, BaseTuple) else ()
+    as_returned = [_boxed_as_returned(meta, returned[k] if k < len(returned) else None)
+                   for k, meta in enumerate(call.node_results)]
     results = ", ".join(
-        f"out[{k}]" if isinstance(meta, ArrayMeta) and not meta.scalar
-        else f"{ns.bind(conv, 'convert')}(out[{k}])"
-        for k, (conv, meta) in enumerate(zip(call.convert, call.node_results)))
+        f"out[{k}]" if same else f"{ns.bind(conv, 'convert')}(out[{k}])"
+        for k, (conv, same) in enumerate(zip(call.convert, as_returned)))
+    # (numba's tuple itself when it holds every result as the loop returns it)
+    results = "out" if all(as_returned) and len(returned) == len(call.convert) else \
+        f"({results}{',' if len(call.convert) == 1 else ''})"
     everything = ", ".join(params)
     # (a whole graph's other way decides on the error state first: ``GraphCall._general``)
     general = call.__call__ if scope is None else scope["general"]
@@ -371,12 +382,29 @@ def _fast_path(call: LoopCall, args: tuple, flat: tuple, *,
               "        except Exception:  # the loop raised: Python's loop raises or returns",
               f"            return {ns.bind(call.impl, 'impl')}({everything})",
               f"        {ns.bind(call.record, 'record')}.runs += 1",
-              f"        return ({results}{',' if len(call.convert) == 1 else ''})",
+              f"        return {results}",
               f"    return {ns.bind(general, 'general')}({everything})"]
     if scope is None:
         return define("\n".join(lines) + "\n", "run", ns, label="loop-call")
     scope.update(ns.values)
     return define("\n".join(lines) + "\n", "run", scope, label="graph-call")
+
+
+def _boxed_as_returned(meta: Any, numba_type: NumbaType | None) -> bool:
+    """Whether numba's entry point boxes a result of ``numba_type`` as the object the loop's
+    Python run returns for ``meta`` (then the warm path returns it as it is): an array; a
+    number ``boxing.numpy_scalar`` boxed as the NumPy scalar of ``meta``'s dtype; a Python
+    ``int``, ``float`` or ``bool`` (numba boxes every integer as an ``int``, every float as
+    a ``float``, a boolean as a ``bool``)."""
+    if isinstance(meta, ArrayMeta) and not meta.scalar:
+        return True
+    if isinstance(meta, ArrayMeta):
+        return isinstance(numba_type, boxing.NumPyScalar) and numba_type.dtype == meta.dtype
+    if isinstance(meta, ScalarMeta):
+        return (meta.type is int and isinstance(numba_type, Integer)) or \
+            (meta.type is float and isinstance(numba_type, Float)) or \
+            (meta.type is bool and isinstance(numba_type, Boolean))
+    return False
 
 
 def _tests(name: str, value: Any, fact: GuardedInput | None, ns: Namespace) -> list[str]:
@@ -477,12 +505,23 @@ def whole_graph_program(graph: Graph, prepare: Callable[[Graph], Graph]) -> Grap
         # (object mode is slower than the program's own NumPy calls; an array returned twice
         # would come back from numba as two objects)
         return None
-    writer.emit(f"return ({''.join(e + ', ' for e, _ in results)})", 1)
+    # (the machine code boxes each result as Python gets it: ``boxing``)
+    writer.emit(f"return ({''.join(_boxed(writer, e, meta) + ', ' for e, meta in results)})", 1)
     writer.lines[:0] = [f"def loop({', '.join(params)}):",
                         *sizes,
                         *(f"    {line}" for line in writer.hoisted)]
     record = LoopRecord("graph", "whole graph", compiled=True)
     return GraphCall(own, writer, record)
+
+
+def _boxed(writer: Writer, expression: str, meta: Any) -> str:
+    """``expression`` returned so that numba's entry point boxes it as the warm path returns
+    it: an array without numba's unpickle of its class, a NumPy scalar as that scalar."""
+    if isinstance(meta, ArrayMeta) and not meta.scalar:
+        return f"{writer.bind(boxing.returned_array, 'returned_array')}({expression})"
+    if isinstance(meta, ArrayMeta) and boxing.SCALARS_BOXED:
+        return f"{writer.bind(boxing.numpy_scalar, 'numpy_scalar')}({expression})"
+    return expression
 
 
 #: the most elements of any array computed at the top level of a graph whose loops make it one
