@@ -16,6 +16,7 @@ Per-version sequences (how to call, how to drop a NULL) live in the helpers at t
 
 from __future__ import annotations
 
+import dis
 import re
 import types
 from dataclasses import dataclass
@@ -364,7 +365,42 @@ def to_code(b: bc.Bytecode, original: types.CodeType) -> types.CodeType:
     new = encode(b)
     if new.co_stacksize < original.co_stacksize:
         new = new.replace(co_stacksize=original.co_stacksize)
+    misplaced = loop_exits_misplaced(new)
+    if misplaced:  # the caller breaks before it instead (``CannotBreak``): never run such code
+        raise InvalidCode(f"{new.co_name}: FOR_ITER at offsets {misplaced} does not jump to its"
+                          " END_FOR cleanup")
     return new
+
+
+class InvalidCode(ValueError):
+    """Generated code that CPython would run wrongly (it does not check it): never run."""
+
+
+#: What a 3.12+ ``FOR_ITER`` must jump to: the exhausted loop skips this many code units past its
+#: target (3.12: the ``END_FOR``; 3.13: the ``END_FOR`` and the ``POP_TOP`` after it), trusting
+#: they are these, so anything else there is skipped in their place or runs on a stack that
+#: lost the iterator (a crash: 3.12/3.13 ``test_decimal``)
+_LOOP_EXIT = {(3, 12): ("END_FOR",), (3, 13): ("END_FOR", "POP_TOP")}.get(PY, ())
+_FOR_ITER = dis.opmap["FOR_ITER"]
+
+
+def loop_exits_misplaced(code: types.CodeType) -> list[int]:
+    """Offsets of the ``FOR_ITER`` instructions of ``code`` whose jump target is not the loop
+    exit's cleanup, which the interpreter skips without looking (3.12+; empty on 3.11, whose
+    ``FOR_ITER`` jumps to its target itself)."""
+    raw = code.co_code
+    if not _LOOP_EXIT or _FOR_ITER not in raw[::2]:
+        return []
+    instrs = list(dis.get_instructions(code))
+    at = {ins.offset: i for i, ins in enumerate(instrs)}
+    bad = []
+    for ins in instrs:
+        if ins.opcode == _FOR_ITER:
+            i = at.get(ins.argval, len(instrs))
+            found = tuple(x.opname for x in instrs[i:i + len(_LOOP_EXIT)])
+            if found != _LOOP_EXIT:
+                bad.append(ins.offset)
+    return bad
 
 
 def _rewrite_for_resume(ins: bc.Instr, cells: set[str], passed: set[str]) -> list[bc.Instr]:
