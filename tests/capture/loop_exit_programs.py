@@ -1,5 +1,5 @@
-"""Programs whose graph break sits in an inner loop's body inside a ``with`` or ``try`` block:
-their generated code had a try range starting at the inner loop's exit (``END_FOR``), and the
+"""Programs whose graph break sits in a loop's body inside a ``with`` or ``try`` block: their
+generated code had a try range starting at the loop's exit (``END_FOR``), and the
 ``NOP`` that opened it crashed 3.12 and 3.13 (``test_loop_exit_code.py``). Run as a script
 (``python -m tests.capture.loop_exit_programs BACKEND [--without-the-rule]``), each program is
 compared with plain Python in this process, which a regression would crash: the test runs it in
@@ -12,6 +12,14 @@ import operator
 import sys
 
 import numpy as np
+
+
+def loop_in_with(rows):
+    out = []
+    with contextlib.nullcontext():
+        for row in rows:
+            out.append((row + 1).tolist())  # a graph, then a break in the body
+    return out
 
 
 def nested_loops_in_with(a, ops):
@@ -48,13 +56,16 @@ def pairs_in_with(pairs, ops):
 
 def _args(name: str) -> tuple:
     a = np.arange(3.0)
+    if name == "loop_in_with":
+        return ([a, a + 1, a * 2],)
     if name == "pairs_in_with":
         return ([(a, a + 1), (a * 2, a)], (operator.lt, operator.add))
     return (a, (operator.lt, operator.add))
 
 
 #: each program with the graphs and graph breaks its three calls make (the same on 3.11-3.13)
-PROGRAMS = [(nested_loops_in_with, 1, 9), (nested_loops_in_try, 1, 9), (pairs_in_with, 2, 10)]
+PROGRAMS = [(loop_in_with, 2, 5), (nested_loops_in_with, 1, 9), (nested_loops_in_try, 1, 9),
+            (pairs_in_with, 2, 10)]
 
 
 def main(backend: str, keep_exits: bool = True) -> None:
