@@ -100,7 +100,8 @@ DECODED_KEPT = 512
 
 def _remember(code: types.CodeType, decoded: bc.Bytecode) -> tuple[bc.Bytecode, tuple]:
     if len(_DECODED) >= DECODED_KEPT:
-        del _DECODED[next(iter(_DECODED))]
+        # another thread's gc.collect() may empty the cache between these lines
+        _DECODED.pop(next(iter(_DECODED), None), None)
     attributes = decoded.copy()
     list.clear(attributes)
     _DECODED[code] = both = (attributes, tuple(decoded))
