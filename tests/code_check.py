@@ -11,7 +11,9 @@ lists:
 - an unchecked load of a local that is not bound on every path to it;
 - (3.13) a stack deeper than ``co_stacksize``, below empty, or of two depths where paths meet;
 - (3.13) an instruction in a try range with a shallower stack than its handler's table entry says
-  (the unwinder pops down to that depth, never up: the handler would read below the stack).
+  (the unwinder pops down to that depth, never up: the handler would read below the stack);
+- (3.12+) a ``FOR_ITER`` whose jump target is not its loop exit's cleanup, which the interpreter
+  skips by a fixed count of code units (``generate.loop_exits_misplaced``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from __future__ import annotations
 import dis
 import sys
 import types
+
+from npdynamo.capture.bytecode.generate import loop_exits_misplaced
 
 PY = sys.version_info[:2]
 _UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE",
@@ -30,6 +34,8 @@ _JUMPS = set(dis.hasjrel) | set(dis.hasjabs) | set(getattr(dis, "hasjump", ()))
 def problems(code: types.CodeType) -> list[str]:
     """What is wrong with ``code`` (empty when nothing), nested code objects included."""
     found = [f"{code.co_name}: {p}" for p in _problems(code)]
+    found += [f"{code.co_name}: offset {at}: FOR_ITER does not jump to its END_FOR cleanup"
+              for at in loop_exits_misplaced(code)]
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             found += problems(const)

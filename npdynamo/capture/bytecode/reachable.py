@@ -91,6 +91,7 @@ def _rebuild(items: list, active: list, seen: set[int]) -> list:
     original range wrapped in a fresh copy of that range's ``TryBegin``/``TryEnd``."""
     out: list = []
     open_entry = open_copy = None
+    previous = None  # the last kept instruction
     for i, item in enumerate(items):
         if isinstance(item, bc.Label):
             out.append(item)
@@ -106,12 +107,26 @@ def _rebuild(items: list, active: list, seen: set[int]) -> list:
             if entry is not None:
                 open_copy = bc.TryBegin(entry.target, entry.push_lasti, entry.stack_depth)
                 out.append(open_copy)
-                if item.name != "NOP":
+                if item.name != "NOP" and not loop_exit_cleanup(item, previous):
                     # a range never starts with an instruction that can raise: 3.13 looks up
                     # the handler of a Python call that raised by the code unit before it, so
                     # a call first in its range (its range cut at a jump target) went unhandled
                     out.append(bc.Instr("NOP", location=item.location))
         out.append(item)
+        previous = item
     if open_copy is not None:
         out.append(bc.TryEnd(open_copy))
     return out
+
+
+def loop_exit_cleanup(item: bc.Instr, previous: bc.Instr | None) -> bool:
+    """Whether ``item`` is the cleanup a ``FOR_ITER`` exit skips by a fixed count of code units:
+    3.12+'s ``END_FOR`` at its jump target (and on 3.13 the ``POP_TOP`` right after it). An
+    exhausted ``FOR_ITER`` pops its iterator and jumps one (3.13: two) code units PAST its
+    target, so nothing may come between the target and those: a ``NOP`` put before the
+    ``END_FOR`` made the exit land on the ``END_FOR``, which popped two more slots of a stack
+    that no longer held them (3.12/3.13 ``test_decimal`` segfault). They cannot raise, so a range
+    may start at them."""
+    if item.name == "END_FOR":
+        return True
+    return item.name == "POP_TOP" and previous is not None and previous.name == "END_FOR"
