@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import npdynamo
 from npdynamo.backends.numba.report import NumbaReport
 from npdynamo.capture.entry import CompiledEntry
 from npdynamo.capture.hooks.cache import compiled_entries
