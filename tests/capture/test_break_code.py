@@ -42,7 +42,8 @@ def straight(x):
 
 
 def _straight_plan(prefix, after: Resume) -> BreakPlan:
-    # break at ``y - 3``'s subtraction: the stack holds y and 3 (in that order); what follows resumes from there
+    # break at ``y - 3``'s subtraction: the stack holds y and 3 (in that order); the code
+    # after it resumes
     at = _index(straight, "BINARY_OP", 1)
     return BreakPlan(straight.__code__, ("x",), at, at, ("V", "V"), ("y",), (), prefix,
                      Continuation(after, ("V",)), None, handoff=_handoff)
