@@ -10,24 +10,10 @@ import numpy as np
 import pytest
 
 import npdynamo
+from tests.capture.test_if_formation import if_else, if_only
 from tests.differential import check_same
 
 BACKENDS = ["eager", "numba"]
-
-
-def if_else(x):
-    if x.sum() > 0:
-        y = x * 2.0
-    else:
-        y = x - 1.0
-    return y + 1.0
-
-
-def if_alone(x, scale):
-    if np.abs(x).max() > 2.0:
-        x = x / np.abs(x).max()
-        scale = scale * 2.0
-    return x, scale
 
 
 def elif_chain(x):
@@ -51,16 +37,21 @@ def _conds(compiled) -> list[int]:
     return [graph.ops.count("cond") for graph in npdynamo.inspect(compiled).graphs]
 
 
+X = np.arange(1.0, 5.0)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn, conds", [(if_else, 1), (if_alone, 1), (elif_chain, 1),
-                                       (both_return, 1)], ids=lambda v: getattr(v, "__name__", v))
-def test_each_form_is_one_cond_node_taking_either_branch(fn, conds, backend):
-    x = np.arange(1.0, 5.0)
-    args = (x, 1.5) if fn is if_alone else (x,)
+@pytest.mark.parametrize("fn, args, other", [
+    (if_else, (X,), (-X,)),
+    (if_only, (X, 1.5), (X * 0.1, 1.5)),
+    (elif_chain, (X,), (-X,)),
+    (both_return, (X,), (-X,)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_each_form_is_one_cond_node_taking_either_branch(fn, args, other, backend):
     compiled = check_same(fn, *args, backend=backend, graphs=1, breaks=0)
     # the other branch runs in the same entry: no recompile, no new graph
-    check_same(fn, -args[0], *args[1:], compiled=compiled, graphs=1, breaks=0)
-    assert _conds(compiled) == [conds]  # an elif chain nests its second cond in a branch
+    check_same(fn, *other, compiled=compiled, graphs=1, breaks=0)
+    assert _conds(compiled) == [1]  # an elif chain nests its second cond in a branch
 
 
 def if_changes_dtype(x):
