@@ -48,14 +48,18 @@ def bump_then_take(x, idx):
     return x[idx] * 2.0
 
 
+def check_graph_failure_reruns(fn, backend: str, breaks: int) -> None:
+    """``fn(x, idx)`` bumps ``x`` in place, then indexes it: with index 5, found out of range
+    only when the graph runs, ``x`` is bumped once (by the rerun in Python), not twice, and the
+    IndexError is NumPy's."""
+    compiled = check_same(fn, np.zeros(3), np.array([0, 2]), backend=backend, graphs=1,
+                          breaks=breaks)
+    check_same(fn, np.zeros(3), np.array([0, 5]), compiled=compiled, graphs=1, breaks=breaks)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_graph_that_raises_reruns_the_frame_in_python(backend):
-    compiled = check_same(bump_then_take, np.zeros(3), np.array([0, 2]), backend=backend,
-                          graphs=1, breaks=0)
-    # index 5 is found out of range only when the graph runs: x is bumped once (by Python's
-    # rerun), not twice, and the IndexError is NumPy's
-    check_same(bump_then_take, np.zeros(3), np.array([0, 5]), compiled=compiled, graphs=1,
-               breaks=0)
+    check_graph_failure_reruns(bump_then_take, backend, breaks=0)
 
 
 def raises_at_capture(a, b):
