@@ -41,14 +41,27 @@ def make_grad_function(frame: Frame, args: list[Value], kwargs: dict, with_value
     bound = dict(zip(names, args))
     bound.update(kwargs)
     fn = bound.get("fn")
-    settings = [bound.get("argnums", Const(0)), bound.get("has_aux", Const(False))]
-    if fn is None or not all(isinstance(v, Const) for v in settings):
+    settings = [_known(bound.get("argnums", Const(0))), _known(bound.get("has_aux", Const(False)))]
+    if fn is None or _UNKNOWN in settings:
         raise frame.unsupported("grad/value_and_grad with arguments known only at run time")
     try:
-        nums, single = _argnums(settings[0].value)
+        nums, single = _argnums(settings[0])
     except TypeError as exc:
         raise UserCodeRaises(exc) from exc
-    return GradFunctionValue(fn, nums, single, bool(settings[1].value), with_value)
+    return GradFunctionValue(fn, nums, single, bool(settings[1]), with_value)
+
+
+_UNKNOWN = object()
+
+
+def _known(value: Value) -> object:
+    """The Python value of a constant, or of a tuple of constants (``argnums=(0, 1)``, which the
+    frame holds as a tuple of its items); ``_UNKNOWN`` otherwise."""
+    if isinstance(value, Const):
+        return value.value
+    if type(value) is TupleValue and all(isinstance(item, Const) for item in value.items):
+        return tuple(item.value for item in value.items)
+    return _UNKNOWN
 
 
 def call_grad_function(

@@ -230,10 +230,21 @@ def set_insert(frame: Frame, s: SetValue, new: list[Value]) -> None:
     the items take the order a real set built by the same insertions iterates them in."""
     if not isinstance(s, SetValue):  # a set from outside (after a graph break)
         raise frame.unsupported(f"adding to a {s.kind()} that is not a set built here")
-    members: dict = {}
-    for v in [*s.items, *new]:
-        members.setdefault(const_key(frame, v), v)
-    s.items = [members[k] for k in set(members)]
+    values: dict = {}
+    for v in s.items:
+        values.setdefault(const_key(frame, v), v)
+    if s.table is None:
+        s.table = set()
+        for key in values:
+            s.table.add(key)
+    # the real set grows as the captured one does (BUILD_SET, SET_ADD and set.add insert one
+    # item at a time), so it iterates as it would: the order depends on the table's size and
+    # on the insertion history (collisions), which re-building from the items would not keep
+    for v in new:
+        key = const_key(frame, v)
+        values.setdefault(key, v)  # an equal item already in keeps its place and object
+        s.table.add(key)
+    s.items = [values[k] for k in s.table]
 
 
 def new_set(frame: Frame, items: list[Value]) -> SetValue:

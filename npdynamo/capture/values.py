@@ -176,6 +176,9 @@ class SetValue(Value):
 
     items: list[Value]
     fresh: bool = True
+    #: the items' keys in a real set grown by the same insertions, one by one, as the set being
+    #: captured: its iteration order is the set's (None: not made yet)
+    table: set | None = field(default=None, repr=False)
 
 
 @dataclass(eq=False)

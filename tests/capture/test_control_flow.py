@@ -42,7 +42,7 @@ def all_nodes(graph) -> int:
 
 def same_as_plain_in_one_graph(fn, args, op: str) -> None:
     """``fn`` compiled gives what it gives plainly, as one graph holding an ``op`` node."""
-    check_same(fn, *args)
+    check_same(fn, *args, graphs=1, breaks=0)
     report = nd.explain(fn)(*args)
     assert (report.graph_count, report.graph_break_count) == (1, 0), str(report)
     assert op in [getattr(n.target, "name", "") for n in report.graphs[0].graph.nodes]

@@ -164,12 +164,16 @@ def add_pair(x, y):
 def test_a_relation_the_graph_relied_on_is_a_guard():
     backend = CountingBackend()
     compiled = npdynamo.compile(add_pair, backend=backend, dynamic=True)
-    check_same(add_pair, np.ones(5), np.arange(5.0), compiled=compiled, calls=1)
-    check_same(add_pair, np.ones(8), np.arange(8.0), compiled=compiled, calls=1)
+    check_same(add_pair, np.ones(5), np.arange(5.0), compiled=compiled, calls=1, graphs=1,
+               breaks=0)
+    check_same(add_pair, np.ones(8), np.arange(8.0), compiled=compiled, calls=1, graphs=1,
+               breaks=0)
     assert backend.count == 1
-    check_same(add_pair, np.ones(8), np.arange(1.0), compiled=compiled, calls=1)  # broadcasts
+    check_same(add_pair, np.ones(8), np.arange(1.0), compiled=compiled, calls=1, graphs=2,
+               breaks=0)  # broadcasts
     assert backend.count == 2  # the guard x.shape[0] == y.shape[0] failed: a recompile
-    check_same(add_pair, np.ones(8), np.arange(3.0), compiled=compiled, calls=1)  # Python raises
+    check_same(add_pair, np.ones(8), np.arange(3.0), compiled=compiled, calls=1, graphs=2,
+               breaks=0)  # Python raises
     report = npdynamo.explain(compiled)(np.ones(6), np.arange(6.0))
     assert "y.shape[0] == x.shape[0]" in report.verbose() or \
         "x.shape[0] == y.shape[0]" in report.verbose()
@@ -208,8 +212,9 @@ def test_symbolic_rules_through_capture(fn, make):
 
 def test_odd_size_for_a_reshape_by_pairs_raises_as_numpy_does():
     compiled = npdynamo.compile(reshape_pairs, dynamic=True)
-    check_same(reshape_pairs, np.arange(8.0), compiled=compiled, calls=1)
-    check_same(reshape_pairs, np.arange(7.0), compiled=compiled, calls=1)  # ValueError
+    check_same(reshape_pairs, np.arange(8.0), compiled=compiled, calls=1, graphs=1, breaks=0)
+    check_same(reshape_pairs, np.arange(7.0), compiled=compiled, calls=1, graphs=1,
+               breaks=0)  # ValueError
 
 
 def mean_by_hand(x):
@@ -296,4 +301,5 @@ def size_only_input(x, y):
 def test_an_input_read_only_for_its_size(backend):
     compiled = npdynamo.compile(size_only_input, dynamic=True, backend=backend)
     for k in (3, 4, 5):
-        check_same(size_only_input, np.ones(k), np.ones(2), compiled=compiled, calls=1)
+        check_same(size_only_input, np.ones(k), np.ones(2), compiled=compiled, calls=1,
+                   graphs=1, breaks=0)

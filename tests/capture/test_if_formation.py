@@ -111,5 +111,5 @@ def test_statements_that_keep_breaking(fn, args, words):
 
 def test_off_by_default(monkeypatch):
     monkeypatch.setattr(nd.config, "capture_if_branches", False)
-    check_same(if_else, np.ones(2))
+    check_same(if_else, np.ones(2), graphs=2, breaks=1)
     assert nd.explain(if_else)(np.ones(2)).graph_break_count == 1

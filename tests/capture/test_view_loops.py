@@ -157,7 +157,7 @@ def test_numba_within_tolerance(fn, make):
 
 @pytest.mark.parametrize("fn", [root_rebound, view_rebound], ids=lambda f: f.__name__)
 def test_a_rebound_view_or_root_is_not_formed_and_exact(fn):
-    check_same(fn, RNG.random(5), 20)
+    check_same(fn, RNG.random(5), 20, graphs=1, breaks=0)
     report = quiet_explain(fn, RNG.random(5), 20)
     assert not any("in the graph as one fori_loop" in line for line in report.loops), \
         report.loops

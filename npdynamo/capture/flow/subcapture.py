@@ -103,9 +103,3 @@ def _leaf_payload(leaf: Value) -> Any:
     if isinstance(leaf, (ArrayValue, ScalarInputValue)):
         return leaf
     return leaf.value  # a Python number constant
-
-
-def _leaf_payload(leaf: Value) -> Any:
-    if isinstance(leaf, (ArrayValue, ScalarInputValue)):
-        return leaf
-    return leaf.value  # a Python number constant

@@ -259,7 +259,7 @@ def _set_like_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
     if type(result) is set:
         # in the real result's own iteration order (its table may be sized differently from
         # one built item by item)
-        return SetValue([constant_value(v) for v in result])
+        return SetValue([constant_value(v) for v in result], table=result)
     raise frame.unsupported(f"the operator {symbol} on a {left.kind()} and a {right.kind()}")
 
 
