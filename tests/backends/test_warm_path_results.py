@@ -94,15 +94,19 @@ CASES = {
 }
 
 
-def warmed(fn, x):
+def warmed(fn, x, op: str | None = "whole graph", kind: type = GraphCall):
+    """``fn`` compiled on numba and warmed up (matching Python each call), and the one call
+    object of ``kind`` whose record ran (of ``op``; None: the only record that ran at all)."""
     nd.reset()
     compiled = nd.compile(fn, backend="numba")
     for _ in range(WARM):
         run = run_both(fn, compiled, (x,), {})
         assert_same_value(run.expected, run.got)
     assert_compiled(compiled, graphs=1, breaks=0)
-    (record,) = [r for r in loop_records(compiled) if r.op == "whole graph" and r.runs]
-    (call,) = [o for o in gc.get_objects() if type(o) is GraphCall and o.record is record]
+    (record,) = [r for r in loop_records(compiled) if r.runs and op in (None, r.op)]
+    # (``type(o)``: a dead weak proxy among the objects raises when asked for its class)
+    (call,) = [o for o in gc.get_objects()
+               if issubclass(type(o), kind) and o.record is record]
     return compiled, call
 
 
@@ -198,17 +202,8 @@ def running_from_first(x):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16])
 def test_a_loop_programs_carried_values_come_back_with_no_conversion(dtype):
     x = np.arange(-20, 20).astype(dtype) / dtype(3)
-    nd.reset()
-    compiled = nd.compile(running_from_first, backend="numba")
-    for _ in range(WARM):
-        run = run_both(running_from_first, compiled, (x,), {})
-        assert_same_value(run.expected, run.got)
-    assert_compiled(compiled, graphs=1, breaks=0)
-    (record,) = [r for r in loop_records(compiled) if r.runs]
-    assert record.op == "fori_loop", str(record)
-    # (``type(o)``: a dead weak proxy among the objects raises when asked for its class)
-    (call,) = [o for o in gc.get_objects()
-               if issubclass(type(o), LoopCall) and o.record is record]
+    compiled, call = warmed(running_from_first, x, op=None, kind=LoopCall)
+    assert call.record.op == "fori_loop", str(call.record)
     source = call.run.__npdynamo_source__
     assert "return out\n" in source and "convert" not in source, source
     runs = call.record.runs

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import npdynamo
+from tests.capture.comprehension_programs import kmeans
 from tests.differential import check_same, run_both
 
 
@@ -95,17 +96,6 @@ def masked_column_out_of_bounds(A, labels):
 
 def masked_column_3d(B, labels):
     return np.sum(A3 := B[labels == 0, 1]), A3.shape  # the selection itself: a break
-
-
-def kmeans(A, k, iterations, centroids):
-    n, d = A.shape
-    for _ in range(iterations):
-        dist = np.array([[math.sqrt(np.sum((A[i, :] - centroids[j, :]) ** 2))
-                          for j in range(k)] for i in range(n)])
-        labels = np.array([dist[i, :].argmin() for i in range(n)])
-        centroids = np.array([[np.sum(A[labels == i, j]) / np.sum(labels == i)
-                               for j in range(d)] for i in range(k)])
-    return centroids
 
 
 RNG = np.random.default_rng(0)

@@ -18,6 +18,7 @@ import pytest
 
 import npdynamo
 from npdynamo import config
+from tests.capture.comprehension_programs import kmeans
 from tests.differential import check_same, run_both
 
 N = 20  # at least config.for_loop_min_trips: a shorter comprehension is unrolled
@@ -85,17 +86,6 @@ def used_after(x):
 
 def asarray_of(x):
     return np.asarray([x[i].min() for i in range(x.shape[0])]) + 1.0
-
-
-def kmeans(A, k, iterations, centroids):
-    n, d = A.shape
-    for _ in range(iterations):
-        dist = np.array([[sqrt(np.sum((A[i, :] - centroids[j, :]) ** 2))
-                          for j in range(k)] for i in range(n)])
-        labels = np.array([dist[i, :].argmin() for i in range(n)])
-        centroids = np.array([[np.sum(A[labels == i, j]) / np.sum(labels == i)
-                               for j in range(d)] for i in range(k)])
-    return centroids
 
 
 RNG = np.random.default_rng(0)
