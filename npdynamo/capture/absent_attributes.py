@@ -1,4 +1,4 @@
-"""The guards behind an ``AttributeError`` the capture models (``calls.get_attr``).
+"""The guards behind what attribute lookup on an object found missing or found on its class.
 
 An attribute the capture finds missing is a fact like any value it reads: ``getattr(o, "k", 1)``
 and ``hasattr(o, "k")`` turn the ``AttributeError`` into a value the graph computes with, so an
@@ -8,6 +8,10 @@ Python's lookup searched that a later call could change: the instance's ``__dict
 ``__dict__`` of each class in the MRO that is not a builtin (builtin types cannot gain
 attributes). Where the absence cannot be guarded (an empty slot, an object with no source), the
 read is a graph break: Python then runs the line and raises or not, as it would.
+
+The same holds for a method found on the class (``class_function``): the entry inlines that
+function, so it must not serve a call where the class holds another one, or where the instance
+has since been given an attribute of that name, which Python would read first.
 """
 
 from __future__ import annotations
@@ -30,6 +34,32 @@ def missing_attribute(frame: Frame, obj: object, source: Source | None,
     for where in guards:
         frame.ctx.guard(where, GuardKind.HAS_KEY, (name, False))
     return UserCodeRaises(error)
+
+
+def class_attribute_of_type(kind: type, name: str) -> object:
+    """What Python's lookup finds for ``name`` in the ``__dict__`` of ``kind``'s MRO (None)."""
+    for klass in kind.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
+
+
+def class_function(frame: Frame, obj: object, source: Source | None, name: str) -> None:
+    """Guard that ``obj.name`` still finds the method it found on ``obj``'s class (the same
+    class attribute, read again through ``type(obj)``) and no instance attribute of that name;
+    a graph break where the guards cannot read either. An object with no source is one the
+    capture made, or reached through values no guard re-reads: its own attributes are modelled
+    from the start, and nothing is guarded for it."""
+    if source is None:
+        return
+    # the class's own object: the function itself, or a compiled function in the class body
+    # (inlined as its original), which the class hands out as it is
+    found = class_attribute_of_type(type(obj), name)
+    if getattr(type(obj), name, None) is not found:
+        raise frame.unsupported(f"the method .{name} cannot be guarded")
+    frame.ctx.guard(AttrSource(AttrSource(source, "__class__"), name), GuardKind.ID, found)
+    if hasattr(obj, "__dict__"):
+        frame.ctx.guard(AttrSource(source, "__dict__"), GuardKind.HAS_KEY, (name, False))
 
 
 def no_attribute(obj: object, name: str) -> AttributeError:
@@ -83,4 +113,4 @@ def _unguardable(frame: Frame, obj: object, error: AttributeError) -> Exception:
         "the line runs in Python")
 
 
-__all__ = ["missing_attribute", "no_attribute"]
+__all__ = ["class_attribute_of_type", "class_function", "missing_attribute", "no_attribute"]

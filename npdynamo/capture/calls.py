@@ -15,7 +15,12 @@ import warnings
 import numpy as np
 
 from npdynamo import ops
-from npdynamo.capture.absent_attributes import missing_attribute, no_attribute
+from npdynamo.capture.absent_attributes import (
+    class_attribute_of_type,
+    class_function,
+    missing_attribute,
+    no_attribute,
+)
 from npdynamo.capture.builder import (
     constant_value,
     is_constant,
@@ -432,6 +437,7 @@ def load_method(frame: Frame, obj: Value, name: str) -> tuple[Value, Value]:
     if isinstance(obj, UserObjectValue):
         attr = class_attribute(obj.obj, name)
         if isinstance(attr, types.FunctionType) and name not in getattr(obj.obj, "__dict__", {}):
+            class_function(frame, obj.obj, obj.source, name)
             return frame.ctx.builder.wrap(attr, None), obj
     return NULL, get_attr(frame, obj, name)
 
@@ -445,13 +451,6 @@ def _apply_exception(target: type, args: list) -> BaseException:
         return target(*args)
     except Exception as exc:  # SyntaxError("msg", (1, 2, 3)): its own constructor's error
         raise python_raised(exc)  # noqa: B904 - the cause is set (or exc is re-raised)
-
-
-def class_attribute_of_type(kind: type, name: str):
-    for klass in kind.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    return None
 
 
 # -- attributes ------------------------------------------------------------------------------
@@ -578,6 +577,7 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
     if instance_dict is not None and name in instance_dict:
         value = ctx.builder.wrap(instance_dict[name], AttrSource(obj.source, name))
     elif isinstance(class_attr, types.FunctionType):
+        class_function(frame, obj.obj, obj.source, name)
         value = BoundMethodValue(ctx.builder.wrap(class_attr, None), obj)
     elif isinstance(class_attr, staticmethod):
         value = ctx.builder.wrap(class_attr.__func__, None)

@@ -130,3 +130,43 @@ def test_a_builtin_value_needs_no_guard(backend):
         assert_same_value(scale_or_one(x, n), compiled(x, n))
     found = npdynamo.inspect(compiled)
     assert not [g for entry in found.entries for g in entry.guards if "__dict__" in g]
+
+
+# -- a method found on the class (``class_function``) -------------------------------------------
+def call_method(o, x):
+    return o.f(x)
+
+
+def read_then_call(o, x):
+    method = o.f  # LOAD_ATTR (not the method form): a bound method read first, called after
+    return method(x)
+
+
+def _with_method():
+    class WithMethod:
+        def f(self, x):
+            return x * 2.0
+    return WithMethod
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [call_method, read_then_call])
+@pytest.mark.parametrize("change", ["class", "instance", "both"])
+def test_a_method_replaced_after_capture_is_what_runs(backend, fn, change):
+    """The entry inlined the class's method: a later call where the class holds another one, or
+    the instance an attribute of that name (which Python reads first), does not run the old."""
+    klass = _with_method()
+    o, x = klass(), np.arange(3.0)
+    compiled = npdynamo.compile(fn, backend=backend)
+    for _ in range(2):
+        run = run_both(fn, compiled, (o, x.copy()), {})
+        assert_same_value(run.expected, run.got)
+    assert_compiled(compiled, graphs=1, breaks=0)
+    if change in ("class", "both"):
+        klass.f = lambda self, x: x * 10.0
+    if change in ("instance", "both"):
+        o.f = lambda x: x * 100.0
+    for _ in range(2):
+        run = run_both(fn, compiled, (o, x.copy()), {})
+        assert_same_value(run.expected, run.got)
+    assert_compiled(compiled, graphs=2, breaks=0)
