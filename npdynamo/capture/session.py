@@ -279,8 +279,6 @@ class CaptureContext:
         return ArrayValue(node)
 
 
-#: The exceptions a shape/dtype rule raises where NumPy itself would raise (its own kinds); any
-#: other exception out of a rule is a fault of the rule.
 def _identifier(text: str) -> str:
     name = re.sub(r"\W+", "_", text).strip("_") or "arg"
     return name if not name[0].isdigit() else "_" + name
