@@ -21,7 +21,7 @@ import pytest
 
 import npdynamo
 from npdynamo.backends import tiers
-from npdynamo.backends.numba import diskcache
+from npdynamo.backends.numba import diskcache, front
 from npdynamo.backends.numba.backend import numba_backend
 from npdynamo.backends.numba.diskcache import KernelCacheWarning
 from npdynamo.backends.numba.tiering import CompileWorkerWarning
@@ -235,6 +235,43 @@ def test_the_pool_runs_jobs_of_different_graphs():
     assert tiers.pending() == 2
     assert npdynamo.synchronize(timeout=120)
     np.testing.assert_allclose(other(x + 1), np.sin(x + 1) * 2.0 + x + 1, rtol=1e-6)
+
+
+def test_the_switch_interval_is_short_while_a_graph_prepares_and_put_back_after(monkeypatch):
+    # (a caller's NumPy calls give the GIL up inside each large operation: at the default 5 ms
+    # each one waited that long to get it back from the preparing thread)
+    seen = []
+    send = front.jobs.send
+
+    def spying(*args):
+        seen.append(sys.getswitchinterval())
+        return send(*args)
+
+    monkeypatch.setattr(front.jobs, "send", spying)
+    before = sys.getswitchinterval()
+    fn, _ = spied()
+    check(fn)
+    assert npdynamo.synchronize(timeout=120)
+    assert seen == [front.SWITCH_INTERVAL_S] and front.SWITCH_INTERVAL_S < before
+    assert sys.getswitchinterval() == before and front._working == 0
+
+
+def test_a_switch_interval_set_meanwhile_is_kept():
+    before = sys.getswitchinterval()
+    try:
+        front._switching_often(True)
+        front._switching_often(True)  # a second graph prepares
+        assert sys.getswitchinterval() == front.SWITCH_INTERVAL_S
+        front._switching_often(False)
+        assert sys.getswitchinterval() == front.SWITCH_INTERVAL_S  # one still works
+        sys.setswitchinterval(0.002)  # the user's own choice
+        front._switching_often(False)
+        assert sys.getswitchinterval() == 0.002
+        front._switching_often(True)
+        front._switch_back_in_child()  # (a fork: the thread stayed in the parent)
+        assert sys.getswitchinterval() == 0.002 and front._working == 0
+    finally:
+        sys.setswitchinterval(before)
 
 
 def test_tiers_off_compile_at_the_first_call(monkeypatch):

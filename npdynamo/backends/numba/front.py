@@ -12,14 +12,20 @@ the thread and the workers; with every kernel already on disk it comes at the ne
 load).
 
 The thread's work is light (an import and code generation); the main thread's calls run
-meanwhile. Whatever goes wrong in it (an error, a fork that left the thread behind in the
-parent) makes the switch compile the graph in the caller's thread, as without tiers.
+meanwhile. While it works the interpreter's switch interval is lowered (``_switching_often``):
+a caller's NumPy calls let go of the GIL inside each large operation, and at the default 5 ms
+each of them then waited up to that long to get it back from this thread (grouping's calls took
+ten times their plain time while its graph compiled).
+
+Whatever goes wrong in the thread (an error, a fork that left it behind in the parent) makes
+the switch compile the graph in the caller's thread, as without tiers.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
 import threading
 import time
 import weakref
@@ -125,7 +131,30 @@ def _stages() -> tuple[Callable, Callable]:
     return _installed[0]
 
 
+#: the interpreter's switch interval while a preparing thread works (seconds; CPython's default
+#: is 0.005): a thread waiting for the GIL gets it after this long at most
+SWITCH_INTERVAL_S = 0.0005
+_switching = threading.Lock()
+_working = 0  # preparing threads at work
+_interval_before = 0.0  # the switch interval the first of them found
+
+
+def _switching_often(begin: bool) -> None:
+    """Lower the switch interval as the first preparing thread starts; put it back as the last
+    ends, unless someone else changed it meanwhile (theirs stays)."""
+    global _working, _interval_before
+    with _switching:
+        _working += 1 if begin else -1
+        if begin and _working == 1:
+            _interval_before = sys.getswitchinterval()
+            if _interval_before > SWITCH_INTERVAL_S:
+                sys.setswitchinterval(SWITCH_INTERVAL_S)
+        elif not begin and _working == 0 and sys.getswitchinterval() == SWITCH_INTERVAL_S:
+            sys.setswitchinterval(_interval_before)
+
+
 def _prepare(pending: Pending) -> None:
+    _switching_often(True)
     try:
         # the workers first: they compile while this thread imports numba and builds
         pending.jobs = jobs.send(pending.gm, pending.example_inputs)
@@ -136,6 +165,7 @@ def _prepare(pending: Pending) -> None:
         pending.error = f"{type(exc).__name__}: {exc}"
     finally:
         pending.prepared.set()
+        _switching_often(False)
 
 
 def _concrete(example_inputs: list, gm: Any) -> bool:
@@ -151,6 +181,16 @@ def _after_fork_child() -> None:
             pending.error = "forked"
             pending.prepared = threading.Event()
             pending.prepared.set()
+    _switch_back_in_child()
+
+
+def _switch_back_in_child() -> None:
+    """No preparing thread works in a forked child: its switch interval is put back."""
+    global _switching, _working
+    _switching = threading.Lock()  # (a parent's thread may have held it)
+    if _working:
+        _working = 1
+        _switching_often(False)
 
 
 def _after_fork_in_child() -> None:
