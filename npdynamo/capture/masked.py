@@ -20,7 +20,7 @@ import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.errors import NUMPY_ERRORS, UserCodeRaises
-from npdynamo.capture.opcalls import op_call, raw
+from npdynamo.capture.opcalls import loop_int, op_call, raw
 from npdynamo.capture.registry import VALUE_METHODS
 from npdynamo.capture.side_effects import write_array
 from npdynamo.capture.values import ArrayValue, Const, TupleValue, Value
@@ -113,18 +113,21 @@ def masked_read(frame, container: ArrayValue, index: object) -> MaskedRead | Non
 def _masked_column(frame, container: ArrayValue, index: TupleValue) -> MaskedRead | None:
     """``A[mask, j]`` (integers after one leading mask): NumPy pairs each selected position
     with ``j``, which selects the same elements in the same order as ``A[:, j][mask]``, a
-    selection of the basic view ``A[:, j]``."""
+    selection of the basic view ``A[:, j]`` (and raises the same IndexError for a ``j`` out
+    of range, even when the mask selects nothing). ``j`` may be a rolled loop's index."""
     mask, *rest = index.items
     if not rest or not isinstance(mask, ArrayValue) or boolean_mask(mask.meta) is None:
         return None
-    if not all(isinstance(v, Const) and isinstance(v.value, (int, np.integer))
-               and not isinstance(v.value, (bool, np.bool_)) for v in rest):
+    if not all(loop_int(frame, v) or (isinstance(v, Const) and isinstance(
+            v.value, (int, np.integer)) and not isinstance(v.value, (bool, np.bool_)))
+               for v in rest):
         return None
     if mask.meta.ndim + len(rest) > container.meta.ndim:
         return None  # too many indices: NumPy's own IndexError, through the usual getitem
     lead = (slice(None),) * mask.meta.ndim
     column = op_call(frame, ops.REGISTRY["getitem"],
-                     (container, (*lead, *(v.value for v in rest))), {})
+                     (container, (*lead, *(v if loop_int(frame, v) else v.value
+                                           for v in rest))), {})
     return MaskedRead(container, index, ArrayValue(column.node), ArrayValue(mask.node), False)
 
 

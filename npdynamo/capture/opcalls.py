@@ -65,6 +65,13 @@ def raw_numbers(value: Value):
     return _each_item(value, _graph_float)
 
 
+def loop_int(frame: Frame, value: Value) -> bool:
+    """Whether ``value`` is an int only the run time knows, inside a rolled loop's body (the
+    loop's index, arithmetic on it): an array index that stays a graph value."""
+    return isinstance(value, ScalarInputValue) and frame.ctx.lift is not None and (
+        value.node.meta.get("val") == ScalarMeta(int)) and not frame.ctx.differentiating
+
+
 def _size(value: Value):
     return value.expr if isinstance(value, SizeValue) else _plain(value)
 

@@ -3,8 +3,8 @@
 bitwise and numba at its tolerance, with the result's dtype and shape NumPy's own (a Python float
 gives float64, a float32 scalar float32, an int64 scalar int64, a NumPy bool bool, a row of mixed
 kinds their promotion), exact graph and break counts, and whether the comprehension became a
-loop. What is left unrolled (a filter, a list used otherwise, a Python int element, an empty or
-short range) keeps today's exact result."""
+loop. What is left unrolled (a filter, a list used otherwise, a Python int element, an empty
+range, a short one whose element reduces no array) keeps today's exact result."""
 
 from __future__ import annotations
 
@@ -109,7 +109,9 @@ FORMED = [  # (function, arguments, comprehensions formed)
     (shifted_range, (X,), 1),
     (used_after, (X,), 1),
     (asarray_of, (X,), 1),
-    (kmeans, (X, 3, 2, X[:3].copy()), 2),  # per iteration: dist (inner unrolled) and labels
+    # per iteration: dist (inner unrolled) and labels, and the centroids over 3: a short range,
+    # formed as its element reduces arrays (test_short_comprehensions)
+    (kmeans, (X, 3, 2, X[:3].copy()), 3),
 ]
 IDS = [f"{c[0].__name__}-{i}" for i, c in enumerate(FORMED)]
 
@@ -227,8 +229,8 @@ def index_value_read(x):
     return np.array([x[i].sum() if i < 3 else 0.5 for i in range(x.shape[0])])
 
 
-def short(x):
-    return np.array([x[i].sum() for i in range(3)])
+def short(x):  # (a short range whose element reduces an array is a loop: test_short_...)
+    return np.array([x[i] * 2.0 for i in range(3)])
 
 
 UNROLLED = [(python_ints, (X,)), (list_kept, (X,)), (list_summed, (X,)), (walrus, (X,)),

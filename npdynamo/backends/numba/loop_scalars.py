@@ -73,6 +73,18 @@ def int_operands_as_floats(graph: Graph) -> None:
             node.replace_input_with(a, as_float)
 
 
+def mark_int64(graph: Graph) -> None:
+    """Mark each Python int of a loop's graph as an int64 (``meta["int64"]``): in the compiled
+    loop it is one (its arithmetic raises before it leaves int64's range, and an int beyond it
+    never enters), so a kernel may take it where NumPy converts a Python int exactly (an
+    int64 or float64 loop: ``labels == i``), where a top-level graph's int, which may be any
+    size, stays a NumPy call. ``graph`` is the loop's own copy."""
+    for node in graph.nodes:
+        meta = node_meta(node)
+        if isinstance(meta, ScalarMeta) and meta.type is int:
+            node.meta["int64"] = True
+
+
 #: the values an int64 holds: a Python int result proved within them is the int64 result
 INT64 = (-(2**63), 2**63 - 1)
 

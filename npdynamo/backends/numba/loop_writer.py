@@ -38,6 +38,7 @@ from npdynamo.backends.numba.loop_scalars import (
     ScalarCode,
     int_operands_as_floats,
     int_range,
+    mark_int64,
     node_meta,
 )
 from npdynamo.fx.graph import Graph
@@ -142,6 +143,7 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
             raise NotCompilable(f"{getattr(sub, 'name', 'the graph')} takes "
                                 f"{len(graph.placeholders)} inputs, given {len(inputs)}")
         int_operands_as_floats(graph)
+        mark_int64(graph)
         if owned is not None:
             self._plan_carried_writes(graph, *owned)
             frame = (list(self.written), graph.placeholders[owned[0]:owned[0] + owned[1]])

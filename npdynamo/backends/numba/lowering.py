@@ -153,7 +153,10 @@ def _lower_ufunc(node: Node, name: str, meta: ArrayMeta) -> Lowered:
     extra = set(node.kwargs) - {"dtype"}
     if extra or len(node.args) != ufunc.nin or ufunc.nout != 1:
         raise NotFusible(f"{name}: arguments {sorted(extra)} are not handled by kernels")
-    keys = tuple(_operand_key(name, a, sizes=True) for a in node.args)
+    # a compiled loop's Python int (``loop_scalars.mark_int64``) is weak like a constant int;
+    # kept below only where it converts exactly (int64/float64), as ``where`` takes it
+    keys = tuple(int if _loop_int(a) else _operand_key(name, a, sizes=True)
+                 for a in node.args)
     dtype = node.kwargs.get("dtype")
     sig = {} if dtype is None else {"signature": (None,) * ufunc.nin + (np.dtype(dtype),)}
     try:
@@ -164,6 +167,10 @@ def _lower_ufunc(node: Node, name: str, meta: ArrayMeta) -> Lowered:
     if any(isinstance(a, SymInt) and d not in SIZE_OPERAND_DTYPES for a, d in zip(node.args, ins)):
         raise NotFusible(f"{name}: a symbolic size used as {'/'.join(map(str, ins))}: NumPy "
                          "checks its range on every call")
+    if any(_loop_int(a) and d not in WIDE_INT_DTYPES for a, d in zip(node.args, ins)):
+        # NumPy checks a Python int against the loop's dtype on every call (OverflowError)
+        raise NotFusible(f"{name}: a dynamic Python int used as {'/'.join(map(str, ins))}: "
+                         "a NumPy call")
     if out != meta.dtype or any(d not in KERNEL_DTYPES for d in loop):
         raise NotFusible(f"{name}: the {'/'.join(map(str, loop))} loop is not handled by kernels")
     emitter = UFUNC_EMITTERS[name]
@@ -251,6 +258,11 @@ WIDE_INT_DTYPES = frozenset(np.dtype(t) for t in (np.int64, np.float64))
 def _dynamic_int(value: object) -> bool:
     meta = value.meta.get("val") if isinstance(value, Node) else None
     return isinstance(meta, ScalarMeta) and meta.type is int
+
+
+def _loop_int(value: object) -> bool:
+    """A Python int the compiled loop holds as an int64 (``loop_scalars.mark_int64``)."""
+    return _dynamic_int(value) and bool(value.meta.get("int64"))
 
 
 def _one_point(cond: object) -> dict[int, int] | None:

@@ -14,11 +14,19 @@ carried by the loop. The list itself never exists: a ``FormedList`` holds the lo
 float64, a float32 scalar: float32, a Python bool: bool) and shape ``(n, *shape)``; every element
 the body computes has the same kind, so the loop's dtype is NumPy's. Left unrolled (today's
 behaviour, exact): an ``if`` filter (the length depends on the data), a list used other than by
-``np.array(list)`` (no keyword, no other argument), an empty or short range (fewer than
-``config.for_loop_min_trips``: NumPy gives float64 for an empty one), a range whose step is not 1,
-and an element whose dtype depends on its value (a Python int: int64, uint64 or object); a body
-that cannot be captured with the index unknown unrolls through ``RollRefused`` (the frame is
-captured again with this comprehension unrolled).
+``np.array(list)`` (no keyword, no other argument), an empty or one-element range (NumPy gives
+float64 for an empty one), a range whose step is not 1, and an element whose dtype depends on its
+value (a Python int: int64, uint64 or object); a body that cannot be captured with the index
+unknown unrolls through ``RollRefused`` (the frame is captured again with this comprehension
+unrolled).
+
+A short range (fewer than ``config.for_loop_min_trips``) is formed only at the graph's top level
+and when its element reduces an array (``_reduces``: k-means' centroids, ``np.sum(A[labels == i,
+j]) / np.sum(labels == i)`` over 5 and 10, were 50 masked reductions whose results each left a
+kernel as a scalar, 3.4x slower than the loop on numba-examples' k-means). Its unrolled copies
+cost less where the element reduces nothing (one elementwise kernel), and inside a loop body
+being captured (they fuse in the body's kernels, which share one pass over the data: the inner
+comprehension of the centroids formed too made k-means 2.5x slower).
 
 Bytecode shapes: 3.11 runs a comprehension as a nested ``<listcomp>`` function called with
 ``iter(range(n))`` (its consumer is in the caller's frame); 3.12 and 3.13 inline it (PEP 709),
@@ -27,6 +35,8 @@ saving the names it binds with ``LOAD_FAST_AND_CLEAR`` below the list and restor
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -67,6 +77,8 @@ _PYTHON_DTYPES = {float: np.dtype(np.float64), bool: np.dtype(np.bool_),
 
 #: the instructions between a 3.12+ comprehension's exit and its consumer
 _CLEANUP = ("END_FOR", "POP_TOP", "SWAP", "STORE_FAST", "STORE_FAST_STORE_FAST")
+#: ``BINARY_OP``'s argument for ``@`` and ``@=``
+_MATMUL_ARGS = (4, 18)
 
 
 def _instr(frame, index: int) -> tuple[int, bc.Instr | None]:
@@ -175,7 +187,8 @@ def form_comprehension(frame, it: Value) -> bool:
             not isinstance(it.origin, range)) or it.source is not None or it.exhausted:
         return False
     span = it.origin
-    if span.step != 1 or len(span) < max(config.for_loop_min_trips, 1):
+    short = len(span) < max(config.for_loop_min_trips, 1)
+    if span.step != 1 or (short and len(span) < 2):
         return False
     if type(target) is not ListValue or not target.fresh or target._items != [] or (
             target.appended):
@@ -186,10 +199,11 @@ def form_comprehension(frame, it: Value) -> bool:
         return False
     body, append, exit_index = shape
     key = (frame.code, body)
-    if key in ctx.unrolled_loops or not _consumed_by_np_array(frame, exit_index):
+    if key in ctx.unrolled_loops or not _consumed_by_np_array(frame, exit_index) or (
+            short and (ctx.lift is not None or not _may_reduce(frame, body, append))):
         return False
     try:
-        formed = _form(frame, span, body, append)
+        formed = _form(frame, span, body, append, short)
     except (CaptureUnsupported, UserCodeRaises, SymbolicDecision) as exc:
         why = exc.reason if isinstance(exc, CaptureUnsupported) else str(exc) if isinstance(
             exc, SymbolicDecision) else (
@@ -206,6 +220,43 @@ def form_comprehension(frame, it: Value) -> bool:
     it.exhausted = True
     frame.jump(frame.instrs[head].arg)
     return True
+
+
+def _may_reduce(frame, body: int, append: int) -> bool:
+    """Whether the element's code calls something or multiplies matrices (``@``): what can
+    reduce an array. Without either, a short comprehension stays unrolled with no attempt."""
+    for ins in frame.instrs[body:append]:
+        if isinstance(ins, bc.Instr) and (ins.name.startswith("CALL") or (
+                ins.name == "BINARY_OP" and ins.arg in _MATMUL_ARGS)):
+            return True
+    return False
+
+
+def _reduces(graph) -> bool:
+    """Whether a body graph does work an unrolled copy per iteration would repeat as separate
+    ops: a loop, or an op that is not a view and reads an array larger than what it gives (a
+    reduction, a masked reduction, a product of matrices)."""
+    for node in graph.nodes:
+        op = node.target
+        if node.op != "call_function" or getattr(op, "cost", "free") == "free":
+            continue
+        if getattr(op, "loop", None) is not None:
+            return True
+        result = node.meta.get("val")
+        size = _elements(result) if isinstance(result, ArrayMeta) else 1
+        if size is None:
+            continue
+        for arg in node.all_input_nodes:
+            meta = arg.meta.get("val")
+            n = _elements(meta) if isinstance(meta, ArrayMeta) else None
+            if n is not None and n > size:
+                return True
+    return False
+
+
+def _elements(meta: ArrayMeta) -> int | None:
+    """The number of elements of an array of static shape, else None."""
+    return math.prod(meta.shape) if all(type(d) is int for d in meta.shape) else None
 
 
 def _element(frame, value: Value) -> tuple[Value, list[Value] | None]:
@@ -262,8 +313,10 @@ def _kind(value: Value) -> tuple[np.dtype, tuple[int, ...]]:
     return np.asarray(value.value).dtype, ()
 
 
-def _form(frame, span: range, body: int, append: int) -> FormedList:
-    """Capture the element once into a loop body writing row ``i - start`` of the result."""
+def _form(frame, span: range, body: int, append: int, short: bool) -> FormedList:
+    """Capture the element once into a loop body writing row ``i - start`` of the result; a
+    ``short`` range (fewer than ``config.for_loop_min_trips``) only when the body reduces an
+    array (``_reduces``), else ``CaptureUnsupported`` (it is unrolled)."""
     ctx = frame.ctx
     count = len(span)
     cells = dict(frame.cells)
@@ -302,6 +355,11 @@ def _form(frame, span: range, body: int, append: int) -> FormedList:
     roots = [*frame.locals.values(), *(c for n, c in frame.cells.items() if n != var)]
     sub, (out, dtype, shape) = cf.sub_capture(frame, "fori_loop", "comprehension", run, roots,
                                               "the comprehension's element")
+    if short and not _reduces(sub.graph):
+        raise frame.unsupported(
+            f"{count} iterations (fewer than config.for_loop_min_trips, "
+            f"{config.for_loop_min_trips}) and the element reduces no array: unrolled copies "
+            "cost less than a loop")
     for name, cell in cells.items():
         if name in contents:
             cell.contents = contents[name]

@@ -20,6 +20,7 @@ from npdynamo.capture.masked import (
     masked_read,
     masked_store,
 )
+from npdynamo.capture.opcalls import loop_int
 from npdynamo.capture.registry import handler
 from npdynamo.capture.side_effects import write_array
 from npdynamo.capture.translator import Frame
@@ -41,8 +42,7 @@ from npdynamo.ops.unbacked import bound_symbol
 def index_value(frame: Frame, index: Value):
     """A tracked index as the plain index object ``ops.getitem`` takes (arrays stay tracked,
     and so does an int that only the run time knows inside a loop body: the loop's index)."""
-    if isinstance(index, ScalarInputValue) and frame.ctx.lift is not None and (
-            index.node.meta.get("val") == ScalarMeta(int)) and not frame.ctx.differentiating:
+    if loop_int(frame, index):
         return index
     if isinstance(index, (Const, ArrayValue)):
         return raw(index)
