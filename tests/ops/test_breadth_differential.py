@@ -143,9 +143,13 @@ def _filled(buf, x):
     return buf + 1
 
 
+#: the cases whose result is only a view of the argument: no graph (rebuilt from the argument)
+VIEWS_ONLY = {"np.diagonal", "np.linalg.diagonal"}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_plain_and_compiled_agree(name):
-    check_one_graph(*CASES[name])
+    check_one_graph(*CASES[name], graphs=0 if name in VIEWS_ONLY else 1)
 
 
 def test_every_case_is_a_supported_name():
