@@ -83,7 +83,7 @@ def test_complex_elementwise_ops_are_kernel_code(dtype):
     a, b = _complex((6, 40), dtype), _complex((6, 40), dtype)
     for fn in (arithmetic, comparisons, conjugate_dot):
         with np.errstate(all="ignore"):
-            check_same(fn, a, b)
+            check_same(fn, a, b, graphs=1, breaks=0)
     with np.errstate(all="ignore"):
         fused, _ = _numba_run(arithmetic, (a, b))
         assert {"multiply", "subtract", "conjugate", "divide", "absolute", "square"} <= fused
@@ -112,11 +112,11 @@ def test_special_complex_values_match_numpy(data):
 
 def test_loops_carrying_complex_arrays_compile_with_no_numpy_call():
     c = _complex((8, 8)) * 1.5
-    check_same(escape_count, c, 2.0)
+    check_same(escape_count, c, 2.0, graphs=1, breaks=0)
     _, loops = _numba_run(escape_count, (c, 2.0))
     assert [rec.compiled and not rec.numpy_ops for rec in loops] == [True], [str(r) for r in loops]
     E, w = _complex(64), np.zeros(5, dtype=np.complex128)
     w[2] = 1
-    check_same(adaptive_filter, E, w, 1e-3, 1.0)
+    check_same(adaptive_filter, E, w, 1e-3, 1.0, graphs=1, breaks=0)
     _, loops = _numba_run(adaptive_filter, (E, w, 1e-3, 1.0))
     assert [rec.compiled for rec in loops] == [True], [str(r) for r in loops]

@@ -51,7 +51,7 @@ def _addresses(args):
 
 def test_adam_writes_the_callers_arrays_in_place():
     p, g, m, v = _arrays()
-    compiled = check_same(adam, p, g, m, v, 3)
+    compiled = check_same(adam, p, g, m, v, 3, graphs=1, breaks=0)
     assert "out=m" in _generated(compiled) and "out=p" in _generated(compiled)
     args = [p.copy(), g.copy(), m.copy(), v.copy()]
     before = _addresses(args)
@@ -64,7 +64,7 @@ def test_dict_of_parameters():
     rng = np.random.default_rng(1)
     params = {k: rng.standard_normal((4, 3)) for k in "abc"}
     grads = {k: rng.standard_normal((4, 3)) for k in "abc"}
-    compiled = check_same(sgd, params, grads)
+    compiled = check_same(sgd, params, grads, graphs=1, breaks=0)
     assert _generated(compiled).count("out=params_") == 3
 
 
@@ -95,7 +95,7 @@ def two_updates_reading_each_other(a, b):
                                 two_updates_reading_each_other])
 def test_aliasing_cases_match_plain_numpy(fn):
     arrays = _arrays(16)[: len(inspect.signature(fn).parameters)]
-    check_same(fn, *arrays, calls=3)
+    check_same(fn, *arrays, calls=3, graphs=1, breaks=0)
 
 
 def overflowing(p, big):
@@ -143,7 +143,7 @@ def _train_args(seed=0):
 
 def test_updates_between_matmuls_and_sums_write_the_callers_arrays():
     args = _train_args()
-    compiled = check_same(train_step, *args, calls=3)
+    compiled = check_same(train_step, *args, calls=3, graphs=1, breaks=0)
     code = _generated(compiled)
     assert all(f"out={name}" in code for name in ("w1", "b1", "w2")), code
     args = [a.copy() for a in args]
@@ -296,7 +296,7 @@ def returns_an_intermediate_too(A):
 @pytest.mark.parametrize("fn", [reads_a_view_after_the_assignment, value_overlaps_the_target,
                                 returns_an_intermediate_too])
 def test_assignments_into_graph_arrays_match_plain_numpy(fn):
-    check_same(fn, np.random.default_rng(4).standard_normal((5, 4)), calls=3)
+    check_same(fn, np.random.default_rng(4).standard_normal((5, 4)), calls=3, graphs=1, breaks=0)
 
 
 STORES = ["B[{a}:{b}] = {e}", "B[{a}:{b}] += {e}", "B[{a}:{b}] *= {e}", "V = B[{a}:{b}]"]
@@ -402,7 +402,7 @@ def temporaries_overlap(x):
     (temporaries_overlap, lambda: (np.arange(7.0),)),
 ])
 def test_dead_temporaries_are_reused_bitwise(fn, args):
-    check_same(fn, *args(), calls=3)
+    check_same(fn, *args(), calls=3, graphs=1, breaks=0)
 
 
 def test_temporary_plan_never_reuses_what_is_read_later_or_returned():
@@ -430,7 +430,7 @@ def test_generated_chains_of_temporaries_match_plain_numpy(steps):
         return values[-1], values[len(values) // 2]
 
     npdynamo.reset()
-    check_same(chain, np.linspace(-1, 1, 6), np.linspace(2, -2, 6))
+    check_same(chain, np.linspace(-1, 1, 6), np.linspace(2, -2, 6), graphs=1, breaks=0)
 
 
 # -- assignments into created arrays (np.zeros, np.ones, ...: arrays of the graph's own) ---------
@@ -475,7 +475,7 @@ def two_equal_creations(x):
 
 @pytest.mark.parametrize("fn", [filled_grid, created_then_viewed, two_equal_creations])
 def test_assignments_into_created_arrays_match_plain_numpy(fn):
-    check_same(fn, np.linspace(0.0, 1.0, 7), calls=3)
+    check_same(fn, np.linspace(0.0, 1.0, 7), calls=3, graphs=1, breaks=0)
 
 
 def test_a_created_array_is_assigned_in_place():

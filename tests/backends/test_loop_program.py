@@ -39,9 +39,10 @@ def loop_records(compiled) -> list:
 
 
 def same_everywhere(fn, *args, compiled_loops: int = 1) -> list:
-    """``fn`` plain vs eager (bitwise) vs numba (within tolerance, same exceptions); the numba
-    report shows ``compiled_loops`` loops run as compiled programs. Returns the records."""
-    check_same(fn, *args)
+    """``fn`` plain vs eager (bitwise, in one graph with no break) vs numba (within tolerance,
+    same exceptions); the numba report shows ``compiled_loops`` loops run as compiled programs.
+    Returns the records."""
+    check_same(fn, *args, graphs=1, breaks=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback of the numba backend to eager
         compiled = nd.compile(fn, backend="numba")
@@ -269,7 +270,7 @@ def test_python_int_overflowing_int64_reruns_in_python():
 
 def test_a_loop_that_cannot_be_written_falls_back_with_its_reason():
     z = RNG.random(6)
-    check_same(half_carried, z, 20)
+    check_same(half_carried, z, 20, graphs=1, breaks=0)
     compiled = nd.compile(half_carried, backend="numba")
     assert_close(compiled(z, 20), half_carried(z, 20))
     (record,) = loop_records(compiled)
@@ -352,7 +353,7 @@ def flipped_each_step(x, T):
 
 def test_a_numpy_call_giving_another_layout_sends_the_loop_back_to_python():
     x = RNG.random(5)
-    check_same(flipped_each_step, x, 20)
+    check_same(flipped_each_step, x, 20, graphs=1, breaks=0)
     report = nd.explain(flipped_each_step, backend="numba")(x.copy(), 20)
     (record,) = report.backend_reports[0].loops
     assert not record.compiled and "UnexpectedValue" in record.why, str(record)
@@ -368,7 +369,7 @@ def test_a_read_only_or_fortran_ordered_argument_runs_that_call_in_python():
     assert record.compiled and record.runs == 0, str(record)
     assert_close(report.result, heat_stencil(u, 20))
     f = np.asfortranarray(RNG.random((6, 5)))
-    check_same(FL.jacobi_2d, f, 20)
+    check_same(FL.jacobi_2d, f, 20, graphs=1, breaks=0)
     report = nd.explain(FL.jacobi_2d, backend="numba")(f.copy(order="F"), 20)
     (record,) = report.backend_reports[0].loops
     assert record.compiled and record.runs == 0, str(record)

@@ -77,9 +77,9 @@ def run_both_forms(fn, args, backend, monkeypatch, calls=3):
 
 def check_plain(fn, args, backend):
     """The compiled function (default schedule mode) against plain Python: bitwise on the eager
-    backend, within the documented tolerances on numba."""
+    backend (one graph, no break), within the documented tolerances on numba."""
     if backend == "eager":
-        check_same(fn, *args, backend=backend)
+        check_same(fn, *args, backend=backend, graphs=1, breaks=0)
         return
     compiled = npdynamo.compile(fn, backend=backend)
     for _ in range(2):
@@ -233,7 +233,8 @@ def warns(x, y):
 def test_warnings_are_the_serial_ones_in_the_serial_order(monkeypatch):
     monkeypatch.setenv("NPDYNAMO_SCHEDULE", "always")
     x, y = np.array([0.0, 1.0, 2.0]), np.array([-1.0, 4.0, 9.0])
-    compiled = check_same_warnings(warns, x, y)  # values, and the warnings in their order
+    # values, and the warnings in their order
+    compiled = check_same_warnings(warns, x, y, graphs=1, breaks=0)
     with np.errstate(all="raise"), pytest.raises(FloatingPointError, match="divide by zero"):
         compiled(x, y)
     with np.errstate(all="ignore"):
@@ -540,7 +541,8 @@ def test_ops_in_a_users_errstate_block_stay_serial(monkeypatch):
             a = x * 1e-300
         return a * 1e-300, np.exp(y)
 
-    check_same_warnings(blocks, np.full(3, 1e-10), np.linspace(0, 1, 3), calls=1)
+    check_same_warnings(blocks, np.full(3, 1e-10), np.linspace(0, 1, 3), calls=1, graphs=1,
+                        breaks=0)
 
 
 @given(st.lists(st.tuples(st.sampled_from([0.0, 1.0, 2.0, 3.0, 5.0, 8.0]),

@@ -66,20 +66,26 @@ def _args(name: str) -> tuple:
 #: each program with the graphs and graph breaks its three calls make (the same on 3.11-3.13)
 PROGRAMS = [(loop_in_with, 2, 5), (nested_loops_in_with, 1, 9), (nested_loops_in_try, 1, 9),
             (pairs_in_with, 2, 10)]
+#: the same without the rule that keeps a loop exit whole (run on 3.12 and 3.13 only, where the
+#: counts are the same): the frames whose code is refused run on in Python, with fewer breaks
+WITHOUT_THE_RULE = {loop_in_with: (1, 4), nested_loops_in_with: (1, 6),
+                    nested_loops_in_try: (1, 4), pairs_in_with: (2, 8)}
 
 
 def main(backend: str, keep_exits: bool = True) -> None:
     """Compare each program with plain Python. ``keep_exits=False`` drops the rule that keeps a
     loop exit whole (``reachable.loop_exit_cleanup``): the encoder must then refuse the code, and
-    the frame run on in Python, with Python's results (the graph counts differ then)."""
+    the frame run on in Python, with Python's results (and other graph counts)."""
     from npdynamo.capture.bytecode import reachable
     from tests.differential import check_same
 
     if not keep_exits:
         reachable.loop_exit_cleanup = lambda item, previous: False
     for fn, graphs, breaks in PROGRAMS:
-        counts = {"graphs": graphs, "breaks": breaks} if keep_exits else {}
-        check_same(fn, *_args(fn.__name__), backend=backend, calls=3, **counts)
+        if not keep_exits:
+            graphs, breaks = WITHOUT_THE_RULE[fn]
+        check_same(fn, *_args(fn.__name__), backend=backend, calls=3, graphs=graphs,
+                   breaks=breaks)
         print(fn.__name__, "ok", flush=True)
 
 

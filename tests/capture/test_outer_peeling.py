@@ -74,7 +74,7 @@ CASES = {
 def test_one_graph_with_the_outer_loop_peeled(name):
     fn, make = CASES[name]
     args = make(20)
-    check_same(fn, *args)
+    check_same(fn, *args, graphs=1, breaks=0)
     report = quiet_explain(fn, *args)
     assert (report.graph_count, report.graph_break_count) == (1, 0), str(report)
     assert any("its first iteration runs before the loop, where the loop at" in line
@@ -86,7 +86,7 @@ def test_one_graph_with_the_outer_loop_peeled(name):
 @pytest.mark.parametrize("n", [1, 2, 3, 17])
 def test_other_sizes_give_plain_results(name, n):
     fn, make = CASES[name]
-    check_same(fn, *make(n))
+    check_same(fn, *make(n), graphs=1, breaks=0)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -97,6 +97,6 @@ def test_numba_backend(name):
 
 def test_a_range_still_empty_after_the_peel_unrolls():
     a = RNG.integers(0, 9, 20)
-    check_same(empty_twice, a)
+    check_same(empty_twice, a, graphs=1, breaks=0)
     report = quiet_explain(empty_twice, a)
     assert any("unrolled" in line for line in report.loops), report.loops

@@ -188,17 +188,18 @@ def test_float_bounds_raise_as_numpy():
 
 # -- what needs the size at capture breaks --------------------------------------------------------
 @pytest.mark.filterwarnings("ignore::npdynamo.errors.RecompileLimitWarning")
-@pytest.mark.parametrize("fn, why", [
-    (against_known_size, "depends on the length of the slice"),
-    (size_to_python, "known only when the graph runs"),
-    (other_bounds, "depends on the length of the slice")])
-def test_a_use_needing_the_size_breaks(fn, why):
+@pytest.mark.parametrize("fn, why, counts", [
+    (against_known_size, "depends on the length of the slice", 16),
+    (size_to_python, "known only when the graph runs", 16),
+    (other_bounds, "depends on the length of the slice", 24)])
+def test_a_use_needing_the_size_breaks(fn, why, counts):
     # the loop is unrolled, where each bound is a graph value outside a loop body (a break per
     # iteration, then the recompile limit): results are NumPy's, counts depend on that limit
+    # (``counts`` graphs and as many breaks with config.cache_size_limit 8, whatever the bounds)
     a = RNG.random(10)
     lo = RNG.integers(0, 6, N)
     hi = lo + 3  # windows of 3: NumPy succeeds
-    check_same(fn, a, lo, hi)
+    check_same(fn, a, lo, hi, graphs=counts, breaks=counts)
     nd.reset()
     report = nd.explain(fn)(a, lo, hi)
     assert report.graph_break_count > 0

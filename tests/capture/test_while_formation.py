@@ -3,6 +3,8 @@ iteration), and the loops that keep today's behaviour, with the reason in ``expl
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -106,13 +108,19 @@ def test_new_data_takes_no_recompile():
     assert backend.count == 1
 
 
-@pytest.mark.parametrize("fn, args, words", [
-    (with_break, (np.ones(3),), "the loop body leaves the loop"),
-    (changes_dtype, (np.arange(3),), "changes x from int64[3] to float64[3]"),
-    (appends, (np.ones(3), []), "changes objects outside it"),
+#: after the first break the resume function starts in the body; 3.11 compiles the loop's test
+#: at the bottom too (a jump back), so the resume cannot form the (now float) loop and breaks at
+#: each test; on 3.12+ it forms it in one graph
+CHANGES_DTYPE = (3, 3) if sys.version_info < (3, 12) else (2, 1)
+
+
+@pytest.mark.parametrize("fn, args, words, counts", [
+    (with_break, (np.ones(3),), "the loop body leaves the loop", (2, 2)),
+    (changes_dtype, (np.arange(3),), "changes x from int64[3] to float64[3]", CHANGES_DTYPE),
+    (appends, (np.ones(3), []), "changes objects outside it", (2, 2)),
 ])
-def test_loops_that_keep_breaking_say_why(fn, args, words):
-    check_same(fn, *args)
+def test_loops_that_keep_breaking_say_why(fn, args, words, counts):
+    check_same(fn, *args, graphs=counts[0], breaks=counts[1])
     report = nd.explain(fn)(*args)
     assert report.graph_break_count >= 1
     reason = report.break_reasons[0].reason
@@ -147,7 +155,9 @@ def test_new_sizes_reuse_the_graph_with_symbolic_shapes():
     backend = CountingBackend()
     compiled = nd.compile(newton, backend=backend)
     for n in (4, 6, 9, 12):
-        check_same(newton, RNG.random(n) + 1.0, 1e-12, compiled=compiled)
+        # the second size recompiles with a symbolic dimension, which the later ones reuse
+        check_same(newton, RNG.random(n) + 1.0, 1e-12, compiled=compiled,
+                   graphs=1 if n == 4 else 2, breaks=0)
     assert backend.count == 2   # the second size made the dimension symbolic
 
 

@@ -68,7 +68,7 @@ def test_sizes_share_one_capture(n):
     fn = P.lu_in_place
     compiled = _SHARED.setdefault("compiled", nd.compile(fn, backend=_SHARED["backend"],
                                                          dynamic=True))
-    check_same(fn, *_args(fn, n), compiled=compiled, calls=1)
+    check_same(fn, *_args(fn, n), compiled=compiled, calls=1, graphs=1, breaks=0)
     assert _SHARED["backend"].count == 1
 
 

@@ -169,7 +169,8 @@ def _powers(m):
 @pytest.mark.parametrize("backend", ["eager", "numba"])
 def test_matrix_power_of_one_is_the_array_itself(backend):
     from tests.differential import check_same
-    check_same(_powers, np.arange(4.0).reshape(2, 2), backend=backend)
+    # matrix_power(m, 1) breaks (it returns m itself); the rest is the resume function's graph
+    check_same(_powers, np.arange(4.0).reshape(2, 2), backend=backend, graphs=1, breaks=1)
     with pytest.raises(npdynamo.Unsupported, match="returns a itself"):
         npdynamo.export(lambda m: np.linalg.matrix_power(m, 1), np.ones((2, 2)))
     ep = npdynamo.export(lambda m: np.linalg.matrix_power(m, 2), np.ones((2, 2)))

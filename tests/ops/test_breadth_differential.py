@@ -143,9 +143,13 @@ def _filled(buf, x):
     return buf + 1
 
 
+#: the cases whose result is only a view of the argument: no graph (rebuilt from the argument)
+VIEWS_ONLY = {"np.diagonal", "np.linalg.diagonal"}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_plain_and_compiled_agree(name):
-    check_one_graph(*CASES[name])
+    check_one_graph(*CASES[name], graphs=0 if name in VIEWS_ONLY else 1)
 
 
 def test_every_case_is_a_supported_name():
@@ -181,7 +185,8 @@ def test_kmeans_step_is_one_graph_with_norm_fused():
     X = rng.standard_normal((500, 2))
     means = X[:3].copy()
     check_same(kmeans_step, X, means,
-               compiled=npdynamo.compile(kmeans_step, backend="eager", fullgraph=True))
+               compiled=npdynamo.compile(kmeans_step, backend="eager", fullgraph=True), graphs=1,
+               breaks=0)
     report = npdynamo.explain(kmeans_step, backend="numba")(X, means)
     assert report.graph_count == 1 and report.graph_break_count == 0
     (numba,) = report.backend_reports
@@ -216,7 +221,7 @@ def mask_assign(x, m, row):
 def test_boolean_mask_assignment_is_one_graph(backend):
     x = rng.standard_normal((3, 4))
     compiled = npdynamo.compile(mask_assign, backend=backend, fullgraph=True)
-    check_same(mask_assign, x, x > 0.5, x[0], compiled=compiled)
+    check_same(mask_assign, x, x > 0.5, x[0], compiled=compiled, graphs=1, breaks=0)
 
 
 def test_mask_assignment_whose_fit_depends_on_the_mask_is_a_break():
@@ -228,7 +233,7 @@ def test_mask_assignment_whose_fit_depends_on_the_mask_is_a_break():
     report = npdynamo.explain(f)(x.copy(), x > 0, np.ones(int((x > 0).sum())))
     assert report.graph_break_count == 1
     assert "depends on how many elements the mask selects" in str(report)
-    check_same(f, x, x > 0, np.ones(int((x > 0).sum())))
+    check_same(f, x, x > 0, np.ones(int((x > 0).sum())), graphs=0, breaks=1)
 
 
 @pytest.mark.parametrize("full_mask, value_shape", [
@@ -279,7 +284,7 @@ def test_eig_whose_eigenvalues_are_all_real_reruns_in_python(backend):
 
     compiled = npdynamo.compile(f, backend=backend, fullgraph=True)
     for x in (SPD, ROT[0], SPD):  # real, complex, real again
-        check_same(f, x, compiled=compiled)
+        check_same(f, x, compiled=compiled, graphs=1, breaks=0)
     report = npdynamo.explain(f)(SPD)
     assert (report.graph_count, report.graph_break_count) == (1, 0)
 
@@ -289,7 +294,7 @@ def test_named_tuples_concatenate_into_plain_tuples():
         r = np.linalg.qr(x)
         return r + (), () + r, r * 1, r + r, 2 * r, (r + ())[0]
 
-    check_same(f, M, compiled=npdynamo.compile(f, fullgraph=True))
+    check_same(f, M, compiled=npdynamo.compile(f, fullgraph=True), graphs=1, breaks=0)
 
 
 def eig_loss(a):
@@ -341,16 +346,17 @@ def arrays_of_arrays(a, b):
 def test_np_array_of_a_list_of_arrays_is_one_graph(backend):
     a, b = np.arange(3.0), np.ones(3, np.float32)
     compiled = npdynamo.compile(arrays_of_arrays, backend=backend, fullgraph=True)
-    check_same(arrays_of_arrays, a[:1].reshape(()), b[:1].reshape(()), compiled=compiled)
+    check_same(arrays_of_arrays, a[:1].reshape(()), b[:1].reshape(()), compiled=compiled,
+               graphs=1, breaks=0)
     compiled = npdynamo.compile(lambda x, y: np.array([x, y]), backend=backend, fullgraph=True)
-    check_same(lambda x, y: np.array([x, y]), a, b, compiled=compiled)
+    check_same(lambda x, y: np.array([x, y]), a, b, compiled=compiled, graphs=1, breaks=0)
 
 
 def test_np_array_of_mismatched_arrays_raises_numpys_error():
     def f(a, c):
         return np.array([a, c])
 
-    check_same(f, np.arange(3.0), np.ones(4))
+    check_same(f, np.arange(3.0), np.ones(4), graphs=0, breaks=0)  # reruns in Python
 
 
 # -- functions returning views: graph breaks until capture tracks writes through their views ---
@@ -364,6 +370,11 @@ VIEWS = {
     "atleast_2d": np.atleast_2d,
     "atleast_3d": np.atleast_3d,
 }
+#: (graphs, breaks): a flip's graph breaks at the write through it; atleast_*d is not captured
+#: (a break). A resume function given y and x that overlap runs in Python (one more break): the
+#: flips' and atleast_3d's (a 3-d view of M); atleast_1d and _2d return M itself: one graph
+VIEW_COUNTS = {"flip": (1, 2), "fliplr": (1, 2), "flipud": (1, 2), "rot90": (1, 2),
+               "atleast_1d": (1, 1), "atleast_2d": (1, 1), "atleast_3d": (0, 2)}
 
 
 @pytest.mark.parametrize("name", sorted(VIEWS))
@@ -379,7 +390,8 @@ def test_view_returning_functions_stay_exact(name):
     report = npdynamo.explain(write_through)(M.copy())
     assert any(name in str(r) or "through a view made by" in str(r)
                for r in report.break_reasons)
-    check_same(write_through, M)
+    graphs, breaks = VIEW_COUNTS[name]
+    check_same(write_through, M, graphs=graphs, breaks=breaks)
     # flips and rot90 are captured as view ops (a write through them is the break above);
     # atleast_*d (may return the argument itself) are not
     captured = name in ("flip", "fliplr", "flipud", "rot90")
@@ -407,9 +419,10 @@ def diag_of_a_cube(x):
 def test_diag_is_captured(backend):
     s = np.arange(1.0, 4.0)
     compiled = npdynamo.compile(diag_of_diag, backend=backend, fullgraph=True)
-    check_same(diag_of_diag, s, M.copy(), compiled=compiled)
-    check_same(write_into_diag_view, M.copy(), backend=backend)
-    check_same(diag_of_a_cube, np.ones((2, 2, 2)), backend=backend)
+    check_same(diag_of_diag, s, M.copy(), compiled=compiled, graphs=1, breaks=0)
+    # the write into the read-only view breaks, and raises as NumPy does
+    check_same(write_into_diag_view, M.copy(), backend=backend, graphs=0, breaks=1)
+    check_same(diag_of_a_cube, np.ones((2, 2, 2)), backend=backend, graphs=0, breaks=0)
     assert "np.diag" in table.supported_functions()
 
 
@@ -423,7 +436,7 @@ def percentiles_by_ints(v):
 def test_percentile_with_int_q_is_captured(backend, dtype):
     v = (np.arange(12) * 5 % 12).reshape(3, 4).astype(dtype)
     compiled = npdynamo.compile(percentiles_by_ints, backend=backend, fullgraph=True)
-    check_same(percentiles_by_ints, v, compiled=compiled)
+    check_same(percentiles_by_ints, v, compiled=compiled, graphs=1, breaks=0)
 
 
 def quantile_by_int(v):
@@ -435,8 +448,8 @@ def percentile_out_of_range(v):
 
 
 def test_int_q_elsewhere_matches_numpy():
-    check_same(quantile_by_int, np.arange(5))
-    check_same(percentile_out_of_range, np.arange(5.0))
+    check_same(quantile_by_int, np.arange(5), graphs=0, breaks=1)
+    check_same(percentile_out_of_range, np.arange(5.0), graphs=0, breaks=0)  # reruns in Python
 
 
 def linalg_of_singular(x):
@@ -457,6 +470,7 @@ def test_runtime_errors_inside_a_graph_are_numpys(backend):
     """Data-dependent errors (a singular matrix, an index array out of range, an all-NaN slice)
     are raised by the NumPy call inside the graph: same exception, same message, and writes
     made before the failing call are kept, as in Python."""
-    check_same(linalg_of_singular, np.ones((2, 2)), backend=backend)
-    check_same(take_out_of_bounds_after_a_write, np.ones(3), np.array([5]), backend=backend)
-    check_same(argmax_of_all_nan, np.full(3, np.nan), backend=backend)
+    check_same(linalg_of_singular, np.ones((2, 2)), backend=backend, graphs=1, breaks=0)
+    check_same(take_out_of_bounds_after_a_write, np.ones(3), np.array([5]), backend=backend,
+               graphs=1, breaks=0)
+    check_same(argmax_of_all_nan, np.full(3, np.nan), backend=backend, graphs=1, breaks=0)
