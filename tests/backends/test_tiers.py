@@ -335,7 +335,9 @@ print("PIDS", *workers.pool().pids(), flush=True)
 def _run(tail: str, tmp_path, **kwargs) -> subprocess.Popen:
     env = dict(os.environ, NPDYNAMO_TIERED="1", NPDYNAMO_CACHE_DIR=str(tmp_path / "cache"),
                PYTHONPATH=str(ROOT), NPDYNAMO_PROGRESS="0")
-    return subprocess.Popen([sys.executable, "-c", SCRIPT + textwrap.dedent(tail)], env=env,
+    # (-X faulthandler: a child that hangs is sent SIGABRT and prints every thread's stack)
+    return subprocess.Popen([sys.executable, "-X", "faulthandler", "-c",
+                             SCRIPT + textwrap.dedent(tail)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
@@ -344,6 +346,16 @@ def _pids(line: str) -> list[int]:
     pids = [int(p) for p in line.split()[1:]]
     assert pids
     return pids
+
+
+def _communicate(proc: subprocess.Popen, timeout: float) -> str:
+    """The child's stderr once it has exited; if it has not after ``timeout``, the test fails
+    with the stacks of all its threads (one such hang at exit, under a load of 17, stop 38)."""
+    try:
+        return proc.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        pytest.fail(f"still running {timeout} s later; its threads:\n{proc.communicate()[1]}")
 
 
 def _gone(pids: list[int]) -> bool:
@@ -378,7 +390,7 @@ def test_ctrl_c_with_compiles_pending(tmp_path):
     pids = _pids(proc.stdout.readline())
     assert proc.stdout.readline().startswith("SLEEP")
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
-    _, err = proc.communicate(timeout=120)
+    err = _communicate(proc, 120)
     assert proc.returncode != 0 and "KeyboardInterrupt" in err
     assert _gone(pids)
 
