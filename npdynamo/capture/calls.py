@@ -19,6 +19,7 @@ from npdynamo.capture.absent_attributes import (
     class_attribute_of_type,
     class_function,
     missing_attribute,
+    namedtuple_field,
     no_attribute,
 )
 from npdynamo.capture.builder import (
@@ -541,6 +542,10 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
     """``obj.name`` for a user object, as Python's attribute lookup would find it."""
     ctx = frame.ctx
     klass = type(obj.obj)
+    if isinstance(obj.obj, tuple):  # a namedtuple's field (tuple's own lookup finds it)
+        field = namedtuple_field(frame, obj.obj, obj.source, name)
+        if field is not None:
+            return field
     if klass.__getattribute__ is not object.__getattribute__ or class_attribute(
         obj.obj, "__getattr__"
     ) is not None:  # the class's own lookup: a metaclass's __getattr__ (EnumType's) is not it
