@@ -11,8 +11,8 @@ TorchDynamo's nested-function values are:
   number of closure cells and what the body does) and of its ``__globals__``;
 * ``__defaults__`` (None, or a tuple of that length whose items are wrapped through their own
   sources and guarded where used) and ``__kwdefaults__`` (None; any other value: identity);
-  ``__code__`` and ``__defaults__`` are guarded for a function guarded by identity too (both may
-  be assigned: the entry must not run the old body);
+  a function guarded by identity has its ``__code__``, ``__defaults__`` and ``__kwdefaults__``
+  guarded by identity too (each may be assigned: the entry must not run the old body);
 * the contents of its closure cells, each read through its source and guarded where used, and
   which cell each is where that matters: a cell also reached another way (a cell of the resume
   function itself) is guarded to be that same cell (``ALIAS``); when the capture writes a cell
@@ -46,10 +46,12 @@ def read_function(
     """``fn`` (a plain user function, neither disabled nor compiled) as a value to inline."""
     ctx = builder.ctx
     loose = source is not None and _by_contents(fn)
-    if source is not None:
-        if not loose:
-            ctx.guard(source, GuardKind.ID, fn)
-        # a function's __code__ and __defaults__ may be assigned, whatever guards its identity
+    if source is not None and not loose:
+        # __code__, __defaults__ and __kwdefaults__ may be assigned, whatever the identity
+        ctx.guard(source, GuardKind.ID, fn)
+        for name in ("__code__", "__defaults__", "__kwdefaults__")[: 3 if _kwonly(fn) else 2]:
+            ctx.guard(AttrSource(source, name), GuardKind.ID, getattr(fn, name))
+    if loose:
         ctx.guard(source, GuardKind.TYPE, types.FunctionType)
         ctx.guard(AttrSource(source, "__code__"), GuardKind.ID, fn.__code__)
         ctx.guard(AttrSource(source, "__globals__"), GuardKind.ID, fn.__globals__)
@@ -87,16 +89,26 @@ def _by_contents(fn: types.FunctionType) -> bool:
 
 
 def _guard_defaults(ctx, fn: types.FunctionType, source: Source) -> None:
+    """A function made anew on each call has a new defaults tuple too: guarded on its length
+    (which decides the parameters the items go to); the items are guarded where used."""
     defaults_source = AttrSource(source, "__defaults__")
     if fn.__defaults__ is None:
-        ctx.guard(defaults_source, GuardKind.CONSTANT, None)
+        ctx.guard(defaults_source, GuardKind.ID, None)
     else:
         ctx.guard(defaults_source, GuardKind.TYPE, tuple)
         ctx.guard(defaults_source, GuardKind.LENGTH, len(fn.__defaults__))
+    if not _kwonly(fn):
+        return  # a call reads __kwdefaults__ only for keyword-only parameters
     if fn.__kwdefaults__ is None:
-        ctx.guard(AttrSource(source, "__kwdefaults__"), GuardKind.CONSTANT, None)
-    else:  # rare: the dict may change in place; its object is the function's own
+        ctx.guard(AttrSource(source, "__kwdefaults__"), GuardKind.ID, None)
+    else:  # rare: the function's identity, and its dict's (items guarded where used)
         ctx.guard(source, GuardKind.ID, fn)
+        ctx.guard(AttrSource(source, "__kwdefaults__"), GuardKind.ID, fn.__kwdefaults__)
+
+
+def _kwonly(fn: types.FunctionType) -> bool:
+    """Whether ``fn``'s code has keyword-only parameters (its code is guarded)."""
+    return fn.__code__.co_kwonlyargcount > 0
 
 
 class CellLedger:
@@ -126,10 +138,15 @@ class CellLedger:
                 self._loose[id(seen)] = through
                 for written in self._written.values():
                     self._distinct(seen, written)
-        elif through is not None and cell_source != seen.cell_source:
-            # the same cell another way (the resume function's own): on later calls too
-            if seen.cell_source is None:
-                through.fn  # noqa: B018 - guards the function's identity instead
+        elif cell_source != seen.cell_source and (
+            through is not None or id(seen) in self._loose
+        ):
+            # the same cell another way (the frame's own, another function's): on later calls
+            # too (the frame's arguments are read before its own cells)
+            if seen.cell_source is None or cell_source is None:
+                for loose in (through, self._loose.get(id(seen))):
+                    if loose is not None:
+                        loose.fn  # noqa: B018 - guards the function's identity instead
             else:
                 self.ctx.guard(cell_source, GuardKind.ALIAS, seen.cell_source)
         return seen

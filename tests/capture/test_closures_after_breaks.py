@@ -250,3 +250,30 @@ def test_cells_shared_on_one_call_and_not_on_the_next():
     for same in (True, False, True, False, False):
         run = run_both(shared_or_not, compiled, (np.arange(3.0), same), {})
         assert run.exc is None and np.array_equal(run.got, run.expected), (same, run)
+
+
+def counter_and_reader(k0):
+    k = k0
+    reader = lambda v: v + k  # noqa: E731
+
+    def step(x, g):
+        nonlocal k
+        k = k + 1.0
+        return g(x)
+
+    return step, reader
+
+
+@pytest.mark.parametrize("order", [[0, 1, 0, 1, 1, 0], [1, 0, 0, 1], [0, 0, 1, 1]])
+def test_a_compiled_closure_called_with_a_function_sharing_its_cell_or_not(order):
+    # the arguments are read before the frame's own cells: which cell the argument's is must
+    # be guarded either way round (the same cell: ALIAS; another one, written: DISTINCT)
+    step_p, reader_p = counter_and_reader(1.0)
+    other_p = counter_and_reader(5.0)[1]
+    step_c, reader_c = counter_and_reader(1.0)
+    other_c = counter_and_reader(5.0)[1]
+    compiled = npdynamo.compile(step_c, backend=CountingBackend())
+    for which in order:
+        expected = step_p(np.arange(3.0), (reader_p, other_p)[which])
+        got = compiled(np.arange(3.0), (reader_c, other_c)[which])
+        assert np.array_equal(got, expected), (order, which, got, expected)
