@@ -306,6 +306,8 @@ class ValueBuilder:
         if isinstance(value, types.FunctionType) and not is_trusted_name(value):
             return self.function(value, source)
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+            # its function is guarded on its parts, not its identity: the method's type too
+            ctx.guard(source, GuardKind.TYPE, types.MethodType)
             func = self.function(value.__func__, AttrSource(source, "__func__"))
             return BoundMethodValue(func, self.wrap(value.__self__, AttrSource(source, "__self__")))
         if callable(value) and (

@@ -277,3 +277,29 @@ def test_a_compiled_closure_called_with_a_function_sharing_its_cell_or_not(order
         expected = step_p(np.arange(3.0), (reader_p, other_p)[which])
         got = compiled(np.arange(3.0), (reader_c, other_c)[which])
         assert np.array_equal(got, expected), (order, which, got, expected)
+
+
+class Scaler:
+    def __init__(self, s):
+        self.s = s
+
+    def apply(self, v):
+        return v * self.s
+
+
+class Shifter(Scaler):
+    def apply(self, v):
+        return v + self.s
+
+
+def call_bound(method, x):
+    npdynamo.graph_break()
+    return method(x)
+
+
+def test_bound_methods_passed_in():
+    compiled = npdynamo.compile(call_bound, backend=CountingBackend())
+    x = np.arange(3.0)
+    for obj in (Scaler(2.0), Scaler(2.0), Scaler(3.0), Shifter(2.0), Scaler(2.0)):
+        check_same(call_bound, obj.apply, x, compiled=compiled, calls=1)
+    check_same(call_bound, make_adder(1.0), x, compiled=compiled, calls=1)  # not a method
