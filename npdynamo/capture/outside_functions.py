@@ -9,10 +9,11 @@ TorchDynamo's nested-function values are:
 
 * its type (``types.FunctionType`` exactly), the identity of its ``__code__`` (which fixes the
   number of closure cells and what the body does) and of its ``__globals__``;
-* ``__defaults__`` (None, or a tuple of that length whose items are wrapped through their own
-  sources and guarded where used) and ``__kwdefaults__`` (None; any other value: identity);
-  a function guarded by identity has its ``__code__``, ``__defaults__`` and ``__kwdefaults__``
-  guarded by identity too (each may be assigned: the entry must not run the old body);
+* ``__defaults__`` (None, or a tuple of that length) and ``__kwdefaults__`` (None, or a dict of
+  those keys; only for code with keyword-only parameters), whose items are wrapped through
+  their own sources and guarded where used; a function guarded by identity has its
+  ``__code__`` and defaults guarded the same way (each may be assigned: the entry must not run
+  the old body);
 * the contents of its closure cells, each read through its source and guarded where used, and
   which cell each is where that matters: a cell also reached another way (a cell of the resume
   function itself) is guarded to be that same cell (``ALIAS``); when the capture writes a cell
@@ -46,15 +47,14 @@ def read_function(
     """``fn`` (a plain user function, neither disabled nor compiled) as a value to inline."""
     ctx = builder.ctx
     loose = source is not None and _by_contents(fn)
-    if source is not None and not loose:
+    if source is not None:
+        if loose:
+            ctx.guard(source, GuardKind.TYPE, types.FunctionType)
+            ctx.guard(AttrSource(source, "__globals__"), GuardKind.ID, fn.__globals__)
+        else:
+            ctx.guard(source, GuardKind.ID, fn)
         # __code__, __defaults__ and __kwdefaults__ may be assigned, whatever the identity
-        ctx.guard(source, GuardKind.ID, fn)
-        for name in ("__code__", "__defaults__", "__kwdefaults__")[: 3 if _kwonly(fn) else 2]:
-            ctx.guard(AttrSource(source, name), GuardKind.ID, getattr(fn, name))
-    if loose:
-        ctx.guard(source, GuardKind.TYPE, types.FunctionType)
         ctx.guard(AttrSource(source, "__code__"), GuardKind.ID, fn.__code__)
-        ctx.guard(AttrSource(source, "__globals__"), GuardKind.ID, fn.__globals__)
         _guard_defaults(ctx, fn, source)
     defaults = tuple(
         builder.wrap(v, ItemSource(AttrSource(source, "__defaults__"), i) if source else None)
@@ -89,26 +89,24 @@ def _by_contents(fn: types.FunctionType) -> bool:
 
 
 def _guard_defaults(ctx, fn: types.FunctionType, source: Source) -> None:
-    """A function made anew on each call has a new defaults tuple too: guarded on its length
-    (which decides the parameters the items go to); the items are guarded where used."""
+    """Which parameters have defaults: the length of ``__defaults__`` (it decides the
+    parameters its items go to) and the keys of ``__kwdefaults__``; the values are guarded
+    where a call uses them. (Not their identity: a function made anew on each call has new
+    ones, and a guard must not keep a default array alive.)"""
     defaults_source = AttrSource(source, "__defaults__")
     if fn.__defaults__ is None:
         ctx.guard(defaults_source, GuardKind.ID, None)
     else:
         ctx.guard(defaults_source, GuardKind.TYPE, tuple)
         ctx.guard(defaults_source, GuardKind.LENGTH, len(fn.__defaults__))
-    if not _kwonly(fn):
+    if fn.__code__.co_kwonlyargcount == 0:
         return  # a call reads __kwdefaults__ only for keyword-only parameters
+    kw_source = AttrSource(source, "__kwdefaults__")
     if fn.__kwdefaults__ is None:
-        ctx.guard(AttrSource(source, "__kwdefaults__"), GuardKind.ID, None)
-    else:  # rare: the function's identity, and its dict's (items guarded where used)
-        ctx.guard(source, GuardKind.ID, fn)
-        ctx.guard(AttrSource(source, "__kwdefaults__"), GuardKind.ID, fn.__kwdefaults__)
-
-
-def _kwonly(fn: types.FunctionType) -> bool:
-    """Whether ``fn``'s code has keyword-only parameters (its code is guarded)."""
-    return fn.__code__.co_kwonlyargcount > 0
+        ctx.guard(kw_source, GuardKind.ID, None)
+    else:
+        ctx.guard(kw_source, GuardKind.TYPE, dict)
+        ctx.guard(kw_source, GuardKind.DICT_KEYS, tuple(fn.__kwdefaults__))
 
 
 class CellLedger:

@@ -94,6 +94,10 @@ def make_adder(k):
     return lambda v: v + k
 
 
+def make_keyword_scaler(k):
+    return lambda v, *, s=k: v * s
+
+
 def apply(fn, x):
     npdynamo.graph_break()
     return fn(x) * 2.0
@@ -104,6 +108,8 @@ def test_a_closure_passed_in_is_guarded_on_its_parts():
     x = np.arange(3.0)
     for k in (1.0, 1.0, 2.0, 2.0, 9.0):
         check_same(apply, make_adder(k), x, compiled=compiled, calls=1)
+    for k in (1.0, 1.0, 3.0):  # keyword-only defaults made anew on each call
+        check_same(apply, make_keyword_scaler(k), x, compiled=compiled, calls=1)
     # another function with other code: a miss on __code__
     check_same(apply, lambda v: v - 1.0, x, compiled=compiled, calls=1)
     check_same(apply, np.negative, x, compiled=compiled, calls=1)
