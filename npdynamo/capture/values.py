@@ -346,7 +346,7 @@ class FunctionValue(Value):
     annotated: bool = False
     #: installs the guard on the object's identity; None once installed (or when the function
     #: was read by identity from the start). A function read from outside is guarded first only
-    #: on what inlining a call of it reads (``ValueBuilder.function``): a closure made anew on
+    #: on what inlining a call of it reads (``outside_functions``): a closure made anew on
     #: every call (a lambda handed to a resume function) then serves every call.
     pin: Callable[[], None] | None = None
 
