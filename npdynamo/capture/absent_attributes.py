@@ -23,6 +23,8 @@ import types
 
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.guards import AttrSource, GuardKind, ItemSource, Source
+from npdynamo.capture.hooks.compiled_function import CompiledFunction
+from npdynamo.capture.hooks.dispatch import original_function
 from npdynamo.capture.translator import Frame
 from npdynamo.capture.values import Value
 
@@ -46,6 +48,13 @@ def class_attribute_of_type(kind: type, name: str) -> object:
         if name in klass.__dict__:
             return klass.__dict__[name]
     return None
+
+
+def class_attribute(obj: object, name: str) -> object:
+    """``class_attribute_of_type`` of ``obj``'s type, a compiled function in a class body read
+    as the function it compiles (it binds, and is inlined, as that one)."""
+    attr = class_attribute_of_type(type(obj), name)
+    return (original_function(attr) or attr) if isinstance(attr, CompiledFunction) else attr
 
 
 def class_function(frame: Frame, obj: object, source: Source | None, name: str) -> None:
@@ -151,6 +160,7 @@ def _unguardable(frame: Frame, obj: object, error: AttributeError) -> Exception:
 
 
 __all__ = [
+    "class_attribute",
     "class_attribute_of_type",
     "class_function",
     "missing_attribute",

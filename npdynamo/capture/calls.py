@@ -16,6 +16,7 @@ import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.absent_attributes import (
+    class_attribute,
     class_attribute_of_type,
     class_function,
     missing_attribute,
@@ -34,9 +35,7 @@ from npdynamo.capture.descriptors import user_descriptor
 from npdynamo.capture.errors import UserCodeRaises, python_raised
 from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
-from npdynamo.capture.hooks.compiled_function import CompiledFunction
 from npdynamo.capture.hooks.disable import is_disabled
-from npdynamo.capture.hooks.dispatch import original_function
 from npdynamo.capture.masked import MASKED_KINDS, masked_reduction
 from npdynamo.capture.opcalls import (
     normalize,
@@ -455,12 +454,6 @@ def _apply_exception(target: type, args: list) -> BaseException:
 
 
 # -- attributes ------------------------------------------------------------------------------
-def class_attribute(obj, name):
-    attr = class_attribute_of_type(type(obj), name)
-    # a compiled function in a class body binds, and is inlined, as the one it compiles
-    return (original_function(attr) or attr) if isinstance(attr, CompiledFunction) else attr
-
-
 ARRAY_CONSTANT_ATTRS = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")
 
 
