@@ -11,16 +11,22 @@ read is a graph break: Python then runs the line and raises or not, as it would.
 
 The same holds for a method found on the class (``class_function``): the entry inlines that
 function, so it must not serve a call where the class holds another one, or where the instance
-has since been given an attribute of that name, which Python would read first.
+has since been given an attribute of that name, which Python would read first. And for a field
+of a namedtuple (``namedtuple_field``): ``p.x`` is ``p[i]`` while the class's ``x`` is the
+field's descriptor and the class keeps tuple's own attribute lookup and item access.
 """
 
 from __future__ import annotations
 
+import collections
 import types
 
 from npdynamo.capture.errors import UserCodeRaises
 from npdynamo.capture.guards import AttrSource, GuardKind, ItemSource, Source
+from npdynamo.capture.hooks.compiled_function import CompiledFunction
+from npdynamo.capture.hooks.dispatch import original_function
 from npdynamo.capture.translator import Frame
+from npdynamo.capture.values import Value
 
 
 def missing_attribute(frame: Frame, obj: object, source: Source | None,
@@ -44,6 +50,13 @@ def class_attribute_of_type(kind: type, name: str) -> object:
     return None
 
 
+def class_attribute(obj: object, name: str) -> object:
+    """``class_attribute_of_type`` of ``obj``'s type, a compiled function in a class body read
+    as the function it compiles (it binds, and is inlined, as that one)."""
+    attr = class_attribute_of_type(type(obj), name)
+    return (original_function(attr) or attr) if isinstance(attr, CompiledFunction) else attr
+
+
 def class_function(frame: Frame, obj: object, source: Source | None, name: str) -> None:
     """Guard that ``obj.name`` still finds the method it found on ``obj``'s class (the same
     class attribute, read again through ``type(obj)``) and no instance attribute of that name;
@@ -60,6 +73,39 @@ def class_function(frame: Frame, obj: object, source: Source | None, name: str) 
     frame.ctx.guard(AttrSource(AttrSource(source, "__class__"), name), GuardKind.ID, found)
     if hasattr(obj, "__dict__"):
         frame.ctx.guard(AttrSource(source, "__dict__"), GuardKind.HAS_KEY, (name, False))
+
+
+#: The descriptor ``collections.namedtuple`` (and ``typing.NamedTuple``) puts on its class for
+#: each field: ``p.x`` is ``p[i]``. A data descriptor, so no instance ``__dict__`` shadows it.
+TUPLE_GETTER = type(collections.namedtuple("_Probe", "x").x)
+#: What a namedtuple class inherits from tuple; a class that overrides one is not modelled.
+_TUPLE_SLOTS = ("__getattribute__", "__getitem__", "__len__")
+
+
+def namedtuple_field(frame: Frame, obj: tuple, source: Source | None, name: str) -> Value | None:
+    """``obj.name`` when ``name`` is a field of ``obj``'s namedtuple class: its item, read
+    through its source, with the guards that keep it so (the class's attribute of that name is
+    that field's descriptor, and tuple's own lookup and item access are its); None where it is
+    not, or cannot be guarded."""
+    klass = type(obj)
+    if source is None or type(klass) is not type:
+        return None
+    found = class_attribute_of_type(klass, name)
+    if type(found) is not TUPLE_GETTER or getattr(klass, name, None) is not found:
+        return None
+    if class_attribute_of_type(klass, "__getattr__") is not None:
+        return None
+    for slot in _TUPLE_SLOTS:
+        if getattr(klass, slot) is not getattr(tuple, slot):
+            return None
+    index = found.__reduce__()[1][0]
+    if not 0 <= index < len(obj):  # Python raises IndexError: the line runs in Python
+        return None
+    owner = AttrSource(source, "__class__")
+    frame.ctx.guard(AttrSource(owner, name), GuardKind.ID, found)
+    for slot in _TUPLE_SLOTS:
+        frame.ctx.guard(AttrSource(owner, slot), GuardKind.ID, getattr(tuple, slot))
+    return frame.ctx.builder.wrap(tuple.__getitem__(obj, index), ItemSource(source, index))
 
 
 def no_attribute(obj: object, name: str) -> AttributeError:
@@ -113,4 +159,11 @@ def _unguardable(frame: Frame, obj: object, error: AttributeError) -> Exception:
         "the line runs in Python")
 
 
-__all__ = ["class_attribute_of_type", "class_function", "missing_attribute", "no_attribute"]
+__all__ = [
+    "class_attribute",
+    "class_attribute_of_type",
+    "class_function",
+    "missing_attribute",
+    "namedtuple_field",
+    "no_attribute",
+]

@@ -18,7 +18,6 @@ import numpy as np
 
 from npdynamo.autograd.tracer import Tracer
 from npdynamo.capture.dynamic_dims import dynamic_dims, dynamic_scalar
-from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.guards import (
     AttrSource,
     GuardKind,
@@ -30,6 +29,7 @@ from npdynamo.capture.guards import (
 from npdynamo.capture.hooks.compiled_function import CompiledFunction
 from npdynamo.capture.hooks.disable import is_disabled
 from npdynamo.capture.hooks.dispatch import original_function
+from npdynamo.capture.outside_functions import CellLedger, read_function
 from npdynamo.capture.values import (
     ArrayValue,
     BoundMethodValue,
@@ -108,7 +108,7 @@ class ValueBuilder:
         self.ctx = ctx
         self._by_source: dict[Source, Value] = {}
         self._by_id: dict[int, tuple] = {}
-        self._cells: dict[int, ExternalCell] = {}
+        self._cells = CellLedger(ctx)
         #: id(tracked value) -> (tracked value, the object it was read as, its source): what
         #: ``is`` compares (``identity.py``)
         self._origins: dict[int, tuple[Value, object, Source | None]] = {}
@@ -147,12 +147,20 @@ class ValueBuilder:
         constant of the code, which ``LOAD_CONST`` pushes as a tuple of its items)."""
         self._origins[id(value)] = (value, obj, None)
 
-    def external_cell(self, cell, source: Source | None) -> ExternalCell:
-        """One tracked value per cell object: a store through one name is seen by all."""
-        seen = self._cells.get(id(cell))
-        if seen is None:
-            seen = self._cells[id(cell)] = ExternalCell(cell, source)
-        return seen
+    def external_cell(
+        self,
+        cell,
+        source: Source | None,
+        cell_source: Source | None = None,
+        through: FunctionValue | None = None,
+    ) -> ExternalCell:
+        """One tracked value per cell object: a store through one name is seen by all
+        (``cell_source``: where the cell itself is read; ``through``: see ``CellLedger``)."""
+        return self._cells.cell(cell, source, cell_source, through)
+
+    def cell_written(self, cell: ExternalCell) -> None:
+        """The capture stores into a cell from outside (``CellLedger.written``)."""
+        self._cells.written(cell)
 
     def arrays_read(self) -> list[tuple[Source, object]]:
         """(source, array) of every input array seen, for the aliasing checks of writes."""
@@ -298,6 +306,8 @@ class ValueBuilder:
         if isinstance(value, types.FunctionType) and not is_trusted_name(value):
             return self.function(value, source)
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+            # its function is guarded on its parts, not its identity: the method's type too
+            ctx.guard(source, GuardKind.TYPE, types.MethodType)
             func = self.function(value.__func__, AttrSource(source, "__func__"))
             return BoundMethodValue(func, self.wrap(value.__self__, AttrSource(source, "__self__")))
         if callable(value) and (
@@ -369,31 +379,7 @@ class ValueBuilder:
             raise self.ctx.unsupported(
                 f"{fn.__qualname__} is marked npdynamo.disable, so it is never captured"
             )
-        if source is not None:
-            self.ctx.guard(source, GuardKind.ID, fn)
-        defaults = tuple(
-            self.wrap(v, ItemSource(AttrSource(source, "__defaults__"), i) if source else None)
-            for i, v in enumerate(fn.__defaults__ or ())
-        )
-        kwdefaults = {
-            k: self.wrap(v, ItemSource(AttrSource(source, "__kwdefaults__"), k) if source else None)
-            for k, v in (fn.__kwdefaults__ or {}).items()
-        }
-        closure = tuple(
-            self.external_cell(
-                cell,
-                AttrSource(ItemSource(AttrSource(source, "__closure__"), i), "cell_contents")
-                if source
-                else None,
-            )
-            for i, cell in enumerate(fn.__closure__ or ())
-        )
-        if closure and source is None:
-            # Without a source a later call could not re-read the cells: refuse rather than guess.
-            raise CaptureUnsupported(f"closure {fn.__qualname__} reached without a source")
-        return FunctionValue(
-            fn.__code__, fn.__globals__, fn.__name__, defaults, kwdefaults, closure, fn, source
-        )
+        return read_function(self, fn, source)
 
 
 #: Unbound methods of builtin types (``list.append``): a method pair's first half after a break.

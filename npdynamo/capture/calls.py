@@ -16,9 +16,11 @@ import numpy as np
 
 from npdynamo import ops
 from npdynamo.capture.absent_attributes import (
+    class_attribute,
     class_attribute_of_type,
     class_function,
     missing_attribute,
+    namedtuple_field,
     no_attribute,
 )
 from npdynamo.capture.builder import (
@@ -33,9 +35,7 @@ from npdynamo.capture.descriptors import user_descriptor
 from npdynamo.capture.errors import UserCodeRaises, python_raised
 from npdynamo.capture.generators import GeneratorValue
 from npdynamo.capture.guards import AttrSource
-from npdynamo.capture.hooks.compiled_function import CompiledFunction
 from npdynamo.capture.hooks.disable import is_disabled
-from npdynamo.capture.hooks.dispatch import original_function
 from npdynamo.capture.masked import MASKED_KINDS, masked_reduction
 from npdynamo.capture.opcalls import (
     normalize,
@@ -454,12 +454,6 @@ def _apply_exception(target: type, args: list) -> BaseException:
 
 
 # -- attributes ------------------------------------------------------------------------------
-def class_attribute(obj, name):
-    attr = class_attribute_of_type(type(obj), name)
-    # a compiled function in a class body binds, and is inlined, as the one it compiles
-    return (original_function(attr) or attr) if isinstance(attr, CompiledFunction) else attr
-
-
 ARRAY_CONSTANT_ATTRS = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes")
 
 
@@ -541,6 +535,10 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
     """``obj.name`` for a user object, as Python's attribute lookup would find it."""
     ctx = frame.ctx
     klass = type(obj.obj)
+    if isinstance(obj.obj, tuple):  # a namedtuple's field (tuple's own lookup finds it)
+        field = namedtuple_field(frame, obj.obj, obj.source, name)
+        if field is not None:
+            return field
     if klass.__getattribute__ is not object.__getattribute__ or class_attribute(
         obj.obj, "__getattr__"
     ) is not None:  # the class's own lookup: a metaclass's __getattr__ (EnumType's) is not it

@@ -24,6 +24,7 @@ from npdynamo.capture.errors import (
     internal_error_reason,
 )
 from npdynamo.capture.guards import (
+    ClosureCellSource,
     ClosureSource,
     LocalSource,
 )
@@ -242,10 +243,10 @@ def root_frame(ctx: CaptureContext, frame_args: tuple) -> Frame:
     for i, name in enumerate(ctx.arg_names):
         locals_[name] = ctx.builder.wrap(frame_args[i], LocalSource(name, i))
     closure = tuple(
-        ctx.builder.external_cell(cell, ClosureSource(name, i))
+        ctx.builder.external_cell(cell, ClosureSource(name, i), ClosureCellSource(name, i))
         for i, (name, cell) in enumerate(zip(code.co_freevars, ctx.cells))
     )
-    func = FunctionValue(code, fn.__globals__, fn.__name__, closure=closure, fn=fn)
+    func = FunctionValue(code, fn.__globals__, fn.__name__, closure=closure, obj=fn)
     return Frame(ctx, func, locals_)
 
 

@@ -9,6 +9,7 @@ guards can re-read them on later calls.
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from npdynamo.capture.errors import UserCodeRaises
@@ -338,10 +339,25 @@ class FunctionValue(Value):
     defaults: tuple = ()
     kwdefaults: dict = field(default_factory=dict)
     closure: tuple = ()  # CellValue (made here) or ExternalCell (read from a function object)
-    fn: types.FunctionType | None = None
+    #: the function object (read through ``fn``)
+    obj: types.FunctionType | None = None
     source: Source | None = None
     #: made with annotations (``def f(x: int)``): kept for calls, but not rebuilt
     annotated: bool = False
+    #: installs the guard on the object's identity; None once installed (or when the function
+    #: was read by identity from the start). A function read from outside is guarded first only
+    #: on what inlining a call of it reads (``outside_functions``): a closure made anew on
+    #: every call (a lambda handed to a resume function) then serves every call.
+    pin: Callable[[], None] | None = None
+
+    @property
+    def fn(self) -> types.FunctionType | None:
+        """The function object itself: whoever reads it relies on its identity (hands it back
+        to Python, passes it on, reads ``__name__``), so reading it guards that first."""
+        if self.pin is not None:
+            pin, self.pin = self.pin, None
+            pin()
+        return self.obj
 
 
 @dataclass(eq=False)
@@ -351,6 +367,8 @@ class ExternalCell(Value):
     cell: object
     source: Source | None = None
     contents: Value | None = None
+    #: where the cell object itself is read (guards on which cell it is)
+    cell_source: Source | None = None
 
 
 @dataclass(eq=False)

@@ -9,7 +9,7 @@ import pytest
 
 import npdynamo
 from tests.capture.test_dynamic_shapes import NumbaCounting
-from tests.differential import CountingBackend, check_same
+from tests.differential import CountingBackend, assert_same_value, check_same, run_both
 
 
 @pytest.fixture(autouse=True)
@@ -132,3 +132,38 @@ def test_explain_says_which_inputs_are_dynamic():
     report = npdynamo.explain(compiled)(*_sgd_args(5))
     assert "Dynamic (no guard on their values): lr (float)" in str(report)
     assert "type(lr) is float" in report.verbose()
+
+
+def draw_then_break(x, rng):
+    v = rng.normal()  # a Python float: NumPy draws it at a graph break
+    npdynamo.graph_break()
+    return x * v + 1.0
+
+
+def count_then_break(x, rng):
+    n = int(rng.integers(0, 300))  # a Python int, too large for int8 on some calls
+    npdynamo.graph_break()
+    return x + n
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_float_drawn_before_a_break_is_a_dynamic_local_of_the_resume_function(backend):
+    counting = CountingBackend() if backend == "eager" else NumbaCounting()
+    compiled = npdynamo.compile(draw_then_break, backend=counting)
+    for i in range(20):
+        x = np.arange(3, dtype=np.float32)
+        got = compiled(x, np.random.default_rng(i))
+        expected = draw_then_break(x, np.random.default_rng(i))
+        assert got.dtype == expected.dtype == np.float32
+        np.testing.assert_allclose(got, expected, rtol=1e-6 if backend == "numba" else 0)
+    assert counting.count == 2  # the first value as a constant, then a graph input
+
+
+def test_an_int_drawn_before_a_break_keeps_python_s_promotion():
+    compiled = npdynamo.compile(count_then_break, backend=CountingBackend())
+    for i in range(12):  # int8 + an int out of its range raises as NumPy does
+        for dtype in (np.int8, np.int64):
+            x = np.arange(3, dtype=dtype)
+            run = run_both(count_then_break, compiled, (x, np.random.default_rng(i)), {})
+            if run.exc is None:
+                assert_same_value(run.expected, run.got)

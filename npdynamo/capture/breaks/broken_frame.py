@@ -383,7 +383,7 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
         if isinstance(call, types.FunctionType):  # obj(...) -> type(obj).__call__(obj, ...)
             fn = call
             value = BoundMethodValue(
-                FunctionValue(call.__code__, call.__globals__, call.__name__, fn=call), value
+                FunctionValue(call.__code__, call.__globals__, call.__name__, obj=call), value
             )
     if fn is None or (fn.__closure__ is not None and value.source is None):
         return
@@ -396,11 +396,11 @@ def _compile_callee(stack: list[Value], ins, context) -> None:
     wrapper = context.compile_callee(fn)
     if isinstance(value, BoundMethodValue):
         stack[pos] = BoundMethodValue(
-            FunctionValue(fn.__code__, fn.__globals__, fn.__name__, fn=wrapper),
+            FunctionValue(fn.__code__, fn.__globals__, fn.__name__, obj=wrapper),
             value.self_value,
         )
     else:
-        stack[pos] = FunctionValue(fn.__code__, fn.__globals__, fn.__name__, fn=wrapper)
+        stack[pos] = FunctionValue(fn.__code__, fn.__globals__, fn.__name__, obj=wrapper)
 
 
 def _runner(new_code: types.CodeType, ctx: CaptureContext, python, graph_failed):

@@ -4,6 +4,7 @@ from npdynamo.capture.guards.guard import Guard, GuardSet
 from npdynamo.capture.guards.kinds import GuardKind, NonEmptyRange, Owners
 from npdynamo.capture.guards.sources import (
     AttrSource,
+    ClosureCellSource,
     ClosureSource,
     GlobalSource,
     ItemSource,
@@ -17,6 +18,7 @@ from npdynamo.capture.guards.sources import (
 
 __all__ = [
     "AttrSource",
+    "ClosureCellSource",
     "ClosureSource",
     "GlobalSource",
     "Guard",

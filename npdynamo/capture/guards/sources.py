@@ -84,6 +84,20 @@ class ClosureSource(_FrameSlot, letter="C", code="CELL{0.index}.cell_contents"):
 
 
 @dataclass(frozen=True)
+class ClosureCellSource(_FrameSlot, letter="C", code="CELL{0.index}"):
+    """The captured function's closure cell ``index`` itself: what a cell of another function
+    read from outside is guarded to be (``ALIAS``), or not to be (``DISTINCT``)."""
+
+    index: int
+
+    def name(self) -> str:
+        return f"cell {super().name()}"
+
+    def short(self) -> str:
+        return f"the cell of {self.var}"
+
+
+@dataclass(frozen=True)
 class SuffixSource(Source):
     """A value read off ``base`` by a constant suffix (``.attr``, ``[key]``), written the same in
     every form of the source."""

@@ -245,6 +245,7 @@ def _store_deref(frame: Frame, ins):
             raise frame.unsupported(
                 f"assigning the closure variable {ins.arg.name!r}", kind="side_effect"
             )
+        frame.ctx.builder.cell_written(cell)
         cell.contents = value
         frame.ctx.side_effects.record("cell_set", None, cell.source.expr(), value)
         return
