@@ -31,6 +31,7 @@ from npdynamo.capture.errors import UserCodeRaises, python_raised
 from npdynamo.capture.flow.for_loops import lazy_range
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.identity import object_id, same_object
+from npdynamo.capture.mixed_scalars import mixed_fold
 from npdynamo.capture.opcalls import op_call
 from npdynamo.capture.opcodes.operators import binary_op, unary_op
 from npdynamo.capture.registry import BUILTINS, builtin
@@ -45,6 +46,7 @@ from npdynamo.capture.values import (
     FunctionValue,
     IteratorValue,
     ListValue,
+    MixedScalarValue,
     ScalarInputValue,
     SetValue,
     TupleValue,
@@ -229,9 +231,10 @@ def _number_fold(frame: Frame, name: str, fn, args: list[Value], kwargs):
     """``min``/``max``: the winning item itself (its identity is kept), found by the same
     comparisons Python makes."""
     items = items_of(frame, args[0]) if len(args) == 1 else list(args)
-    if any(isinstance(a, ArrayValue) for a in items):
+    if any(isinstance(a, (ArrayValue, MixedScalarValue)) for a in items):
         if not kwargs:
-            chosen = _scalar_fold(frame, name, items) or _assumed_winner(frame, name, fn, items)
+            chosen = (_scalar_fold(frame, name, items) or _assumed_winner(frame, name, fn, items)
+                      or mixed_fold(frame, name, items))
             if chosen is not None:
                 return chosen
         raise frame.unsupported(

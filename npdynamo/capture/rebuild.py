@@ -16,6 +16,7 @@ import numpy as np
 
 from npdynamo.capture.generators import LAZY_KINDS, rebuild_expr
 from npdynamo.capture.guards import LocalSource, Source
+from npdynamo.capture.mixed_scalars import box
 from npdynamo.capture.pysource import Namespace, literal
 from npdynamo.capture.side_effects import array_write_statements, replay_statements
 from npdynamo.capture.values import (
@@ -28,6 +29,7 @@ from npdynamo.capture.values import (
     IteratorValue,
     ListValue,
     MethodValue,
+    MixedScalarValue,
     NamedTupleValue,
     NullValue,
     ScalarInputValue,
@@ -52,6 +54,7 @@ IDENTITY_KINDS = (
     BoundMethodValue,
     MethodValue,
     UserObjectValue,
+    MixedScalarValue,  # boxed once: every name holding it gets that one object
     *LAZY_KINDS,
 )
 
@@ -278,6 +281,9 @@ class ValueRebuilder:
         if isinstance(value, DictValue):
             parts = [f"{self.bind(k, 'KEY')}: {self.expr(v)}" for k, v in value.items.items()]
             return "{" + ", ".join(parts) + "}"
+        if isinstance(value, MixedScalarValue):  # a float or an np.float64, as the graph says
+            return (f"{self.namespace.bind(box, 'BOX')}({self.expr(value.number)}, "
+                    f"{self.expr(value.numpy)})")
         if isinstance(value, IteratorValue):
             return self._iterator(value)
         if isinstance(value, DictViewValue):
