@@ -330,7 +330,7 @@ def _max(frame: Frame, target, args, kwargs):
 @builtin(abs)
 def _abs(frame: Frame, target, args, kwargs):
     (x,) = args
-    if isinstance(x, ArrayValue):
+    if isinstance(x, (ArrayValue, MixedScalarValue)):
         return unary_op(frame, "abs", x)
     return _apply(abs, *_consts(frame, args, "abs"))
 

@@ -17,6 +17,7 @@ body (``best = max(best, h)``) is captured again with that local carried as one 
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -106,6 +107,54 @@ def mixed_fold(frame: Frame, name: str, items: list[Value]) -> MixedScalarValue 
     return MixedScalarValue(_value(number, np.float64), _value(numpy, np.bool_))
 
 
+def _is_float64(value: Value) -> bool:
+    return isinstance(value, ArrayValue) and value.meta.scalar and value.meta.dtype == _FLOAT64
+
+
+def _number(value: Value) -> Value:
+    return value.number if isinstance(value, MixedScalarValue) else value
+
+
+def numpy_operands(frame: Frame, symbol: str, left: Value, right: Value) -> tuple[Value, Value]:
+    """The operands standing for ``left <symbol> right`` when one of them is mixed: with an
+    ``np.float64`` on the other side NumPy's scalar math runs whichever kind the mixed one is
+    (``np.float64`` is a float subclass with its own reflected operators, which Python tries
+    first), so their float64 values do. Any other operand is a graph break: with a Python
+    float, ``float`` arithmetic (no overflow warning, ``ZeroDivisionError``) or NumPy's runs
+    as the data decides."""
+    if not any(_is_float64(v) for v in (left, right)) or not all(
+            _is_float64(v) or isinstance(v, MixedScalarValue) for v in (left, right)):
+        raise frame.unsupported(
+            f"the operator {symbol} on {left.kind()} and {right.kind()}: Python's float and "
+            "NumPy's float64 differ there (warnings, errors, the result's type)", MIXED_HINT)
+    return _number(left), _number(right)
+
+
+def truth_operands(left: Value, right: Value) -> tuple[Value, Value] | None:
+    """The float64 values a comparison of ``left`` and ``right`` (one of them mixed) compares
+    when only its truth is asked (an ``if``, a conditional expression): both kinds compare as
+    float64 do, only the result's type (``bool``/``np.bool_``) differs. None when an operand
+    is no float."""
+    if not all(float_like(v) for v in (left, right)):
+        return None
+    return _number(left), _number(right)
+
+
+#: The unary operators that give the same value for both kinds, and never warn.
+_UNARY = {"-": operator.neg, "+": operator.pos, "abs": abs}
+
+
+def unary(symbol: str, value: MixedScalarValue, on_graph) -> MixedScalarValue:
+    """``-value``, ``+value``, ``abs(value)``: the kind kept; ``on_graph`` computes it on a
+    graph float64."""
+    number = value.number
+    if isinstance(number, Const):
+        number = Const(_UNARY[symbol](number.value))
+    else:
+        number = on_graph(number)
+    return MixedScalarValue(number, value.numpy)
+
+
 def widen_key(code, body: int, name: str) -> tuple:
     """The key (among ``ctx.unrolled_loops``) saying that the loop whose body starts at
     ``body`` carries ``name`` as a float or ``np.float64`` the data decides."""
@@ -123,6 +172,32 @@ def widened(frame: Frame, value: Value) -> MixedScalarValue:
     return MixedScalarValue(_value(number, np.float64), _value(numpy, np.bool_))
 
 
+def _kind(value: Value) -> object:
+    if isinstance(value, MixedScalarValue):
+        return MixedScalarValue
+    return np.float64 if _is_float64(value) or isinstance(value, Const) and type(
+        value._value if isinstance(value, GuardedConst) else value.value) is np.float64 else float
+
+
+def joined(first: Value, second: Value) -> tuple[Value, Value] | None:
+    """Two branches' values of one name (``best = h if h > best else best``), a Python float
+    and an ``np.float64`` or a mixed one: both as mixed values, made without a new node (so
+    each stays in its branch's graph). None when they are of one kind already, or one of them
+    is no float or a Python float only the graph knows."""
+    if not (float_like(first) and float_like(second)) or _kind(first) is _kind(second):
+        return None
+    if _python_float_graph(first) or _python_float_graph(second):
+        return None
+    return _constant_kind(first), _constant_kind(second)
+
+
+def _constant_kind(value: Value) -> MixedScalarValue:
+    if isinstance(value, MixedScalarValue):
+        return value
+    number, numpy = _parts(value)
+    return MixedScalarValue(_value(number, np.float64), Const(np.bool_(numpy)))
+
+
 def stored(frame: Frame, value: MixedScalarValue, target: Value) -> Value:
     """What ``target[index] = value`` writes: the float64 itself into a float64 array (the
     same for both kinds); a graph break for any other target."""
@@ -138,4 +213,5 @@ def box(number: np.float64, numpy: object) -> object:
     return np.float64(number) if numpy else float(number)
 
 
-__all__ = ["box", "float_like", "mixed_fold", "stored", "widen_key", "widened"]
+__all__ = ["box", "float_like", "joined", "mixed_fold", "numpy_operands", "stored",
+           "truth_operands", "unary", "widen_key", "widened"]

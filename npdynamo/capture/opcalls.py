@@ -105,8 +105,8 @@ def _refuse_mixed(frame: Frame, obj) -> None:
     treats the two kinds apart (a Python float is a weak scalar), so the call is a break."""
     if _contains(obj, lambda v: isinstance(v, MixedScalarValue)):
         raise frame.unsupported(
-            "a NumPy call on a float or numpy.float64 that the data decides (Python's max/min "
-            "of both kinds)", MIXED_HINT)
+            "a call with a float or numpy.float64 that the data decides (Python's max/min of "
+            "both kinds) as an argument: NumPy and Python treat the two kinds apart", MIXED_HINT)
 
 
 def _has_masked(obj) -> bool:
