@@ -286,6 +286,8 @@ def _assumed_winner(frame: Frame, name: str, fn, items: list[Value]) -> Value | 
     if not (value.meta.scalar and value.meta.dtype.kind == "f"):
         return None
     others = [item for item in items if item is not value]
+    if any(isinstance(c, ScalarInputValue) and c.source is None for c in others):
+        return None  # a number the graph computes (a loop's): no value to compare with here
     if not all(isinstance(c, Const) and type(c.value) in (int, float) for c in others):
         return None
     consts = _plain_consts(frame, others, name)

@@ -104,7 +104,7 @@ def mixed_fold(frame: Frame, name: str, items: list[Value]) -> MixedScalarValue 
         number = _scalar(frame, op_call(frame, where, (test, other, number), {}))
         if not (isinstance(kind, bool) and isinstance(numpy, bool) and kind == numpy):
             numpy = _scalar(frame, op_call(frame, where, (test, kind, numpy), {}))
-    return MixedScalarValue(_value(number, np.float64), _value(numpy, np.bool_))
+    return MixedScalarValue(_value(number, np.float64), _value(numpy, np.bool_), tuple(items))
 
 
 def _is_float64(value: Value) -> bool:
@@ -152,7 +152,8 @@ def unary(symbol: str, value: MixedScalarValue, on_graph) -> MixedScalarValue:
         number = Const(_UNARY[symbol](number.value))
     else:
         number = on_graph(number)
-    return MixedScalarValue(number, value.numpy)
+    # (a new object, but +x of a Python float is x itself)
+    return MixedScalarValue(number, value.numpy, (value,) if symbol == "+" else ())
 
 
 def widen_key(code, body: int, name: str) -> tuple:
@@ -208,10 +209,33 @@ def stored(frame: Frame, value: MixedScalarValue, target: Value) -> Value:
         MIXED_HINT)
 
 
+def _raw(value: Value) -> object:
+    return value._value if isinstance(value, GuardedConst) else value.value
+
+
+def _same(a: Value, b: Value) -> bool:
+    return a is b or (isinstance(a, Const) and isinstance(b, Const) and _raw(a) is _raw(b))
+
+
+def may_be_one_object(mixed: MixedScalarValue, other: Value) -> bool:
+    """Whether Python's object for ``mixed`` may be ``other``'s (``max(0.0, a) is a``): then
+    boxing it anew, which makes another object, would answer ``is`` and ``id`` wrongly. Any
+    float of unknown origin may be; so may a mixed value whose candidates are not known."""
+    if other is mixed or not float_like(other):
+        return False
+    if isinstance(other, MixedScalarValue) and other.candidates is not None and (
+            mixed.candidates is not None):
+        return any(_same(a, b) for a in other.candidates for b in mixed.candidates)
+    if mixed.candidates is None or (isinstance(other, MixedScalarValue)
+                                    and other.candidates is None):
+        return True
+    return any(_same(other, c) for c in mixed.candidates)
+
+
 def box(number: np.float64, numpy: object) -> object:
     """The Python object: an ``np.float64`` when ``numpy`` holds, else a float."""
     return np.float64(number) if numpy else float(number)
 
 
-__all__ = ["box", "float_like", "joined", "mixed_fold", "numpy_operands", "stored",
-           "truth_operands", "unary", "widen_key", "widened"]
+__all__ = ["box", "float_like", "joined", "may_be_one_object", "mixed_fold", "numpy_operands",
+           "stored", "truth_operands", "unary", "widen_key", "widened"]

@@ -409,6 +409,8 @@ class MixedScalarValue(Value):
 
     number: Value
     numpy: Value
+    #: the values it is one of (Python's winner is one of them itself); None: not known
+    candidates: tuple | None = None
 
     def kind(self) -> str:
         return "float or numpy.float64 (the data decides which)"
