@@ -4,11 +4,16 @@ Python's ``max`` returns the first greatest argument itself, so when a Python fl
 ``np.float64`` values the *type* of the winner depends on the data. Both kinds hold a float64 and
 compare alike, so the graph computes the winner's value as it would for one kind and, beside it,
 whether the winner is an ``np.float64`` (a ``MixedScalarValue``, ``values.py``). What gives the same
-result for either kind takes such a value: ``max``/``min`` of it with other floats (this module),
-storing it into a float64 array, carrying it around a formed loop (two leaves) and handing it
-back to Python, where ``box`` makes it the float or ``np.float64`` plain Python would have made.
-Everything else (arithmetic, comparisons, ``type()``, ``is``, formatting) is not implemented
-for it, so it is a graph break: there the value is boxed and Python goes on with the real object.
+result for either kind takes such a value: ``max``/``min`` of it with other floats, arithmetic
+and comparisons with an ``np.float64`` (NumPy's scalar math either way), a comparison whose
+truth alone is read (an ``if``), unary ``-``/``+``/``abs``, storing it into a float64 array,
+an ``if`` whose branches give a float and an ``np.float64`` (``joined``), carrying it around a
+formed loop (two leaves) and handing it back to Python, where ``box`` makes it the float or
+``np.float64`` plain Python would have made. Everything else (arithmetic with a Python float,
+``type()``, ``is``, ``bool()``, formatting, NumPy calls) is a graph break: there the value is
+boxed and Python goes on with a real object. Python's winner is one of the items itself, which
+a new box is not: a float handed back beside it that may be that object makes the hand-over
+refuse (``may_be_one_object``), so ``is`` between them stays Python's answer.
 
 A loop that starts a local as a Python float (``best = 0.0``) and makes it such a value in its
 body (``best = max(best, h)``) is captured again with that local carried as one from the start
@@ -46,6 +51,11 @@ def _python_float_graph(value: Value) -> bool:
         value.node.meta.get("val") == ScalarMeta(float))
 
 
+def _raw(value: Value) -> object:
+    """A constant's value, read without installing its guard."""
+    return value._value if isinstance(value, GuardedConst) else value.value
+
+
 def float_like(value: Value) -> bool:
     """Whether ``value`` is a Python float, an ``np.float64`` or a mix of both (reads nothing,
     so installs no guard)."""
@@ -53,10 +63,7 @@ def float_like(value: Value) -> bool:
         return True
     if isinstance(value, ArrayValue):
         return value.meta.scalar and value.meta.dtype == _FLOAT64
-    if isinstance(value, Const):
-        plain = value._value if isinstance(value, GuardedConst) else value.value
-        return type(plain) in (float, np.float64)
-    return False
+    return isinstance(value, Const) and type(_raw(value)) in (float, np.float64)
 
 
 def _parts(value: Value) -> tuple[object, object]:
@@ -177,7 +184,7 @@ def _kind(value: Value) -> object:
     if isinstance(value, MixedScalarValue):
         return MixedScalarValue
     return np.float64 if _is_float64(value) or isinstance(value, Const) and type(
-        value._value if isinstance(value, GuardedConst) else value.value) is np.float64 else float
+        _raw(value)) is np.float64 else float
 
 
 def joined(first: Value, second: Value) -> tuple[Value, Value] | None:
@@ -207,10 +214,6 @@ def stored(frame: Frame, value: MixedScalarValue, target: Value) -> Value:
     raise frame.unsupported(
         f"storing a {value.kind()} into a {target.kind()} other than a float64 array",
         MIXED_HINT)
-
-
-def _raw(value: Value) -> object:
-    return value._value if isinstance(value, GuardedConst) else value.value
 
 
 def _same(a: Value, b: Value) -> bool:
