@@ -26,9 +26,13 @@ def node_meta(value: object) -> object:
     return value.meta.get("val") if isinstance(value, Node) else None
 
 
-def _numbers_only(meta: object) -> bool:
-    """Whether a node's results are all numbers (a ``cond`` on ``H[i - 1, j - 1]`` giving a
-    score): whatever it read of an array, it holds no view of it afterwards."""
+def _numbers_only(node: Node) -> bool:
+    """Whether ``node`` is a ``cond`` or a loop (an op with subgraphs, written out where it
+    stands) whose results are all numbers (a score computed from ``H[i - 1, j - 1]``):
+    whatever it read of an array, it read there and holds no view of it afterwards."""
+    if getattr(node.target, "subgraph_inputs", None) is None:
+        return False
+    meta = node_meta(node)
     metas = meta if isinstance(meta, (tuple, list)) else (meta,)
     return bool(metas) and all(isinstance(m, ScalarMeta) or (
         isinstance(m, ArrayMeta) and m.scalar) for m in metas)
@@ -102,7 +106,7 @@ class InPlacePlan:
             # a view read only by products computed before (``L[i, :i] @ L[i, :i]``)
             dotted = _name(user) == "getitem" and user.args[0] is x and all(
                 _name(u) == "matmul" and before(u) for u in user.users)
-            if not before(user) or not (element or dotted or _numbers_only(node_meta(user))):
+            if not before(user) or not (element or dotted or _numbers_only(user)):
                 return False
         self.in_place.add(node)
         written.append(holders.index(root))
