@@ -31,6 +31,7 @@ from npdynamo.capture.errors import UserCodeRaises, python_raised
 from npdynamo.capture.flow.for_loops import lazy_range
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.identity import object_id, same_object
+from npdynamo.capture.mixed_scalars import mixed_fold
 from npdynamo.capture.opcalls import op_call
 from npdynamo.capture.opcodes.operators import binary_op, unary_op
 from npdynamo.capture.registry import BUILTINS, builtin
@@ -45,6 +46,7 @@ from npdynamo.capture.values import (
     FunctionValue,
     IteratorValue,
     ListValue,
+    MixedScalarValue,
     ScalarInputValue,
     SetValue,
     TupleValue,
@@ -229,9 +231,10 @@ def _number_fold(frame: Frame, name: str, fn, args: list[Value], kwargs):
     """``min``/``max``: the winning item itself (its identity is kept), found by the same
     comparisons Python makes."""
     items = items_of(frame, args[0]) if len(args) == 1 else list(args)
-    if any(isinstance(a, ArrayValue) for a in items):
+    if any(isinstance(a, (ArrayValue, MixedScalarValue)) for a in items):
         if not kwargs:
-            chosen = _scalar_fold(frame, name, items) or _assumed_winner(frame, name, fn, items)
+            chosen = (_scalar_fold(frame, name, items) or _assumed_winner(frame, name, fn, items)
+                      or mixed_fold(frame, name, items))
             if chosen is not None:
                 return chosen
         raise frame.unsupported(
@@ -283,6 +286,8 @@ def _assumed_winner(frame: Frame, name: str, fn, items: list[Value]) -> Value | 
     if not (value.meta.scalar and value.meta.dtype.kind == "f"):
         return None
     others = [item for item in items if item is not value]
+    if any(isinstance(c, ScalarInputValue) and c.source is None for c in others):
+        return None  # a number the graph computes (a loop's): no value to compare with here
     if not all(isinstance(c, Const) and type(c.value) in (int, float) for c in others):
         return None
     consts = _plain_consts(frame, others, name)
@@ -327,7 +332,7 @@ def _max(frame: Frame, target, args, kwargs):
 @builtin(abs)
 def _abs(frame: Frame, target, args, kwargs):
     (x,) = args
-    if isinstance(x, ArrayValue):
+    if isinstance(x, (ArrayValue, MixedScalarValue)):
         return unary_op(frame, "abs", x)
     return _apply(abs, *_consts(frame, args, "abs"))
 

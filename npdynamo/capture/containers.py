@@ -24,6 +24,7 @@ from npdynamo.capture.values import (
     DictViewValue,
     IteratorValue,
     ListValue,
+    MixedScalarValue,
     SetValue,
     TupleValue,
     UserObjectValue,
@@ -96,7 +97,7 @@ def truthiness(frame: Frame, value: Value) -> bool:
         return bool(value.items)
     if isinstance(value, DictViewValue):
         return value.mapping.length() > 0
-    if isinstance(value, ArrayValue):
+    if isinstance(value, (ArrayValue, MixedScalarValue)):
         raise frame.unsupported(
             "a branch depends on the values in an array (data-dependent control flow)",
             "use np.where / np.select to compute both sides, or accept a graph break here",

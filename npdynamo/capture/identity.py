@@ -40,6 +40,7 @@ from npdynamo.capture.values import (
     FunctionValue,
     GuardedConst,
     MethodValue,
+    MixedScalarValue,
     TupleValue,
     Value,
 )
@@ -64,6 +65,8 @@ class Referent:
 
 
 def referent(ctx: CaptureContext, value: Value) -> Referent:
+    if isinstance(value, MixedScalarValue):  # the winner of max(0.0, h): maybe h itself
+        raise ctx.unsupported(f"the identity of a {value.kind()}")
     if isinstance(value, (MethodValue, BoundMethodValue)):
         return Referent("method")
     origin = ctx.builder.origin(value)

@@ -19,6 +19,7 @@ from npdynamo.capture.values import (
     ArrayValue,
     Const,
     ListValue,
+    MixedScalarValue,
     NamedTupleValue,
     ScalarInputValue,
     SizeValue,
@@ -101,6 +102,20 @@ def _has_graph_value(obj) -> bool:
     return _contains(obj, lambda v: isinstance(v, (ArrayValue, ScalarInputValue)))
 
 
+#: What a break on a float the data decides to be a Python float or an np.float64 advises.
+MIXED_HINT = ("give max/min items of one kind: np.float64(0.0) instead of 0.0 among "
+              "NumPy scalars")
+
+
+def _refuse_mixed(frame: Frame, obj) -> None:
+    """A float or np.float64 that the data decides (``mixed_scalars``) in a NumPy call: NumPy
+    treats the two kinds apart (a Python float is a weak scalar), so the call is a break."""
+    if _contains(obj, lambda v: isinstance(v, MixedScalarValue)):
+        raise frame.unsupported(
+            "a call with a float or numpy.float64 that the data decides (Python's max/min of "
+            "both kinds) as an argument: NumPy and Python treat the two kinds apart", MIXED_HINT)
+
+
 def _has_masked(obj) -> bool:
     """A boolean-mask selection (``capture/masked.py``) among the operands."""
     return _contains(obj, lambda v: getattr(v, "masked_selection", False))
@@ -110,6 +125,7 @@ def _has_masked(obj) -> bool:
 def op_call(frame: Frame, op, args: tuple, kwargs: dict) -> Value:
     """Record an op; fold it when every operand is a Python constant and the result a scalar."""
     ctx = frame.ctx
+    _refuse_mixed(frame, (args, kwargs))
     if _has_masked(args) or _has_masked(kwargs):
         raise frame.unsupported(
             f"np.{op.name} of a boolean-mask selection (its size depends on the data)",
@@ -182,6 +198,7 @@ def composite_call(frame: Frame, composite: Composite) -> Value:
 
 def normalize(frame: Frame, fn, *call):
     """``fn(*call)`` (an ``ops.normalize_*`` function): its refusals become graph breaks."""
+    _refuse_mixed(frame, call)
     try:
         return fn(*call)
     except ops.UnsupportedArguments as exc:

@@ -16,6 +16,7 @@ import numpy as np
 
 from npdynamo.capture.generators import LAZY_KINDS, rebuild_expr
 from npdynamo.capture.guards import LocalSource, Source
+from npdynamo.capture.mixed_scalars import box, float_like, may_be_one_object
 from npdynamo.capture.pysource import Namespace, literal
 from npdynamo.capture.side_effects import array_write_statements, replay_statements
 from npdynamo.capture.values import (
@@ -28,6 +29,7 @@ from npdynamo.capture.values import (
     IteratorValue,
     ListValue,
     MethodValue,
+    MixedScalarValue,
     NamedTupleValue,
     NullValue,
     ScalarInputValue,
@@ -52,6 +54,7 @@ IDENTITY_KINDS = (
     BoundMethodValue,
     MethodValue,
     UserObjectValue,
+    MixedScalarValue,  # boxed once: every name holding it gets that one object
     *LAZY_KINDS,
 )
 
@@ -183,6 +186,8 @@ class ValueRebuilder:
         self.source_reads: list[str] = []
         self._source_names: dict = {}
         self.namespace = Namespace()
+        #: the floats rebuilt so far (a mixed one is boxed anew: ``_one_object_apart``)
+        self._floats: list[Value] = []
 
     def bind(self, obj: object, hint: str = "RET") -> str:
         text = literal(obj)
@@ -233,7 +238,21 @@ class ValueRebuilder:
         self.reads[node] = self.reads.get(node, 0) + 1
         return f"out[{self.index[node]}]"
 
+    def _floats_apart(self, value: Value) -> None:
+        """A mixed float is boxed as a new object: refused when another float handed back may
+        be the very object Python's ``max``/``min`` returned for it (``mixed_scalars``)."""
+        if not float_like(value):
+            return
+        for other in self._floats:
+            for mixed, rest in ((value, other), (other, value)):
+                if isinstance(mixed, MixedScalarValue) and may_be_one_object(mixed, rest):
+                    raise self.ctx.unsupported(
+                        f"a {mixed.kind()} handed back beside a float that may be the same "
+                        "object")
+        self._floats.append(value)
+
     def _expr(self, value: Value) -> str:
+        self._floats_apart(value)
         if isinstance(value, ScalarInputValue) and value.source is None:
             return self.graph_value(value)  # a Python number the graph computed (step + 1)
         if isinstance(value, ArrayValue):
@@ -278,6 +297,10 @@ class ValueRebuilder:
         if isinstance(value, DictValue):
             parts = [f"{self.bind(k, 'KEY')}: {self.expr(v)}" for k, v in value.items.items()]
             return "{" + ", ".join(parts) + "}"
+        if isinstance(value, MixedScalarValue):  # a float or an np.float64, as the graph says
+            parts = [self.graph_value(v) if isinstance(v, ArrayValue) else self.bind(v.value)
+                     for v in (value.number, value.numpy)]
+            return f"{self.namespace.bind(box, 'BOX')}({parts[0]}, {parts[1]})"
         if isinstance(value, IteratorValue):
             return self._iterator(value)
         if isinstance(value, DictViewValue):

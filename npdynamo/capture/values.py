@@ -418,6 +418,23 @@ class FormedList(Value):
 
 
 @dataclass(eq=False)
+class MixedScalarValue(Value):
+    """A number that is a Python ``float`` or an ``np.float64`` as the data decides (the winner
+    of ``max(0.0, h)``, ``capture/mixed_scalars.py``): both hold a float64, so ``number`` holds
+    its value (a float64 NumPy scalar of the graph, or a constant one) and ``numpy`` whether it
+    is an ``np.float64`` (a NumPy bool of the graph, or a constant one). Only what gives the
+    same result for both kinds takes it; anything else is a graph break."""
+
+    number: Value
+    numpy: Value
+    #: the values it is one of (Python's winner is one of them itself); None: not known
+    candidates: tuple | None = None
+
+    def kind(self) -> str:
+        return "float or numpy.float64 (the data decides which)"
+
+
+@dataclass(eq=False)
 class GradFunctionValue(Value):
     """A function made by ``grad``/``value_and_grad``, called inside the capture
     (``autodiff.py`` handles its calls)."""

@@ -113,3 +113,29 @@ def test_an_inner_loop_writes_in_place_inside_an_outer_one():
     inner = [v for v in body.__globals__.values()
              if getattr(v, "__name__", "") == "fori_loop_owning"]
     assert inner
+
+
+def test_a_cond_that_reads_elements_leaves_the_matrix_owned(monkeypatch):
+    """Smith-Waterman: a ``cond`` reads ``H[i - 1, j - 1]`` and gives a number, then
+    ``H[i, j] = h``: the numba loop writes ``H`` in place (one copy before the loops, none
+    per element)."""
+    from benchmarks.loop_kernels import smith_waterman
+    from npdynamo.backends.numba import loop_program
+
+    sources = []
+    written = loop_program._loop_source
+
+    def keep(*args, **kwargs):
+        writer = written(*args, **kwargs)
+        sources.append(writer.lines)
+        return writer
+
+    monkeypatch.setattr(loop_program, "_loop_source", keep)
+    args = (RNG.integers(0, 4, 20), RNG.integers(0, 4, 23), 2.0, -1.0, 1.0)
+    compiled = npdynamo.compile(smith_waterman, backend="numba")
+    run = run_both(smith_waterman, compiled, args, {})
+    assert_close(run.got, run.expected, rtol=1e-9)
+    assert sources
+    for lines in sources:
+        first_loop = next(k for k, line in enumerate(lines) if line.lstrip().startswith("for "))
+        assert not any(".copy()" in line for line in lines[first_loop:]), "\n".join(lines)

@@ -85,3 +85,28 @@ def test_a_function_that_changes_the_outside_is_refused_and_runs_plainly(fn, arg
     compiled = check_same(fn, *args, backend=backend, graphs=1, breaks=1)
     (brk,) = [e.graph_break for e in npdynamo.inspect(compiled).entries if e.graph_break]
     assert "changes objects outside it" in brk.reason
+
+
+def score_then_store(H, s, t):
+    for i in range(1, H.shape[0]):
+        if s[i] == t[i]:  # a cond that reads H and gives a number
+            d = H[i - 1, 0] + 2.0
+        else:
+            d = H[i - 1, 0] - 1.0
+        H[i, 0] = d  # no view of H can come out of it: the write stays in the graph
+    return H
+
+
+def row_then_store(H, s):
+    r = npdynamo.cond(s[0] > 0, lambda A: A[1], lambda A: A[2], H)  # may give a view of H
+    H[1, 0] = 1.0
+    return r
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_node_giving_numbers_only_leaves_the_arrays_it_read_writable(backend):
+    r = np.random.default_rng(2)
+    args = (np.zeros((20, 2)), r.integers(0, 2, 20), r.integers(0, 2, 20))
+    check_same(score_then_store, *args, backend=backend, graphs=1, breaks=0)
+    report = npdynamo.explain(row_then_store)(np.zeros((20, 2)), np.ones(3))
+    assert any("in-place write" in b.reason for b in report.break_reasons), report

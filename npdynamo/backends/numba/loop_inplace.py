@@ -15,7 +15,7 @@ from __future__ import annotations
 from npdynamo.backends.inplace import setitem_plan
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
-from npdynamo.ops.meta import ArrayMeta
+from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 
 
 def _name(node: Node) -> str:
@@ -24,6 +24,18 @@ def _name(node: Node) -> str:
 
 def node_meta(value: object) -> object:
     return value.meta.get("val") if isinstance(value, Node) else None
+
+
+def _numbers_only(node: Node) -> bool:
+    """Whether ``node`` is a ``cond`` or a loop (an op with subgraphs, written out where it
+    stands) whose results are all numbers (a score computed from ``H[i - 1, j - 1]``):
+    whatever it read of an array, it read there and holds no view of it afterwards."""
+    if getattr(node.target, "subgraph_inputs", None) is None:
+        return False
+    meta = node_meta(node)
+    metas = meta if isinstance(meta, (tuple, list)) else (meta,)
+    return bool(metas) and all(isinstance(m, ScalarMeta) or (
+        isinstance(m, ArrayMeta) and m.scalar) for m in metas)
 
 
 class InPlacePlan:
@@ -94,7 +106,7 @@ class InPlacePlan:
             # a view read only by products computed before (``L[i, :i] @ L[i, :i]``)
             dotted = _name(user) == "getitem" and user.args[0] is x and all(
                 _name(u) == "matmul" and before(u) for u in user.users)
-            if not before(user) or not (element or dotted):
+            if not before(user) or not (element or dotted or _numbers_only(user)):
                 return False
         self.in_place.add(node)
         written.append(holders.index(root))

@@ -45,6 +45,7 @@ from npdynamo.capture.flow.assertions import assert_blocks
 from npdynamo.capture.flow.carried_views import remake_views, root_of, views_kept, views_of_carried
 from npdynamo.capture.flow.if_statements import JUMPS_BACK, LEAVING
 from npdynamo.capture.guards import GuardKind, NonEmptyRange, SourceTuple
+from npdynamo.capture.mixed_scalars import float_like, widen_key, widened
 from npdynamo.capture.side_effects import write_array
 from npdynamo.capture.values import (
     DELETED,
@@ -52,6 +53,7 @@ from npdynamo.capture.values import (
     ArrayValue,
     Const,
     GuardedConst,
+    MixedScalarValue,
     ScalarInputValue,
     SizeValue,
     Value,
@@ -365,7 +367,8 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     ctx.__dict__.setdefault("loop_places", {})[key] = cf.loop_place(frame)
     if isinstance(upper, ScalarInputValue):
         _trip_symbol(ctx, upper)
-    init = [frame.locals[name] for name in names]
+    init = [widened(frame, frame.locals[name]) if widen_key(*key, name) in ctx.unrolled_loops
+            else frame.locals[name] for name in names]
     parts = [cf.flatten(frame, v, f"the loop variable {n}") for n, v in zip(names, init)]
     leaves = [leaf for found, _s in parts for leaf in found]
     start_hint = lazy.hints[0] if len(lazy.hints) > 1 else 0
@@ -399,6 +402,7 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     roots = [*frame.locals.values(), *frame.cells.values()]
     sub, (end, inside, placed) = cf.sub_capture(frame, "fori_loop", "body", run, roots,
                                                 "the loop body")
+    _check_widened(frame, key, names, init, end)
     out_leaves, same = _outputs(frame, sub, names, init, parts, inside, placed, end)
     node_args = (lower, upper, sub.finish(out_leaves), cf.leaf_values(leaves),
                  cf.extras_of(sub))
@@ -437,6 +441,17 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
         return "the bounds are symbolic sizes: a new size reuses the graph"
     return ("the bounds are constants: " + (
         f"{var} is read after the loop" if var_read_after else "not from an int argument"))
+
+
+def _check_widened(frame, key: tuple, names: list[str], init: list[Value], end: dict) -> None:
+    """A local that starts as one kind of float (``best = 0.0``) and that the body makes a float
+    or ``np.float64`` as the data decides (``best = max(best, h)``): the frame is captured
+    again with the loop carrying it so from the start (``mixed_scalars``)."""
+    for name, value in zip(names, init):
+        if isinstance(end.get(name), MixedScalarValue) and not isinstance(
+                value, MixedScalarValue) and float_like(value):
+            raise RollRefused(widen_key(*key, name), f"{cf.loop_place(frame)}: carries {name} as "
+                              "a float or numpy.float64, as the data decides")
 
 
 def _reversed(frame, start, stop) -> tuple[int, int, int]:

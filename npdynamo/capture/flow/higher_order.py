@@ -44,6 +44,7 @@ from npdynamo.capture.values import (
     IteratorValue,
     ListValue,
     LoopIteratorValue,
+    MixedScalarValue,
     ScalarInputValue,
     SetValue,
     TupleValue,
@@ -104,6 +105,8 @@ def flatten(frame, value: Value, what: str) -> tuple[list[Value], Any]:
         parts = [flatten(frame, v, what) for v in value.items]
         leaves = [leaf for found, _s in parts for leaf in found]
         return leaves, (type(value), [s for _f, s in parts])
+    if isinstance(value, MixedScalarValue):  # its value and its kind, two NumPy scalars
+        return [value.number, value.numpy], (_mixed, [None, None])
     if isinstance(value, (ArrayValue, ScalarInputValue)):
         return [value], None
     if isinstance(value, Const) and (type(value.value) in _NUMBERS
@@ -112,6 +115,10 @@ def flatten(frame, value: Value, what: str) -> tuple[list[Value], Any]:
     raise frame.unsupported(
         f"{what} holds a {value.kind()}; only arrays, NumPy scalars, Python int/float/complex "
         "and tuples/lists of them can be carried", _HINT)
+
+
+def _mixed(leaves: list[Value]) -> MixedScalarValue:
+    return MixedScalarValue(*leaves)
 
 
 def unflatten(structure: Any, leaves: list[Value]) -> Value:
@@ -180,6 +187,8 @@ def _describe_tree(structure: Any, leaves: list[Value]) -> str:
             return describe(next(metas))
         kind, parts = s
         inner = ", ".join(show(p) for p in parts)
+        if kind is _mixed:
+            return f"a float or numpy.float64 ({inner})"
         return f"({inner})" if kind is TupleValue else f"[{inner}]"
 
     return show(structure)
@@ -311,7 +320,10 @@ def record_node(frame, op, args: tuple, metas: tuple, hints: list, what: str,
 
     Like the user's own loop, the node may return its input arrays themselves (a loop that
     never runs) or views of them: every array it read or returned is remembered, and an
-    in-place write into one of them later is a graph break (``side_effects.write_array``)."""
+    in-place write into one of them later is a graph break (``side_effects.write_array``).
+    A node whose results are all NumPy scalars or Python numbers returns no array, so no
+    alias of one (``diag = H[i - 1, j - 1] + (match if s[i] == t[j] else mismatch)``, then
+    ``H[i, j] = ...``)."""
     ctx = frame.ctx
     whole = ctx.call_op(op, args, {})
     results = []
@@ -320,6 +332,8 @@ def record_node(frame, op, args: tuple, metas: tuple, hints: list, what: str,
         if isinstance(meta, ScalarMeta):
             item = LoopScalarValue(hints[i], item.node, ctx, what)
         results.append(item)
+    if all(isinstance(meta, ScalarMeta) or meta.scalar for meta in metas):
+        return results
     read = [v for a in args if isinstance(a, tuple) for v in a] + [
         v for sub in subs for v, _node in sub.watched]
     for value in (*read, *results):

@@ -20,6 +20,7 @@ from npdynamo.capture.bytecode.liveness import _reads_writes, live_locals
 from npdynamo.capture.errors import CaptureUnsupported
 from npdynamo.capture.flow import higher_order as cf
 from npdynamo.capture.flow.assertions import assert_blocks
+from npdynamo.capture.mixed_scalars import joined
 from npdynamo.capture.side_effects import write_array
 from npdynamo.capture.values import DELETED, ArrayValue, Value
 from npdynamo.ops.higher_order import COND
@@ -263,7 +264,13 @@ def _form_returning(frame, pred: Value, then_start: int, else_start: int) -> Non
 
 
 def emit_cond(frame, pred: Value, names: list[str], subs: list, outs: list) -> list[Value]:
-    """The cond node over both branches' values of ``names``: the values after it."""
+    """The cond node over both branches' values of ``names``: the values after it. A Python
+    float in one branch and an ``np.float64`` in the other become a float or ``np.float64``
+    that the data decides (``mixed_scalars``)."""
+    for k, (first, second) in enumerate(zip(*outs)):
+        both = joined(first, second)
+        if both is not None:
+            outs[0][k], outs[1][k] = both
     true_leaves, structures = [], []
     for name, value in zip(names, outs[0]):
         found, structure = cf.flatten(frame, value, f"{name} after the true branch")

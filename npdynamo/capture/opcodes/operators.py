@@ -29,6 +29,7 @@ from npdynamo.capture.masked import (
     masked_binary,
     masked_inplace,
 )
+from npdynamo.capture.mixed_scalars import numpy_operands, truth_operands, unary
 from npdynamo.capture.registry import handler
 from npdynamo.capture.side_effects import cast_for_inplace, write_array
 from npdynamo.capture.special_methods import user_binary_op
@@ -40,6 +41,7 @@ from npdynamo.capture.values import (
     DictViewValue,
     GuardedConst,
     ListValue,
+    MixedScalarValue,
     ScalarInputValue,
     SetValue,
     SizeValue,
@@ -92,6 +94,8 @@ PY_OPERATORS = {
 
 def binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Value:
     """``left <symbol> right`` with Python's semantics on tracked values."""
+    if isinstance(left, MixedScalarValue) or isinstance(right, MixedScalarValue):
+        left, right = numpy_operands(frame, symbol, left, right)
     if isinstance(left, MASKED_KINDS) or isinstance(right, MASKED_KINDS):
         return masked_binary(frame, symbol, left, right)
     if isinstance(left, ArrayValue) or isinstance(right, ArrayValue):
@@ -385,12 +389,27 @@ def _binary_op(frame: Frame, ins):
 COMPARE_SYMBOLS = {"LT": "<", "LE": "<=", "EQ": "==", "NE": "!=", "GT": ">", "GE": ">="}
 
 
+#: What reads only the truth of the value on top of the stack.
+TRUTH_READERS = frozenset({"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
+                           "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE",
+                           "POP_JUMP_BACKWARD_IF_TRUE", "TO_BOOL"})
+
+
+def _truth_only(frame: Frame) -> bool:
+    return frame.instrs[next_instruction(frame)].name in TRUTH_READERS
+
+
 @handler("COMPARE_OP")
 def _compare_op(frame: Frame, ins):
     right = frame.pop()
     left = frame.pop()
     # 3.13 adds *_CAST forms that also convert the result to bool (same comparison)
     symbol = COMPARE_SYMBOLS[ins.arg.name.removesuffix("_CAST")]
+    numbers = truth_operands(left, right) if (
+        isinstance(left, MixedScalarValue) or isinstance(right, MixedScalarValue)) and (
+        ins.arg.name.endswith("_CAST") or _truth_only(frame)) else None
+    if numbers is not None:  # only its truth is asked: bool or np.bool_ does not matter
+        left, right = numbers
     result = binary_op(frame, symbol, left, right)
     if ins.arg.name.endswith("_CAST"):
         # 3.13 converts to an exact bool here, for the conditional jump that follows (which
@@ -407,6 +426,8 @@ def _compare_op(frame: Frame, ins):
 
 def unary_op(frame: Frame, symbol: str, value: Value) -> Value:
     """``<symbol> value``, or ``abs(value)`` for the symbol ``abs``."""
+    if isinstance(value, MixedScalarValue) and symbol in ("-", "+", "abs"):
+        return unary(symbol, value, lambda number: unary_op(frame, symbol, number))
     if isinstance(value, ArrayValue):
         return scalar_math(op_call(frame, ops.UNARY_OPERATORS[symbol], (value,), {}), symbol,
                            (value,))

@@ -20,6 +20,7 @@ from npdynamo.capture.masked import (
     masked_read,
     masked_store,
 )
+from npdynamo.capture.mixed_scalars import stored
 from npdynamo.capture.opcalls import loop_int
 from npdynamo.capture.registry import handler
 from npdynamo.capture.side_effects import write_array
@@ -29,6 +30,7 @@ from npdynamo.capture.values import (
     Const,
     DictValue,
     ListValue,
+    MixedScalarValue,
     ScalarInputValue,
     SizeValue,
     TupleValue,
@@ -183,6 +185,8 @@ def set_item(frame: Frame, container: Value, index: Value, value: Value) -> None
         return
     if isinstance(value, MASKED_KINDS) and masked_assign(frame, container, index, value):
         return
+    if isinstance(value, MixedScalarValue) and not isinstance(container, (ListValue, DictValue)):
+        value = stored(frame, value, container)  # its float64 (lists and dicts keep the object)
     if isinstance(container, ArrayValue):
         # a number the graph computes (a loop's or a cond's, ``out[i] = state``) stays a graph
         # scalar: NumPy converts (and range-checks) it when the graph runs, as it would here
