@@ -17,7 +17,7 @@ import npdynamo as nd
 from benchmarks.loop_kernels import KERNELS
 from tests.backends.compare import assert_close
 from tests.backends.test_loop_program import same_everywhere
-from tests.differential import run_both
+from tests.differential import check_same, run_both
 
 RNG = np.random.default_rng(29)
 
@@ -92,7 +92,8 @@ def test_large_work_around_a_loop_stays_the_program():
 
 
 @pytest.mark.parametrize("name", ["lu_doolittle", "cholesky_rows", "adi_sweep",
-                                  "iir_forward_backward", "hysteresis", "nussinov"])
+                                  "iir_forward_backward", "hysteresis", "nussinov",
+                                  "jacobi_break", "jacobi_return"])
 def test_corpus_kernels_run_as_one_function(name):
     (kernel,) = [k for k in KERNELS if k.name == name]
     args = kernel.make("small", np.random.default_rng(25))
@@ -108,3 +109,62 @@ def test_an_array_allocated_for_a_loop_is_not_copied_before_it():
     (record,) = [r for r in records if r.runs]
     source = inspect.getsource(record.dispatcher.py_func)
     assert "for " in source and ".copy()" not in source, source
+
+
+# -- np.diag: a vector's new matrix; a matrix's diagonal copied where it is only read --------------
+def diagonals_read(A, v, n):
+    D = np.diag(A)  # NumPy's read-only view: the loop reads it only
+    U = np.diag(A, 1)
+    M = np.diag(v, -2)  # a new (n + 2) x (n + 2) matrix
+    B = np.diag(v > 0.5)
+    s = 0.0
+    for i in range(n):
+        s += D[i] * M[i + 2, i] + U[i % (n - 1)] + B[i, i]
+    return s, M
+
+
+def test_diag_is_nopython_code_where_it_is_only_read():
+    whole_graph_ran(same_everywhere(diagonals_read, RNG.random((20, 20)), RNG.random(20), 20))
+
+
+def diagonal_returned(A, n):
+    D = np.diag(A)
+    s = 0.0
+    for i in range(n):
+        s += D[i]
+    return D, s
+
+
+def diagonal_view_returned(A, n):
+    D = np.diag(A)
+    s = 0.0
+    for i in range(n):
+        s += A[i, 0]
+    return D[1:], s
+
+
+def diagonal_through_a_loop(A, n):
+    D = np.diag(A)
+    E = np.zeros(n)
+    for i in range(n):
+        if A[i, i] > 0.5:
+            E = D
+    return E
+
+
+@pytest.mark.parametrize("fn", [diagonal_returned, diagonal_view_returned,
+                                diagonal_through_a_loop])
+def test_a_returned_diagonal_is_numpys_read_only_view(fn):
+    A = RNG.random((20, 20))
+    A[0, 0] = 0.9  # (the loop's branch takes the diagonal)
+    check_same(fn, A, 20)
+    compiled = nd.compile(fn, backend="numba")
+    for _ in range(2):
+        run = run_both(fn, compiled, (A, 20), {})
+        assert run.exc is None
+        assert_close(run.got, run.expected)
+        got = run.got[0] if isinstance(run.got, tuple) else run.got
+        want = run.expected[0] if isinstance(run.expected, tuple) else run.expected
+        assert got.flags.writeable == want.flags.writeable
+        assert np.shares_memory(got, run.comp_args[0]) == np.shares_memory(
+            want, run.plain_args[0])
