@@ -115,24 +115,20 @@ def vecvec(x, y):
 @njit(**_FLAGS)
 def vecvec_gather(x, y, index):
     """``x @ y[index]`` for 1-D ``x``, ``y`` and ``index`` (as long as ``x``), without the
-    gathered copy: an index NumPy refuses (outside ``-n .. n - 1``) raises here too, and the
-    Python loop then raises NumPy's error. The index is checked once, here: numba's own
-    check of ``y[j]`` would wrap a negative ``j`` again (an index of ``-2n`` read ``y[0]``),
-    and after this test LLVM drops it. The equal lengths tested first let it drop the check
-    of ``index[k]`` too. A plain sum: a gather does not vectorise, and ``radd``'s call was not
-    always inlined here (a CSR product ran 3-4x slower in some compiles, noisy measurements)."""
+    gathered copy. ``y[index[k]]`` is left to numba's bounds check (the loop programs that
+    inline this helper are compiled with ``boundscheck=True``): it refuses an index outside
+    ``-n .. n - 1`` and wraps a negative one once, as NumPy does, so an index NumPy refuses
+    raises here too and the Python loop raises NumPy's error. (Wrapping it here first made
+    numba wrap it again: an index of ``-2n`` read ``y[0]``.) The equal lengths tested first
+    let LLVM drop the checks of ``x[k]`` and ``index[k]``. A plain sum: a gather does not
+    vectorise, and ``radd``'s call was not always inlined here (a CSR product ran 3-4x slower
+    in some compiles, noisy measurements)."""
     acc = zero_of(x)
-    n = y.shape[0]
     m = x.shape[0]
     if index.shape[0] != m:  # (the writer passes equal lengths: NumPy's ValueError otherwise)
         raise ValueError("matmul: mismatch in its core dimension")
     for k in range(m):
-        j = index[k]
-        if j < 0:
-            j += n
-        if j < 0 or j >= n:
-            raise IndexError("index out of bounds")
-        acc = acc + x[k] * y[j]
+        acc = acc + x[k] * y[index[k]]
     return acc
 
 
