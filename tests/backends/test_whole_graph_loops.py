@@ -168,3 +168,19 @@ def test_a_returned_diagonal_is_numpys_read_only_view(fn):
         assert got.flags.writeable == want.flags.writeable
         assert np.shares_memory(got, run.comp_args[0]) == np.shares_memory(
             want, run.plain_args[0])
+
+
+# -- dots: in order below loop_runtime.SHORT_DOT terms, reassociated from there on ---------------
+def prefix_dots(A, x, n):
+    out = np.zeros(n)
+    for i in range(n):
+        out[i] = A[i, :i] @ x[:i] + (A[:, :i] @ x[:i]).sum()  # vecvec and matvec, i terms
+    return out
+
+
+def test_dots_on_both_sides_of_the_short_length():
+    from npdynamo.backends.numba.loop_runtime import SHORT_DOT
+
+    n = 2 * SHORT_DOT + 3  # dots of 0 .. n - 1 terms
+    A, x = RNG.standard_normal((n, n)), RNG.standard_normal(n)
+    whole_graph_ran(same_everywhere(prefix_dots, A, x, n))
