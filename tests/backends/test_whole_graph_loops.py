@@ -184,3 +184,38 @@ def test_dots_on_both_sides_of_the_short_length():
     n = 2 * SHORT_DOT + 3  # dots of 0 .. n - 1 terms
     A, x = RNG.standard_normal((n, n)), RNG.standard_normal(n)
     whole_graph_ran(same_everywhere(prefix_dots, A, x, n))
+
+
+def _diag_graph(body_returns: str, result: str):
+    """A graph ``D = np.diag(A)`` carried by a fori_loop whose body returns ``body_returns``
+    ("same": D as it came, "other": a new array) and whose result is ``result`` ("read": only
+    summed, "returned")."""
+    from npdynamo.fx.graph import Graph
+    from npdynamo.fx.graph_module import GraphModule
+    from npdynamo.ops.higher_order import FORI_LOOP
+    from npdynamo.ops.meta import ArrayMeta, ScalarMeta
+    from npdynamo.ops.registry import REGISTRY
+    from npdynamo.ops.tuples import TUPLE_ITEM
+
+    vec = ArrayMeta((4,), np.dtype(np.float64))
+    body = Graph()
+    body.placeholder("i", ScalarMeta(int))
+    carried = body.placeholder("d", vec)
+    body.output((carried if body_returns == "same" else
+                 body.call_function(REGISTRY["negative"], (carried,)),))
+    g = Graph()
+    a = g.placeholder("A", ArrayMeta((4, 4), np.dtype(np.float64)))
+    d = g.call_function(REGISTRY["diag"], (a,))
+    loop = g.call_function(FORI_LOOP, (0, 3, GraphModule(body, "body"), (d,), ()))
+    item = g.call_function(TUPLE_ITEM, (loop, 0))
+    g.output((item,) if result == "returned" else (g.call_function(REGISTRY["sum"], (item,)),))
+    return g, d
+
+
+@pytest.mark.parametrize("body_returns, result, escapes", [
+    ("same", "read", False), ("same", "returned", True), ("other", "read", True)])
+def test_a_carried_diagonal_escapes_where_the_loop_may_return_it(body_returns, result, escapes):
+    from npdynamo.backends.numba.loop_creation import _escapes
+
+    graph, diag = _diag_graph(body_returns, result)
+    assert _escapes(diag) is escapes

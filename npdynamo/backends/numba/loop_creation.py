@@ -25,7 +25,7 @@ import numpy as np
 
 from npdynamo.backends.numba.loop_scalars import NoNopythonForm, node_meta
 from npdynamo.fx.node import Node
-from npdynamo.fx.subgraphs import is_loop
+from npdynamo.fx.subgraphs import is_loop, is_subgraph
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 
 
@@ -76,6 +76,8 @@ def _escapes_through(user: Node, node: Node) -> bool:
     else:
         return False
     for sub, values, first in given:
+        if not is_subgraph(sub):  # (not a captured graph: nothing known of what it returns)
+            return True
         placeholders, out = list(sub.graph.placeholders), _outputs(sub.graph)
         for k, v in enumerate(values):
             if v is not node:
