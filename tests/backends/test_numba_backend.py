@@ -187,6 +187,17 @@ def test_kernel_source_is_logged(caplog):
     assert "error_model=\"numpy\"" in text and "fastmath" not in text
 
 
+def test_loop_program_source_is_logged(caplog):
+    from benchmarks.loop_kernels import crc16
+
+    data = RNG.integers(0, 256, 20)
+    with caplog.at_level(logging.INFO, logger="npdynamo.output_code"):
+        npdynamo.compile(crc16, backend="numba")(data)
+    text = "\n".join(r.getMessage() for r in caplog.records if r.name == "npdynamo.output_code")
+    assert "numba loop program of the whole graph" in text, text
+    assert "def loop(p0):" in text and "for i" in text and "in range(1, 20):" in text, text
+
+
 def test_report_lists_kernels_and_numpy_calls():
     x, w = RNG.standard_normal((8, 4)), RNG.standard_normal((4, 3))
 

@@ -148,6 +148,13 @@ def test_a_column_out_of_range_raises_as_numpy_does():
         nd.reset()
         run = run_both(csr_spmv, nd.compile(csr_spmv, backend=backend), (ptr, col, val, x), {})
         assert type(run.exc) is IndexError, backend
+    for wrong in (-7, -12, -13):  # below -len(x): an index wrapped twice read x[-12 + 12]
+        col[5] = wrong
+        nd.reset()
+        compiled = nd.compile(csr_spmv, backend="numba")
+        for _ in range(2):
+            run = run_both(csr_spmv, compiled, (ptr, col, val, x), {})
+            assert type(run.exc) is IndexError, (wrong, run)
     col[5] = -6  # a negative column counts from the end, as in NumPy
     check_same(csr_spmv, ptr, col, val, x, graphs=1, breaks=0)
     numba_both(csr_spmv, (ptr, col, val, x))

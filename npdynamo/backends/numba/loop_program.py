@@ -60,6 +60,7 @@ from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.fx.subgraphs import is_loop
 from npdynamo.generated import Namespace, define
+from npdynamo.logs import get_logger
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
 from npdynamo.ops.symbolic_code import symbol_name
 
@@ -202,6 +203,9 @@ class LoopCall:
         else:
             loop = define(self.source, "loop", writer.globals,
                           filename=f"<npdynamo-loop-{label}>", lines=False)
+        get_logger("output_code").info("numba loop program of %s (%s):\n%s",
+                                       "the whole graph" if op == "graph" else label, path,
+                                       self.source)
         # bounds checked: an index out of range raises (and the Python loop then raises
         # NumPy's IndexError) instead of reading outside the array
         # NumPy calls in object mode hold the GIL: nogil only without them

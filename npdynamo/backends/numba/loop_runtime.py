@@ -47,6 +47,14 @@ def _zero_of(x):
     return lambda x: dtype(0)
 
 
+#: Dots shorter than this sum in order; longer ones reassociate (``radd``) so LLVM vectorises
+#: them. A vectorised sum of a few terms costs more than it saves: a 16x16 Cholesky by rows
+#: (dots of 0-15 terms) took 2.6 us with every dot reassociated, 1.1 us with these in order
+#: (hand-written numba 1.3 us); at 80x80 the reassociated dots are 1.4x faster than in order
+#: (31 us against 46 us; one noisy run each, ``docs/loop-corpus.md``).
+SHORT_DOT = 32
+
+
 @njit(**_FLAGS)
 def matvec(a, x):
     """``a @ x`` for a 2-D ``a`` and a 1-D ``x``."""
@@ -54,8 +62,12 @@ def matvec(a, x):
     out = np.zeros(m, a.dtype)
     for i in range(m):
         acc = out[i]  # a zero of the result's dtype
-        for k in range(n):
-            acc = radd(acc, a[i, k] * x[k])
+        if n < SHORT_DOT:
+            for k in range(n):
+                acc += a[i, k] * x[k]
+        else:
+            for k in range(n):
+                acc = radd(acc, a[i, k] * x[k])
         out[i] = acc
     return out
 
@@ -88,9 +100,14 @@ def matmat(a, b):
 
 @njit(**_FLAGS)
 def vecvec(x, y):
-    """``x @ y`` for 1-D ``x`` and ``y``: one number."""
+    """``x @ y`` for 1-D ``x`` and ``y``: one number (``SHORT_DOT``: in order or not)."""
     acc = zero_of(x)
-    for k in range(x.shape[0]):
+    n = x.shape[0]
+    if n < SHORT_DOT:
+        for k in range(n):
+            acc += x[k] * y[k]
+        return acc
+    for k in range(n):
         acc = radd(acc, x[k] * y[k])
     return acc
 
@@ -98,17 +115,20 @@ def vecvec(x, y):
 @njit(**_FLAGS)
 def vecvec_gather(x, y, index):
     """``x @ y[index]`` for 1-D ``x``, ``y`` and ``index`` (as long as ``x``), without the
-    gathered copy: each ``y[index[k]]`` is bounds-checked after a negative index counts from
-    the end, so an index NumPy refuses raises here too and the Python loop raises NumPy's error.
-    A plain sum: a gather does not vectorise, and ``radd``'s call was not always inlined here
-    (a CSR product ran 3-4x slower in some compiles, noisy measurements)."""
+    gathered copy. ``y[index[k]]`` is left to numba's bounds check (the loop programs that
+    inline this helper are compiled with ``boundscheck=True``): it refuses an index outside
+    ``-n .. n - 1`` and wraps a negative one once, as NumPy does, so an index NumPy refuses
+    raises here too and the Python loop raises NumPy's error. (Wrapping it here first made
+    numba wrap it again: an index of ``-2n`` read ``y[0]``.) The equal lengths tested first
+    let LLVM drop the checks of ``x[k]`` and ``index[k]``. A plain sum: a gather does not
+    vectorise, and ``radd``'s call was not always inlined here (a CSR product ran 3-4x slower
+    in some compiles, noisy measurements)."""
     acc = zero_of(x)
-    n = y.shape[0]
-    for k in range(x.shape[0]):
-        j = index[k]
-        if j < 0:  # (the bounds check refuses a negative index before wrapping it)
-            j += n
-        acc = acc + x[k] * y[j]
+    m = x.shape[0]
+    if index.shape[0] != m:  # (the writer passes equal lengths: NumPy's ValueError otherwise)
+        raise ValueError("matmul: mismatch in its core dimension")
+    for k in range(m):
+        acc = acc + x[k] * y[index[k]]
     return acc
 
 
