@@ -142,8 +142,10 @@ def _nonnegative_operand(x):
     if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "iuf":
         x = np.maximum(x, x.dtype.type(0))
         return x + x.dtype.type(0) if x.dtype.kind == "f" else x  # (+0.0, never -0.0)
-    if type(x) in (int, float):
-        return max(x, 0) + 0 * x
+    if type(x) is int:
+        return max(x, 0)
+    if type(x) is float:  # (max(-0.0, 0) is -0.0, its first argument: + 0.0 makes it +0.0)
+        return max(x, 0.0) + 0.0
     return x
 
 
