@@ -102,8 +102,8 @@ def inverse_distance(x, step):
 def test_division_by_zero_in_python_arithmetic_raises_as_python_does():
     compiled = npdynamo.compile(inverse_distance)
     for step in (0, 1, 2, 3, 4):  # step 3: ZeroDivisionError from the graph's Python division
-        check_same(inverse_distance, np.ones(2), step, compiled=compiled, calls=1,
-                   graphs=min(step + 1, 2), breaks=0)
+        check_same(inverse_distance, np.ones(2), step, graphs=min(step + 1, 2), breaks=0,
+                   compiled=compiled, calls=1)
 
 
 def repeat_rows(x, n):

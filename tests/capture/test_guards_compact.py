@@ -85,10 +85,8 @@ def test_one_changed_item_of_a_compact_container_is_a_miss(change):
 
 
 def test_a_long_list_of_arrays_and_a_different_item():
-    compiled = check_same(
-        sum_list, [np.full(2, 1.5)] * 3 + [np.ones(2) for _ in range(30)], np.ones(2), graphs=1,
-        breaks=0,
-    )
+    items = [np.full(2, 1.5)] * 3 + [np.ones(2) for _ in range(30)]
+    compiled = check_same(sum_list, items, np.ones(2), graphs=1, breaks=0)
     assert any("items of items" in line for line in guard_lines(compiled))
     items = [np.ones(2) for _ in range(33)]
     items[20] = np.ones(2, np.int64)

@@ -187,6 +187,6 @@ def test_grad_wrapper_made_for_each_call_is_guarded_on_what_it_computes():
         (3, npdynamo.value_and_grad(squared_norm, argnums=1)),
         (4, npdynamo.grad(squared_norm, argnums=(0, 1))),
     ):
-        check_same(applies_a_grad_function, g, np.arange(3.0), np.full(3, 2.0), compiled=compiled,
-                   graphs=graphs, breaks=0)
+        check_same(applies_a_grad_function, g, np.arange(3.0), np.full(3, 2.0), graphs=graphs,
+                   breaks=0, compiled=compiled)
     assert len(compiled_entries(compiled)) == 4

@@ -113,8 +113,9 @@ def view_reshaped_in_place(m):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_view_is_one_object_at_a_break(backend):
-    check_same(view_reshaped_in_place, np.arange(18.0).reshape(2, 3, 3), backend=backend,
-               graphs=0, breaks=2)  # the shape store and graph_break()
+    # breaks: the shape store and graph_break()
+    check_same(view_reshaped_in_place, np.arange(18.0).reshape(2, 3, 3), graphs=0, breaks=2,
+               backend=backend)
 
 
 def reshape_by_input_shape(W, x):
