@@ -47,9 +47,11 @@ def in_one_graph(fn, *args, loops: int = 1):
     return report
 
 
-def unrolled_as_before(monkeypatch, fn, *args, why: str, graphs: int, breaks: int):
+def unrolled_as_before(monkeypatch, fn, *args, why: str, graphs: int | None = None,
+                       breaks: int | None = None):
     """``fn`` keeps exactly today's capture: the same graphs, breaks and guards as with the
-    formation switched off, the same results; ``explain`` says why it was not formed."""
+    formation switched off, the same results (with ``graphs`` graphs and ``breaks`` breaks);
+    ``explain`` says why it was not formed."""
     check_same(fn, *args, graphs=graphs, breaks=breaks)
     nd.reset()  # both reports from the same state (resume functions are cached)
     report = quiet_explain(fn, *args)

@@ -128,3 +128,12 @@ def float_test(x):
 def test_loops_that_still_break_give_plain_results(fn, args, counts):
     check_same(fn, *args, graphs=counts[0], breaks=counts[1])
     assert nd.explain(fn)(*args).graph_break_count >= 1
+
+
+def test_a_second_exit_is_one_break_said_once():
+    # the rotated body met the second exit and formed the loop again inside itself, to the
+    # inlining depth limit: the reason said "cannot become an in-graph loop" 35 times
+    report = nd.explain(second_break)(RNG.random(3) * 10)
+    reason = report.break_reasons[0].reason
+    assert reason == ("the loop left on an array condition cannot become an in-graph loop: it is "
+                      "left on an array condition at more than one place"), reason
