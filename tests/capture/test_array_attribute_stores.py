@@ -80,12 +80,12 @@ CASES = [
 ]
 
 #: (graphs, breaks) of each case: one break per store; shape_through_a_chain also breaks three
-#: times at ``.base``; in store_then_loop_with_breaks the frame after the store runs in Python
-#: (``total[keep] += a[keep]``: the in-place add on a mask read is refused with a TypeError)
+#: times at ``.base``; store_then_loop_with_breaks at ``total[keep] += a[keep]`` (a mask
+#: selection added to one), its store, and in the loop's resume
 COUNTS = {
     shape_of_input: (1, 1), shape_of_result: (2, 1), shape_through_a_chain: (1, 5),
     shape_of_a_view_then_its_base: (1, 1), dtype_view: (2, 1), strides_store: (2, 2),
-    non_contiguous_store: (1, 1), store_then_loop_with_breaks: (0, 1),
+    non_contiguous_store: (1, 1), store_then_loop_with_breaks: (2, 4),
 }
 
 
