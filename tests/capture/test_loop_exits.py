@@ -5,6 +5,8 @@ and the loops that still break saying why."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -135,5 +137,9 @@ def test_a_second_exit_is_one_break_said_once():
     # inlining depth limit: the reason said "cannot become an in-graph loop" 35 times
     report = nd.explain(second_break)(RNG.random(3) * 10)
     reason = report.break_reasons[0].reason
-    assert reason == ("the loop left on an array condition cannot become an in-graph loop: it is "
-                      "left on an array condition at more than one place"), reason
+    assert reason.count("cannot become an in-graph loop") == 1, reason
+    assert "nest too deeply" not in reason, reason
+    # (3.12+ copy the return after the loop into each break: refused before, as a body that
+    # leaves the loop)
+    if sys.version_info < (3, 12):
+        assert reason.endswith("it is left on an array condition at more than one place"), reason
