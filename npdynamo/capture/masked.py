@@ -220,6 +220,8 @@ def masked_inplace(frame, read: MaskedRead, symbol: str, other: Value) -> Masked
     if op is None or op.kind != "elementwise":
         raise frame.unsupported(f"x[mask] {symbol}= v is not captured")
     other_raw = raw(other)
+    if getattr(other_raw, "masked_selection", False):  # x[m] += y[m]: no rule takes it
+        raise frame.unsupported(f"x[mask] {symbol}= a boolean-mask selection is not captured")
     try:
         mask_update_rule(read.container.meta, read.array.meta, read.mask.meta,
                           read.mask.meta, _meta(other_raw), ufunc=op.name)

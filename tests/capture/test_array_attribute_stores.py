@@ -79,6 +79,15 @@ CASES = [
     (store_then_loop_with_breaks, lambda: (np.arange(9.0).reshape(3, 3), 4)),
 ]
 
+#: (graphs, breaks) of each case: one break per store; shape_through_a_chain also breaks three
+#: times at ``.base``; store_then_loop_with_breaks at ``total[keep] += a[keep]`` (a mask
+#: selection added to one), its store, and in the loop's resume
+COUNTS = {
+    shape_of_input: (1, 1), shape_of_result: (2, 1), shape_through_a_chain: (1, 5),
+    shape_of_a_view_then_its_base: (1, 1), dtype_view: (2, 1), strides_store: (2, 2),
+    non_contiguous_store: (1, 1), store_then_loop_with_breaks: (2, 4),
+}
+
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("fn,make", CASES, ids=[c[0].__name__ for c in CASES])
@@ -88,7 +97,8 @@ def test_attribute_store_matches_python(backend, fn, make, request):
         # results where NumPy keeps the operands' memory order (order="K"), so the store
         # that raises in Python succeeds on the kernel's result
         request.applymarker(pytest.mark.xfail(strict=True, reason="numba results are C-ordered"))
-    check_same(fn, *make(), backend=backend)
+    graphs, breaks = COUNTS[fn]
+    check_same(fn, *make(), backend=backend, graphs=graphs, breaks=breaks)
 
 
 @pytest.mark.parametrize("fn,make", CASES[:4], ids=[c[0].__name__ for c in CASES[:4]])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
 import warnings
 
 import numpy as np
@@ -63,7 +64,7 @@ def test_the_loop_forms_with_the_check_inside():
     pos, out = np.arange(20.0), np.zeros(20)
     report = one_graph(springs, pos, out)
     assert any("in the graph as one fori_loop" in line for line in report.loops), str(report)
-    check_same(springs, pos, out)
+    check_same(springs, pos, out, graphs=1, breaks=0)
 
 
 def test_a_failing_assert_raises_python_error_after_python_iterations():
@@ -85,7 +86,7 @@ def test_passing_asserts_in_one_graph():
     x = np.linspace(0.5, 3.0, 20)
     for fn, args in [(with_message, (x,)), (two_tests, (x, 0.0, 5.0)), (negated, (x,)),
                      (while_with_assert, (x,)), (straight_line, (x, np.zeros(2)))]:
-        check_same(fn, *args)
+        check_same(fn, *args, graphs=1, breaks=0)
         one_graph(fn, *args)
 
 
@@ -113,20 +114,22 @@ def test_the_check_op_raises_its_own_error():
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.sampled_from([0.0, 1.0, 2.0, 2.5, -1.0]), min_size=2, max_size=40))
 def test_hypothesis_springs_eager(values):
+    nd.reset()  # each example's own count (caches are per code object)
     pos = np.array(values)
-    check_same(springs, pos, np.zeros(len(values)))
+    check_same(springs, pos, np.zeros(len(values)), graphs=1, breaks=0)
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.sampled_from([0.0, 0.5, 2.0, -1.0, np.nan]), min_size=1, max_size=40))
 def test_hypothesis_message_and_negation_eager(values):
+    nd.reset()  # each example's own count (caches are per code object)
     x = np.array(values)
-    check_same(with_message, x)
-    check_same(negated, x)
+    check_same(with_message, x, graphs=1, breaks=0)
+    check_same(negated, x, graphs=1, breaks=0)
 
 
 def test_assert_on_a_python_value_is_as_before():
-    check_same(on_python_value, np.ones(2), 2)
+    check_same(on_python_value, np.ones(2), 2, graphs=1, breaks=0)
     run = run_both(on_python_value, nd.compile(on_python_value), (np.ones(2), 0), {})
     assert type(run.exc) is AssertionError and str(run.exc) == "n"
 
@@ -134,7 +137,10 @@ def test_assert_on_a_python_value_is_as_before():
 def test_asserts_on_arrays_of_many_elements_still_break():
     report = quiet_explain(on_whole_array, np.ones(1))  # one element, not 0-d: a break
     assert report.graph_break_count > 0, str(report)
-    check_same(on_whole_array, np.ones(1))
+    # 3.13 compares and converts to bool in one instruction (no TO_BOOL): the break comes before
+    # the comparison, which then runs in Python, where 3.11 and 3.12 graph it first
+    check_same(on_whole_array, np.ones(1), graphs=1 if sys.version_info >= (3, 13) else 3,
+               breaks=3)
     run = run_both(on_whole_array, nd.compile(on_whole_array), (np.ones(2),), {})
     assert type(run.exc) is ValueError
 

@@ -55,8 +55,8 @@ def _run_shapes(backend: str):
     compiled = npdynamo.compile(loop_breaking_in_body, backend=backend)
     # each shape makes new entries of the same resume functions: new prefixes, the same plans
     check_same(loop_breaking_in_body, np.ones(3), ITEMS, compiled=compiled, graphs=5, breaks=9)
-    check_same(loop_breaking_in_body, np.ones((2, 2)), ITEMS, compiled=compiled,
-               graphs=9, breaks=17)
+    check_same(loop_breaking_in_body, np.ones((2, 2)), ITEMS, compiled=compiled, graphs=9,
+               breaks=17)
     return compiled
 
 
@@ -86,11 +86,14 @@ def test_each_entry_runs_its_own_prefix():
         return y
 
     compiled = npdynamo.compile(scaled, backend="eager")
-    for x, k in [(np.ones(2), 3.0), (np.arange(4).reshape(2, 2), 5), (np.ones(2), 7.0)]:
-        check_same(scaled, x, k, ["a", 1], compiled=compiled, calls=1)
+    # counts so far: a guard miss (dtype, the value of k) adds entries of the frame and resumes
+    for x, k, graphs, breaks in [(np.ones(2), 3.0, 2, 3), (np.arange(4).reshape(2, 2), 5, 3, 4),
+                                 (np.ones(2), 7.0, 5, 7)]:
+        check_same(scaled, x, k, ["a", 1], compiled=compiled, calls=1, graphs=graphs,
+                   breaks=breaks)
     before = len(gen._BREAK_CODES)
-    check_same(scaled, np.ones(3, dtype=np.float32), 2.0, ["b", 2.0], compiled=compiled,
-               calls=1)
+    check_same(scaled, np.ones(3, dtype=np.float32), 2.0, ["b", 2.0], compiled=compiled, graphs=7,
+               breaks=10, calls=1)
     assert len(gen._BREAK_CODES) == before  # new entries, no new plan
 
 

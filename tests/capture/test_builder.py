@@ -63,8 +63,8 @@ def test_a_bound_method_made_anew_is_not_guarded_on_identity(backend):
     # ``rng.random(...)`` calls); each call a new Generator and a new bound method, and the
     # frame's entry serves them all
     for seed in range(3):
-        check_same(draws_with, np.ones(2), np.random.default_rng(seed).random,
-                   compiled=compiled, graphs=1, breaks=1)
+        check_same(draws_with, np.ones(2), np.random.default_rng(seed).random, graphs=1, breaks=1,
+                   compiled=compiled)
     guards = set(npdynamo.inspect(compiled).entries[0].guards)
     assert "type(draw.__self__) is Generator" in guards
     assert any(g.startswith("draw.__func__ is ") for g in guards)

@@ -103,44 +103,47 @@ X = RNG.random((3, 4))
 A = RNG.random((12, 3))
 LABELS = np.array([0, 1, 2, 1, 0, 2, 1, 1, 0, 2, 2, 1])
 
+#: (function, arguments, the explain report's (graphs, breaks) or None, the counts check_same
+#: asserts: where the call raises, the entries made before Python reran the frame)
 CASES = [
-    (norm_of, (X,), (1, 0)),
-    (norm_of, (X.astype(np.float32),), (1, 0)),
-    (sqrt_of_kinds, (X,), (1, 0)),
-    (sqrt_of_negative, (-X,), (-1, -1)),
-    (sqrt_of_negative, (np.array([np.nan, 1.0]),), (1, 0)),
-    (sqrt_of_negative, (np.array([-0.0]),), (1, 0)),
-    (sqrt_of_a_python_number, (X, 0.25), (1, 0)),
-    (sqrt_of_complex, (X + 1j,), None),
-    (nested_scalars, (X,), (1, 0)),
-    (nested_scalars, (X.astype(np.float32),), (1, 0)),
-    (nested_float32, (X.astype(np.float32),), (1, 0)),
-    (nested_mixed_dtypes, (X * 3,), (1, 0)),
-    (nested_rows, (X,), (1, 0)),
-    (ragged, (X,), None),
-    (shapes_differ, (X,), None),
-    (centre_means, (A, LABELS, 3), (1, 0)),
-    (centre_means, (A, LABELS, 4), (1, 0)),  # an empty centre: 0/0, NumPy's warning and nan
-    (masked_column_kinds, (A, LABELS), (1, 0)),
-    (masked_column_out_of_bounds, (A, LABELS), None),
-    (masked_column_3d, (RNG.random((12, 2, 3)), LABELS), None),
-    (kmeans, (A, 3, 2, A[:3].copy()), (1, 0)),
+    (norm_of, (X,), (1, 0), (1, 0)),
+    (norm_of, (X.astype(np.float32),), (1, 0), (1, 0)),
+    (sqrt_of_kinds, (X,), (1, 0), (1, 0)),
+    (sqrt_of_negative, (-X,), (-1, -1), (1, 0)),
+    (sqrt_of_negative, (np.array([np.nan, 1.0]),), (1, 0), (1, 0)),
+    (sqrt_of_negative, (np.array([-0.0]),), (1, 0), (1, 0)),
+    (sqrt_of_a_python_number, (X, 0.25), (1, 0), (1, 0)),
+    (sqrt_of_complex, (X + 1j,), None, (1, 1)),
+    (nested_scalars, (X,), (1, 0), (1, 0)),
+    (nested_scalars, (X.astype(np.float32),), (1, 0), (1, 0)),
+    (nested_float32, (X.astype(np.float32),), (1, 0), (1, 0)),
+    (nested_mixed_dtypes, (X * 3,), (1, 0), (1, 0)),
+    (nested_rows, (X,), (1, 0), (1, 0)),
+    (ragged, (X,), None, (1, 1)),
+    (shapes_differ, (X,), None, (0, 1)),
+    (centre_means, (A, LABELS, 3), (1, 0), (1, 0)),
+    # an empty centre: 0/0, NumPy's warning and nan
+    (centre_means, (A, LABELS, 4), (1, 0), (1, 0)),
+    (masked_column_kinds, (A, LABELS), (1, 0), (1, 0)),
+    (masked_column_out_of_bounds, (A, LABELS), None, (0, 0)),
+    (masked_column_3d, (RNG.random((12, 2, 3)), LABELS), None, (1, 1)),
+    (kmeans, (A, 3, 2, A[:3].copy()), (1, 0), (1, 0)),
 ]
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::numpy.exceptions.ComplexWarning")
-@pytest.mark.parametrize("fn,args,expected", CASES,
+@pytest.mark.parametrize("fn,args,expected,made", CASES,
                          ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
-def test_eager_matches_python(fn, args, expected):
-    check_same(fn, *args)
+def test_eager_matches_python(fn, args, expected, made):
+    check_same(fn, *args, graphs=made[0], breaks=made[1])
     if expected is not None:
         assert counts(fn, *args) == expected
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::numpy.exceptions.ComplexWarning")
-@pytest.mark.parametrize("fn,args,expected", CASES,
+@pytest.mark.parametrize("fn,args,expected,made", CASES,
                          ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
-def test_numba_matches_python(fn, args, expected):
+def test_numba_matches_python(fn, args, expected, made):
     pytest.importorskip("numba")
     compiled = npdynamo.compile(fn, backend="numba")
     run = run_both(fn, compiled, args, {})

@@ -36,7 +36,9 @@ def test_a_learning_rate_from_a_schedule_is_two_captures(dtype):
     backend = CountingBackend()
     compiled = npdynamo.compile(sgd, backend=backend)
     for i in range(20):  # results, dtypes (float32 stays float32) and parameters bitwise
-        check_same(sgd, *_sgd_args(i, dtype), compiled=compiled, calls=1)
+        # the second lr makes it a dynamic scalar: a second capture, then no more
+        check_same(sgd, *_sgd_args(i, dtype), compiled=compiled, calls=1, graphs=min(i + 1, 2),
+                   breaks=0)
     assert backend.count == 2
 
 
@@ -87,9 +89,10 @@ def add_offset(x, k):
 def test_int_scalar_keeps_the_arrays_dtype_and_numpys_overflow_error():
     compiled = npdynamo.compile(add_offset)
     x = np.arange(4, dtype=np.int8)
-    for k in (1, 2, 100, 5):
-        check_same(add_offset, x, k, compiled=compiled, calls=1)
-    check_same(add_offset, x, 300, compiled=compiled, calls=1)  # OverflowError, as NumPy
+    for i, k in enumerate((1, 2, 100, 5)):  # (k dynamic from the second value on)
+        check_same(add_offset, x, k, compiled=compiled, calls=1, graphs=min(i + 1, 2), breaks=0)
+    # OverflowError, as NumPy
+    check_same(add_offset, x, 300, compiled=compiled, calls=1, graphs=2, breaks=0)
 
 
 def inverse_distance(x, step):
@@ -99,7 +102,8 @@ def inverse_distance(x, step):
 def test_division_by_zero_in_python_arithmetic_raises_as_python_does():
     compiled = npdynamo.compile(inverse_distance)
     for step in (0, 1, 2, 3, 4):  # step 3: ZeroDivisionError from the graph's Python division
-        check_same(inverse_distance, np.ones(2), step, compiled=compiled, calls=1)
+        check_same(inverse_distance, np.ones(2), step, graphs=min(step + 1, 2), breaks=0,
+                   compiled=compiled, calls=1)
 
 
 def repeat_rows(x, n):
@@ -114,14 +118,15 @@ def test_python_uses_of_a_dynamic_scalar_specialise_it():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for n in range(1, 6):
-            check_same(repeat_rows, np.ones(2), n, compiled=compiled, calls=1)
+            check_same(repeat_rows, np.ones(2), n, compiled=compiled, calls=1, graphs=n,
+                       breaks=0)  # one entry per n
 
 
 def test_dynamic_false_keeps_numbers_constant():
     backend = CountingBackend()
     compiled = npdynamo.compile(sgd, backend=backend, dynamic=False)
     for i in range(4):
-        check_same(sgd, *_sgd_args(i), compiled=compiled, calls=1)
+        check_same(sgd, *_sgd_args(i), compiled=compiled, calls=1, graphs=i + 1, breaks=0)
     assert backend.count == 4
 
 

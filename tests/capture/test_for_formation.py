@@ -18,7 +18,7 @@ import npdynamo as nd
 from tests.backends.compare import assert_close
 from tests.capture import for_loop_programs as P
 from tests.capture.test_control_flow import all_nodes
-from tests.differential import CountingBackend, check_same
+from tests.differential import ANY, CountingBackend, check_same
 
 RNG = np.random.default_rng(13)
 
@@ -47,10 +47,12 @@ def in_one_graph(fn, *args, loops: int = 1):
     return report
 
 
-def unrolled_as_before(monkeypatch, fn, *args, why: str):
+def unrolled_as_before(monkeypatch, fn, *args, why: str, graphs: int | None = None,
+                       breaks: int | None = None):
     """``fn`` keeps exactly today's capture: the same graphs, breaks and guards as with the
-    formation switched off, the same results; ``explain`` says why it was not formed."""
-    check_same(fn, *args)
+    formation switched off, the same results (with ``graphs`` graphs and ``breaks`` breaks);
+    ``explain`` says why it was not formed."""
+    check_same(fn, *args, graphs=graphs, breaks=breaks)
     nd.reset()  # both reports from the same state (resume functions are cached)
     report = quiet_explain(fn, *args)
     assert any("unrolled" in line and why in line for line in report.loops), report.loops
@@ -86,7 +88,7 @@ def test_the_graph_and_the_captures_do_not_grow_with_the_trip_count(fn, make):
     for T in (20, 2000):
         nd.reset()
         backend = CountingBackend()
-        check_same(fn, *make(), T, compiled=nd.compile(fn, backend=backend))
+        check_same(fn, *make(), T, compiled=nd.compile(fn, backend=backend), graphs=1, breaks=0)
         assert backend.count == 1
         sizes.append(all_nodes(backend.graphs[0].graph))
     assert sizes[0] == sizes[1]
@@ -97,7 +99,7 @@ def test_a_new_trip_count_reuses_the_entry():
     compiled = nd.compile(P.heat_1d_in_place, backend=backend)
     u = np.sin(np.linspace(0, 3, 30))
     for T in (20, 2000, 1, 16, 333):
-        check_same(P.heat_1d_in_place, u, T, compiled=compiled)
+        check_same(P.heat_1d_in_place, u, T, compiled=compiled, graphs=1, breaks=0)
     assert backend.count == 1
     assert "fori_loop" in backend.op_names(0)
 
@@ -106,9 +108,9 @@ def test_each_range_of_an_argument_is_guarded_non_empty():
     backend = CountingBackend()
     compiled = nd.compile(P.two_loops, backend=backend)
     for T in (20, 40, 2):
-        check_same(P.two_loops, np.ones(3), T, compiled=compiled)
+        check_same(P.two_loops, np.ones(3), T, compiled=compiled, graphs=1, breaks=0)
     assert backend.count == 1   # range(1, 2) has one item: the same entry
-    check_same(P.two_loops, np.ones(3), 1, compiled=compiled)
+    check_same(P.two_loops, np.ones(3), 1, compiled=compiled, graphs=2, breaks=0)
     assert backend.count == 2   # range(1, 1) is empty: another entry
 
 
@@ -116,9 +118,10 @@ def test_empty_and_negative_ranges_are_other_entries_and_exact():
     backend = CountingBackend()
     compiled = nd.compile(P.heat_1d, backend=backend)
     u = np.sin(np.linspace(0, 3, 30))
-    for T in (20, 0, -4, 3, 50, 0):
-        check_same(P.heat_1d, u, T, compiled=compiled)
-    # 20 and 50 share the in-graph loop; 0, -4 and 3 are below the threshold: unrolled
+    # graphs so far: 20 makes the in-graph loop's entry; 0 and -4 (empty ranges) one entry each;
+    # 3 and 50 (non-empty ranges) run in the loop's entry
+    for T, graphs in ((20, 1), (0, 2), (-4, 3), (3, 3), (50, 3), (0, 3)):
+        check_same(P.heat_1d, u, T, compiled=compiled, graphs=graphs, breaks=0)
     assert "fori_loop" in backend.op_names(0)
     assert not any("fori_loop" in backend.op_names(i) for i in range(1, backend.count))
 
@@ -196,11 +199,12 @@ def test_the_index_as_a_scalar_index(fn, args):
 
 
 def test_an_index_past_the_end_raises_as_python_does():
-    check_same(P.past_the_end, np.ones(20), 25)   # the graph raises: the frame reruns plainly
+    # the graph raises: the frame reruns plainly
+    check_same(P.past_the_end, np.ones(20), 25, graphs=1, breaks=0)
 
 
 def test_the_threshold_is_a_config_value(monkeypatch):
-    check_same(P.heat_1d, np.ones(5), 15)
+    check_same(P.heat_1d, np.ones(5), 15, graphs=1, breaks=0)
     assert not any("fori_loop" in line for line in quiet_explain(P.heat_1d, np.ones(5), 15).loops)
     nd.reset()  # in_one_graph counts the code's entries: none left from 15 trips
     in_one_graph(P.heat_1d, np.ones(5), 16)
@@ -212,8 +216,10 @@ def test_the_threshold_is_a_config_value(monkeypatch):
 # -- the loop variable after the loop ------------------------------------------------------------
 @pytest.mark.parametrize("n", [0, 1, 15, 16, 40])
 def test_the_loop_variable_after_the_loop(n):
-    check_same(P.index_after, np.ones(2), n)      # n == 0: UnboundLocalError both ways
-    check_same(P.index_after_old, np.ones(2), n)  # n == 0: keeps -7
+    # n == 0: no op to graph; index_after raises UnboundLocalError both ways, index_after_old
+    # keeps -7
+    check_same(P.index_after, np.ones(2), n, graphs=int(n > 0), breaks=0)
+    check_same(P.index_after_old, np.ones(2), n, graphs=int(n > 0), breaks=0)
 
 
 def test_the_loop_variable_read_after_the_loop_specialises_the_bounds():
@@ -225,20 +231,21 @@ def test_the_loop_variable_read_after_the_loop_specialises_the_bounds():
 
 
 # -- loops that keep today's behaviour -------------------------------------------------------------
-@pytest.mark.parametrize("fn, args, why", [
-    (P.dtype_changes, (np.arange(4), 20), "changes x from int64[4] to float64[4]"),
-    (P.body_breaks, (np.ones(2), 20), "print() does input/output"),
-    (P.index_branch, (np.ones(3), 20), "the loop variable i is used where Python needs"),
-    (P.swaps, (np.ones(3), np.zeros(3), 20), "binds a to an array it did not compute"),
-    (P.aliased, (np.ones(3), 20), "shares its memory"),
-    (P.appends, (np.ones(3), 20), "changes objects outside it"),
+@pytest.mark.parametrize("fn, args, why, counts", [
+    (P.dtype_changes, (np.arange(4), 20), "changes x from int64[4] to float64[4]", (1, 0)),
+    # a break at the print in the entry and in the loop's resume function, each with a graph
+    (P.body_breaks, (np.ones(2), 20), "print() does input/output", (2, 2)),
+    (P.index_branch, (np.ones(3), 20), "the loop variable i is used where Python needs", (1, 0)),
+    (P.swaps, (np.ones(3), np.zeros(3), 20), "binds a to an array it did not compute", (1, 0)),
+    (P.aliased, (np.ones(3), 20), "shares its memory", (1, 0)),
+    (P.appends, (np.ones(3), 20), "changes objects outside it", (1, 0)),
 ], ids=["dtype", "break", "index_branch", "swap", "alias", "side_effect"])
-def test_loops_that_cannot_be_formed_are_unrolled_as_before(monkeypatch, fn, args, why):
-    unrolled_as_before(monkeypatch, fn, *args, why=why)
+def test_loops_that_cannot_be_formed_are_unrolled_as_before(monkeypatch, fn, args, why, counts):
+    unrolled_as_before(monkeypatch, fn, *args, why=why, graphs=counts[0], breaks=counts[1])
 
 
 def test_a_step_other_than_one_is_unrolled(monkeypatch):
-    check_same(P.step_two, np.ones(2), 40)
+    check_same(P.step_two, np.ones(2), 40, graphs=1, breaks=0)
     report = quiet_explain(P.step_two, np.ones(2), 40)
     assert not report.loops and fori_nodes(report.graphs[0].graph) == 0
 
@@ -247,7 +254,7 @@ def test_switched_off_the_loop_unrolls(monkeypatch):
     monkeypatch.setattr(nd.config, "capture_for_loops", False)
     report = quiet_explain(P.heat_1d, np.ones(5), 20)
     assert fori_nodes(report.graphs[0].graph) == 0 and not report.loops
-    check_same(P.heat_1d, np.ones(5), 20)
+    check_same(P.heat_1d, np.ones(5), 20, graphs=1, breaks=0)
 
 
 # -- generated bounds ----------------------------------------------------------------------------
@@ -260,9 +267,15 @@ def test_generated_bounds(lo, hi, lo2, hi2):
     # a fresh capture for (lo, hi), then (lo2, hi2) through the same entries where they hold
     nd.reset()
     x = np.linspace(-1.0, 1.0, 4)
+    # the first pair: one graph unless its range is empty (nothing to compute). Whether the
+    # second pair reuses an entry depends on the pair drawn (the trip counts, the loop formed
+    # or unrolled): any count, but at most one more graph, and only for a non-empty range
     compiled = nd.compile(P.between)
-    for a, b in ((lo, hi), (lo2, hi2)):
-        check_same(P.between, x, a, b, compiled=compiled, calls=1)
+    check_same(P.between, x, lo, hi, compiled=compiled, calls=1, graphs=int(hi > lo), breaks=0)
+    check_same(P.between, x, lo2, hi2, compiled=compiled, calls=1, graphs=ANY, breaks=0)
+    assert len(nd.inspect(compiled).graphs) - int(hi > lo) in (0, int(hi2 > lo2))
     after = nd.compile(P.index_after_old)
-    for n in (hi - lo, hi2 - lo2):
-        check_same(P.index_after_old, x, n, compiled=after, calls=1)
+    n, n2 = hi - lo, hi2 - lo2
+    check_same(P.index_after_old, x, n, compiled=after, calls=1, graphs=int(n > 0), breaks=0)
+    check_same(P.index_after_old, x, n2, compiled=after, calls=1, graphs=ANY, breaks=0)
+    assert len(nd.inspect(after).graphs) - int(n > 0) in (0, int(n2 > 0))

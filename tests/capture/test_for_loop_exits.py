@@ -6,6 +6,8 @@ break giving plain results."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -148,12 +150,17 @@ def over_a_list(x, items):
     return x
 
 
-@pytest.mark.parametrize("fn, args", [
-    (kinds_differ, (np.full(2, 8.0), 6)),
-    (kinds_differ, (np.full(2, 8e9), 6)),
-    (breaks_elsewhere, (np.full(2, 8.0), 9)),
-    (breaks_elsewhere, (np.full(2, 8e6), 9)),
-    (over_a_list, (np.full(2, 8.0), [0.5, 0.25, 0.5, 0.5])),
+#: 3.12+ form breaks_elsewhere's for-else with its break on data in one graph; 3.11's bytecode
+#: for it does not form: a break on the data, then Python runs the loop (8e6 runs the else)
+ELSEWHERE_8, ELSEWHERE_8E6 = ((1, 0), (1, 0)) if sys.version_info >= (3, 12) else ((3, 3), (4, 3))
+
+
+@pytest.mark.parametrize("fn, args, counts", [
+    (kinds_differ, (np.full(2, 8.0), 6), (2, 2)),
+    (kinds_differ, (np.full(2, 8e9), 6), (2, 2)),
+    (breaks_elsewhere, (np.full(2, 8.0), 9), ELSEWHERE_8),
+    (breaks_elsewhere, (np.full(2, 8e6), 9), ELSEWHERE_8E6),
+    (over_a_list, (np.full(2, 8.0), [0.5, 0.25, 0.5, 0.5]), (2, 2)),
 ])
-def test_loops_not_formed_give_plain_results(fn, args):
-    check_same(fn, *args)
+def test_loops_not_formed_give_plain_results(fn, args, counts):
+    check_same(fn, *args, graphs=counts[0], breaks=counts[1])

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import npdynamo
-from tests.differential import check_same
+from tests.differential import ANY, check_same
 
 PROGRAMS: list = []
 
@@ -583,7 +583,7 @@ def test_generated_generator_programs(case):
     exec(compile(source, "<generated>", "exec"), namespace)
     fn = namespace["generated"]
     npdynamo.reset()
-    check_same(fn, xs, k, calls=1)
+    check_same(fn, xs, k, calls=1, graphs=ANY)  # a generated program: its count is not known
     try:
         fn(list(xs), k)
     except Exception:

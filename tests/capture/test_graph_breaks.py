@@ -4,6 +4,7 @@ with every capture forced to fall back to Python."""
 
 import contextlib
 import io
+import sys
 
 import numpy as np
 import pytest
@@ -26,9 +27,30 @@ def quiet_explain(fn, *args):
         return npdynamo.explain(fn)(*args)
 
 
+#: check_same's counts (the function's own entries and resume functions', over three calls) where
+#: they are not the program's explain counts: explain also counts the frames of the helpers
+#: called (their own code) and each break as it happens (a loop's, once per iteration)
+MADE = {
+    "branch_on_sum-1": (1, 0), "branch_any-1": (1, 0), "elif_chain-1": (1, 0),
+    "elif_chain-2": (1, 0), "branch_with_print-1": (2, 1), "early_return_on_data-1": (1, 1),
+    "print_in_loop-0": (3, 3), "loop_enumerate_zip-0": (2, 2), "nested_loops-0": (3, 3),
+    "break_in_helper-0": (2, 1), "break_two_calls_deep-0": (2, 1), "helper_in_loop-0": (0, 2),
+    "method_with_break-0": (1, 1), "call_object_with_breaks-0": (0, 1),
+    "recursion_with_break-0": (0, 1), "exception_escapes_after_break-0": (1, 1),
+    "try_except_on_data-1": (1, 1), "local_bound_on_some_paths-1": (0, 1),
+    # A KNOWN FAULT, pinned so that its fix shows: the resume function guards the closure made
+    # before the break on its identity (``scale is ...``, ``bump is ...``), and each call makes
+    # it anew: a new resume entry (graph) at every call, until the cache limit
+    "closure_cell_changes_after_break-0": (3, 1), "nonlocal_counter-0": (4, 1),
+    # 3.12+ inline the comprehension (PEP 709): its loop over an iterator breaks in the caller
+    "comprehension_with_break-0": (1, 3) if sys.version_info >= (3, 12) else (1, 1),
+}
+
+
 @pytest.mark.parametrize("name,fn,factory,counts", BREAK_PROGRAMS, ids=IDS)
 def test_break_program_matches_python(name, fn, factory, counts):
-    check_same(fn, *factory(), calls=3)
+    graphs, breaks = MADE.get(name, counts)
+    check_same(fn, *factory(), calls=3, graphs=graphs, breaks=breaks)
 
 
 @pytest.mark.parametrize("name,fn,factory,counts", STRICT, ids=[p[0] for p in STRICT])
@@ -41,8 +63,8 @@ def test_strict_graph_and_break_counts(name, fn, factory, counts):
 def test_forced_fallback_matches_python(name, fn, factory, counts, monkeypatch):
     monkeypatch.setattr(npdynamo.config, "force_python", True)
     backend = CountingBackend()
-    check_same(fn, *factory(), compiled=npdynamo.compile(fn, backend=backend), calls=2,
-               graphs=0, breaks=0)
+    check_same(fn, *factory(), graphs=0, breaks=0, calls=2,
+               compiled=npdynamo.compile(fn, backend=backend))
     assert backend.count == 0
 
 

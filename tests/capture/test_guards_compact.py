@@ -85,10 +85,8 @@ def test_one_changed_item_of_a_compact_container_is_a_miss(change):
 
 
 def test_a_long_list_of_arrays_and_a_different_item():
-    compiled = check_same(
-        sum_list, [np.full(2, 1.5)] * 3 + [np.ones(2) for _ in range(30)], np.ones(2),
-        graphs=1, breaks=0,
-    )
+    items = [np.full(2, 1.5)] * 3 + [np.ones(2) for _ in range(30)]
+    compiled = check_same(sum_list, items, np.ones(2), graphs=1, breaks=0)
     assert any("items of items" in line for line in guard_lines(compiled))
     items = [np.ones(2) for _ in range(33)]
     items[20] = np.ones(2, np.int64)
@@ -178,43 +176,48 @@ def keys_dict(n, drop=(), extra=()):
 
 
 @pytest.mark.parametrize(
-    "fn,first,later,entries",
+    "fn,first,later,entries,graphs",
     [
         # other keys do not matter to lookups
-        (looks_up, keys_dict(500), [keys_dict(600), keys_dict(20, extra=["q"])], 1),
-        # a looked-up key that appears, or disappears (plain raises KeyError too)
-        (looks_up, keys_dict(10), [keys_dict(10, extra=["zz"]), keys_dict(10, drop=["k3"])], 3),
-        (looks_up, keys_dict(10), [keys_dict(10, drop=["k9"])], 2),
+        (looks_up, keys_dict(500), [keys_dict(600), keys_dict(20, extra=["q"])], 1, (1, 1, 1)),
+        # a looked-up key that appears, or disappears (plain raises KeyError too: that entry
+        # reruns in Python, no graph)
+        (looks_up, keys_dict(10), [keys_dict(10, extra=["zz"]), keys_dict(10, drop=["k3"])], 3,
+         (1, 2, 2)),
+        (looks_up, keys_dict(10), [keys_dict(10, drop=["k9"])], 2, (1, 2)),
         # the stored key was there already: the length is not the captured one
-        (stores_then_counts, keys_dict(10), [{**keys_dict(9), "new": 0.0}, keys_dict(11)], 3),
+        (stores_then_counts, keys_dict(10), [{**keys_dict(9), "new": 0.0}, keys_dict(11)], 3,
+         (0, 0, 0)),
         # iteration: the whole key list, in order
-        (deletes_then_lists, keys_dict(5), [dict(reversed(keys_dict(5).items()))], 2),
+        (deletes_then_lists, keys_dict(5), [dict(reversed(keys_dict(5).items()))], 2, (0, 0)),
         # dict methods: at least as many entries as the keys they use need
-        (pops_a_missing_key, keys_dict(5), [keys_dict(50), keys_dict(5, extra=["zz"])], None),
-        (merges, keys_dict(10), [dict(reversed(keys_dict(10).items()))], 2),
+        (pops_a_missing_key, keys_dict(5), [keys_dict(50), keys_dict(5, extra=["zz"])], None,
+         (1, 1, 2)),
+        (merges, keys_dict(10), [dict(reversed(keys_dict(10).items()))], 2, (0, 0)),
     ],
 )
-def test_dict_key_guards_follow_what_the_capture_used(fn, first, later, entries):
-    compiled = check_same(fn, first, np.ones(2))
-    for d in later:
-        check_same(fn, d, np.ones(2), compiled=compiled)
+def test_dict_key_guards_follow_what_the_capture_used(fn, first, later, entries, graphs):
+    # graphs: the count after the first call and after each later one (no array op in
+    # stores_then_counts, deletes_then_lists and merges: entries without a graph); no break
+    compiled = check_same(fn, first, np.ones(2), graphs=graphs[0], breaks=0)
+    for d, made in zip(later, graphs[1:], strict=True):
+        check_same(fn, d, np.ones(2), compiled=compiled, graphs=made, breaks=0)
     if entries is not None:
         assert len(compiled_entries(compiled)) == entries
 
 
 def test_many_lookups_of_one_dict_are_one_key_set_check():
-    compiled = check_same(looks_up_many, {f"k{i}": np.full(2, i) for i in range(60)}, np.ones(2),
-                          graphs=1, breaks=0)
+    d = {f"k{i}": np.full(2, i) for i in range(60)}
+    compiled = check_same(looks_up_many, d, np.ones(2), graphs=1, breaks=0)
     lines = guard_lines(compiled)
     assert any("has the 20 keys" in line for line in lines)
     assert len(lines) <= 8
-    d = {f"k{i}": np.full(2, i) for i in range(60)}
     check_same(looks_up_many, {**d, "extra": 1}, np.ones(2), compiled=compiled, graphs=1,
                breaks=0)
     assert len(compiled_entries(compiled)) == 1
     del d["k38"]
-    check_same(looks_up_many, d, np.ones(2), compiled=compiled,  # KeyError, as in plain
-               graphs=1, breaks=0)
+    # KeyError, as in plain
+    check_same(looks_up_many, d, np.ones(2), compiled=compiled, graphs=1, breaks=0)
 
 
 def test_every_dict_method_that_reads_keys_guards_them():

@@ -95,14 +95,15 @@ def appends(x, log):
     return x
 
 
-@pytest.mark.parametrize("fn, args, words", [
-    (breaks_in_a_branch, (np.ones(2),), "print() does input/output"),
+@pytest.mark.parametrize("fn, args, words, counts", [
+    # a break at the if, and one at the print in the branch taken
+    (breaks_in_a_branch, (np.ones(2),), "print() does input/output", (1, 2)),
     (changes_dtype, (np.ones(2),), "the branches give x different kinds: float32[2] and "
-                                   "float64[2]"),
-    (appends, (np.ones(2), []), "changes objects outside it"),
+                                   "float64[2]", (2, 1)),
+    (appends, (np.ones(2), []), "changes objects outside it", (1, 1)),
 ])
-def test_statements_that_keep_breaking(fn, args, words):
-    check_same(fn, *args)
+def test_statements_that_keep_breaking(fn, args, words, counts):
+    check_same(fn, *args, graphs=counts[0], breaks=counts[1])
     report = nd.explain(fn)(*args)
     assert report.graph_break_count >= 1
     assert report.break_reasons[0].reason.startswith("the if statement on an array condition")

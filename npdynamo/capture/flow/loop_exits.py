@@ -112,6 +112,11 @@ def form_exit(frame, value: Value, jump_index: int) -> bool:
     shape = _exit_shape(frame, jump_index)
     if shape is None:
         return False
+    if frame.stop_at is not None and shape[0] <= frame.stop_at <= shape[1]:
+        # capturing a piece of this very loop (its rotated body, a branch in it): a second exit
+        # on data, which forming here would rotate inside the loop again, level after level
+        raise frame.unsupported("it is left on an array condition at more than one place",
+                                kind="data_dependent_branch")
     if frame.stack:  # a for loop's iterator; a while True loop leaves the stack empty
         form, note = form_for_exit, "a for loop left by break or return"
     else:
