@@ -38,10 +38,9 @@ MADE = {
     "method_with_break-0": (1, 1), "call_object_with_breaks-0": (0, 1),
     "recursion_with_break-0": (0, 1), "exception_escapes_after_break-0": (1, 1),
     "try_except_on_data-1": (1, 1), "local_bound_on_some_paths-1": (0, 1),
-    # A KNOWN FAULT, pinned so that its fix shows: the resume function guards the closure made
-    # before the break on its identity (``scale is ...``, ``bump is ...``), and each call makes
-    # it anew: a new resume entry (graph) at every call, until the cache limit
-    "closure_cell_changes_after_break-0": (3, 1), "nonlocal_counter-0": (4, 1),
+    # the closure made before the break is guarded on its code and cells, not its identity
+    # (each call makes it anew): one resume entry serves every call (3 and 4 graphs before)
+    "closure_cell_changes_after_break-0": (1, 1), "nonlocal_counter-0": (2, 1),
     # 3.12+ inline the comprehension (PEP 709): its loop over an iterator breaks in the caller
     "comprehension_with_break-0": (1, 3) if sys.version_info >= (3, 12) else (1, 1),
 }

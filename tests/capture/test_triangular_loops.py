@@ -81,7 +81,8 @@ def test_the_first_iteration_has_empty_slices():
 
 def test_a_body_that_needs_the_index_value_still_unrolls(monkeypatch):
     unrolled_as_before(monkeypatch, P.index_parity, RNG.random((16, 16)),
-                       why="the loop variable i is used where Python needs its value")
+                       why="the loop variable i is used where Python needs its value", graphs=1,
+                       breaks=0)
 
 
 def test_shapes_that_match_for_some_iterations_only_refuse_and_raise_as_numpy():
