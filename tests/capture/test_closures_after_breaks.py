@@ -69,25 +69,32 @@ def test_a_changed_captured_value_is_a_guard_miss(backend):
     counting = _counting(backend)
     compiled = npdynamo.compile(lambda_before_break, backend=counting)
     x = np.arange(4.0)
-    for k in (3.0, 3.0, 5.0, 5.0, 7.0, 3.0):  # k changes: a miss, then a dynamic scalar
-        check_same(lambda_before_break, x, k, compiled=compiled, calls=1)
+    # k changes: a miss, then a dynamic scalar (running totals of graphs made)
+    for k, graphs in zip((3.0, 3.0, 5.0, 5.0, 7.0, 3.0), (1, 1, 2, 2, 2, 2)):
+        check_same(lambda_before_break, x, k, compiled=compiled, calls=1, graphs=graphs,
+                   breaks=1)
     assert counting.count == 2
     ints = npdynamo.compile(lambda_before_break, backend=_counting(backend))
     for k in (2, 2, 3, 2**40):  # an int captured: Python's own promotion, value by value
-        check_same(lambda_before_break, np.arange(4, dtype=np.int8), k, compiled=ints, calls=1)
+        check_same(lambda_before_break, np.arange(4, dtype=np.int8), k, compiled=ints, calls=1,
+                   graphs=1, breaks=1)
 
 
 def test_a_changed_array_in_a_cell_is_read_again():
     compiled = npdynamo.compile(closure_over_array, backend=CountingBackend())
-    for n in (4, 4, 6, 6):  # a new shape: a guard miss on the cell's contents
-        check_same(closure_over_array, np.arange(float(n)), compiled=compiled, calls=1)
-    check_same(closure_over_array, np.arange(4, dtype=np.float32), compiled=compiled, calls=1)
+    # a new shape: a guard miss on the cell's contents (running totals)
+    for n, graphs, breaks in ((4, 2, 1), (4, 2, 1), (6, 4, 2), (6, 4, 2)):
+        check_same(closure_over_array, np.arange(float(n)), compiled=compiled, calls=1,
+                   graphs=graphs, breaks=breaks)
+    check_same(closure_over_array, np.arange(4, dtype=np.float32), compiled=compiled, calls=1,
+               graphs=6, breaks=3)
 
 
 def test_a_changed_default_is_a_guard_miss():
     compiled = npdynamo.compile(lambda_with_default, backend=CountingBackend())
-    for k in (1.5, 1.5, 2.5, 4.0, 1.5):
-        check_same(lambda_with_default, np.arange(3.0), k, compiled=compiled, calls=1)
+    for k, graphs in zip((1.5, 1.5, 2.5, 4.0, 1.5), (1, 1, 2, 2, 2)):  # (running totals)
+        check_same(lambda_with_default, np.arange(3.0), k, compiled=compiled, calls=1,
+                   graphs=graphs, breaks=1)
 
 
 def make_adder(k):
@@ -106,13 +113,15 @@ def apply(fn, x):
 def test_a_closure_passed_in_is_guarded_on_its_parts():
     compiled = npdynamo.compile(apply, backend=CountingBackend())
     x = np.arange(3.0)
-    for k in (1.0, 1.0, 2.0, 2.0, 9.0):
-        check_same(apply, make_adder(k), x, compiled=compiled, calls=1)
-    for k in (1.0, 1.0, 3.0):  # keyword-only defaults made anew on each call
-        check_same(apply, make_keyword_scaler(k), x, compiled=compiled, calls=1)
+    for k, graphs in zip((1.0, 1.0, 2.0, 2.0, 9.0), (1, 1, 2, 2, 2)):  # (running totals)
+        check_same(apply, make_adder(k), x, compiled=compiled, calls=1, graphs=graphs, breaks=1)
+    # keyword-only defaults made anew on each call
+    for k, graphs in zip((1.0, 1.0, 3.0), (3, 3, 4)):
+        check_same(apply, make_keyword_scaler(k), x, compiled=compiled, calls=1, graphs=graphs,
+                   breaks=2)
     # another function with other code: a miss on __code__
-    check_same(apply, lambda v: v - 1.0, x, compiled=compiled, calls=1)
-    check_same(apply, np.negative, x, compiled=compiled, calls=1)
+    check_same(apply, lambda v: v - 1.0, x, compiled=compiled, calls=1, graphs=5, breaks=3)
+    check_same(apply, np.negative, x, compiled=compiled, calls=1, graphs=6, breaks=4)
 
 
 def helper(v, s=2.0):
@@ -128,14 +137,15 @@ def test_a_global_function_changed_in_place_is_a_guard_miss():
     compiled = npdynamo.compile(use_helper, backend=CountingBackend())
     x = np.arange(3.0)
     try:
-        check_same(use_helper, x, compiled=compiled, calls=2)
+        check_same(use_helper, x, compiled=compiled, calls=2, graphs=1, breaks=1)
         helper.__defaults__ = (5.0,)
-        check_same(use_helper, x, compiled=compiled, calls=2)
+        check_same(use_helper, x, compiled=compiled, calls=2, graphs=2, breaks=1)
         helper.__defaults__ = None
-        check_same(use_helper, x, compiled=compiled, calls=1)  # TypeError, as in Python
+        # TypeError, as in Python
+        check_same(use_helper, x, compiled=compiled, calls=1, graphs=2, breaks=1)
         helper.__defaults__ = (2.0,)
         helper.__code__ = (lambda v, s=0.0: v + s).__code__
-        check_same(use_helper, x, compiled=compiled, calls=2)
+        check_same(use_helper, x, compiled=compiled, calls=2, graphs=3, breaks=1)
     finally:
         helper.__code__ = _HELPER_CODE
         helper.__defaults__ = (2.0,)
@@ -152,11 +162,12 @@ def test_keyword_only_defaults_changed_in_place_are_read_again():
     compiled = npdynamo.compile(apply, backend=CountingBackend())
     x = np.arange(3.0)
     try:
-        check_same(apply, scaled, x, compiled=compiled, calls=2)
+        check_same(apply, scaled, x, compiled=compiled, calls=2, graphs=1, breaks=1)
         scaled.__kwdefaults__["s"] = 4.0
-        check_same(apply, scaled, x, compiled=compiled, calls=2)
+        check_same(apply, scaled, x, compiled=compiled, calls=2, graphs=2, breaks=1)
         scaled.__kwdefaults__ = None
-        check_same(apply, scaled, x, compiled=compiled, calls=1)  # TypeError, as in Python
+        # TypeError, as in Python
+        check_same(apply, scaled, x, compiled=compiled, calls=1, graphs=2, breaks=2)
     finally:
         scaled.__kwdefaults__ = {"s": 3.0}
 
@@ -191,8 +202,9 @@ def compare_closures(x, same):
 @pytest.mark.parametrize("backend", ["eager", "numba"])
 def test_is_between_closures_is_guarded(backend):
     compiled = npdynamo.compile(compare_closures, backend=backend)
-    for same in (True, True, False, False, True):
-        check_same(compare_closures, np.arange(3.0), same, compiled=compiled, calls=1)
+    for same, made in zip((True, True, False, False, True), (1, 1, 2, 2, 2)):  # (totals)
+        check_same(compare_closures, np.arange(3.0), same, compiled=compiled, calls=1,
+                   graphs=made, breaks=made)
 
 
 def name_of_closure(x, flag):
@@ -205,8 +217,10 @@ def name_of_closure(x, flag):
 
 def test_reading_an_attribute_of_the_closure_is_python_s_answer():
     compiled = npdynamo.compile(name_of_closure, backend=CountingBackend())
-    for flag in (True, True, False, False, True):
-        check_same(name_of_closure, np.arange(3.0), flag, compiled=compiled, calls=1)
+    for flag, graphs, breaks in ((True, 0, 1), (True, 0, 1), (False, 1, 3), (False, 2, 3),
+                                 (True, 2, 3)):  # (running totals)
+        check_same(name_of_closure, np.arange(3.0), flag, compiled=compiled, calls=1,
+                   graphs=graphs, breaks=breaks)
 
 
 # -- cells written after the break ------------------------------------------------------------
@@ -247,8 +261,8 @@ def shared_or_not(x, same):
 @pytest.mark.parametrize("fn", [rebind_after_break, write_through_closure])
 def test_a_cell_written_after_the_break_is_seen_by_the_closure(backend, fn):
     compiled = npdynamo.compile(fn, backend=_counting(backend))
-    for k in (1.0, 1.0, 2.0):
-        check_same(fn, np.arange(3.0), k, compiled=compiled, calls=2)
+    for k, graphs in zip((1.0, 1.0, 2.0), (1, 1, 2)):  # (running totals)
+        check_same(fn, np.arange(3.0), k, compiled=compiled, calls=2, graphs=graphs, breaks=1)
 
 
 def test_cells_shared_on_one_call_and_not_on_the_next():
@@ -306,6 +320,9 @@ def call_bound(method, x):
 def test_bound_methods_passed_in():
     compiled = npdynamo.compile(call_bound, backend=CountingBackend())
     x = np.arange(3.0)
-    for obj in (Scaler(2.0), Scaler(2.0), Scaler(3.0), Shifter(2.0), Scaler(2.0)):
-        check_same(call_bound, obj.apply, x, compiled=compiled, calls=1)
-    check_same(call_bound, make_adder(1.0), x, compiled=compiled, calls=1)  # not a method
+    for obj, graphs, breaks in ((Scaler(2.0), 1, 1), (Scaler(2.0), 1, 1), (Scaler(3.0), 2, 1),
+                                (Shifter(2.0), 3, 2), (Scaler(2.0), 3, 2)):  # (running totals)
+        check_same(call_bound, obj.apply, x, compiled=compiled, calls=1, graphs=graphs,
+                   breaks=breaks)
+    # not a method
+    check_same(call_bound, make_adder(1.0), x, compiled=compiled, calls=1, graphs=4, breaks=3)

@@ -124,5 +124,6 @@ def bad_mode(a):
 ])
 def test_other_blocks_run_in_python(backend, fn, args):
     # a break inside a block: its __exit__ cannot be handed back, the frame runs in Python
-    graphs = 0 if fn is block_with_a_break else None
-    check_same_warnings(fn, *args, backend=backend, graphs=graphs)
+    graphs, breaks = {passed_in: (0, 2), block_with_a_break: (0, 1), with_a_callback: (2, 5),
+                      bad_mode: (0, 3)}[fn]
+    check_same_warnings(fn, *args, backend=backend, graphs=graphs, breaks=breaks)

@@ -274,7 +274,7 @@ def loop_with_closure_cells(xs):
         (loop_break_and_else, (np.arange(2000.0).reshape(1000, 2),), (3, 3)),
         (loop_break_and_else, (np.arange(400.0).reshape(200, 2),), (4, 3)),
         (nested_loops_breaking, (np.ones((300, 2)), 3), (4, 4)),
-        (loop_with_closure_cells, (np.ones((300, 2)),), (5, 5)),
+        (loop_with_closure_cells, (np.ones((300, 2)),), (3, 3)),  # (5, 5) before closure
     ],
     ids=["try-finally", "with", "raises", "break", "else", "nested", "closure"],
 )
