@@ -129,7 +129,10 @@ def test_choices_that_are_not_assumed_still_break():
     x = np.array([0.25, 2.0])
     report = npdynamo.explain(f)(x, np.max(x))
     assert report.graph_break_count >= 1 and "compares arrays" in str(report)
-    check_same(f, x, np.max(x), graphs=1, breaks=3)  # the three max() that compare arrays
+    # the first max() that compares arrays breaks; its resume function then runs in Python: a
+    # float or np.float64 the data picks is handed back beside a float that may be the same
+    # object (capture/mixed_scalars.py keeps `is` exact that way)
+    check_same(f, x, np.max(x), graphs=1, breaks=2)
     # NumPy's OverflowError, from Python
     check_same(lambda x: max(np.max(x), 10**400), x, graphs=1, breaks=1)
 
