@@ -187,7 +187,8 @@ class ValueRebuilder:
         self._source_names: dict = {}
         self.namespace = Namespace()
         #: the floats rebuilt so far (a mixed one is boxed anew: ``_one_object_apart``)
-        self._floats: list[Value] = []
+        self._floats: list[Value] = []  # every float handed back so far
+        self._mixed: list[MixedScalarValue] = []  # those of them that are mixed
 
     def bind(self, obj: object, hint: str = "RET") -> str:
         text = literal(obj)
@@ -240,15 +241,19 @@ class ValueRebuilder:
 
     def _floats_apart(self, value: Value) -> None:
         """A mixed float is boxed as a new object: refused when another float handed back may
-        be the very object Python's ``max``/``min`` returned for it (``mixed_scalars``)."""
+        be the very object Python's ``max``/``min`` returned for it (``mixed_scalars``). Each
+        float is compared with the mixed ones only (a list of 10,000 floats handed back was
+        10,000 squared comparisons: CPython's test_statistics 0.01 s -> 10 s)."""
         if not float_like(value):
             return
-        for other in self._floats:
-            for mixed, rest in ((value, other), (other, value)):
-                if isinstance(mixed, MixedScalarValue) and may_be_one_object(mixed, rest):
-                    raise self.ctx.unsupported(
-                        f"a {mixed.kind()} handed back beside a float that may be the same "
-                        "object")
+        pairs = [(mixed, value) for mixed in self._mixed]
+        if isinstance(value, MixedScalarValue):
+            pairs += [(value, other) for other in self._floats]
+            self._mixed.append(value)
+        for mixed, rest in pairs:
+            if may_be_one_object(mixed, rest):
+                raise self.ctx.unsupported(
+                    f"a {mixed.kind()} handed back beside a float that may be the same object")
         self._floats.append(value)
 
     def _expr(self, value: Value) -> str:
