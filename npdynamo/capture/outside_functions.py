@@ -93,20 +93,16 @@ def _guard_defaults(ctx, fn: types.FunctionType, source: Source) -> None:
     parameters its items go to) and the keys of ``__kwdefaults__``; the values are guarded
     where a call uses them. (Not their identity: a function made anew on each call has new
     ones, and a guard must not keep a default array alive.)"""
-    defaults_source = AttrSource(source, "__defaults__")
-    if fn.__defaults__ is None:
-        ctx.guard(defaults_source, GuardKind.ID, None)
-    else:
-        ctx.guard(defaults_source, GuardKind.TYPE, tuple)
-        ctx.guard(defaults_source, GuardKind.LENGTH, len(fn.__defaults__))
-    if fn.__code__.co_kwonlyargcount == 0:
-        return  # a call reads __kwdefaults__ only for keyword-only parameters
-    kw_source = AttrSource(source, "__kwdefaults__")
-    if fn.__kwdefaults__ is None:
-        ctx.guard(kw_source, GuardKind.ID, None)
-    else:
-        ctx.guard(kw_source, GuardKind.TYPE, dict)
-        ctx.guard(kw_source, GuardKind.DICT_KEYS, tuple(fn.__kwdefaults__))
+    parts = [("__defaults__", tuple, GuardKind.LENGTH, len(fn.__defaults__ or ()))]
+    if fn.__code__.co_kwonlyargcount:  # a call reads __kwdefaults__ only for keyword-only ones
+        parts.append(("__kwdefaults__", dict, GuardKind.DICT_KEYS, tuple(fn.__kwdefaults__ or ())))
+    for name, cls, kind, expected in parts:
+        part = AttrSource(source, name)
+        if getattr(fn, name) is None:
+            ctx.guard(part, GuardKind.ID, None)
+        else:
+            ctx.guard(part, GuardKind.TYPE, cls)
+            ctx.guard(part, kind, expected)
 
 
 class CellLedger:
