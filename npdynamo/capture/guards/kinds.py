@@ -169,17 +169,29 @@ def safe_repr(value: object) -> str:
         return f"<{type(value).__name__}>"
 
 
+#: what ``Seen`` holds as it is (see there)
+_HELD = (types.CodeType, types.ModuleType)
+
+
 class Seen:
     """The object an identity guard (or a type guard on a class made inside a function) was
     captured against, held by a weak reference where it can be: the entry lives as long as its
     code, and holding the object would keep it alive past the user's last reference (a weak
     reference or a finaliser of it would see it never die). A dead reference matches nothing:
-    no object can be the one seen any more (an id alone could be reused by a new object)."""
+    no object can be the one seen any more (an id alone could be reused by a new object).
+
+    Code objects and modules are held as they are: a code object holds only the constants
+    compiled into it and a module lives in ``sys.modules``, so holding either frees nothing a
+    user could see freed, and the check is then a plain ``is`` (no call of the reference on
+    every warm call: a function's ``__code__`` and ``np`` are guarded on most calls)."""
 
     __slots__ = ("_ref", "_strong", "id", "__weakref__")
 
     def __init__(self, obj: object) -> None:
         self.id = id(obj)
+        if isinstance(obj, _HELD):
+            self._ref, self._strong = None, obj
+            return
         try:
             self._ref, self._strong = weakref.ref(obj), None
         except TypeError:  # None, ints, builtins: nothing to free, held as they are
@@ -278,6 +290,13 @@ def _miss_shape(name: str, exp: tuple, actual: object) -> str:
         if e != a:
             return f"{name}.shape[{i}]: expected {e}, got {a}"
     return f"{name}.shape: expected {exp}, got {shape}"
+
+
+def one_dim_shape(e: str, exp: tuple, ns: Namespace) -> str:
+    """The check of a one-dimensional ``SHAPE`` guard on what is exactly an ``np.ndarray``
+    (its ``TYPE`` guard runs first): its rank and length, which NumPy reads without building
+    the shape's tuple (``len`` of a 0-d array raises: a miss, as a failed check is)."""
+    return f"({e}.ndim == 1 and len({e}) == {exp[0]})"
 
 
 def _check_method(e: str, descriptor: object, ns: Namespace) -> str:
