@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from npdynamo.capture.guards.guard import Guard, GuardSet, frame_params
-from npdynamo.capture.guards.kinds import GuardKind
+from npdynamo.capture.guards.kinds import GuardKind, SameFunction
 from npdynamo.capture.guards.sources import (
     AttrSource,
     ClosureSource,
@@ -208,3 +208,57 @@ def test_code_objects_and_modules_are_held_and_checked_by_identity():
     finally:
         helper.__code__ = code
         namespace["G"]["np"] = np
+
+
+def bumped(v):
+    return v + 1
+
+
+class Impostor:
+    """Not a function, with a function's attributes."""
+
+    __code__ = bumped.__code__
+    __globals__ = bumped.__globals__
+    __defaults__ = None
+
+
+def test_a_function_is_the_one_seen_or_another_of_the_same_globals():
+    import gc
+    import types
+
+    fn = types.FunctionType(bumped.__code__, bumped.__globals__)
+    scope = {"f": fn}
+    f = GlobalSource("f")
+    guards = GuardSet(arg_count=1, namespace_base={"G": scope})
+    guards.add(Guard(f, K.FUNCTION, SameFunction.of(fn)))
+    guards.add(Guard(AttrSource(f, "__code__"), K.ID, fn.__code__))
+    guards.compile()
+    assert guards.ordered()[0].kind is K.FUNCTION
+    assert "() is not None or (type(" in guards.source  # the identity first
+    assert guards.check(1.0) is True
+    # the same code and globals in another function object (a closure made anew): a hit
+    scope["f"] = types.FunctionType(bumped.__code__, bumped.__globals__)
+    assert guards.check(1.0) is True
+    for other in (types.FunctionType(bumped.__code__, {}), Impostor(), bumped.__code__, None):
+        scope["f"] = other
+        assert guards.check(1.0) is False, other
+    scope["f"] = Impostor()
+    assert guards.miss_reason((1.0,)) == "type(f): expected function, got Impostor"
+    scope["f"] = types.FunctionType(bumped.__code__, {"__name__": "elsewhere"})
+    assert guards.miss_reason((1.0,)) == (
+        f"f.__globals__: expected the globals of module {__name__}, got other ones")
+    # the function seen, its code assigned: the code's own guard misses
+    scope["f"] = fn
+    try:
+        fn.__code__ = (lambda v: v - 1).__code__
+        assert guards.check(1.0) is False
+    finally:
+        fn.__code__ = bumped.__code__
+    assert guards.check(1.0) is True
+    # the function seen freed: its reference matches nothing, the type and globals decide
+    del fn, scope["f"]
+    gc.collect()
+    scope["f"] = types.FunctionType(bumped.__code__, bumped.__globals__)
+    assert guards.check(1.0) is True
+    scope["f"] = types.FunctionType(bumped.__code__, {})
+    assert guards.check(1.0) is False

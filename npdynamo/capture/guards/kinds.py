@@ -20,24 +20,26 @@ from npdynamo.capture.pysource import Namespace, literal
 class GuardKind(enum.IntEnum):
     """Guard kinds, in the order their checks run (cheap identity/type checks first)."""
 
-    TYPE = 0
-    ID = 1
-    CONSTANT = 2
-    METHOD = 3  # a bound builtin method (new on every read): which C method, whatever its self
-    LENGTH = 4
-    HAS_KEY = 5  # expected (key, present): whether a dict has that key
-    DICT_KEYS = 6
-    DTYPE = 7
-    SHAPE = 8
-    ALIAS = 9  # the same object as another source (an argument passed twice)
-    DISTINCT = 10  # not the same object as another source
-    NO_OVERLAP = 11  # a written array shares no memory with another input array
-    SIZES = 12  # symbolic sizes: the inputs' dims satisfy a graph's ``ShapeGuards``
-    OWNERS = 13  # expected ``Owners``: arrays that own their memory, distinct, some writeable
-    NONEMPTY_RANGE = 14  # expected ``NonEmptyRange``: the range of these bounds has an item
-    WRITEABLE = 15  # arrays written in place (views) are still writeable (names expected)
-    READ_ONLY = 16  # an array is read-only (a frame that writes it runs in Python)
-    NOT_ID = 17  # not the object seen at capture (an ``is`` that was False against it)
+    # (first: it reads a function's source before the guards of what lies under it do)
+    FUNCTION = 0  # expected ``SameFunction``: the function seen, or one of the same globals
+    TYPE = 1
+    ID = 2
+    CONSTANT = 3
+    METHOD = 4  # a bound builtin method (new on every read): which C method, whatever its self
+    LENGTH = 5
+    HAS_KEY = 6  # expected (key, present): whether a dict has that key
+    DICT_KEYS = 7
+    DTYPE = 8
+    SHAPE = 9
+    ALIAS = 10  # the same object as another source (an argument passed twice)
+    DISTINCT = 11  # not the same object as another source
+    NO_OVERLAP = 12  # a written array shares no memory with another input array
+    SIZES = 13  # symbolic sizes: the inputs' dims satisfy a graph's ``ShapeGuards``
+    OWNERS = 14  # expected ``Owners``: arrays that own their memory, distinct, some writeable
+    NONEMPTY_RANGE = 15  # expected ``NonEmptyRange``: the range of these bounds has an item
+    WRITEABLE = 16  # arrays written in place (views) are still writeable (names expected)
+    READ_ONLY = 17  # an array is read-only (a frame that writes it runs in Python)
+    NOT_ID = 18  # not the object seen at capture (an ``is`` that was False against it)
 
 
 @dataclass(frozen=True)
@@ -299,6 +301,33 @@ def one_dim_shape(e: str, exp: tuple, ns: Namespace) -> str:
     return f"({e}.ndim == 1 and len({e}) == {exp[0]})"
 
 
+@dataclass(frozen=True, eq=False)
+class SameFunction:
+    """The expected fact of a ``FUNCTION`` guard on a function guarded by its parts
+    (``outside_functions``): a Python function of these globals. The function seen at capture
+    is such a function (its ``__globals__`` cannot be assigned), so the check tests that
+    identity first and the type and globals only for another function (a closure made anew on
+    each call); its ``__code__`` and defaults, which may be assigned, keep their own guards."""
+
+    seen: Seen
+    globals: dict
+
+    @classmethod
+    def of(cls, fn: types.FunctionType) -> SameFunction:
+        return cls(Seen(fn), fn.__globals__)
+
+    def check(self, e: str, ns: Namespace) -> str:
+        other = (f"type({e}) is {ns.bind(types.FunctionType, 'T')} and "
+                 f"{e}.__globals__ is {ns.bind(self.globals, 'O')}")
+        return f"({self.seen.check(e, ns)} or ({other}))"
+
+    def miss(self, name: str, actual: object) -> str:
+        if type(actual) is not types.FunctionType:
+            return f"type({name}): expected function, got {type(actual).__qualname__}"
+        module = self.globals.get("__name__", "?")
+        return f"{name}.__globals__: expected the globals of module {module}, got other ones"
+
+
 def _check_method(e: str, descriptor: object, ns: Namespace) -> str:
     # Bound builtin methods compare equal when they bind the same C method to the same object:
     # binding the expected descriptor to the value's own ``__self__`` tells which method it is.
@@ -327,6 +356,11 @@ KINDS: dict[GuardKind, KindRules] = {
         lambda name, exp, actual: (
             f"type({name}): expected {_type_name(exp)}, got {type(actual).__qualname__}"
         ),
+    ),
+    GuardKind.FUNCTION: KindRules(
+        lambda e, exp, ns: exp.check(e, ns),
+        lambda name, exp: f"{name} is {obj_text(exp.seen)} or a function of its globals",
+        lambda name, exp, actual: exp.miss(name, actual),
     ),
     GuardKind.ID: KindRules(
         _check_id,
