@@ -141,6 +141,14 @@ def test_a_warm_call_is_the_dispatcher_guards_runner_and_warm_path(name):
     assert call.record.runs == runs + 1
 
 
+def outcome(fn, *args) -> tuple:
+    """What ``fn(*args)`` gives: ``(value, None)``, or ``(None, exception)`` where it raises."""
+    try:
+        return fn(*args), None
+    except Exception as exc:
+        return None, exc
+
+
 def unaligned(a):
     """A writeable copy of ``a`` whose data starts one byte past an aligned address."""
     buffer = np.zeros(a.nbytes + 1, np.uint8)
@@ -179,15 +187,9 @@ def test_other_layouts_and_dtypes_after_warm_up_stay_exact(backend, variant):
     call = graph_call(compiled) if backend == "numba" else None
     x = _variants(A)[variant]
     before = x.copy()
-    try:
-        want, want_exc = lu_doolittle(x), None
-    except Exception as exc:
-        want, want_exc = None, exc
+    want, want_exc = outcome(lu_doolittle, x)
     for _ in range(2):  # the general path, then the warm path's second look
-        try:
-            got, got_exc = compiled(x), None
-        except Exception as exc:
-            got, got_exc = None, exc
+        got, got_exc = outcome(compiled, x)
         assert type(got_exc) is type(want_exc) and str(got_exc) == str(want_exc)
         if want_exc is None:
             if backend == "eager":
@@ -243,14 +245,7 @@ def test_other_one_dimensional_arrays_after_warm_up_stay_exact(variant):
     x = _one_dim_variants(data)[variant]
     before = x.copy()
     for _ in range(2):
-        try:
-            want, want_exc = crc16(x), None
-        except Exception as exc:
-            want, want_exc = None, exc
-        try:
-            got, got_exc = compiled(x), None
-        except Exception as exc:
-            got, got_exc = None, exc
+        (want, want_exc), (got, got_exc) = outcome(crc16, x), outcome(compiled, x)
         assert type(got_exc) is type(want_exc) and str(got_exc) == str(want_exc)
         if want_exc is None:
             assert_same_value(want, got)
