@@ -274,14 +274,14 @@ class Program:
                          _eager=eager, _fallback=self._fallback,
                          _group_failed=self._group_failed,
                          _empty=np.empty, _take=take_buffer, _errstate=errstate.current,
-                         _default_errstate=errstate.DEFAULT,
+                         _default_errstates=errstate.DEFAULT_STATES,
                          _kernels_may_run=errstate.kernels_may_run)
         arglist = ", ".join(params)
         call = f"({arglist},)" if len(params) == 1 else f"({arglist})"
         lines = [
             f"def forward({arglist}):",
             # under a user's np.errstate NumPy itself must raise or warn: the eager backend
-            "    if _fell_back or (_errstate() is not _default_errstate"
+            "    if _fell_back or (_errstate() not in _default_errstates"
             " and not _kernels_may_run()):",
             f"        return _eager({arglist})",
             *("    " + line for line in sizes),
