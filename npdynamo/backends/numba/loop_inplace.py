@@ -112,11 +112,12 @@ class InPlacePlan:
         written.append(holders.index(root))
         return True
 
-    def _writable_operands(self, node: Node, inputs: list) -> set[int]:
+    def _writable_operands(self, node: Node, inputs: list, also_read: list = ()) -> set[int]:
         """Positions of ``inputs`` (a cond's operands and extras, as its branches take them)
-        that are the current loop's own carried arrays (or assignments continuing into one)
-        and that nothing reads after ``node``: marked written, so the loop copies them once
-        before its first iteration."""
+        that are the current loop's own carried arrays (or assignments continuing into one),
+        given once (not also among ``also_read``, the node's other inputs) and that nothing
+        reads after ``node``: marked written, so the loop copies them once before its first
+        iteration."""
         if not self.owners:
             return set()
         written, holders = self.owners[-1]
@@ -124,7 +125,7 @@ class InPlacePlan:
         out = set()
         for position, x in enumerate(inputs):
             meta = node_meta(x)
-            if not isinstance(x, Node) or inputs.count(x) > 1 or not isinstance(
+            if not isinstance(x, Node) or [*inputs, *also_read].count(x) > 1 or not isinstance(
                     meta, ArrayMeta) or meta.scalar:
                 continue
             root = x
