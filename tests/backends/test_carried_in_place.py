@@ -87,6 +87,33 @@ def both_kept(x, n):
     return v, u
 
 
+def column_summed(A):
+    """A column copied, updated by an inner loop, then only read: dead at the outer
+    iteration's end, so one buffer serves every outer iteration."""
+    m, n = A.shape
+    total = np.zeros(m)
+    for k in range(n):
+        v = A[:, k].copy()
+        for j in range(k):
+            v = v - 0.5 * A[:, j]
+        total = total + v
+    return total
+
+
+def last_column(A):
+    """The same column also carried out of the outer iteration (``last``): a copy each time."""
+    m, n = A.shape
+    total = np.zeros(m)
+    last = np.zeros(m)
+    for k in range(n):
+        v = A[:, k].copy()
+        for j in range(k):
+            v = v - 0.5 * A[:, j]
+        total = total + v
+        last = v
+    return total, last
+
+
 CASES = [
     (project_out, lambda: (RNG.random((20, 16)),)),
     (decay, lambda: (RNG.random(7), 40)),
@@ -96,6 +123,8 @@ CASES = [
     (old_read_after, lambda: (RNG.random(7), 40)),
     (old_read_in_the_kernel, lambda: (RNG.random(7), 40)),
     (both_kept, lambda: (RNG.random(7), 40)),
+    (column_summed, lambda: (RNG.random((6, 20)),)),
+    (last_column, lambda: (RNG.random((6, 20)),)),
 ]
 IDS = [fn.__name__ for fn, _ in CASES]
 
@@ -163,3 +192,29 @@ def test_aliased_vectors_are_not_written_in_place(loop_sources, fn, kept):
     assert loop_sources
     for lines in loop_sources:
         assert kept(lines), "\n".join(lines)
+
+
+def _loop_bodies(lines: list[str]) -> list[str]:
+    first = next(k for k, line in enumerate(lines) if line.lstrip().startswith("for "))
+    return lines[first:]
+
+
+@pytest.mark.parametrize("fn,hoisted", [(project_out, True), (column_summed, True),
+                                        (last_column, False)])
+def test_a_column_copy_dead_at_the_iterations_end_is_one_buffer(loop_sources, fn, hoisted):
+    """``v = A[:, k].copy()`` copies into one buffer allocated at entry when nothing holds
+    ``v`` after the outer iteration (also through the inner loop that updates it); a ``v``
+    carried out of the iteration (``last = v``) is a new array each time."""
+    A = RNG.random((6, 20)) if fn is not project_out else RNG.random((20, 16))
+    compiled = npdynamo.compile(fn, backend="numba")
+    run = run_both(fn, compiled, (A,), {})
+    assert_close(run.got, run.expected)
+    nests = [lines for lines in loop_sources
+             if sum(line.lstrip().startswith("for ") for line in lines) >= 2]
+    assert nests
+    for lines in nests:
+        copies = [line for line in _loop_bodies(lines) if ".copy()" in line]
+        if hoisted:
+            assert not copies and any("assign(h" in line for line in lines), "\n".join(lines)
+        else:
+            assert copies, "\n".join(lines)

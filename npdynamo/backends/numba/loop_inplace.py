@@ -7,12 +7,15 @@ contents afterwards. These rules extend that ownership to nested loops and ``con
 (the enclosing loop's copy serves them: no copy per inner loop or per branch) and to
 assignments whose earlier readers only took elements or products, so a scalar loop nest
 (Floyd-Warshall, Nussinov, Cholesky by rows) writes its matrix in place as hand-written
-numba does.
+numba does. ``stays_inside`` says which arrays are dead at the end of an iteration (one
+buffer then serves every iteration), also through a nested loop that carries one
+(Gram-Schmidt's column copy, which its inner loop updates in place).
 """
 
 from __future__ import annotations
 
-from npdynamo.backends.inplace import setitem_plan
+from npdynamo.backends.inplace import may_alias, setitem_plan
+from npdynamo.backends.numba.direct_writes import graph_outputs
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
@@ -156,3 +159,46 @@ class InPlacePlan:
         self.written = tuple(k for k, p in enumerate(holders)
                              if any(n.args[0] is p for n in roots))
 
+    def stays_inside(self, node: Node, carried: bool = False) -> bool:
+        """Whether nothing holds ``node``'s array (or a view of it) after the iteration: it
+        is read by kernels, ``matmul``, ``copy`` and as a ``setitem`` value only, never
+        returned, carried, written in place or given to a NumPy call (which might keep it).
+        ``carried``: or carried by a nested ``fori_loop`` whose results holding it are
+        (``loop_result_stays``): that loop may write it in place."""
+        for user in node.users:
+            name = getattr(user.target, "name", "")
+            if user in self.in_kernels or name in ("matmul", "copy"):
+                continue
+            if name == "setitem" and user.args[0] is not node:
+                continue
+            if name == "getitem" and user.args[0] is node and self.stays_inside(user):
+                continue
+            if carried and name == "fori_loop" and self.loop_result_stays(user, node):
+                continue
+            return False
+        return True
+
+    def loop_result_stays(self, loop: Node, node: Node) -> bool:
+        """Whether ``node``, carried once by the ``fori_loop`` ``loop`` (not a bound, not an
+        extra), is dead once the iteration around ``loop`` ends: every result of ``loop`` that
+        may hold its array (its own position, and any other the body may move it to, over
+        the iterations) is read only (``stays_inside``)."""
+        lower, upper, body, carried, *rest = loop.args
+        carried = list(carried)
+        if node in (lower, upper) or carried.count(node) != 1 or any(
+                node in extra for extra in rest) or not hasattr(body, "graph"):
+            return False
+        graph = body.graph
+        holders = graph.placeholders[1:1 + len(carried)]
+        out = graph_outputs(graph)
+        aliases = may_alias(graph)
+        keep = {carried.index(node)}
+        grown = True
+        while grown:  # positions whose value may be the array, after some iterations
+            more = {j for j, v in enumerate(out) if isinstance(v, Node) and any(
+                k < len(holders) and holders[k] in aliases.get(v, ()) for k in keep)}
+            grown = not more <= keep
+            keep |= more
+        return all(_name(user) == "tuple_item" and (
+            user.args[1] not in keep or self.stays_inside(user, carried=True))
+            for user in loop.users)

@@ -278,21 +278,6 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
         ia, ib = (self.interval(v, env) for v in node.args)
         return None if ia is None or ib is None else int_range(name, ia, ib)
 
-    def stays_inside(self, node: Node) -> bool:
-        """Whether nothing holds ``node``'s array (or a view of it) after the iteration: it
-        is read by kernels, ``matmul``, ``copy`` and as a ``setitem`` value only, never
-        returned, carried, written in place or given to a NumPy call (which might keep it)."""
-        for user in node.users:
-            name = getattr(user.target, "name", "")
-            if user in self.in_kernels or name in ("matmul", "copy"):
-                continue
-            if name == "setitem" and user.args[0] is not node:
-                continue
-            if name == "getitem" and user.args[0] is node and self.stays_inside(user):
-                continue
-            return False
-        return True
-
     def shape(self, meta: Any) -> str:
         if not isinstance(meta, ArrayMeta):
             raise NotCompilable(f"a value of no array shape ({meta!r})")
@@ -472,6 +457,15 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
         (x,) = node.args
         self.array(x, "copy")
         fresh.add(node)
+        meta = node_meta(node)
+        if self.loop_depth and meta.shape and self.stays_inside(node, carried=True) and not (
+                free_symbol_names(meta.shape) & self.loop_symbols):
+            # dead at the iteration's end: one buffer for the call (Gram-Schmidt's column
+            # ``v = A[:, k].copy()``, which its inner loop then updates in place)
+            buffer = self.fresh("h")
+            self.hoisted.append(f"{buffer} = np.empty({self.shape(meta)}, {self.dtype(meta)})")
+            self.emit(f"assign({buffer}, {self.value(x, env)})", depth)
+            return buffer
         return f"{self.value(x, env)}.copy()"
 
     def op_matmul(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:
