@@ -3,7 +3,8 @@ step) writes it in place in the numba loop program (``direct_writes(owned=True)`
 allocating a new vector per iteration; and the cases where that would be wrong keep their
 allocation: the old vector read after the kernel, read through a view at other indices,
 carried on as another value, or reached through another input of the loop (``held[0]`` of
-``held = [v]``), and a start value that is the caller's argument. Eager bitwise, numba at its
+``held = [v]``) or through a view taken before an inner loop rebinds it (``w = v[:]``), and a
+start value that is the caller's argument. Eager bitwise, numba at its
 tolerance, argument states, one graph and no break."""
 
 from __future__ import annotations
@@ -87,6 +88,31 @@ def both_kept(x, n):
     return v, u
 
 
+def view_kept(x, n):
+    """``w = v[:]`` views the outer loop's vector and is read after the inner loop rebinds
+    ``v``: the inner loop may not write the outer's vector in place (``w`` keeps its values)."""
+    v = x.copy()
+    t = np.zeros_like(x)
+    for _ in range(n):
+        w = v[:]
+        for _ in range(20):
+            v = v * 0.5 + 1.0
+        t = t + w
+    return v, t
+
+
+def reshaped_kept(x, n):
+    """The same through a reshape (a NumPy call giving a view) and a read after the loop."""
+    v = x.copy()
+    t = np.zeros(x.shape[0])
+    for _ in range(n):
+        w = v.reshape(-1)
+        for _ in range(20):
+            v = v * 0.5 + 1.0
+        t = t + w
+    return v, t
+
+
 def last_column(A):
     """A column copied and updated by an inner loop (as Gram-Schmidt's), also carried out of
     the outer iteration (``last``): a new copy each time, not one buffer."""
@@ -112,6 +138,8 @@ CASES = [
     (old_read_in_the_kernel, lambda: (RNG.random(7), 40)),
     (both_kept, lambda: (RNG.random(7), 40)),
     (last_column, lambda: (RNG.random((6, 20)),)),
+    (view_kept, lambda: (RNG.random(7), 20)),
+    (reshaped_kept, lambda: (RNG.random(7), 20)),
 ]
 IDS = [fn.__name__ for fn, _ in CASES]
 
