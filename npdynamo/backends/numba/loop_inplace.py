@@ -54,6 +54,7 @@ class InPlacePlan:
         self.written: tuple[int, ...] = ()
         self.owners: list[tuple[list[int], list[Node]]] = []
         self.shared: dict[Node, set[int]] = {}
+        self._aliases: dict[int, tuple[Graph, dict]] = {}  # per graph: may_alias, narrowed
 
     def _plan_branch_writes(self, graph: Graph, writable: set[int]) -> None:
         """A branch of a ``cond`` whose input array at ``writable`` positions is the loop's
@@ -128,7 +129,11 @@ class InPlacePlan:
             return set()
         written, holders = self.owners[-1]
         order = {n: k for k, n in enumerate(node.graph.nodes)}
-        aliases = may_alias(node.graph, narrow_loop_results)
+        cached = self._aliases.get(id(node.graph))
+        if cached is None or cached[0] is not node.graph:  # (once per graph, not per node)
+            cached = self._aliases[id(node.graph)] = (
+                node.graph, may_alias(node.graph, narrow_loop_results))
+        aliases = cached[1]
         out = set()
         for position, x in enumerate(inputs):
             meta = node_meta(x)
