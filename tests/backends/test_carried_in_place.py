@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 import npdynamo
 from benchmarks.loop_kernels import gram_schmidt as project_out
@@ -232,3 +235,24 @@ def test_a_column_copy_dead_at_the_iterations_end_is_one_buffer(loop_sources, fn
             assert not copies and any("assign(h" in line for line in lines), "\n".join(lines)
         else:
             assert copies, "\n".join(lines)
+
+
+_TRIPS = {fn: npdynamo.compile(fn, backend="numba")
+          for fn in (decay, via_list, reversed_mix, old_read_in_the_kernel, view_kept)}
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(fn=st.sampled_from(sorted(_TRIPS, key=lambda f: f.__name__)), n=st.integers(0, 40),
+       x=arrays(np.float64, 7, elements=st.floats(-1e3, 1e3)))
+def test_any_trip_count_and_values(fn, n, x):
+    """The loops run once at 20 trips (formed: one entry for every trip count that runs the
+    loop; an empty range is a second graph), then on drawn trip counts, zero included (the
+    loop returns what it was given: no copy was made)."""
+    compiled = _TRIPS[fn]
+    run_both(fn, compiled, (np.ones(7), 20), {})
+    run = run_both(fn, compiled, (x, n), {})
+    assert_close(run.got, run.expected)
+    assert_close(run.comp_args, run.plain_args, "args after the call")
+    found = npdynamo.inspect(compiled)
+    assert len(found.graphs) <= 2 and not any(e.graph_break for e in found.entries)
