@@ -54,3 +54,17 @@ def test_a_long_module_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(rules, "PACKAGE", package)
     (found,) = rules.long_modules()
     assert found.startswith("npdynamo/long.py: 601 lines")
+
+
+def test_a_capture_module_without_a_test_file_of_its_name_is_reported(tmp_path, monkeypatch):
+    package, tests = tmp_path / "npdynamo", tmp_path / "tests"
+    (package / "capture" / "flow").mkdir(parents=True)
+    (tests / "capture").mkdir(parents=True)
+    for name in ("__init__.py", "tested.py", "flow/loops.py", "flow/untested.py"):
+        (package / "capture" / name).write_text("")
+    for name in ("test_tested.py", "test_loops.py"):
+        (tests / "capture" / name).write_text("")
+    monkeypatch.setattr(rules, "PACKAGE", package)
+    monkeypatch.setattr(rules, "TESTS", tests)
+    assert rules.capture_modules_without_tests() == [
+        "npdynamo/capture/flow/untested.py: no tests/**/test_untested.py (add one)"]

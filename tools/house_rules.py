@@ -6,6 +6,8 @@
   (``config.environment``), so ``config.ENVIRONMENT`` lists them all.
 * No module of the package is longer than ``MAX_LINES`` lines (split a module by job, not by
   joining lines).
+* Tests mirror capture's modules: each module under ``npdynamo/capture`` has a test file of its
+  name (``test_<module>.py``) somewhere under ``tests/``, as a newcomer looks for it.
 
 Run as ``python tools/house_rules.py`` (exit status 1 and one line per breach) or through
 ``tests/test_house_rules.py``.
@@ -23,6 +25,7 @@ GENERATED_CODE_HOME = PACKAGE / "generated.py"
 #: the only module that reads ``NPDYNAMO_*`` environment variables
 CONFIG = PACKAGE / "config.py"
 MAX_LINES = 600
+TESTS = PACKAGE.parent / "tests"
 
 
 def _modules() -> list[Path]:
@@ -102,7 +105,15 @@ def long_modules() -> list[str]:
     return found
 
 
-CHECKS = (exec_outside_home, knobs_outside_config, long_modules)
+def capture_modules_without_tests() -> list[str]:
+    """Modules of ``npdynamo/capture`` with no ``test_<module>.py`` under ``tests/``."""
+    tested = {path.name for path in TESTS.rglob("test_*.py")}
+    return [f"{path.relative_to(PACKAGE.parent)}: no tests/**/test_{path.name} (add one)"
+            for path in sorted((PACKAGE / "capture").rglob("*.py"))
+            if path.name != "__init__.py" and f"test_{path.name}" not in tested]
+
+
+CHECKS = (exec_outside_home, knobs_outside_config, long_modules, capture_modules_without_tests)
 
 
 def breaches() -> list[str]:

@@ -4,7 +4,8 @@ Shared by the backends (below ``eager``, ``numba`` and ``compile``): a backend t
 reorders NumPy's error reporting, or writes before it knows nothing will raise, must know per
 call whether NumPy would only warn as usual. NumPy 2 keeps the
 error state in a context variable whose value object changes whenever the state does, so one
-``ContextVar.get`` and an identity test (~50 ns) tell the default state apart.
+``ContextVar.get`` and a test against the states known to be the default (~50 ns) tell the
+default state apart.
 """
 
 from __future__ import annotations
@@ -32,6 +33,14 @@ except (ImportError, AttributeError):  # pragma: no cover - another NumPy layout
     def current() -> object:
         return DEFAULT if np.geterr() == _DEFAULT_DICT else None
 
+
+#: The error state objects known to be the default one: ``DEFAULT`` and those found equal to it
+#: (``np.seterr(**old)`` restores an equal state in another object, and a warm path testing
+#: identity with ``DEFAULT`` alone would take its general path for good after it). Generated warm
+#: paths test ``current() in DEFAULT_STATES``: an object hashes by identity, so this costs about
+#: what ``is`` does. Held, so no id is ever reused; bounded, beyond which the general path serves.
+DEFAULT_STATES: set = {DEFAULT}
+_MAX_DEFAULT_STATES = 16
 
 # The warnings filters last seen (the list object itself, kept so its id is never reused) and
 # whether a RuntimeWarning could become an exception under them.
@@ -66,13 +75,16 @@ def error_state_kind() -> str:
     default does not)."""
     global _seen_state, _seen_kind
     state = current()
-    if state is DEFAULT:
+    if state in DEFAULT_STATES:
         return "default"
     if state is not _seen_state or state is None:
         errors = np.geterr()
         _seen_kind = ("default" if errors == _DEFAULT_ERRORS
                       else "ignore" if all(v == "ignore" for v in errors.values()) else "other")
         _seen_state = state
+        if _seen_kind == "default" and state is not None and \
+                len(DEFAULT_STATES) < _MAX_DEFAULT_STATES:
+            DEFAULT_STATES.add(state)
     return _seen_kind
 
 

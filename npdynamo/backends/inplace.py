@@ -290,12 +290,16 @@ def same_array_meta(node: Node, holder: Node) -> bool:
             and same_shape(want.shape, have.shape))
 
 
-def may_alias(graph: Graph) -> dict[Node, frozenset[Node]]:
-    """For each value, the arrays (inputs, or ufunc results) whose memory it may share."""
+def may_alias(graph: Graph, narrow: Callable[[Node, dict], frozenset[Node] | None] | None = None
+              ) -> dict[Node, frozenset[Node]]:
+    """For each value, the arrays (inputs, or ufunc results) whose memory it may share.
+    ``narrow(node, owners)``: a smaller set where the caller knows one (a loop's result), or
+    None."""
     owners: dict[Node, frozenset[Node]] = {p: frozenset({p}) for p in graph.placeholders}
     for node in graph.nodes:
         if node.op == "call_function":
-            owners[node] = _shared_memory(node, owners)
+            known = narrow(node, owners) if narrow is not None else None
+            owners[node] = known if known is not None else _shared_memory(node, owners)
     return owners
 
 

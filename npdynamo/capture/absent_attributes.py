@@ -11,7 +11,9 @@ read is a graph break: Python then runs the line and raises or not, as it would.
 
 The same holds for a method found on the class (``class_function``): the entry inlines that
 function, so it must not serve a call where the class holds another one, or where the instance
-has since been given an attribute of that name, which Python would read first. And for a field
+has since been given an attribute of that name, which Python would read first. A static or class
+method, or a property, is guarded the same way on the descriptor itself (``class_descriptor``),
+and its function on its code and defaults, as any function read from outside. And for a field
 of a namedtuple (``namedtuple_field``): ``p.x`` is ``p[i]`` while the class's ``x`` is the
 field's descriptor and the class keeps tuple's own attribute lookup and item access.
 """
@@ -26,7 +28,7 @@ from npdynamo.capture.guards import AttrSource, GuardKind, ItemSource, Source
 from npdynamo.capture.hooks.compiled_function import CompiledFunction
 from npdynamo.capture.hooks.dispatch import original_function
 from npdynamo.capture.translator import Frame
-from npdynamo.capture.values import Value
+from npdynamo.capture.values import UserObjectValue, Value
 
 
 def missing_attribute(frame: Frame, obj: object, source: Source | None,
@@ -73,6 +75,64 @@ def class_function(frame: Frame, obj: object, source: Source | None, name: str) 
     frame.ctx.guard(AttrSource(AttrSource(source, "__class__"), name), GuardKind.ID, found)
     if hasattr(obj, "__dict__"):
         frame.ctx.guard(AttrSource(source, "__dict__"), GuardKind.HAS_KEY, (name, False))
+
+
+def descriptor_function(frame: Frame, obj: UserObjectValue, name: str, member: str,
+                        shadowed_by_instance: bool) -> Value:
+    """The function behind the descriptor ``obj.name`` finds on its class (``member``: a static
+    or class method's ``__func__``, a property's ``fget``), guarded to stay so: no class before
+    its owner in the MRO has gained the name, the owner's ``__dict__`` holds the same
+    descriptor (its members are read-only: fixed with it), the function's code and defaults
+    are the same, and, for a descriptor an instance attribute would shadow, the instance has no
+    attribute of that name. Nothing is guarded for an object with no source (see
+    ``class_function``)."""
+    fn = getattr(class_attribute_of_type(type(obj.obj), name), member)
+    if obj.source is None:
+        return frame.ctx.builder.class_member(fn, None)
+    found = class_lookup(frame, obj.obj, obj.source, name)
+    if found is None:
+        raise frame.unsupported(f"the class attribute .{name} cannot be guarded")
+    if shadowed_by_instance and hasattr(obj.obj, "__dict__"):
+        frame.ctx.guard(AttrSource(obj.source, "__dict__"), GuardKind.HAS_KEY, (name, False))
+    return frame.ctx.builder.class_member(fn, AttrSource(found, member))
+
+
+def class_lookup(frame: Frame, obj: object, source: Source, name: str) -> Source | None:
+    """Guard what looking ``name`` up in ``obj``'s class finds (the lookup of a special method,
+    which skips the instance): no class before the owner in the MRO has gained the name, and
+    the owner's ``__dict__`` holds the same object, whose source is returned; when no class
+    has it, that none has gained it (None)."""
+    mro = AttrSource(AttrSource(source, "__class__"), "__mro__")
+    for i, base in enumerate(type(obj).__mro__):
+        namespace = AttrSource(ItemSource(mro, i), "__dict__")
+        if name in base.__dict__:
+            found = ItemSource(namespace, name)
+            if base.__module__ != "builtins":
+                frame.ctx.guard(found, GuardKind.ID, base.__dict__[name])
+            return found
+        if base.__module__ != "builtins":  # (builtin types cannot gain attributes)
+            frame.ctx.guard(namespace, GuardKind.HAS_KEY, (name, False))
+    return None
+
+
+def class_method(frame: Frame, obj: UserObjectValue, name: str,
+                 fn: types.FunctionType) -> Value:
+    """The function ``fn`` that ``obj.name`` finds on ``obj``'s class, guarded to stay so."""
+    class_function(frame, obj.obj, obj.source, name)
+    # read again through the class (the guard above pins it there), unless the class holds a
+    # compiled function, inlined as its original
+    plain = obj.source is not None and class_attribute_of_type(type(obj.obj), name) is fn
+    found = AttrSource(AttrSource(obj.source, "__class__"), name) if plain else None
+    return frame.ctx.builder.class_member(fn, found)
+
+
+def special_method(frame: Frame, obj: UserObjectValue, name: str) -> Value:
+    """The function a special method's lookup (on the class, not the instance) finds for
+    ``obj``, guarded to stay so: the class may be given another, or its code replaced."""
+    method = class_attribute(obj.obj, name)
+    found = None if obj.source is None else class_lookup(frame, obj.obj, obj.source, name)
+    raw = class_attribute_of_type(type(obj.obj), name)
+    return frame.ctx.builder.class_member(method, found if raw is method else None)
 
 
 #: The descriptor ``collections.namedtuple`` (and ``typing.NamedTuple``) puts on its class for

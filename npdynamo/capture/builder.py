@@ -177,6 +177,15 @@ class ValueBuilder:
             return ScalarInputValue(value, source, install, node)
         return GuardedConst(value, source, install)
 
+    def class_member(self, value: object, source: Source | None) -> Value:
+        """A function read from a class attribute, at ``source`` where identity guards already
+        installed fix it there: a user function is then guarded on its code and defaults too
+        (they may be assigned in place, as a reloader does)."""
+        if source is not None and isinstance(value, types.FunctionType) and not (
+                is_disabled(value) or is_trusted_name(value)):
+            return self.function(value, source, pinned=True)
+        return self.wrap(value, None)
+
     def _wrap_unguarded(self, value: object) -> Value:
         if is_disabled(value):
             return constant_value(value)
@@ -368,7 +377,8 @@ class ValueBuilder:
             ctx.guard(source, GuardKind.SHAPE, value.shape)
         return ArrayValue(ctx.add_placeholder(value, source, dynamic), source)
 
-    def function(self, fn: types.FunctionType, source: Source | None) -> FunctionValue:
+    def function(self, fn: types.FunctionType, source: Source | None,
+                 pinned: bool = False) -> FunctionValue:
         original = original_function(fn)
         if original is not None:  # a compiled function called from a compiled one: inline it
             if source is not None:
@@ -379,7 +389,7 @@ class ValueBuilder:
             raise self.ctx.unsupported(
                 f"{fn.__qualname__} is marked npdynamo.disable, so it is never captured"
             )
-        return read_function(self, fn, source)
+        return read_function(self, fn, source, pinned)
 
 
 #: Unbound methods of builtin types (``list.append``): a method pair's first half after a break.

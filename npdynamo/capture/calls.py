@@ -18,10 +18,12 @@ from npdynamo import ops
 from npdynamo.capture.absent_attributes import (
     class_attribute,
     class_attribute_of_type,
-    class_function,
+    class_method,
+    descriptor_function,
     missing_attribute,
     namedtuple_field,
     no_attribute,
+    special_method,
 )
 from npdynamo.capture.builder import (
     constant_value,
@@ -189,7 +191,7 @@ def call_value(frame: Frame, fn: Value, args: list[Value], kwargs: dict[str, Val
     if isinstance(fn, UserObjectValue):
         call = class_attribute(fn.obj, "__call__")
         if isinstance(call, types.FunctionType):
-            return inline_call(frame, frame.ctx.builder.wrap(call, None), [fn, *args], kwargs)
+            return inline_call(frame, special_method(frame, fn, "__call__"), [fn, *args], kwargs)
     raise frame.unsupported(f"calling a {_describe(fn)} is not supported")
 
 
@@ -437,8 +439,7 @@ def load_method(frame: Frame, obj: Value, name: str) -> tuple[Value, Value]:
     if isinstance(obj, UserObjectValue):
         attr = class_attribute(obj.obj, name)
         if isinstance(attr, types.FunctionType) and name not in getattr(obj.obj, "__dict__", {}):
-            class_function(frame, obj.obj, obj.source, name)
-            return frame.ctx.builder.wrap(attr, None), obj
+            return class_method(frame, obj, name, attr), obj
     return NULL, get_attr(frame, obj, name)
 
 
@@ -559,7 +560,7 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
     if isinstance(class_attr, property):
         if class_attr.fget is None:
             raise UserCodeRaises(AttributeError(f"property {name!r} has no getter"))
-        getter = ctx.builder.wrap(class_attr.fget, None)
+        getter = descriptor_function(frame, obj, name, "fget", shadowed_by_instance=False)
         return inline_call(frame, getter, [obj], {})
     instance_dict = getattr(obj.obj, "__dict__", None)
     data = hasattr(type(class_attr), "__set__") or hasattr(type(class_attr), "__delete__")
@@ -575,12 +576,11 @@ def user_attr(frame: Frame, obj: UserObjectValue, name: str) -> Value:
     if instance_dict is not None and name in instance_dict:
         value = ctx.builder.wrap(instance_dict[name], AttrSource(obj.source, name))
     elif isinstance(class_attr, types.FunctionType):
-        class_function(frame, obj.obj, obj.source, name)
-        value = BoundMethodValue(ctx.builder.wrap(class_attr, None), obj)
-    elif isinstance(class_attr, staticmethod):
-        value = ctx.builder.wrap(class_attr.__func__, None)
-    elif isinstance(class_attr, classmethod):
-        value = BoundMethodValue(ctx.builder.wrap(class_attr.__func__, None), Const(klass))
+        value = BoundMethodValue(class_method(frame, obj, name, class_attr), obj)
+    elif isinstance(class_attr, (staticmethod, classmethod)):
+        func = descriptor_function(frame, obj, name, "__func__", shadowed_by_instance=True)
+        value = func if isinstance(class_attr, staticmethod) else BoundMethodValue(func,
+                                                                                  Const(klass))
     elif class_attr is not None and not hasattr(class_attr, "__get__"):
         value = ctx.builder.wrap(getattr(obj.obj, name), AttrSource(obj.source, name))
     elif hasattr(class_attr, "__get__"):

@@ -44,15 +44,17 @@ if TYPE_CHECKING:
 
 
 def read_function(
-    builder: ValueBuilder, fn: types.FunctionType, source: Source | None
+    builder: ValueBuilder, fn: types.FunctionType, source: Source | None, pinned: bool = False
 ) -> FunctionValue:
-    """``fn`` (a plain user function, neither disabled nor compiled) as a value to inline."""
+    """``fn`` (a plain user function, neither disabled nor compiled) as a value to inline.
+    ``pinned``: the object at ``source`` is ``fn`` by guards already installed (a read-only
+    member of a class descriptor guarded by identity); its code and defaults are guarded."""
     ctx = builder.ctx
-    loose = source is not None and _by_contents(fn)
+    loose = source is not None and not pinned and _by_contents(fn)
     if source is not None:
         if loose:  # (type and globals; the function itself first, which implies both)
             ctx.guard(source, GuardKind.FUNCTION, SameFunction.of(fn))
-        else:
+        elif not pinned:
             ctx.guard(source, GuardKind.ID, fn)
         # __code__, __defaults__ and __kwdefaults__ may be assigned, whatever the identity
         ctx.guard(AttrSource(source, "__code__"), GuardKind.ID, fn.__code__)

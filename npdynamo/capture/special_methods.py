@@ -12,6 +12,7 @@ from __future__ import annotations
 import types
 
 from npdynamo.capture import containers
+from npdynamo.capture.absent_attributes import class_lookup, special_method
 from npdynamo.capture.calls import class_attribute, inline_call
 from npdynamo.capture.containers import truthiness
 from npdynamo.capture.errors import UserCodeRaises
@@ -79,6 +80,8 @@ def _call_special(frame: Frame, value: Value, name: str, args: list[Value]):
             return NOT_IMPLEMENTED  # a builtin's method given a user object
         raise frame.unsupported(f"{klass.__name__}.{name} with a user object")
     method = class_attribute(value.obj, name)
+    if method is None or method is getattr(object, name, None):
+        _guard_lookup(frame, value, name)  # a later call must find it so too
     if method is None:
         return NOT_IMPLEMENTED
     if method is getattr(object, name, None):
@@ -87,10 +90,17 @@ def _call_special(frame: Frame, value: Value, name: str, args: list[Value]):
         raise frame.unsupported(
             f"{klass.__qualname__}.{name} is not a Python function, so it cannot be inlined"
         )
-    result = inline_call(frame, frame.ctx.builder.wrap(method, None), [value, *args], {})
+    result = inline_call(frame, special_method(frame, value, name), [value, *args], {})
     if isinstance(result, Const) and result.value is NotImplemented:
         return NOT_IMPLEMENTED
     return result
+
+
+def _guard_lookup(frame: Frame, value: UserObjectValue, name: str) -> None:
+    """Guard what the lookup of the special method ``name`` finds on the object's class (a
+    method, object's own, or nothing), where the object can be read again."""
+    if value.source is not None:
+        class_lookup(frame, value.obj, value.source, name)
 
 
 def _object_default(frame: Frame, value: Value, name: str, args: list[Value]):
@@ -143,6 +153,8 @@ def user_binary_op(frame: Frame, symbol: str, left: Value, right: Value) -> Valu
 def user_truthiness(frame: Frame, value: UserObjectValue) -> bool:
     """``bool(obj)``: its ``__bool__``, else its ``__len__``, else True."""
     klass = _python_class(frame, value)
+    for name in ("__bool__", "__len__"):  # a later call must find the same ones, or none
+        _guard_lookup(frame, value, name)
     if class_attribute(value.obj, "__bool__") is not None:
         result = _call_special(frame, value, "__bool__", [])
         if not (isinstance(result, Const) and type(result.value) is bool):

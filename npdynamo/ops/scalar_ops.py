@@ -149,7 +149,11 @@ def _py_sqrt_rule(a: object) -> ScalarMeta:
         return ScalarMeta(float)
     if isinstance(a, ArrayMeta) and a.shape == () and a.dtype.kind in "biuf":
         return ScalarMeta(float)
-    raise UnsupportedArguments("py_sqrt: math.sqrt of a real 0-d value is computed in the graph")
+    what = (f"a {a.dtype} value of shape {a.shape}" if isinstance(a, ArrayMeta)
+            else f"a {getattr(a, 'type', type(a)).__name__}")
+    raise UnsupportedArguments(
+        f"py_sqrt: math.sqrt of {what} runs in Python (only a real number is computed in the "
+        "graph: Python's conversion of anything else raises or warns)")
 
 
 #: ``math.sqrt(x)`` of a 0-d graph array, NumPy scalar or dynamic Python number.

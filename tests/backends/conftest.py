@@ -27,3 +27,20 @@ def monkeypatch_parallel(monkeypatch):
 
     monkeypatch.setattr(threads, "PARALLEL_MIN_ELEMENTS", 0)
     monkeypatch.setenv("NPDYNAMO_NUMBA_PARALLEL", "auto")
+
+
+@pytest.fixture
+def loop_sources(monkeypatch) -> list[list[str]]:
+    """The source lines of every numba loop program written while the test runs."""
+    from npdynamo.backends.numba import loop_program
+
+    sources: list[list[str]] = []
+    written = loop_program._loop_source
+
+    def keep(*args, **kwargs):
+        writer = written(*args, **kwargs)
+        sources.append(writer.lines)
+        return writer
+
+    monkeypatch.setattr(loop_program, "_loop_source", keep)
+    return sources

@@ -99,9 +99,11 @@ def test_an_array_read_from_an_attribute_keeps_its_tests():
     assert condition.count("type(") == 1  # (``scale`` is a frame argument: guarded)
 
 
-def python_calls(fn, *args) -> tuple[list[str], int]:
+def python_calls(fn, *args, restored: bool = False) -> tuple[list[str], int]:
     """The Python functions one call of ``fn`` runs (not builtins, nor numba's own: its
-    machine code boxing a new array calls ``numba.core.serialize``) and its deepest frame."""
+    machine code boxing a new array calls ``numba.core.serialize``) and its deepest frame.
+    ``restored``: under an error state that ``np.seterr(**old)`` put back (equal to the
+    default, another object), after one call under it."""
     names, depth, deepest = [], 0, 0
 
     def profile(frame, event, arg):
@@ -116,29 +118,34 @@ def python_calls(fn, *args) -> tuple[list[str], int]:
             depth -= 1
 
     def call() -> None:
+        if restored:
+            np.seterr(**np.seterr(all="raise"))
+            fn(*args)
         sys.setprofile(profile)
         try:
             fn(*args)
         finally:
             sys.setprofile(None)
 
-    # in a fresh context, whose NumPy error state is the default object itself: an earlier
-    # test's ``np.seterr(**old)`` leaves an equal state but another object, and the warm path
-    # (which tests identity) then takes the general path, two calls deeper
+    # in a fresh context, whose NumPy error state is the default object itself (another test's
+    # ``np.seterr`` stays in the context it ran in)
     contextvars.Context().run(call)
     return names, deepest
 
 
+@pytest.mark.parametrize("restored", [False, True], ids=["default", "restored"])
 @pytest.mark.parametrize("name", sorted(KERNELS))
-def test_a_warm_call_is_the_dispatcher_guards_runner_and_warm_path(name):
+def test_a_warm_call_is_the_dispatcher_guards_runner_and_warm_path(name, restored):
+    # restored: ``np.seterr(**old)`` gives a state equal to the default in another object; the
+    # warm path, which tested identity with the default, took its general path for good
     fn, make = KERNELS[name]
     args = make()
     compiled, call = warmed(fn, *args)
     runs = call.record.runs
-    names, deepest = python_calls(compiled, *args)
+    names, deepest = python_calls(compiled, *args, restored=restored)
     assert names == [fn.__name__, "check", "run", "run"], names
     assert deepest == 3  # (the machine code's numba frames below)
-    assert call.record.runs == runs + 1
+    assert call.record.runs == runs + 1 + restored
 
 
 def outcome(fn, *args) -> tuple:

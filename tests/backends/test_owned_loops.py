@@ -115,22 +115,13 @@ def test_an_inner_loop_writes_in_place_inside_an_outer_one():
     assert inner
 
 
-def test_a_cond_that_reads_elements_leaves_the_matrix_owned(monkeypatch):
+def test_a_cond_that_reads_elements_leaves_the_matrix_owned(loop_sources):
     """Smith-Waterman: a ``cond`` reads ``H[i - 1, j - 1]`` and gives a number, then
     ``H[i, j] = h``: the numba loop writes ``H`` in place (one copy before the loops, none
     per element)."""
     from benchmarks.loop_kernels import smith_waterman
-    from npdynamo.backends.numba import loop_program
 
-    sources = []
-    written = loop_program._loop_source
-
-    def keep(*args, **kwargs):
-        writer = written(*args, **kwargs)
-        sources.append(writer.lines)
-        return writer
-
-    monkeypatch.setattr(loop_program, "_loop_source", keep)
+    sources = loop_sources
     args = (RNG.integers(0, 4, 20), RNG.integers(0, 4, 23), 2.0, -1.0, 1.0)
     compiled = npdynamo.compile(smith_waterman, backend="numba")
     run = run_both(smith_waterman, compiled, args, {})

@@ -1,5 +1,5 @@
 """Programs whose arrays are built by list comprehensions, shared by ``test_comprehension_arrays``
-and ``test_comprehension_loops`` (k-means as numba's own examples write it)."""
+and ``test_comprehensions`` (k-means as numba's own examples write it)."""
 
 from __future__ import annotations
 

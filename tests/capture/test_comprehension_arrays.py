@@ -190,3 +190,9 @@ def test_sqrt_exports_to_onnx():
     session = ort.InferenceSession(model.SerializeToString())
     (got,) = session.run(None, {session.get_inputs()[0].name: x})
     np.testing.assert_allclose(got, normalised(x), rtol=1e-15)
+
+
+def test_the_break_of_math_sqrt_of_a_complex_says_what_it_was_given():
+    report = npdynamo.explain(sqrt_of_complex)(X + 1j)
+    (reason,) = [b.reason for b in report.break_reasons]
+    assert "math.sqrt of a complex128 value" in reason and "runs in Python" in reason, reason

@@ -19,7 +19,7 @@ import pytest
 
 import npdynamo
 from tests.capture.comprehension_programs import kmeans
-from tests.capture.test_comprehension_loops import formed
+from tests.capture.test_comprehensions import formed
 from tests.differential import check_same, check_same_warnings, run_both
 
 RNG = np.random.default_rng(3)

@@ -22,11 +22,12 @@ from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.inplace import may_alias
 from npdynamo.backends.numba import diskcache, front, histograms, threads
 from npdynamo.backends.numba.codegen import generate_kernel
+from npdynamo.backends.numba.direct_writes import direct_writes, needs_calm_state
 from npdynamo.backends.numba.fusion import partition
 from npdynamo.backends.numba.loop_program import loop_programs, whole_graph_program
 from npdynamo.backends.numba.masked_loops import expand_masked_reductions
 from npdynamo.backends.numba.moments import expand_moments
-from npdynamo.backends.numba.program import Program, direct_writes, needs_calm_state
+from npdynamo.backends.numba.program import Program
 from npdynamo.backends.numba.region_writes import expand_region_writes
 from npdynamo.backends.numba.report import TUNING_PENDING, NumbaReport  # noqa: F401
 from npdynamo.backends.numba.subgraphs import compile_subgraphs

@@ -35,12 +35,13 @@ class ControlFlowCode:
                                    vals(body_extra), depth)
         lower, upper, body_fn, carried, body_extra = (*given, ())[:5]
         # a carried array that is the enclosing loop's own (read by nothing after this loop)
-        # needs no copy of its own: the enclosing loop copied it once
-        shared = self._writable_operands(node, list(carried))
+        # needs no copy of its own: the enclosing loop copied it once. Not one the body also
+        # reads as an extra (``held[0]`` of ``held = [v]``): writing it would change that
+        shared = self._writable_operands(node, list(carried), also_read=list(body_extra))
         # an array allocated here that only this loop reads is the loop's own already: no
         # copy before its first iteration (a zero-trip loop returns it, a new array too)
         shared |= {k for k, v in enumerate(carried) if isinstance(v, Node) and v in fresh
-                   and len(v.users) == 1 and list(carried).count(v) == 1}
+                   and len(v.users) == 1 and [*carried, *body_extra].count(v) == 1}
         self.shared[node] = shared
         return self.emit_fori(self.value(lower, env), self.value(upper, env), body_fn,
                               vals(carried), vals(body_extra), depth, shared)

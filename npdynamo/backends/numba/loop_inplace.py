@@ -7,12 +7,17 @@ contents afterwards. These rules extend that ownership to nested loops and ``con
 (the enclosing loop's copy serves them: no copy per inner loop or per branch) and to
 assignments whose earlier readers only took elements or products, so a scalar loop nest
 (Floyd-Warshall, Nussinov, Cholesky by rows) writes its matrix in place as hand-written
-numba does.
+numba does. ``stays_inside`` says which arrays are dead at the end of an iteration (one
+buffer then serves every iteration), also through a nested loop that carries one
+(Gram-Schmidt's column copy, which its inner loop updates in place).
 """
 
 from __future__ import annotations
 
-from npdynamo.backends.inplace import setitem_plan
+from collections.abc import Callable
+
+from npdynamo.backends.inplace import may_alias, setitem_plan
+from npdynamo.backends.numba.direct_writes import graph_outputs
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
@@ -49,6 +54,7 @@ class InPlacePlan:
         self.written: tuple[int, ...] = ()
         self.owners: list[tuple[list[int], list[Node]]] = []
         self.shared: dict[Node, set[int]] = {}
+        self._aliases: dict[int, tuple[Graph, dict]] = {}  # per graph: may_alias, narrowed
 
     def _plan_branch_writes(self, graph: Graph, writable: set[int]) -> None:
         """A branch of a ``cond`` whose input array at ``writable`` positions is the loop's
@@ -112,19 +118,26 @@ class InPlacePlan:
         written.append(holders.index(root))
         return True
 
-    def _writable_operands(self, node: Node, inputs: list) -> set[int]:
+    def _writable_operands(self, node: Node, inputs: list, also_read: list = ()) -> set[int]:
         """Positions of ``inputs`` (a cond's operands and extras, as its branches take them)
-        that are the current loop's own carried arrays (or assignments continuing into one)
-        and that nothing reads after ``node``: marked written, so the loop copies them once
-        before its first iteration."""
+        that are the current loop's own carried arrays (or assignments continuing into one),
+        given once (not also among ``also_read``, the node's other inputs) and that nothing
+        reads after ``node``, nor through a view or another value that may share its memory
+        (``_shared_after``): marked written, so the loop copies them once before its first
+        iteration."""
         if not self.owners:
             return set()
         written, holders = self.owners[-1]
         order = {n: k for k, n in enumerate(node.graph.nodes)}
+        cached = self._aliases.get(id(node.graph))
+        if cached is None or cached[0] is not node.graph:  # (once per graph, not per node)
+            cached = self._aliases[id(node.graph)] = (
+                node.graph, may_alias(node.graph, narrow_loop_results))
+        aliases = cached[1]
         out = set()
         for position, x in enumerate(inputs):
             meta = node_meta(x)
-            if not isinstance(x, Node) or inputs.count(x) > 1 or not isinstance(
+            if not isinstance(x, Node) or [*inputs, *also_read].count(x) > 1 or not isinstance(
                     meta, ArrayMeta) or meta.scalar:
                 continue
             root = x
@@ -135,9 +148,27 @@ class InPlacePlan:
                 continue
             if x is not root and any(u is not node for u in x.users):
                 continue
+            if self._shared_after(node, x, order, aliases):
+                continue
             out.add(position)
             written.append(holders.index(root))
         return out
+
+    @staticmethod
+    def _shared_after(node: Node, x: Node, order: dict, aliases: dict) -> bool:
+        """Whether an array computed before ``node`` that may share ``x``'s memory (a view
+        ``w = v[:]``, a reshape) is read by ``node`` or after it: writing ``x`` in place would
+        change what it reads (the loop rebinds ``v``; ``w`` keeps the old array's values)."""
+        mine = aliases.get(x, frozenset())
+        at = order[node]
+        for other, owners in aliases.items():
+            meta = node_meta(other)
+            if other is x or order.get(other, at) >= at or not owners & mine or not isinstance(
+                    meta, ArrayMeta) or meta.scalar:
+                continue
+            if any(order.get(u, at) >= at for u in other.users):
+                return True
+        return False
 
     def _plan_carried_writes(self, graph: Graph, offset: int, count: int) -> None:
         """Which ``setitem`` nodes of a loop body write its carried arrays in place: the eager
@@ -155,3 +186,84 @@ class InPlacePlan:
         self.written = tuple(k for k, p in enumerate(holders)
                              if any(n.args[0] is p for n in roots))
 
+    def stays_inside(self, node: Node, carried: bool = False) -> bool:
+        """Whether nothing holds ``node``'s array (or a view of it) after the iteration: it
+        is read by kernels, ``matmul``, ``copy`` and as a ``setitem`` value only, never
+        returned, carried, written in place or given to a NumPy call (which might keep it).
+        ``carried``: or carried by a nested ``fori_loop`` whose results holding it are
+        (``loop_result_stays``): that loop may write it in place."""
+        for user in node.users:
+            name = getattr(user.target, "name", "")
+            if user in self.in_kernels or name in ("matmul", "copy"):
+                continue
+            if name == "setitem" and user.args[0] is not node:
+                continue
+            if name == "getitem" and user.args[0] is node and self.stays_inside(user):
+                continue
+            if carried and name == "fori_loop" and self.loop_result_stays(user, node):
+                continue
+            return False
+        return True
+
+    def loop_result_stays(self, loop: Node, node: Node) -> bool:
+        """Whether ``node``, carried once by the ``fori_loop`` ``loop`` (not a bound, not an
+        extra), is dead once the iteration around ``loop`` ends: every result of ``loop`` that
+        may hold its array (its own position, and any other the body may move it to, over
+        the iterations) is read only (``stays_inside``)."""
+        lower, upper, body, carried, *rest = loop.args
+        carried = list(carried)
+        flows = _body_flows(loop)
+        if node in (lower, upper) or carried.count(node) != 1 or any(
+                node in extra for extra in rest) or flows is None:
+            return False
+        keep = _closure({carried.index(node)},
+                        lambda k: {j for j, ks in enumerate(flows) if k in ks})
+        return all(_name(user) == "tuple_item" and (
+            user.args[1] not in keep or self.stays_inside(user, carried=True))
+            for user in loop.users)
+
+
+def _body_flows(loop: Node) -> list[set[int]] | None:
+    """Per result position ``j`` of the ``fori_loop`` ``loop``, the carried positions whose
+    array the body's ``j``-th output may be (share memory with) in one iteration; None when an
+    output may be one of the body's extra inputs, or the body is not a captured graph."""
+    body, carried = loop.args[2], loop.args[3]
+    if _name(loop) != "fori_loop" or not hasattr(body, "graph"):
+        return None
+    graph = body.graph
+    holders = graph.placeholders[1:1 + len(carried)]
+    extras = {p for p in graph.placeholders[1 + len(carried):]  # (arrays: an index is not)
+              if isinstance(node_meta(p), ArrayMeta) and not node_meta(p).scalar}
+    aliases = may_alias(graph)
+    flows = []
+    for v in graph_outputs(graph):
+        mine = aliases.get(v, frozenset()) if isinstance(v, Node) else frozenset()
+        if mine & extras:
+            return None
+        flows.append({k for k, h in enumerate(holders) if h in mine})
+    return flows
+
+
+def _closure(start: set[int], step: Callable[[int], set[int]]) -> set[int]:
+    found, todo = set(start), list(start)
+    while todo:
+        for k in step(todo.pop()) - found:
+            found.add(k)
+            todo.append(k)
+    return found
+
+
+def narrow_loop_results(node: Node, owners: dict) -> frozenset[Node] | None:
+    """``may_alias``'s set for a ``fori_loop``'s result ``tuple_item(loop, j)``: the arrays
+    of the carried values it may be after any number of iterations (``j``'s own when the loop
+    runs none), and the loop itself (what the body allocates), instead of every input's."""
+    if _name(node) != "tuple_item" or not isinstance(node.args[0], Node):
+        return None
+    loop, j = node.args
+    flows = _body_flows(loop)
+    if flows is None or not isinstance(j, int) or j >= len(flows):
+        return None
+    carried = loop.args[3]
+    held = _closure({j}, lambda k: flows[k])
+    return frozenset({loop}).union(*(owners.get(carried[k], frozenset()) for k in held
+                                     if isinstance(carried[k], Node)))

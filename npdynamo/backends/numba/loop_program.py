@@ -295,7 +295,7 @@ class GraphCall(LoopCall):
     def _general(self, *args: Any) -> tuple:
         """The graph's program: under a user's ``np.errstate`` NumPy itself must raise or
         warn, so the usual program (which runs the eager backend then) takes the call."""
-        if errstate.current() is not errstate.DEFAULT and not errstate.kernels_may_run():
+        if not errstate.kernels_may_run():
             return self.impl(*args)
         return self.__call__(*args)  # (``run`` is the warm path, whose other way this is)
 
@@ -364,8 +364,8 @@ def _fast_path(call: LoopCall, args: tuple, flat: tuple, *,
         return None
     tests = []
     if scope is not None:  # (``errstate.current`` is ``ContextVar.get``: no Python frame)
-        tests.append(f"{ns.bind(errstate.current, 'errstate')}() is "
-                     f"{ns.bind(errstate.DEFAULT, 'default_errstate')}")
+        tests.append(f"{ns.bind(errstate.current, 'errstate')}() in "
+                     f"{ns.bind(errstate.DEFAULT_STATES, 'default_errstates')}")
     facts = guarded or [None] * len(flat)
     for name, value, fact in zip(flat_names, flat, facts):
         tests += _tests(name, value, fact, ns)

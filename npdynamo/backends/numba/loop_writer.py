@@ -25,6 +25,7 @@ from numba.core.dispatcher import Dispatcher
 
 from npdynamo.backends.numba import diskcache, loop_runtime
 from npdynamo.backends.numba.codegen import generate_kernel
+from npdynamo.backends.numba.direct_writes import direct_writes
 from npdynamo.backends.numba.fusion import FusionGroup, partition
 from npdynamo.backends.numba.loop_control import ControlFlowCode
 from npdynamo.backends.numba.loop_creation import CreationCode
@@ -93,6 +94,7 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
         self.gathered: dict[Node, tuple[str, str]] = {}  # y[index] read by its dot (vecvec)
         self.unboxed: set[Node] = set()  # 0-d arrays that are numbers in the code (kernel)
         self.ranges: dict[str, tuple[int, int]] = {}  # bounded int locals (``ScalarCode``)
+        self.into: dict[Node, Node] = {}  # kernel outputs written into a carried array
 
     def fresh(self, hint: str = "v") -> str:
         self._count += 1
@@ -157,6 +159,13 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
                 self.emit(f"{self.symbol(p.meta['size_symbol'])} = {given}", depth)
         fresh: set[Node] = set()  # arrays this graph allocated (setitem may write into them)
         part = partition(graph)
+        if owned is not None:
+            # ``v = v - r * q``: the kernel writes the loop's own vector (no array per step);
+            # not a 0-d value, which may be a number in the code (``unboxable``)
+            into = {node: holder for node, holder in direct_writes(graph, part, True).items()
+                    if node_meta(node).shape}
+            self.into.update(into)
+            frame[0].extend(frame[1].index(holder) for holder in into.values())
         self.in_kernels |= {n for g in part.groups for n in g.nodes}
         for step in part.steps:
             if isinstance(step, FusionGroup):
@@ -190,7 +199,10 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
         scalar = all(not node_meta(out).shape for out in group.outputs)
         inline = scalar and self.loop_depth > 0
         returns = scalar and all(self.unboxable(out) for out in group.outputs)
-        ks = generate_kernel(group, parallel=False, returns=returns)
+        into = {} if returns else {n: self.into[n] for n in group.outputs if n in self.into}
+        ks = generate_kernel(group, parallel=False, returns=returns, into=into)
+        for node, holder in into.items():  # (stored through the holder's own parameter)
+            env[node] = self.value(holder, env)
         module, _path, _source = diskcache.load_kernel_module(ks.source)
         callee = self.bind(inline_kernel(module.kernel) if inline else module.kernel,
                            f"kernel{group.index}_")
@@ -265,21 +277,6 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
             return None
         ia, ib = (self.interval(v, env) for v in node.args)
         return None if ia is None or ib is None else int_range(name, ia, ib)
-
-    def stays_inside(self, node: Node) -> bool:
-        """Whether nothing holds ``node``'s array (or a view of it) after the iteration: it
-        is read by kernels, ``matmul``, ``copy`` and as a ``setitem`` value only, never
-        returned, carried, written in place or given to a NumPy call (which might keep it)."""
-        for user in node.users:
-            name = getattr(user.target, "name", "")
-            if user in self.in_kernels or name in ("matmul", "copy"):
-                continue
-            if name == "setitem" and user.args[0] is not node:
-                continue
-            if name == "getitem" and user.args[0] is node and self.stays_inside(user):
-                continue
-            return False
-        return True
 
     def shape(self, meta: Any) -> str:
         if not isinstance(meta, ArrayMeta):
@@ -460,6 +457,15 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
         (x,) = node.args
         self.array(x, "copy")
         fresh.add(node)
+        meta = node_meta(node)
+        if self.loop_depth and meta.shape and self.stays_inside(node, carried=True) and not (
+                free_symbol_names(meta.shape) & self.loop_symbols):
+            # dead at the iteration's end: one buffer for the call (Gram-Schmidt's column
+            # ``v = A[:, k].copy()``, which its inner loop then updates in place)
+            buffer = self.fresh("h")
+            self.hoisted.append(f"{buffer} = np.empty({self.shape(meta)}, {self.dtype(meta)})")
+            self.emit(f"assign({buffer}, {self.value(x, env)})", depth)
+            return buffer
         return f"{self.value(x, env)}.copy()"
 
     def op_matmul(self, node: Node, env: dict[Node, str], depth: int, fresh: set) -> str:

@@ -7,6 +7,7 @@ import types
 import weakref
 
 from npdynamo.capture import bytecode as bc
+from npdynamo.capture.absent_attributes import class_lookup
 from npdynamo.capture.builder import constant_value
 from npdynamo.capture.calls import class_attribute, get_attr, load_method
 from npdynamo.capture.errors import UserCodeRaises
@@ -316,3 +317,7 @@ def _check_plain_attributes(frame: Frame, obj: Value, name: str) -> None:
             f"assigning .{name}: {klass.__qualname__} customises attribute assignment",
             kind="side_effect",
         )
+    # and a later call must find it so: the class may be given a data descriptor of that name
+    # or a __setattr__ of its own, which the replayed store would run
+    for looked_up in (name, "__setattr__", "__delattr__"):
+        class_lookup(frame, obj.obj, obj.source, looked_up)
