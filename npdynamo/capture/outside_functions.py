@@ -7,8 +7,10 @@ closure made anew on every call (``f = lambda v: v * k`` before a graph break) r
 resume function on every call. So it is guarded on what inlining a call of it reads, as
 TorchDynamo's nested-function values are:
 
-* its type (``types.FunctionType`` exactly), the identity of its ``__code__`` (which fixes the
-  number of closure cells and what the body does) and of its ``__globals__``;
+* its type (``types.FunctionType`` exactly) and the identity of its ``__globals__``, tested
+  as "the function seen at capture, or else a function of those globals" (one ``is`` on most
+  calls: ``SameFunction``), and the identity of its ``__code__`` (which fixes the number of
+  closure cells and what the body does);
 * ``__defaults__`` (None, or a tuple of that length) and ``__kwdefaults__`` (None, or a dict of
   those keys; only for code with keyword-only parameters), whose items are wrapped through
   their own sources and guarded where used; a function guarded by identity has its
@@ -33,7 +35,7 @@ import types
 from typing import TYPE_CHECKING
 
 from npdynamo.capture.errors import CaptureUnsupported
-from npdynamo.capture.guards import AttrSource, GuardKind, ItemSource, Source
+from npdynamo.capture.guards import AttrSource, GuardKind, ItemSource, SameFunction, Source
 from npdynamo.capture.hooks.dispatch import is_generated_code
 from npdynamo.capture.values import ExternalCell, FunctionValue
 
@@ -50,9 +52,8 @@ def read_function(
     ctx = builder.ctx
     loose = source is not None and not pinned and _by_contents(fn)
     if source is not None:
-        if loose:
-            ctx.guard(source, GuardKind.TYPE, types.FunctionType)
-            ctx.guard(AttrSource(source, "__globals__"), GuardKind.ID, fn.__globals__)
+        if loose:  # (type and globals; the function itself first, which implies both)
+            ctx.guard(source, GuardKind.FUNCTION, SameFunction.of(fn))
         elif not pinned:
             ctx.guard(source, GuardKind.ID, fn)
         # __code__, __defaults__ and __kwdefaults__ may be assigned, whatever the identity

@@ -22,7 +22,7 @@ import pytest
 
 import npdynamo as nd
 from benchmarks.loop_kernels import KERNELS as CORPUS
-from benchmarks.loop_kernels import lu_doolittle
+from benchmarks.loop_kernels import crc16, lu_doolittle
 from npdynamo.backends.numba.loop_program import GraphCall
 from tests.backends.compare import assert_close
 from tests.backends.test_loop_program import loop_records
@@ -84,7 +84,8 @@ def test_what_the_guards_prove_is_not_tested_again(name):
     source = call.run.__npdynamo_source__
     assert call.forward.__code__ is call.run.__code__, "forward is not the warm path"
     condition = source.splitlines()[1]
-    assert "flags.num" in condition and "errstate" in condition, source
+    # (C-ordered, aligned and writeable: ``flags.carray``, the one test of the flags left)
+    assert "flags.carray" in condition and "errstate" in condition, source
     assert "type(" not in condition and "dtype" not in condition and "ndim" not in condition, \
         source
 
@@ -147,6 +148,23 @@ def test_a_warm_call_is_the_dispatcher_guards_runner_and_warm_path(name, restore
     assert call.record.runs == runs + 1 + restored
 
 
+def outcome(fn, *args) -> tuple:
+    """What ``fn(*args)`` gives: ``(value, None)``, or ``(None, exception)`` where it raises."""
+    try:
+        return fn(*args), None
+    except Exception as exc:
+        return None, exc
+
+
+def unaligned(a):
+    """A writeable copy of ``a`` whose data starts one byte past an aligned address."""
+    buffer = np.zeros(a.nbytes + 1, np.uint8)
+    out = buffer[1:].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    assert not out.flags.aligned
+    return out
+
+
 def _variants(A):
     big = np.zeros((2 * A.shape[0], 2 * A.shape[1]))
     big[::2, ::2] = A
@@ -154,6 +172,7 @@ def _variants(A):
     read_only.flags.writeable = False
     swapped = A.astype(A.dtype.newbyteorder())
     return {
+        "unaligned": unaligned(A),           # same guards, aligned bit off (numba ignores it)
         "fortran": np.asfortranarray(A),     # same guards, another numba layout
         "strided": big[::2, ::2],            # same guards, not contiguous
         "read-only": read_only,              # same guards, another numba type
@@ -175,15 +194,9 @@ def test_other_layouts_and_dtypes_after_warm_up_stay_exact(backend, variant):
     call = graph_call(compiled) if backend == "numba" else None
     x = _variants(A)[variant]
     before = x.copy()
-    try:
-        want, want_exc = lu_doolittle(x), None
-    except Exception as exc:
-        want, want_exc = None, exc
+    want, want_exc = outcome(lu_doolittle, x)
     for _ in range(2):  # the general path, then the warm path's second look
-        try:
-            got, got_exc = compiled(x), None
-        except Exception as exc:
-            got, got_exc = None, exc
+        got, got_exc = outcome(compiled, x)
         assert type(got_exc) is type(want_exc) and str(got_exc) == str(want_exc)
         if want_exc is None:
             if backend == "eager":
@@ -213,3 +226,37 @@ def test_a_users_errstate_after_warm_up_is_numpys(state):
     else:
         assert_same_value(run.expected, run.got)  # (the eager backend ran it)
     assert call.record.runs == runs  # the program ran it, not the warm path
+
+
+def _one_dim_variants(data):
+    read_only = data.copy()
+    read_only.flags.writeable = False
+    return {
+        "strided": np.repeat(data, 2)[::2],       # same guards, not contiguous
+        "read-only": read_only,                   # same guards, another numba type
+        "unaligned": unaligned(data),             # same guards, aligned bit off
+        "a view": np.concatenate([data, data])[:len(data)],  # C-ordered view: the warm path
+        "int32": data.astype(np.int32),           # another dtype: a new capture
+        "longer": np.concatenate([data, data[:1]]),  # another length: a new capture
+        "rank 2": data[:, None].copy(),           # another rank, same length: a new capture
+    }
+
+
+@pytest.mark.parametrize("variant", sorted(_one_dim_variants(np.arange(3))))
+def test_other_one_dimensional_arrays_after_warm_up_stay_exact(variant):
+    """The CRC's 1-D argument, C- and F-contiguous at warm-up: each variant gives Python's
+    result (the warm path's ``flags.carray`` and the guards' rank and length decide which
+    way it goes) and the C-ordered array still takes the warm path afterwards."""
+    (data,) = KERNELS["crc16"][1]()
+    compiled, call = warmed(crc16, data)
+    x = _one_dim_variants(data)[variant]
+    before = x.copy()
+    for _ in range(2):
+        (want, want_exc), (got, got_exc) = outcome(crc16, x), outcome(compiled, x)
+        assert type(got_exc) is type(want_exc) and str(got_exc) == str(want_exc)
+        if want_exc is None:
+            assert_same_value(want, got)
+        np.testing.assert_array_equal(x, before)
+    runs = call.record.runs
+    assert_same_value(crc16(data), compiled(data))
+    assert call.record.runs == runs + 1

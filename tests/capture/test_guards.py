@@ -6,7 +6,7 @@ import pytest
 import npdynamo
 from npdynamo.backends import lookup_backend
 from npdynamo.capture.compile_frame import build_entry
-from tests.differential import CountingBackend
+from tests.differential import CountingBackend, assert_compiled, assert_same_value
 
 EAGER = lookup_backend("eager")
 G_SCALE = 2.0
@@ -139,7 +139,8 @@ def test_one_generated_guard_function():
     assert source.count("def check(") == 1
     # cheap type checks come before the dtype and shape checks
     assert source.index("type(a0) is") < source.index(".dtype is")
-    assert source.index(".dtype is") < source.index(".shape ==")
+    # (a one-dimensional array's shape is its rank and length: ``len`` builds no tuple)
+    assert source.index(".dtype is") < source.index("a0.ndim == 1 and len(a0) == 3")
 
 
 def test_guards_do_not_keep_user_data_alive():
@@ -269,3 +270,53 @@ def test_a_chain_read_by_several_guards_is_walked_once_and_every_change_still_mi
     del changed[4].layers[1].w  # a missing attribute is a miss, not an error
     for net in changed:
         assert not entry.guard_set.check(net, np.ones(3))
+
+
+def add_in_place(x, y):
+    x += 2.0 * y
+    return x * 3.0 + x.ndim + x.size  # (the rank and size are constants of the graph)
+
+
+def _one_dim_variants():
+    """Arguments of ``add_in_place`` that change one fact its guards check (each made anew
+    per call: a copy would lose the layout and the aliasing)."""
+    return {
+        "seen": lambda: (np.arange(4.0), np.ones(4)),
+        "length": lambda: (np.arange(5.0), np.ones(5)),
+        "rank": lambda: (np.arange(4.0).reshape(4, 1).copy(), np.ones((4, 1))),
+        "rank, same length": lambda: (np.arange(8.0).reshape(4, 2).copy(), np.ones((4, 2))),
+        "0-d": lambda: (np.array(4.0), np.array(1.0)),
+        "dtype": lambda: (np.arange(4, dtype=np.float32), np.ones(4, np.float32)),
+        "layout": lambda: (np.arange(8.0)[::2], np.ones(8)[1::2]),
+        "aliased": lambda: (lambda a: (a, a))(np.arange(4.0)),
+        "overlapping": lambda: (lambda a: (a[:4], a[1:]))(np.arange(5.0)),
+        "subclass": lambda: (np.arange(4.0).view(np.matrix)[0], np.ones(4)),
+    }
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_each_fact_of_a_one_dimensional_array_still_misses_when_it_changes(backend,
+                                                                           monkeypatch):
+    """After warm-up on 1-D float64 arrays of length 4, every argument that changes a fact
+    the guards check (length, rank, dtype, aliasing, type) or that the warm path checks
+    (layout) gives Python's result and leaves the arguments as Python leaves them."""
+    monkeypatch.setattr(npdynamo.config, "cache_size_limit", 32)  # every variant compiled
+    npdynamo.reset()
+    compiled = npdynamo.compile(add_in_place, backend=backend)
+    variants = _one_dim_variants()
+    for name in ["seen", "seen", *variants, "seen"]:
+        plain_args, comp_args = variants[name](), variants[name]()
+        try:
+            want, want_exc = add_in_place(*plain_args), None
+        except Exception as exc:  # (a 0-d array's in-place add of a 0-d one is fine)
+            want, want_exc = None, exc
+        try:
+            got, got_exc = compiled(*comp_args), None
+        except Exception as exc:
+            got, got_exc = None, exc
+        assert type(got_exc) is type(want_exc), (name, got_exc, want_exc)
+        assert_same_value(want, got, f"{name}: result")
+        assert_same_value(list(plain_args), list(comp_args), f"{name}: args after the call")
+    assert_compiled(compiled)
+    assert all(entry.runs_python is None for entry in npdynamo.inspect(compiled).entries
+               if entry.graph_break is None)

@@ -253,3 +253,37 @@ def test_aliasing_of_arrays_written_in_place_is_one_guard_not_one_per_pair():
     assert "k5']: is now a view of another array" in entry.miss_reason(d, np.ones(3))
     # overlapping arrays written in place: that call runs in Python, no second graph
     check_same(update_in_place, d, np.ones(3), compiled=compiled, calls=1, graphs=1, breaks=0)
+
+
+def make_scaler(w):
+    return lambda v: v * w
+
+
+def apply_all(fns, x):
+    for fn in fns:
+        x = fn(x)
+    return x
+
+
+def test_a_long_list_of_closures_over_arrays_is_one_loop():
+    """Closures made by one factory, each over an array: each is guarded on its parts (the
+    function seen, or one of its globals; its code and defaults; its cell's array), all in
+    one loop. A closure of other code or globals, or over another dtype, is a miss."""
+    import types
+
+    fns = [make_scaler(np.full(2, 1.0 + i % 2)) for i in range(12)]
+    compiled = check_same(apply_all, fns, np.ones(2), graphs=1, breaks=0)
+    assert any("for each of 12 items of fns" in line for line in guard_lines(compiled))
+    # new closures of the same code and globals: a hit
+    check_same(apply_all, [make_scaler(np.full(2, 3.0)) for _ in range(12)], np.ones(2),
+               compiled=compiled, calls=1, graphs=1, breaks=0)
+    changes = [
+        lambda v: v * 2.0,  # other code
+        types.FunctionType(fns[0].__code__, {}, None, None, fns[0].__closure__),  # globals
+        make_scaler(np.full(2, 3, np.int64)),  # its cell's array of another dtype
+    ]
+    for graphs, change in enumerate(changes, start=2):
+        changed = list(fns)
+        changed[7] = change
+        check_same(apply_all, changed, np.ones(2), compiled=compiled, calls=1, graphs=graphs,
+                   breaks=0)

@@ -1,7 +1,7 @@
 """Guards: what a compiled entry assumes about its inputs, checked on every call."""
 
 from npdynamo.capture.guards.guard import Guard, GuardSet
-from npdynamo.capture.guards.kinds import GuardKind, NonEmptyRange, Owners
+from npdynamo.capture.guards.kinds import GuardKind, NonEmptyRange, Owners, SameFunction
 from npdynamo.capture.guards.sources import (
     AttrSource,
     ClosureCellSource,
@@ -25,6 +25,7 @@ __all__ = [
     "GuardKind",
     "NonEmptyRange",
     "Owners",
+    "SameFunction",
     "GuardSet",
     "ItemSource",
     "LocalSource",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npdynamo.capture.guards.kinds import KINDS, GuardKind, Seen
+from npdynamo.capture.guards.kinds import KINDS, GuardKind, SameFunction, Seen
 from npdynamo.capture.guards.sources import AttrSource, ItemSource, Source, SuffixSource
 from npdynamo.capture.pysource import Namespace
 
@@ -226,6 +226,10 @@ def _hashable(expected: object) -> object:
     objects (identity guards) by identity, so no user ``__eq__`` runs."""
     if isinstance(expected, Seen):
         return ("id", expected.id)
+    if isinstance(expected, SameFunction):
+        # items that are functions of the same globals share one check: the group's checks
+        # the first one's identity, then the type and globals, which every other item passes
+        return ("function", id(expected.globals))
     if isinstance(expected, (list, tuple)):
         return (type(expected), tuple(_hashable(e) for e in expected))
     if type(expected) in _BY_VALUE or isinstance(expected, (type, np.dtype, np.generic)):

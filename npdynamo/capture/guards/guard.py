@@ -11,10 +11,13 @@ item.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from npdynamo.capture.guards.compact import ItemGroup, compact_layout
-from npdynamo.capture.guards.kinds import KINDS, GuardKind, held
+from npdynamo.capture.guards.kinds import KINDS, GuardKind, held, one_dim_shape
 from npdynamo.capture.guards.sources import (
     AttrSource,
     GlobalSource,
@@ -156,7 +159,7 @@ class GuardSet:
                     items = [s.expr(names) for s in item.source.inputs]
                     pending.append(rules.check_each(items, item.expected, ns))
                 else:
-                    pending.append(rules.check(e, item.expected, ns))
+                    pending.append(self._read_once(item, e, names, ns))
             else:
                 pending.append(item.check_expr(ns))
         flush(final=True)
@@ -164,6 +167,26 @@ class GuardSet:
         lines += ["    except Exception:", "        return False", ""]
         self.source = "\n".join(lines)
         self.check = make_function(self.source, "check", ns, "guards")
+
+    def _read_once(self, guard: Guard, e: str, names: dict[Source, str], ns: Namespace) -> str:
+        """``guard``'s check, reading ``e`` once where the check reads it several times
+        (``type(v) is float and v == 0.5`` of a closure cell's contents, each read a chain of
+        attribute and item reads): the first read binds a local, which the rest of the check
+        and the later checks of the same source read (the first read comes first in the
+        check, and a failed check returns at once)."""
+        check = KINDS[guard.kind].check
+        if guard.kind is GuardKind.SHAPE and len(guard.expected) == 1 and \
+                self.expected(guard.source, GuardKind.TYPE) is np.ndarray:
+            check = one_dim_shape  # (cheaper than building the shape's tuple)
+        if e.isidentifier():
+            return check(e, guard.expected, ns)
+        local = f"S{len(names)}"
+        text = check(local, guard.expected, ns)
+        reads = re.compile(rf"\b{local}\b")
+        if len(reads.findall(text)) < 2:
+            return check(e, guard.expected, ns)
+        names[guard.source] = local
+        return reads.sub(f"({local} := {e})", text, count=1)
 
     def layout(self) -> list:
         """The guards in checking order, those over large containers compacted (``compact``)."""

@@ -20,24 +20,26 @@ from npdynamo.capture.pysource import Namespace, literal
 class GuardKind(enum.IntEnum):
     """Guard kinds, in the order their checks run (cheap identity/type checks first)."""
 
-    TYPE = 0
-    ID = 1
-    CONSTANT = 2
-    METHOD = 3  # a bound builtin method (new on every read): which C method, whatever its self
-    LENGTH = 4
-    HAS_KEY = 5  # expected (key, present): whether a dict has that key
-    DICT_KEYS = 6
-    DTYPE = 7
-    SHAPE = 8
-    ALIAS = 9  # the same object as another source (an argument passed twice)
-    DISTINCT = 10  # not the same object as another source
-    NO_OVERLAP = 11  # a written array shares no memory with another input array
-    SIZES = 12  # symbolic sizes: the inputs' dims satisfy a graph's ``ShapeGuards``
-    OWNERS = 13  # expected ``Owners``: arrays that own their memory, distinct, some writeable
-    NONEMPTY_RANGE = 14  # expected ``NonEmptyRange``: the range of these bounds has an item
-    WRITEABLE = 15  # arrays written in place (views) are still writeable (names expected)
-    READ_ONLY = 16  # an array is read-only (a frame that writes it runs in Python)
-    NOT_ID = 17  # not the object seen at capture (an ``is`` that was False against it)
+    # (first: it reads a function's source before the guards of what lies under it do)
+    FUNCTION = 0  # expected ``SameFunction``: the function seen, or one of the same globals
+    TYPE = 1
+    ID = 2
+    CONSTANT = 3
+    METHOD = 4  # a bound builtin method (new on every read): which C method, whatever its self
+    LENGTH = 5
+    HAS_KEY = 6  # expected (key, present): whether a dict has that key
+    DICT_KEYS = 7
+    DTYPE = 8
+    SHAPE = 9
+    ALIAS = 10  # the same object as another source (an argument passed twice)
+    DISTINCT = 11  # not the same object as another source
+    NO_OVERLAP = 12  # a written array shares no memory with another input array
+    SIZES = 13  # symbolic sizes: the inputs' dims satisfy a graph's ``ShapeGuards``
+    OWNERS = 14  # expected ``Owners``: arrays that own their memory, distinct, some writeable
+    NONEMPTY_RANGE = 15  # expected ``NonEmptyRange``: the range of these bounds has an item
+    WRITEABLE = 16  # arrays written in place (views) are still writeable (names expected)
+    READ_ONLY = 17  # an array is read-only (a frame that writes it runs in Python)
+    NOT_ID = 18  # not the object seen at capture (an ``is`` that was False against it)
 
 
 @dataclass(frozen=True)
@@ -169,17 +171,29 @@ def safe_repr(value: object) -> str:
         return f"<{type(value).__name__}>"
 
 
+#: what ``Seen`` holds as it is (see there)
+_HELD = (types.CodeType, types.ModuleType)
+
+
 class Seen:
     """The object an identity guard (or a type guard on a class made inside a function) was
     captured against, held by a weak reference where it can be: the entry lives as long as its
     code, and holding the object would keep it alive past the user's last reference (a weak
     reference or a finaliser of it would see it never die). A dead reference matches nothing:
-    no object can be the one seen any more (an id alone could be reused by a new object)."""
+    no object can be the one seen any more (an id alone could be reused by a new object).
+
+    Code objects and modules are held as they are: a code object holds only the constants
+    compiled into it and a module lives in ``sys.modules``, so holding either frees nothing a
+    user could see freed, and the check is then a plain ``is`` (no call of the reference on
+    every warm call: a function's ``__code__`` and ``np`` are guarded on most calls)."""
 
     __slots__ = ("_ref", "_strong", "id", "__weakref__")
 
     def __init__(self, obj: object) -> None:
         self.id = id(obj)
+        if isinstance(obj, _HELD):
+            self._ref, self._strong = None, obj
+            return
         try:
             self._ref, self._strong = weakref.ref(obj), None
         except TypeError:  # None, ints, builtins: nothing to free, held as they are
@@ -280,6 +294,40 @@ def _miss_shape(name: str, exp: tuple, actual: object) -> str:
     return f"{name}.shape: expected {exp}, got {shape}"
 
 
+def one_dim_shape(e: str, exp: tuple, ns: Namespace) -> str:
+    """The check of a one-dimensional ``SHAPE`` guard on what is exactly an ``np.ndarray``
+    (its ``TYPE`` guard runs first): its rank and length, which NumPy reads without building
+    the shape's tuple (``len`` of a 0-d array raises: a miss, as a failed check is)."""
+    return f"({e}.ndim == 1 and len({e}) == {exp[0]})"
+
+
+@dataclass(frozen=True, eq=False)
+class SameFunction:
+    """The expected fact of a ``FUNCTION`` guard on a function guarded by its parts
+    (``outside_functions``): a Python function of these globals. The function seen at capture
+    is such a function (its ``__globals__`` cannot be assigned), so the check tests that
+    identity first and the type and globals only for another function (a closure made anew on
+    each call); its ``__code__`` and defaults, which may be assigned, keep their own guards."""
+
+    seen: Seen
+    globals: dict
+
+    @classmethod
+    def of(cls, fn: types.FunctionType) -> SameFunction:
+        return cls(Seen(fn), fn.__globals__)
+
+    def check(self, e: str, ns: Namespace) -> str:
+        other = (f"type({e}) is {ns.bind(types.FunctionType, 'T')} and "
+                 f"{e}.__globals__ is {ns.bind(self.globals, 'O')}")
+        return f"({self.seen.check(e, ns)} or ({other}))"
+
+    def miss(self, name: str, actual: object) -> str:
+        if type(actual) is not types.FunctionType:
+            return f"type({name}): expected function, got {type(actual).__qualname__}"
+        module = self.globals.get("__name__", "?")
+        return f"{name}.__globals__: expected the globals of module {module}, got other ones"
+
+
 def _check_method(e: str, descriptor: object, ns: Namespace) -> str:
     # Bound builtin methods compare equal when they bind the same C method to the same object:
     # binding the expected descriptor to the value's own ``__self__`` tells which method it is.
@@ -308,6 +356,11 @@ KINDS: dict[GuardKind, KindRules] = {
         lambda name, exp, actual: (
             f"type({name}): expected {_type_name(exp)}, got {type(actual).__qualname__}"
         ),
+    ),
+    GuardKind.FUNCTION: KindRules(
+        lambda e, exp, ns: exp.check(e, ns),
+        lambda name, exp: f"{name} is {obj_text(exp.seen)} or a function of its globals",
+        lambda name, exp, actual: exp.miss(name, actual),
     ),
     GuardKind.ID: KindRules(
         _check_id,
