@@ -24,6 +24,7 @@ from npdynamo.backends.numba import diskcache, front, histograms, scans, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.fusion import partition
 from npdynamo.backends.numba.loop_program import loop_programs, whole_graph_program
+from npdynamo.backends.numba.magnitudes import expand_abs_compares
 from npdynamo.backends.numba.masked_loops import expand_masked_reductions
 from npdynamo.backends.numba.moments import expand_moments
 from npdynamo.backends.numba.program import Program, direct_writes, needs_calm_state
@@ -136,6 +137,7 @@ def prepare_graph(graph: Graph) -> Graph:
     expand_region_writes(graph)
     expand_masked_reductions(graph)
     expand_moments(graph)
+    expand_abs_compares(graph)
     histograms.attach(graph)
     scans.attach(graph)
     return passes.run_pipeline(graph, "codegen")
