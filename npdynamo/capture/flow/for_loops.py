@@ -78,6 +78,38 @@ class LazyRange(GuardedConst):
         self.args = args
         self.hints = hints
 
+    def item(self, frame, index: Value) -> Value:
+        """The loop variable of the iteration at ``index`` (recorded in ``frame``)."""
+        return index
+
+    def unformed(self) -> Value:
+        """What ``GET_ITER`` iterates when the loop is not formed."""
+        return self
+
+
+class LazyNdindex(LazyRange):
+    """``np.ndindex(shape)`` about to be iterated by a ``for`` statement: formed as the loop
+    over ``range(prod(shape))`` whose variable is its index unravelled into a tuple of graph
+    ints (``unravel(frame, index)``); unformed, the tuples ``snapshot()`` gives, as before."""
+
+    def __init__(self, count: int, unravel, snapshot) -> None:
+        super().__init__([Const(count)], [count])
+        self.unravel, self.snapshot = unravel, snapshot
+
+    def item(self, frame, index: Value) -> Value:
+        return self.unravel(frame, index)
+
+    def unformed(self) -> Value:
+        return self.snapshot()
+
+
+def lazy_ndindex(frame, count: int, unravel, snapshot) -> LazyNdindex | None:
+    """A ``LazyNdindex`` when a plain ``for`` statement iterates ``np.ndindex`` next."""
+    if not config.capture_for_loops or _for_shape(
+            frame, _after(frame, frame.ip, "GET_ITER")) is None:
+        return None
+    return LazyNdindex(count, unravel, snapshot)
+
 
 def lazy_range(frame, args: list[Value]) -> LazyRange | None:
     """A ``LazyRange`` for ``range(*args)`` when a ``for`` statement iterates it at once and
@@ -234,7 +266,7 @@ def _peel_first(frame, lazy: LazyRange, head: int, body: int, exit_index: int,
     start, stop = lazy.args if len(lazy.args) == 2 else (Const(0), *lazy.args)
     first = start.value
     step = cf.sub_frame(frame, body, head)
-    step.push(Const(first))
+    step.push(lazy.item(step, Const(first)))
     try:
         step.run()
     except CaptureUnsupported as exc:
@@ -355,6 +387,8 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     names = [name for name in names if name not in views]
     after = live_locals(frame.code, exit_index)
     var_read_after = after is None or var in after
+    if var_read_after and type(lazy) is not LazyRange:
+        raise frame.unsupported(f"{var} is read after the loop")
     args = lazy.args if len(lazy.args) > 1 else [Const(0), *lazy.args]
     lower, upper = (_bound(ctx, a, not var_read_after) for a in args[:2])
     reversed_from = None
@@ -392,7 +426,7 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
             frame_body.locals[name] = cf.unflatten(structure, mine)
             position += len(found)
         made = remake_views(ctx, frame, frame_body.locals, views)
-        frame_body.push(index)
+        frame_body.push(lazy.item(frame_body, index))
         frame_body.run()
         if frame_body.stack or frame_body.return_value is not None:
             raise frame.unsupported("the loop body does not end at the loop's head")
@@ -555,4 +589,4 @@ def _check_no_alias(frame, names: list[str], init: list[Value], parts: list, sam
                     "shares its memory")
 
 
-__all__ = ["LazyRange", "form_for", "lazy_range"]
+__all__ = ["LazyNdindex", "LazyRange", "form_for", "lazy_ndindex", "lazy_range"]
