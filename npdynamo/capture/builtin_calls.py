@@ -28,7 +28,8 @@ from npdynamo.capture.containers import (
     truthiness,
 )
 from npdynamo.capture.errors import UserCodeRaises, python_raised
-from npdynamo.capture.flow.for_loops import lazy_ndindex, lazy_range
+from npdynamo.capture.flow.for_loops import lazy_range
+from npdynamo.capture.flow.ndindex_loops import lazy_ndindex
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.identity import object_id, same_object
 from npdynamo.capture.mixed_scalars import mixed_fold

@@ -1,7 +1,7 @@
 """``for idx in np.ndindex(shape)`` of a shape known now, long enough to form: one ``fori_loop``
 over the flat index whose variable is the index unravelled in C order (``(i // s0, i // s1 % n1,
 ..., i % nk)``, graph ints), so element reads and writes, neighbour arithmetic and nested
-``ndindex`` loops stay in the graph (``capture/flow/for_loops.LazyNdindex``). A short loop, a
+``ndindex`` loops stay in the graph (``capture/flow/ndindex_loops.py``). A short loop, a
 loop whose variable is read after it, a loop left by ``break`` and an empty shape iterate
 NumPy's index tuples as before. Each runs plain and compiled on copies of the same inputs
 (eager bitwise, numba at its tolerance) with its graph and break counts."""
@@ -81,3 +81,17 @@ def test_what_does_not_form_iterates_numpys_tuples():
     npdynamo.reset()
     check_same(weighted, np.zeros((0, 5, 3)), backend="eager", graphs=1, breaks=0)  # no index
     assert "fori_loop" not in str(npdynamo.explain(last_index_read_after)(a.copy()))
+
+
+def running_sum(a):
+    s = 0  # a Python int that the first iteration makes a NumPy float
+    for idx in np.ndindex(a.shape):
+        s = s + a[idx] * (idx[0] + 1)
+    return s
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_loop_whose_first_iteration_runs_before_it_keeps_its_index_tuples(backend):
+    a = np.random.default_rng(5).random((6, 7))
+    check_same(running_sum, a, backend=backend, graphs=1, breaks=0)
+    assert "fori_loop" in str(npdynamo.explain(running_sum)(a))

@@ -82,33 +82,18 @@ class LazyRange(GuardedConst):
         """The loop variable of the iteration at ``index`` (recorded in ``frame``)."""
         return index
 
+    def starting_at(self, start: int) -> LazyRange:
+        """The same loop from the index ``start`` on (its first iterations peeled)."""
+        return LazyRange([Const(start), self.args[-1]], [start, self.hints[-1]])
+
     def unformed(self) -> Value:
         """What ``GET_ITER`` iterates when the loop is not formed."""
         return self
 
 
-class LazyNdindex(LazyRange):
-    """``np.ndindex(shape)`` about to be iterated by a ``for`` statement: formed as the loop
-    over ``range(prod(shape))`` whose variable is its index unravelled into a tuple of graph
-    ints (``unravel(frame, index)``); unformed, the tuples ``snapshot()`` gives, as before."""
-
-    def __init__(self, count: int, unravel, snapshot) -> None:
-        super().__init__([Const(count)], [count])
-        self.unravel, self.snapshot = unravel, snapshot
-
-    def item(self, frame, index: Value) -> Value:
-        return self.unravel(frame, index)
-
-    def unformed(self) -> Value:
-        return self.snapshot()
-
-
-def lazy_ndindex(frame, count: int, unravel, snapshot) -> LazyNdindex | None:
-    """A ``LazyNdindex`` when a plain ``for`` statement iterates ``np.ndindex`` next."""
-    if not config.capture_for_loops or _for_shape(
-            frame, _after(frame, frame.ip, "GET_ITER")) is None:
-        return None
-    return LazyNdindex(count, unravel, snapshot)
+def iterated_next(frame) -> bool:
+    """Whether a plain ``for`` statement (``_for_shape``) iterates the value just made."""
+    return _for_shape(frame, _after(frame, frame.ip, "GET_ITER")) is not None
 
 
 def lazy_range(frame, args: list[Value]) -> LazyRange | None:
@@ -121,7 +106,7 @@ def lazy_range(frame, args: list[Value]) -> LazyRange | None:
     hints = [a._value if isinstance(a, GuardedConst) else a.value for a in args]
     if any(type(h) is not int for h in hints) or (len(hints) == 3 and hints[2] not in (1, -1)):
         return None
-    if _for_shape(frame, _after(frame, frame.ip, "GET_ITER")) is None:
+    if not iterated_next(frame):
         return None
     return LazyRange(args, hints)
 
@@ -263,8 +248,7 @@ def _peel_first(frame, lazy: LazyRange, head: int, body: int, exit_index: int,
     ``crc ^= data[i] << 8``) then keeps its kind, as Python computes it. The node guards the
     rest non-empty, so the peeled iteration is one the range has; a body that cannot run
     inline (a break in it) unrolls the loop."""
-    start, stop = lazy.args if len(lazy.args) == 2 else (Const(0), *lazy.args)
-    first = start.value
+    first = lazy.args[0].value if len(lazy.args) == 2 else 0
     step = cf.sub_frame(frame, body, head)
     step.push(lazy.item(step, Const(first)))
     try:
@@ -274,7 +258,7 @@ def _peel_first(frame, lazy: LazyRange, head: int, body: int, exit_index: int,
     if step.stack or step.return_value is not None:
         raise frame.unsupported("the loop body does not end at the loop's head")
     frame.locals = step.locals
-    return LazyRange([Const(first + 1), stop], [first + 1, lazy.hints[-1]])
+    return lazy.starting_at(first + 1)
 
 
 def _carried_names(frame, head: int, body: int, exit_index: int, var: str) -> list[str]:
@@ -589,4 +573,4 @@ def _check_no_alias(frame, names: list[str], init: list[Value], parts: list, sam
                     "shares its memory")
 
 
-__all__ = ["LazyNdindex", "LazyRange", "form_for", "lazy_ndindex", "lazy_range"]
+__all__ = ["LazyRange", "form_for", "iterated_next", "lazy_range"]
