@@ -8,7 +8,9 @@ The folder is the public numpy-benchmarks collection (read at run time, never co
 row) runs the setup, calls the kernel plainly and compiled on the eager and numba backends on
 copies of the same inputs, compares results and argument states (bitwise on eager, within
 ``rtol=1e-6`` on numba), counts graphs and breaks with ``npdynamo.explain``, and times warm
-calls (best of several, inputs copied outside the timed call) against plain NumPy. One table
+calls against plain NumPy: each compiled function is first called until its tuner has chosen
+(no call runs a tuning step any more), then NumPy and each backend are timed in turns, best of
+at least 5 turns and 0.3 s each, inputs copied outside the timed call. One table
 follows, then the totals: kernels correct per backend, the share captured as one graph with no
 break, the geometric-mean speed-up per backend, and the reason of every remaining break.
 
@@ -35,6 +37,7 @@ import copy, json, os, sys, time, traceback, warnings
 import numpy as np
 import npdynamo
 from benchmarks.common import numpy_benchmark_kernel
+from npdynamo.backends.tuning import tuning_calls
 
 path, backends, timing = sys.argv[1], sys.argv[2].split(","), sys.argv[3] == "1"
 
@@ -56,20 +59,33 @@ def same(a, b, exact):
         return type(a) is type(b) and bool(np.isclose(a, b, rtol=1e-6, atol=1e-9, equal_nan=True))
     return type(a) is type(b) and (a == b or (a != a and b != b))
 
-def warm(fn, args):
-    for _ in range(2):
+def settle(fn, args):
+    # warm calls until the tuner has chosen: the numba tier's kernels loaded (after the first
+    # call) and a call that ran no tuning step (tuning_calls), at least two calls
+    for k in range(200):
+        before = tuning_calls()
         fn(*copy.deepcopy(args))
-        npdynamo.synchronize()  # warm calls are the numba tier's compiled ones
-    best, spent = float("inf"), 0.0
-    while spent < 0.3 or best == float("inf"):
-        fresh_args = copy.deepcopy(args)
-        t0 = time.perf_counter()
-        fn(*fresh_args)
-        took = time.perf_counter() - t0
-        best, spent = min(best, took), spent + took + 1e-4
-        if spent > 3.0:
-            break
-    return best
+        if k == 0:
+            npdynamo.synchronize()  # warm calls are the numba tier's compiled ones
+        elif tuning_calls() == before:
+            return
+
+def interleaved(fns, args):
+    # the best warm time of each function, timed in turns (A, B, A, B, ...: a drift of this
+    # shared machine hits all alike) for at least 5 turns and 0.3 s each, at most 3 s each;
+    # inputs copied outside the timed call
+    best = dict.fromkeys(fns, float("inf"))
+    start, turns = time.perf_counter(), 0
+    while True:
+        for label, fn in fns.items():
+            fresh_args = copy.deepcopy(args)
+            t0 = time.perf_counter()
+            fn(*fresh_args)
+            best[label] = min(best[label], time.perf_counter() - t0)
+        turns += 1
+        spent = time.perf_counter() - start
+        if (turns >= 5 and spent > 0.3 * len(fns)) or spent > 3.0 * len(fns):
+            return best
 
 row = {"kernel": os.path.splitext(os.path.basename(path))[0]}
 try:
@@ -77,26 +93,30 @@ try:
     row["kernel"] = fn.__name__
     expected_args = copy.deepcopy(args)
     expected = fn(*expected_args)
-    if timing:
-        row["numpy_s"] = warm(fn, args)
     explained, explain_args = fresh()
     report = npdynamo.explain(explained)(*explain_args)
     row["graphs"], row["breaks"] = report.graph_count, report.graph_break_count
     row["reasons"] = sorted({f"line {r.lineno}: {r.reason}" for r in report.break_reasons})
     row["python"] = [f"ran in Python: {frame}" for frame in report.python_frames]
+    timed = {"numpy": fn}
     for backend in backends:
         plain, got_args = fresh()
         compiled = npdynamo.compile(plain, backend=backend)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             got = compiled(*got_args)
-        exact = backend == "eager"
-        row[backend] = same(expected, got, exact) and all(
-            same(a, b, exact) for a, b in zip(expected_args, got_args))
-        if timing:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                row[backend + "_s"] = warm(compiled, args)
+            exact = backend == "eager"
+            row[backend] = same(expected, got, exact) and all(
+                same(a, b, exact) for a, b in zip(expected_args, got_args))
+            if timing:
+                settle(compiled, args)
+        timed[backend] = compiled
+    if timing:
+        settle(fn, args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            best = interleaved(timed, args)
+        row.update({label + "_s": t for label, t in best.items()})
 except BaseException as exc:  # one row per kernel, whatever happens
     row["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
 print("ROW" + json.dumps(row))

@@ -20,6 +20,7 @@ from npdynamo.backends.fp_state import ufuncs_cannot_raise
 from npdynamo.backends.inplace import (
     in_place_plan,
     may_alias,
+    op_name,
     same_array_meta,
     setitem_plan,
     temporary_plan,
@@ -32,6 +33,7 @@ from npdynamo.fx.codegen import Writes
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.graph_module import generate_function
 from npdynamo.fx.subgraphs import nodes_with_subgraphs, under_errstate
+from npdynamo.ops.inplace_functions import mask_apply_into
 from npdynamo.ops.registry import Op
 
 
@@ -56,20 +58,26 @@ def eager_forward(gm) -> Callable[..., tuple]:
     return generate_function(graph or gm.graph, gm.name, writes=writes)
 
 
+#: The ops the eager backend's generated code may store into their array in place.
+_ASSIGNING = frozenset({"setitem", "mask_apply"})
+
+
 def _writes(graph: Graph, owned: bool = False) -> Writes:
-    assign, roots = setitem_plan(graph, owned)
+    assign, roots = setitem_plan(graph, owned, _ASSIGNING)
     into_inputs = in_place_plan(graph)
     if under_errstate(graph) and not owned:
         # an op in the user's np.errstate block may raise whatever the caller's state is:
         # an input written before it would be seen by the frame rerun in Python
         into_inputs, roots = {}, []
-    into_views = view_update_plan(graph, assign)
+    into_views = view_update_plan(graph, [n for n in assign if op_name(n) == "setitem"])
     # a loop body writes the loop's copies of its carried arrays: a raise midway reruns the
     # frame in Python on the caller's intact arrays, so no per-iteration check is needed
     return Writes(into_inputs=into_inputs, check=_always if owned else ufuncs_cannot_raise,
                   assign=dict.fromkeys(assign), assign_inputs=dict.fromkeys(roots),
                   into_views=into_views,
-                  into_temps=temporary_plan(graph, {*into_inputs, *into_views}))
+                  into_temps=temporary_plan(graph, {*into_inputs, *into_views}),
+                  assign_with={n: mask_apply_into for n in (*assign, *roots)
+                               if op_name(n) == "mask_apply"})
 
 
 def _always() -> bool:

@@ -59,7 +59,9 @@ def temporary_plan(graph: Graph, taken: set[Node]) -> dict[Node, Node]:
     return plan
 
 
-def setitem_plan(graph: Graph, owned: bool = False) -> tuple[list[Node], list[Node]]:
+def setitem_plan(graph: Graph, owned: bool = False,
+                 assigning: frozenset[str] = frozenset({"setitem"})) -> tuple[list[Node],
+                                                                            list[Node]]:
     """The ``setitem`` nodes that may assign into their array instead of a copy of it: those
     into arrays the graph made, and those into an input (``assign_inputs`` of ``Writes``).
 
@@ -78,7 +80,9 @@ def setitem_plan(graph: Graph, owned: bool = False) -> tuple[list[Node], list[No
     views, and assignments of values of the array's dtype only, on calls where no ufunc can
     raise): then the input is written as NumPy writes it, with no copy in or out. With
     ``owned`` (a loop body's carried arrays, which the loop copied) what follows may raise.
-    Returns (assignments into graph-made arrays, assignments into inputs).
+    ``assigning``: the ops that assign into their first argument this way (the eager backend
+    adds ``mask_apply``, ``y[mask] = f(y[mask], ...)``, which computes its value before it
+    stores). Returns (assignments into graph-made arrays, assignments into inputs).
     """
     order = [n for n in graph.nodes if n.op == "call_function"]
     last_use: dict[Node, int] = {}
@@ -95,7 +99,7 @@ def setitem_plan(graph: Graph, owned: bool = False) -> tuple[list[Node], list[No
     chosen: dict[Node, None] = {}
     roots: dict[Node, int] = {}
     for i, node in enumerate(order):
-        if op_name(node) == "setitem" and isinstance(node.args[0], Node):
+        if op_name(node) in assigning and isinstance(node.args[0], Node):
             x = node.args[0]
             mine = owners.get(x, frozenset())
             owner = next(iter(mine)) if len(mine) == 1 else None

@@ -29,6 +29,7 @@ from npdynamo.capture.containers import (
 )
 from npdynamo.capture.errors import UserCodeRaises, python_raised
 from npdynamo.capture.flow.for_loops import lazy_range
+from npdynamo.capture.flow.ndindex_loops import lazy_ndindex
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.identity import object_id, same_object
 from npdynamo.capture.mixed_scalars import mixed_fold
@@ -131,10 +132,30 @@ def _ndindex(frame: Frame, target, args, kwargs):
     if not all(type(n) is int for n in shape):
         raise frame.unsupported("np.ndindex() of a shape that is not Python ints")
     count = math.prod(max(n, 0) for n in shape)
-    check_item_count(frame, count, "iterating over an np.ndindex")
     plain = _apply_raw(np.ndindex, *shape)  # NumPy's own errors (a negative size)
-    return IteratorValue(items=[constant_value(index) for index in plain],
-                         python_type=np.ndindex)
+
+    def snapshot() -> IteratorValue:
+        check_item_count(frame, count, "iterating over an np.ndindex")
+        return IteratorValue(items=[constant_value(index) for index in plain],
+                             python_type=np.ndindex)
+
+    lazy = lazy_ndindex(frame, count, _unravel(shape), snapshot) if shape and count else None
+    return snapshot() if lazy is None else lazy  # a for statement's next: maybe one loop node
+
+
+def _unravel(shape: list[int]):
+    """The index tuple ``np.ndindex(*shape)`` yields at flat position ``i`` (C order), as
+    Python computes it from ``i``: ``(i // s0, i // s1 % n1, ..., i % nk)``."""
+    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+
+    def unravel(frame: Frame, index):
+        items = []
+        for k, (n, stride) in enumerate(zip(shape, strides)):
+            item = index if stride == 1 else binary_op(frame, "//", index, Const(stride))
+            items.append(binary_op(frame, "%", item, Const(n)) if k else item)
+        return TupleValue(items)
+
+    return unravel
 
 
 @builtin(operator.is_, operator.is_not)

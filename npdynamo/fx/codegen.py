@@ -131,6 +131,10 @@ class _Emitter(Namespace):
             # a graph value is an ndarray or a NumPy scalar: np.transpose is its method
             axes = node.kwargs.get("axes")
             return f"{self.expr(node.args[0])}.transpose({'' if axes is None else self.expr(axes)})"
+        return self.call_as(node, node.target)
+
+    def call_as(self, node: Node, target: Any) -> str:
+        """``target(<node's arguments>)``, whatever the node's op."""
         parts = [self.expr(a) for a in node.args]
         odd_keys = {}
         for key, value in node.kwargs.items():
@@ -140,7 +144,7 @@ class _Emitter(Namespace):
                 odd_keys[key] = value
         if odd_keys:
             parts.append(f"**{self.expr(odd_keys)}")
-        return f"{self.target(node.target)}({', '.join(parts)})"
+        return f"{self.target(target)}({', '.join(parts)})"
 
 
 #: The emitter, for a backend that generates its own arrangement of the graph's statements
@@ -249,6 +253,9 @@ class Writes:
       ``into_inputs`` only when ``check()`` holds (else they copy it, as usual).
     * ``into_temps``: ufunc call node -> an operand (an array the graph made) it computes into
       (``out=``), its buffer reused because nothing reads it afterwards.
+    * ``assign_with``: nodes of ``assign``/``assign_inputs`` of another op than ``setitem``
+      (``mask_apply``) -> the function that does their assignment in place: called with the
+      node's arguments, it writes into the first and returns it.
     """
 
     into_inputs: dict[Node, str] = field(default_factory=dict)
@@ -257,6 +264,7 @@ class Writes:
     into_views: dict[Node, Node] = field(default_factory=dict)
     assign_inputs: dict[Node, None] = field(default_factory=dict)
     into_temps: dict[Node, Node] = field(default_factory=dict)
+    assign_with: dict[Node, Callable[..., Any]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.into_inputs or self.assign or self.assign_inputs or self.into_temps)
@@ -283,7 +291,11 @@ def _node_lines(nodes: list[Node], emitter: _Emitter, freed_after: dict[Node, li
             target = writes.into_views[node].name
         if target is None and node in writes.into_temps:
             target = writes.into_temps[node].name
-        if node in writes.assign or (into_inputs and node in writes.assign_inputs):
+        if node in writes.assign_with and (
+                node in writes.assign or (into_inputs and node in writes.assign_inputs)):
+            lines.append(f"{indent}{node.name} = "
+                         f"{emitter.call_as(node, writes.assign_with[node])}")
+        elif node in writes.assign or (into_inputs and node in writes.assign_inputs):
             array, index, value = node.args
             if value not in writes.into_views:  # else the value is already in its place
                 lines.append(f"{indent}{emitter.expr(array)}[{emitter.subscript(index)}] = "

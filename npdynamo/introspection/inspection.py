@@ -52,7 +52,8 @@ class GraphInfo:
             return f"{self.backend} backend"
         if report.fell_back:
             return f"NumPy calls (the numba backend fell back: {report.reason})"
-        if not report.kernels and not report.loops and not report.subgraphs:
+        if (not report.kernels and not report.loops and not report.subgraphs
+                and not report.compiled_calls):
             return "NumPy calls (nothing for numba to compile)"
         return f"numba: {report.kernels} kernel(s); {report.tuning}"
 

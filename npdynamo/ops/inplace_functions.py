@@ -255,9 +255,14 @@ def program_meta(program: tuple, metas: list) -> ArrayMeta:
 
 
 def _mask_apply(current, mask, *arrays, program: tuple):
-    out = current.copy()
-    out[mask] = evaluate_masked(program, mask, arrays)
-    return out
+    return mask_apply_into(current.copy(), mask, *arrays, program=program)
+
+
+def mask_apply_into(current, mask, *arrays, program: tuple):
+    """``mask_apply`` writing into ``current`` itself, as ``y[mask] = ...`` does (the eager
+    backend, where nothing reads the old contents afterwards): the value is computed first."""
+    current[mask] = evaluate_masked(program, mask, arrays)
+    return current
 
 
 def _mask_apply_rule(current: object, mask: object, *arrays: object,

@@ -130,3 +130,28 @@ def test_a_cond_that_reads_elements_leaves_the_matrix_owned(loop_sources):
     for lines in sources:
         first_loop = next(k for k, line in enumerate(lines) if line.lstrip().startswith("for "))
         assert not any(".copy()" in line for line in lines[first_loop:]), "\n".join(lines)
+
+
+def escape_steps(C, n):
+    """A masked update of a carried array (numpy-benchmarks' mandelbrot): ``Z[I] = ...``."""
+    Z = np.zeros_like(C)
+    N = np.zeros(C.shape, np.int64)
+    for k in range(n):
+        inside = np.abs(Z) < 2.0
+        N[inside] = k
+        Z[inside] = Z[inside] ** 2 + C[inside]
+    return Z, N
+
+
+def test_a_masked_update_writes_the_carried_array_in_place():
+    grid = np.linspace(-2.0, 1.0, 30)
+    C = grid + 1j * grid[:, None]
+    check_same(escape_steps, C, 20, calls=3, graphs=1, breaks=0)
+    backend = CountingBackend()
+    npdynamo.compile(escape_steps, backend=backend)(C, 20)
+    owned = owning_loops(backend.graphs[0].graph)
+    (loop,) = [n for n in owned.nodes if getattr(n.target, "name", "") == "fori_loop"]
+    assert loop.target.impl.__name__ == "fori_loop_owning"
+    body = loop.args[2]  # both carried arrays written in place: the masked update too
+    called = {getattr(v, "__name__", "") for v in body.__globals__.values()}
+    assert "mask_apply_into" in called and "_mask_apply" in called  # (its copying fallback)

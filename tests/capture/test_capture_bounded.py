@@ -8,8 +8,9 @@ Counted in instructions stepped through and guards made, never in seconds:
 - so does one predicted to take the graph past its op limit (a comprehension over every row of
   an array, numba-examples' kmeans), and a loop over an array's rows is handed to Python as the
   array's own iterator, not as a tuple of every row (numpy-benchmarks' check_mask);
-- ``np.ndindex`` of a shape known now is a snapshot of its index tuples, so its loops unroll or
-  break before unrolling by the same rules (local_maxima), instead of a resume entry per index;
+- ``np.ndindex`` of a shape known now: a ``for`` over it long enough forms one loop node over
+  the flat index (``test_ndindex_loops.py``); a short one, and any other use, iterates a snapshot
+  of its index tuples (unrolled), instead of a resume entry per index;
 - ``seq[i]`` of a long list or tuple from outside wraps and guards that item only;
 - using all items of long sequences from outside (``sorted(data)``) breaks past
   ``ITEMS_READ_LIMIT`` instead of wrapping and guarding each item at every capture.
@@ -232,7 +233,7 @@ def test_the_recursion_limit_is_set_at_the_depth_it_was_measured(backend):
     check_fidelity(limit_against_depth, support.get_recursion_depth, backend=backend)
 
 
-# -- np.ndindex: a snapshot of index tuples (numpy-benchmarks' local_maxima) --
+# -- np.ndindex: a snapshot of index tuples, or one loop node (numpy-benchmarks' local_maxima) --
 def maxima(data, mode=lambda p, o, w: (p + o) % w):
     result = np.ones(data.shape, bool)
     for pos in np.ndindex(data.shape):
@@ -250,14 +251,15 @@ def ndindex_left(x, *shape):
 
 
 @pytest.mark.parametrize("backend", ["eager", "numba"])
-def test_ndindex_loops_unroll_or_break_before_unrolling(captures, backend):
+def test_ndindex_loops_unroll_when_short_and_form_when_long(captures, backend):
     data = np.random.default_rng(0).random((2, 3))
     check_fidelity(maxima, data, backend=backend, graphs=1, breaks=0)  # 6 x 6: unrolled
     captures.clear()
     npdynamo.reset()
     data = np.arange(120.0).reshape(5, 4, 3, 2)
-    check_fidelity(maxima, data, backend=backend, graphs=1, breaks=1)  # np.ones, then Python
-    assert "120 iterations of about" in captures[0][3]
+    # 120 x 120 (before: a break, Python ran the loops): two fori_loops, no break
+    check_fidelity(maxima, data, backend=backend, graphs=1, breaks=0)
+    assert str(npdynamo.explain(maxima)(data)).count("in the graph as one fori_loop") == 2
 
 
 def test_ndindex_yields_numpys_index_tuples():

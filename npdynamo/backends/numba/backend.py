@@ -20,11 +20,12 @@ from npdynamo import progress
 from npdynamo.backends import scheduler, tuning
 from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.inplace import may_alias
-from npdynamo.backends.numba import diskcache, front, histograms, threads
+from npdynamo.backends.numba import diskcache, front, histograms, scans, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.direct_writes import direct_writes, needs_calm_state
 from npdynamo.backends.numba.fusion import partition
 from npdynamo.backends.numba.loop_program import loop_programs, whole_graph_program
+from npdynamo.backends.numba.magnitudes import expand_abs_compares
 from npdynamo.backends.numba.masked_loops import expand_masked_reductions
 from npdynamo.backends.numba.moments import expand_moments
 from npdynamo.backends.numba.program import Program
@@ -137,7 +138,9 @@ def prepare_graph(graph: Graph) -> Graph:
     expand_region_writes(graph)
     expand_masked_reductions(graph)
     expand_moments(graph)
+    expand_abs_compares(graph)
     histograms.attach(graph)
+    scans.attach(graph)
     return passes.run_pipeline(graph, "codegen")
 
 
@@ -228,6 +231,8 @@ def build(gm, example_inputs: list, report: NumbaReport, eager: Callable[..., tu
     # a NumPy call (it is not one: numba runs its loop, or its branches' kernels)
     report.not_fused = [(n.name, why) for n, why in part.not_fused.items()
                         if not _control_flow(n)]
+    report.compiled_calls = [n.name for n in part.not_fused
+                             if "numba_impl" in n.meta and not _control_flow(n)]
 
     def on_fallback(group_index: int, reason: str) -> None:
         ops = ", ".join(part.groups[group_index].op_names)
@@ -262,7 +267,7 @@ def _tuned(
     form (independent steps side by side) and the eager graph runs this graph fastest on its
     first warm calls."""
     if (not program.kernel_names and not report.loops and not report.subgraphs
-            and not histograms.attached(graph)):
+            and not report.compiled_calls):
         # nothing for numba to run: the eager backend's code is the same NumPy calls, with its
         # in-place writes (``z = np.zeros(...); z[:, :, 0] = x`` assigns, not copies)
         report.tuning = "no kernels: runs as the eager graph (NumPy calls only)"

@@ -60,10 +60,10 @@ from numba import njit, prange
 
 from npdynamo.backends.numba.approx import exp_f32, exp_f64, log_f32, log_f64, tanh_f32, tanh_f64
 from npdynamo.backends.numba.runtime import (
-    complex_abs_c64, complex_abs_c128, complex_divide_c64, complex_divide_c128,
-    complex_multiply_c64, complex_multiply_c128, floor_divide_f32, floor_divide_f64, fmaximum,
-    fminimum, prefer_wide_vectors, radd, remainder_f32, remainder_f64, rmul, wrapping_add,
-    wrapping_mul, wrapping_sub)
+    complex_abs_c64, complex_abs_c128, complex_abs_compare_c64, complex_abs_compare_c128,
+    complex_divide_c64, complex_divide_c128, complex_multiply_c64, complex_multiply_c128,
+    floor_divide_f32, floor_divide_f64, fmaximum, fminimum, prefer_wide_vectors, radd,
+    remainder_f32, remainder_f64, rmul, wrapping_add, wrapping_mul, wrapping_sub)
 
 '''
 

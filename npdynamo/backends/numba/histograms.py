@@ -69,7 +69,3 @@ def attach(graph: Graph) -> None:
         if getattr(node.target, "name", None) == "histogram":
             node.meta["numba_impl"] = histogram
 
-
-def attached(graph: Graph) -> bool:
-    """Whether ``attach`` gave a node of ``graph`` a compiled loop."""
-    return any(node.meta.get("numba_impl") is histogram for node in graph.nodes)

@@ -336,11 +336,23 @@ def _lower_astype(node: Node, meta: ArrayMeta) -> Lowered:
 
 
 #: op name -> how one element of it is computed (ufuncs and triangles are looked up by name)
+def _lower_abs_compare(node: Node, meta: ArrayMeta) -> Lowered:
+    """``magnitudes.ABS_COMPARE``: ``abs(z) <op> c`` (the rewrite checked the loop's dtypes)."""
+    z, bound = node.args
+    complex_dtype = _operand_key("abs_compare", z)
+    part = np.dtype(complex_dtype.type(0).real.dtype)
+    _operand_key("abs_compare", bound)  # (a kernel can read it)
+    helper = f"complex_abs_compare_c{complex_dtype.itemsize * 8}"
+    return Lowered((Operand(z, complex_dtype), Operand(bound, part)), np.dtype(bool),
+                   lambda e, _h=helper, _c=node.kwargs["code"]: f"{_h}({e[0]}, {e[1]}, {_c})")
+
+
 _LOWERINGS: dict[str, Callable[[Node, ArrayMeta], Lowered]] = {
     "power": _lower_power,
     "where": _lower_where,
     "clip": _lower_clip,
     "astype": _lower_astype,
+    "abs_compare": _lower_abs_compare,
 }
 
 #: Ops elementwise in their input but whose value depends on the element's position: fusion

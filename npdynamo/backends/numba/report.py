@@ -32,6 +32,8 @@ class NumbaReport(BackendReport):
     group_nodes: list[tuple[str, ...]] = field(default_factory=list)  # node names, the same
     parallel: list[bool | None] = field(default_factory=list)  # per kernel; None: per call
     not_fused: list[tuple[str, str]] = field(default_factory=list)  # (node, why) run in NumPy
+    #: nodes among ``not_fused`` that run a compiled loop of their own (histogram, scans)
+    compiled_calls: list[str] = field(default_factory=list)
     thread_policy: str = ""
     fell_back: bool = False
     reason: str | None = None

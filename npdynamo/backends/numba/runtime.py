@@ -23,7 +23,9 @@ on FMA CPUs; numba's own ``*`` rounds twice, and gives nan where an overflowing 
 -inf), a quotient is Smith's method as NumPy's loop writes it (scaled by the reciprocal of the
 denominator; ``x/0`` is the parts divided by ``|0|``, where numba's ``/`` raises), and ``abs`` is
 ``larger * sqrt(fma(r, r, 1))`` with ``r = smaller / larger`` (numba's calls ``hypot``, 1 ulp off
-NumPy's on a third of values), inf where a part is inf even with a nan.
+NumPy's on a third of values), inf where a part is inf even with a nan. ``complex_abs_compare_*``
+decides ``abs(a) < c`` (and ``<=``, ``>``, ``>=``) without the division and square root where
+``re*re + im*im`` is clearly on one side of ``c*c`` (``magnitudes``).
 
 ``prefer_wide_vectors()`` lets LLVM vectorise the function it is called in with the widest
 vectors the CPU has. On AVX-512 CPUs LLVM prefers 256-bit vectors by default (wide ones may
@@ -212,10 +214,35 @@ def _complex_loops(ctor: type, part: type):
         scl = one / (bi + br * rat)
         return ctor(complex((ar * rat + ai) * scl, (ai * rat - ar) * scl))
 
-    return multiply, divide, absolute
+    # |a| against c from re*re + im*im where that is clear of c*c by a margin far wider than
+    # both roundings (``magnitudes``); NumPy's abs where it is not, or where c's square could
+    # overflow or lose digits to underflow (c outside [lowest, highest]: also a nan c)
+    wide = part is np.float64
+    margin = part(2.0 ** -30) if wide else part(2.0 ** -12)
+    below, above = one - margin, one + margin
+    lowest, highest = (part(2.0 ** -250), part(2.0 ** 250)) if wide else (part(2.0 ** -30),
+                                                                          part(2.0 ** 30))
+
+    @njit(error_model="numpy")
+    def abs_compare(a, c, code):  # code: abs(a) < c, <=, >, >= (a constant: folded)
+        if c >= lowest and c <= highest:
+            re, im = a.real, a.imag
+            squared, bound = re * re + im * im, c * c
+            if squared < bound * below:
+                return code < 2
+            if squared > bound * above:
+                return code >= 2
+        m = absolute(a)
+        if code == 0:
+            return m < c
+        if code == 1:
+            return m <= c
+        return m > c if code == 2 else m >= c
+
+    return multiply, divide, absolute, abs_compare
 
 
-complex_multiply_c64, complex_divide_c64, complex_abs_c64 = _complex_loops(np.complex64,
-                                                                           np.float32)
-complex_multiply_c128, complex_divide_c128, complex_abs_c128 = _complex_loops(np.complex128,
-                                                                              np.float64)
+(complex_multiply_c64, complex_divide_c64, complex_abs_c64,
+ complex_abs_compare_c64) = _complex_loops(np.complex64, np.float32)
+(complex_multiply_c128, complex_divide_c128, complex_abs_c128,
+ complex_abs_compare_c128) = _complex_loops(np.complex128, np.float64)

@@ -78,6 +78,23 @@ class LazyRange(GuardedConst):
         self.args = args
         self.hints = hints
 
+    def item(self, frame, index: Value) -> Value:
+        """The loop variable of the iteration at ``index`` (recorded in ``frame``)."""
+        return index
+
+    def starting_at(self, start: int) -> LazyRange:
+        """The same loop from the index ``start`` on (its first iterations peeled)."""
+        return LazyRange([Const(start), self.args[-1]], [start, self.hints[-1]])
+
+    def unformed(self) -> Value:
+        """What ``GET_ITER`` iterates when the loop is not formed."""
+        return self
+
+
+def iterated_next(frame) -> bool:
+    """Whether a plain ``for`` statement (``_for_shape``) iterates the value just made."""
+    return _for_shape(frame, _after(frame, frame.ip, "GET_ITER")) is not None
+
 
 def lazy_range(frame, args: list[Value]) -> LazyRange | None:
     """A ``LazyRange`` for ``range(*args)`` when a ``for`` statement iterates it at once and
@@ -89,7 +106,7 @@ def lazy_range(frame, args: list[Value]) -> LazyRange | None:
     hints = [a._value if isinstance(a, GuardedConst) else a.value for a in args]
     if any(type(h) is not int for h in hints) or (len(hints) == 3 and hints[2] not in (1, -1)):
         return None
-    if _for_shape(frame, _after(frame, frame.ip, "GET_ITER")) is None:
+    if not iterated_next(frame):
         return None
     return LazyRange(args, hints)
 
@@ -231,10 +248,9 @@ def _peel_first(frame, lazy: LazyRange, head: int, body: int, exit_index: int,
     ``crc ^= data[i] << 8``) then keeps its kind, as Python computes it. The node guards the
     rest non-empty, so the peeled iteration is one the range has; a body that cannot run
     inline (a break in it) unrolls the loop."""
-    start, stop = lazy.args if len(lazy.args) == 2 else (Const(0), *lazy.args)
-    first = start.value
+    first = lazy.args[0].value if len(lazy.args) == 2 else 0
     step = cf.sub_frame(frame, body, head)
-    step.push(Const(first))
+    step.push(lazy.item(step, Const(first)))
     try:
         step.run()
     except CaptureUnsupported as exc:
@@ -242,7 +258,7 @@ def _peel_first(frame, lazy: LazyRange, head: int, body: int, exit_index: int,
     if step.stack or step.return_value is not None:
         raise frame.unsupported("the loop body does not end at the loop's head")
     frame.locals = step.locals
-    return LazyRange([Const(first + 1), stop], [first + 1, lazy.hints[-1]])
+    return lazy.starting_at(first + 1)
 
 
 def _carried_names(frame, head: int, body: int, exit_index: int, var: str) -> list[str]:
@@ -355,6 +371,8 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
     names = [name for name in names if name not in views]
     after = live_locals(frame.code, exit_index)
     var_read_after = after is None or var in after
+    if var_read_after and type(lazy) is not LazyRange:
+        raise frame.unsupported(f"{var} is read after the loop")
     args = lazy.args if len(lazy.args) > 1 else [Const(0), *lazy.args]
     lower, upper = (_bound(ctx, a, not var_read_after) for a in args[:2])
     reversed_from = None
@@ -392,7 +410,7 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: st
             frame_body.locals[name] = cf.unflatten(structure, mine)
             position += len(found)
         made = remake_views(ctx, frame, frame_body.locals, views)
-        frame_body.push(index)
+        frame_body.push(lazy.item(frame_body, index))
         frame_body.run()
         if frame_body.stack or frame_body.return_value is not None:
             raise frame.unsupported("the loop body does not end at the loop's head")
@@ -555,4 +573,4 @@ def _check_no_alias(frame, names: list[str], init: list[Value], parts: list, sam
                     "shares its memory")
 
 
-__all__ = ["LazyRange", "form_for", "lazy_range"]
+__all__ = ["LazyRange", "form_for", "iterated_next", "lazy_range"]

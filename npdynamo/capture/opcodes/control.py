@@ -89,8 +89,10 @@ def _jump_or_pop(frame: Frame, ins):
 @handler("GET_ITER")
 def _get_iter(frame: Frame, ins):
     value = frame.pop()
-    if isinstance(value, LazyRange) and form_for(frame, value):
-        return  # the whole loop is one node; the frame goes on after it
+    if isinstance(value, LazyRange):
+        if form_for(frame, value):
+            return  # the whole loop is one node; the frame goes on after it
+        value = value.unformed()
     it = get_iter(frame, value)
     if isinstance(it, IteratorValue):
         it.loop_owned = True
