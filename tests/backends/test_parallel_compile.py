@@ -1,6 +1,7 @@
 """One graph's independent kernels compile side by side: the tiered numba backend sends them
-at capture in parts, one compile worker each (``jobs.send``, ``backend.kernel_shares``), and
-loads each part's kernels as it ends. The workers' job logs show who compiled what."""
+in parts, one compile worker each (``jobs.send``: the first at capture, the others with a kernel
+once the caller's build knows the groups; ``backend.kernel_shares``), and loads each part's
+kernels as it ends. The workers' job logs show who compiled what."""
 
 from __future__ import annotations
 
@@ -116,8 +117,8 @@ def test_the_graph_goes_to_the_workers_before_numba_is_imported_here():
     assert npdynamo.synchronize(timeout=300)
     timeline = tiered.compiled.report.timeline
     mine = [what for _, where, what in timeline if where == "caller"]
-    assert mine[:4] == ["captured", "sent to the compile workers (2 parts)", "numba imported",
-                        "program built (4 kernels)"]
+    assert mine[:5] == ["captured", "sent to a compile worker (part 1 of 2)", "numba imported",
+                        "program built (4 kernels)", "parts 2-2 of 2 sent"]
     assert mine[-1] == "switched to the compiled tier"
     # each part's kernels were loaded here before the switch, so it loaded none itself
     assert {"kernels of part 1/2 loaded", "kernels of part 2/2 loaded"} <= set(mine)
@@ -157,19 +158,20 @@ def one_kernel(x):
     return np.cos(x) * 3.0 + x
 
 
-def test_a_part_with_no_kernel_compiles_nothing():
+def test_a_graph_of_one_kernel_starts_one_worker():
+    """The second part would have no kernel: it is never sent, so no second worker starts
+    (its numba import would take the core the caller's calls run on, on a machine of two)."""
     x = np.linspace(0.0, 1.0, 64)
     fn, tiered, got = _tiered_run(one_kernel, x)
     np.testing.assert_allclose(got, one_kernel(x), rtol=1e-12)
     assert npdynamo.synchronize(timeout=300)
-    jobs = tiered.job.jobs.jobs
-    assert len(jobs) == 2  # sent before the kernels were known
-    # the second part was withdrawn unless a worker had taken it already; then it built the
-    # program and compiled nothing
-    second = jobs[1]
-    assert second.status == "withdrawn" or (second.status == "done" and
-                                            second.result["compiled"] == [])
-    assert jobs[0].status == "done" and len(jobs[0].result["compiled"]) == 1
+    (job,) = tiered.job.jobs.jobs
+    assert tiered.job.jobs.parts == 2
+    assert job.status == "done" and len(job.result["compiled"]) == 1
+    assert job.result["part"] == (0, 2)  # the first part of two holds the one group
+    workers_seen = {where for _, where, _ in tiered.compiled.report.timeline
+                    if where.startswith("worker")}
+    assert workers_seen == {f"worker {job.worker_pid} (part 1/2)"}
     np.testing.assert_allclose(fn(x + 1), one_kernel(x + 1), rtol=1e-12)
 
 
@@ -185,7 +187,61 @@ def test_kernels_on_disk_withdraw_the_jobs():
     assert npdynamo.synchronize(timeout=300)
     events = [what for _, where, what in tiered.compiled.report.timeline if where == "caller"]
     assert "jobs withdrawn: kernels on disk" in events
+    assert [job.status for job in tiered.job.jobs.jobs] == ["withdrawn"]
     np.testing.assert_allclose(fn(x + 1), one_kernel(x + 1), rtol=1e-12)
+
+
+def zeros_only(x):
+    return np.zeros(x.shape[0], dtype=bool)  # no kernel (check_mask's graph before its loop)
+
+
+def test_a_graph_with_nothing_to_compile_waits_for_no_worker():
+    x = np.linspace(0.0, 1.0, 64)
+    fn, tiered, got = _tiered_run(zeros_only, x)
+    assert tiered.job.prepared.wait(300)
+    # withdrawn once the build found no kernel, taken by a worker or not: nobody waits for it
+    assert [job.status for job in tiered.job.jobs.jobs] == ["withdrawn"]
+    assert tiered.job.done()
+    assert not fn(x).any() and tiered.switched
+
+
+def test_a_job_a_starting_worker_has_taken_is_withdrawn_at_once_and_skipped(tmp_path):
+    """A worker starting reads its job only once numba is imported: a job withdrawn meanwhile
+    ends at once, and the worker skips it (it compiles nothing); its next job runs as usual."""
+    from npdynamo.backends.numba import jobs, workers
+
+    graphs = []
+
+    def grab(gm, example_inputs):
+        graphs.append((gm, example_inputs))
+        return gm.forward
+
+    x = np.linspace(0.0, 1.0, 64)
+    npdynamo.compile(one_kernel, backend=grab)(x)
+    payload = jobs.dumps(*graphs[0])
+    cache = tmp_path / "cache" / "kernels"
+    pool = workers.Pool()  # a pool of its own: its one worker starts with the job
+    try:
+        job = pool.submit(payload, "one_kernel")
+        for _ in range(1200):
+            if pool._running:  # taken by the worker as it starts, numba not imported there yet
+                break
+            time.sleep(0.05)
+        assert pool._running and not job.done()
+        assert pool.withdraw(job)
+        assert job.status == "withdrawn"  # at once
+        for _ in range(6000):  # the worker reads the job, skips it and is free again
+            if not pool._running:
+                break
+            time.sleep(0.05)
+        assert not pool._running
+        assert not list(cache.rglob("*.nbc"))  # nothing compiled
+        again = pool.submit(payload, "one_kernel")
+        assert again.wait(300) and again.status == "done", again.result
+        assert again.result["compiled"] and list(cache.rglob("*.nbc"))
+        assert len(pool.pids()) == 1  # the same worker
+    finally:
+        pool.shutdown()
 
 
 def test_workers_say_when_they_are_ready():

@@ -3,13 +3,13 @@
 Importing numba takes a good part of a second, and a graph's first call should cost what
 NumPy costs. So with tiers on (``config.tiered``) and concrete example inputs, ``start``
 returns the graph's ``Tiered`` callable at once, running its eager tier, and a background
-thread of this process does the rest: it sends the graph to the compile workers first
-(``jobs.send``, no numba needed), then imports the backend and builds the graph's program
-(fusion, kernel sources, kernel modules: no compile) while the workers compile, and settles the
-jobs with what the build found (``tiering.prepare``: parts with no kernel withdrawn, all of them
-when every kernel is in the disk cache already). The switch to the compiled tier then waits for
-the thread and the workers; with every kernel already on disk it comes at the next call (a
-load).
+thread of this process does the rest: it sends the graph's first part to a compile worker
+first (``jobs.send``, no numba needed), then imports the backend and builds the graph's program
+(fusion, kernel sources, kernel modules: no compile) while the worker compiles, and settles the
+jobs with what the build found (``tiering.prepare``: the other parts with a kernel sent, the
+first withdrawn when it has none, all of them when every kernel is in the disk cache
+already). The switch to the compiled tier then waits for the thread and the workers; with
+every kernel already on disk it comes at the next call (a load).
 
 The thread's work is light (an import and code generation); the main thread's calls run
 meanwhile. While it works the interpreter's switch interval is lowered (``_switching_often``):
@@ -156,10 +156,12 @@ def _switching_often(begin: bool) -> None:
 def _prepare(pending: Pending) -> None:
     _switching_often(True)
     try:
-        # the workers first: they compile while this thread imports numba and builds
+        # a worker first: it starts while this thread imports numba and builds
         pending.jobs = jobs.send(pending.gm, pending.example_inputs)
         if pending.jobs is not None:
-            pending.note(f"sent to the compile workers ({len(pending.jobs.jobs)} parts)")
+            parts = pending.jobs.parts
+            pending.note("sent to a compile worker" + (f" (part 1 of {parts})" if parts > 1
+                                                       else ""))
         _stages()[0](pending)
     except BaseException as exc:  # noqa: BLE001 - the switch compiles in the caller instead
         pending.error = f"{type(exc).__name__}: {exc}"
