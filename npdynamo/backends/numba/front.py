@@ -3,16 +3,25 @@
 Importing numba takes a good part of a second, and a graph's first call should cost what
 NumPy costs. So with tiers on (``config.tiered``) and concrete example inputs, ``start``
 returns the graph's ``Tiered`` callable at once, running its eager tier, and a background
-thread of this process does the rest: it sends the graph's first part to a compile worker
-first (``jobs.send``, no numba needed), then imports the backend and builds the graph's program
-(fusion, kernel sources, kernel modules: no compile) while the worker compiles, and settles the
-jobs with what the build found (``tiering.prepare``: the other parts with a kernel sent, the
-first withdrawn when it has none, all of them when every kernel is in the disk cache
-already). The switch to the compiled tier then waits for the thread and the workers; with
-every kernel already on disk it comes at the next call (a load).
+thread of this process does the rest: it sends the graph to the compile workers first
+(``jobs.send``, no numba needed), then imports the backend and builds the graph's program
+(fusion, kernel sources, kernel modules: no compile) while the workers compile, and settles the
+jobs with what the build found (``tiering.prepare``: parts with no kernel withdrawn, all of them
+when every kernel is in the disk cache already). The switch to the compiled tier then waits for
+the thread and the workers; with every kernel already on disk it comes at the next call (a
+load).
 
-The thread's work is light (an import and code generation); the main thread's calls run
-meanwhile. While it works the interpreter's switch interval is lowered (``_switching_often``):
+The thread's own work waits until a worker has imported numba (``_prepare``): numba's import
+and the backend's (about 0.4 s of a core, the GIL held) are most of it, and the caller's calls
+need the GIL between their NumPy operations (a thread importing numba made ten plain calls of
+numpy-benchmarks' euclidean_distance_square take 1.4-2.5x their time, and a hundred of
+check_mask 1.1-1.5x, on a busy machine). Until the worker is ready the build would only find
+what the worker finds once it is, so the import comes later, beside the worker's compile, and
+out of the first calls of a function called only a few times. Its cost: a graph whose kernels
+are on disk already switches a worker's numba import later (the worker then skips the job),
+and a graph whose kernels compile faster than the thread builds waits for the build.
+
+The main thread's calls run meanwhile. While the thread works the interpreter's switch interval is lowered (``_switching_often``):
 a caller's NumPy calls let go of the GIL inside each large operation, and at the default 5 ms
 each of them then waited up to that long to get it back from this thread (grouping's calls took
 ten times their plain time while its graph compiled).
@@ -156,12 +165,13 @@ def _switching_often(begin: bool) -> None:
 def _prepare(pending: Pending) -> None:
     _switching_often(True)
     try:
-        # a worker first: it starts while this thread imports numba and builds
+        # the workers first: they compile while this thread imports numba and builds
         pending.jobs = jobs.send(pending.gm, pending.example_inputs)
         if pending.jobs is not None:
-            parts = pending.jobs.parts
-            pending.note("sent to a compile worker" + (f" (part 1 of {parts})" if parts > 1
-                                                       else ""))
+            pending.note(f"sent to the compile workers ({len(pending.jobs.jobs)} parts)")
+            # (set by the worker's "ready", or by the job's end: a worker that died, no worker)
+            pending.jobs.jobs[0].worker_ready.wait()
+            pending.note("a compile worker has imported numba")
         _stages()[0](pending)
     except BaseException as exc:  # noqa: BLE001 - the switch compiles in the caller instead
         pending.error = f"{type(exc).__name__}: {exc}"

@@ -7,18 +7,15 @@ the time to the compiled tier was these two, one after the other, before any wor
 graph). ``tiering`` then settles the jobs with what the build found (``Jobs.keep``) and
 switches once they are done. No numba here.
 
-Parts: a graph is dealt in ``workers.max_workers()`` parts; the part ``p`` of ``n`` compiles
-the fusion groups whose index is ``p`` modulo ``n`` (``backend.kernel_shares``), so one graph's
-independent kernels compile side by side. Only the first part goes out at capture: it starts
-one worker, which imports numba while the caller's thread does. The others go out once the
-build knows the groups, and only those with a kernel (``Jobs.settle``): a graph of one fusion
-group, or of none, never starts a second worker, whose start (numba's import, a second of a
-core) would take the core the caller's calls run on, on a machine of two. The first part is
-withdrawn when the graph has nothing to compile or all its kernels are on disk already (a
-worker that has taken it skips it, and nobody waits for it: ``workers.Pool.withdraw``). A
-graph with control flow goes out whole (its loop programs and subgraphs would compile in every
-part). The workers run the same backend on the same graph, so they generate the same kernel
-sources and cache keys as the caller's build.
+Parts: a graph goes out in ``workers.max_workers()`` parts, one job each, which the pool deals
+to its workers as they come free; the part ``p`` of ``n`` compiles the fusion groups whose
+index is ``p`` modulo ``n`` (``backend.kernel_shares``), so one graph's independent kernels
+compile side by side. A graph with control flow goes out whole (its loop programs and
+subgraphs would compile in every part). The workers run the same backend on the same graph,
+so they generate the same kernel sources and cache keys as the caller's build. Once the build
+knows the groups, parts with no kernel are withdrawn; all of them when the graph has nothing
+to compile or all its kernels are on disk already. A withdrawn job ends at once, whether or not
+a worker has taken it (``workers.Pool.withdraw``: the worker skips it if it has not begun it).
 
 Symbolic sizes refuse to pickle in general (their identity belongs to a capture); a payload's
 graph is only compiled, so they are pickled by structure (``dumps``).
@@ -33,7 +30,6 @@ from __future__ import annotations
 import io
 import pickle
 import time
-from collections.abc import Callable
 from typing import Any
 
 from npdynamo import config, progress
@@ -45,14 +41,10 @@ from npdynamo.ops.symbolic import SymInt
 
 
 class Jobs:
-    """The jobs of one graph's parts, seen as one: ``jobs`` holds those sent so far (the first
-    at capture, the others once ``settle`` knows which have kernels)."""
+    """The jobs of one graph's parts, seen as one."""
 
-    def __init__(self, jobs: list[workers.CompileJob], parts: int | None = None,
-                 payload: Callable[[int], bytes] | None = None) -> None:
+    def __init__(self, jobs: list[workers.CompileJob]) -> None:
         self.jobs = jobs
-        self.parts = len(jobs) if parts is None else parts
-        self._payload = payload  # the payload of part ``p`` (of ``parts``), for those to send
 
     def done(self) -> bool:
         return all(job.done() for job in self.jobs)
@@ -65,15 +57,11 @@ class Jobs:
                 return False
         return True
 
-    def settle(self, parts: set[int]) -> None:
-        """The graph's kernels are known: send the parts in ``parts`` not sent yet, withdraw
-        the jobs of the others (``workers.Pool.withdraw``)."""
+    def keep(self, parts: set[int]) -> None:
+        """Withdraw the jobs of the other parts (``workers.Pool.withdraw``)."""
         for part, job in enumerate(self.jobs):
             if part not in parts:
                 workers.pool().withdraw(job)
-        what = progress.current_what()
-        for part in sorted(p for p in parts if p >= len(self.jobs)):
-            self.jobs.append(workers.pool().submit(self._payload(part), what))
 
     def live(self) -> list[workers.CompileJob]:
         """The jobs not withdrawn."""
@@ -94,15 +82,12 @@ def send(gm: GraphModule, example_inputs: list) -> Jobs | None:
         return None
     parts = 1 if any(True for _ in nodes_with_subgraphs(gm.graph)) else workers.max_workers()
     try:
-        first = dumps(gm, example_inputs, 0, parts)
+        payloads = [dumps(gm, example_inputs, part, parts) for part in range(parts)]
     except Exception as exc:  # an input or constant that does not pickle: compile here
         get_logger("tiers").debug("graph compiled in the caller's process: its payload does "
                                   "not pickle (%s: %s)", type(exc).__name__, exc)
         return None
-    sent = submit([first])
-    sent.parts = parts
-    sent._payload = lambda part: dumps(gm, example_inputs, part, parts)
-    return sent
+    return submit(payloads)
 
 
 def submit(payloads: list[bytes]) -> Jobs:

@@ -1,11 +1,11 @@
 """The numba side of the tiers: what the preparing thread and the switch do (``front``).
 
-``prepare`` (in ``front``'s thread, after it has sent the graph's first part to a compile
-worker: ``jobs.send``) imports numba, builds the graph's program (fusion, kernel sources,
-kernel modules: no compile) while the worker compiles, and settles the jobs with what it
-found (``jobs.Jobs.settle``): the other parts with a kernel are sent, the first is withdrawn
-if it has none, and every part when every kernel is in the disk cache already (a load takes
-milliseconds) or the graph has nothing to compile; then the switch finishes here.
+``prepare`` (in ``front``'s thread, after it has sent the graph to the compile workers:
+``jobs.send``) imports numba, builds the graph's program (fusion, kernel sources, kernel
+modules: no compile) while the workers compile, and settles the jobs with what it found: the
+parts with no kernel are withdrawn, and all of them when every kernel is in the disk cache
+already (a load takes milliseconds) or the graph has nothing to compile; then the switch
+finishes here.
 
 Once the jobs have ended, the thread loads their kernels from the disk cache
 (``_load_when_compiled``). ``finish`` is the switch, in the caller's thread after that:
@@ -57,17 +57,15 @@ def prepare(pending: Any) -> None:
     if sent is None:
         return
     if not built.warm or _on_disk(built.report):
-        # (a worker that has taken the job skips it, or its answer is dropped: nobody waits)
-        sent.settle(set())
+        # (a worker that has taken a job skips it, or its answer is dropped: nobody waits)
+        sent.keep(set())
         pending.note("jobs withdrawn: " + ("kernels on disk" if built.warm else
                                            "nothing to compile here"))
         return
-    if sent.parts > 1:
-        sent.settle(jobs.parts_with_kernels(built.program.kernel_names, sent.parts))
-        if len(sent.jobs) > 1:
-            pending.note(f"parts 2-{len(sent.jobs)} of {sent.parts} sent")
+    if len(sent.jobs) > 1:
+        sent.keep(jobs.parts_with_kernels(built.program.kernel_names, len(sent.jobs)))
         if len(sent.live()) < len(sent.jobs):
-            pending.note("the first part withdrawn: no kernel")
+            pending.note(f"parts with no kernel withdrawn ({len(sent.live())} left)")
     _load_when_compiled(pending, sent, built)
 
 

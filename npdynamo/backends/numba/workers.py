@@ -77,6 +77,8 @@ class CompileJob:
         self.submitted = time.perf_counter()
         self.finished_at: float | None = None
         self.worker_pid: int | None = None
+        #: set once the worker running the job has imported numba (or the job has ended)
+        self.worker_ready = threading.Event()
         self._event = threading.Event()
         self._callbacks: list = []
         self._lock = threading.Lock()
@@ -103,6 +105,7 @@ class CompileJob:
             self.status, self.result = status, result
             self.finished_at = time.perf_counter()
             self._event.set()
+            self.worker_ready.set()
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback(self)
@@ -330,6 +333,8 @@ class Pool:
                     with self._cond:
                         self._running.pop(id(worker), None)
                     return True
+                if worker.warm:
+                    job.worker_ready.set()
                 worker.conn.send_bytes(job.payload)
                 worker.sent = job
                 if job.done():  # withdrawn while it went out (``_Worker.cancel``)
@@ -338,6 +343,7 @@ class Pool:
                 kind, *rest = worker.conn.recv()
                 if kind == "ready":  # (the job came before the worker was ready)
                     worker.warm = True
+                    job.worker_ready.set()
                     continue
                 if kind == "kernels":
                     job.kernels = tuple(rest)
@@ -394,7 +400,7 @@ class Pool:
             # (their waiters and callbacks were threads of the parent, and may have held the
             # locks as it forked)
             job._event, job._callbacks = threading.Event(), []
-            job._lock = threading.Lock()
+            job._lock, job.worker_ready = threading.Lock(), threading.Event()
             job._finish(FORKED, "the process forked while its kernels compiled")
 
 
