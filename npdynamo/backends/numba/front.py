@@ -21,10 +21,11 @@ out of the first calls of a function called only a few times. Its cost: a graph 
 are on disk already switches a worker's numba import later (the worker then skips the job),
 and a graph whose kernels compile faster than the thread builds waits for the build.
 
-The main thread's calls run meanwhile. While the thread works the interpreter's switch interval is lowered (``_switching_often``):
-a caller's NumPy calls let go of the GIL inside each large operation, and at the default 5 ms
-each of them then waited up to that long to get it back from this thread (grouping's calls took
-ten times their plain time while its graph compiled).
+The main thread's calls run meanwhile. While the thread works the interpreter's switch
+interval is lowered (``_switching_often``): a caller's NumPy calls let go of the GIL inside
+each large operation, and at the default 5 ms each of them then waited up to that long to get
+it back from this thread (grouping's calls took ten times their plain time while its graph
+compiled).
 
 Whatever goes wrong in the thread (an error, a fork that left it behind in the parent) makes
 the switch compile the graph in the caller's thread, as without tiers.
