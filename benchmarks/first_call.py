@@ -43,6 +43,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.quiet import foreign_load
+
 EXTERNAL = Path(__file__).resolve().parents[1].parent / "shared/external"
 COUNTS = (1, 10, 100)
 BUDGET_RATIO, BUDGET_S = 1.2, 0.5
@@ -262,15 +264,20 @@ def main(argv: list[str] | None = None) -> None:
         print(f"skipped: no kernels under {opts.external} (it sits next to the project's own "
               "checkout)")
         return
-    rows = []
+    rows, loads = [], []
     for suite, where, name, label in found:
-        rows.append((label, run_one(suite, where, name, opts.blocking, opts.timeout,
-                                    opts.backend, opts.per_call)))
+        with foreign_load() as load:
+            rows.append((label, run_one(suite, where, name, opts.blocking, opts.timeout,
+                                        opts.backend, opts.per_call)))
+        loads.append(load.cores)
         print(f"  {label}: done", file=sys.stderr, flush=True)
         if opts.per_call:
-            print(per_call_table(label, rows[-1][1]), flush=True)
+            print(per_call_table(label, rows[-1][1])
+                  + f"\n  (other processes used {load.cores:.1f} cores meanwhile)", flush=True)
     if not opts.per_call:
         print(table(rows, opts.backend))
+    print(f"other processes used {statistics.median(loads):.1f} cores (median over the "
+          f"kernels; max {max(loads):.1f}) of {os.cpu_count()} while these ran")
 
 
 if __name__ == "__main__":
