@@ -177,9 +177,8 @@ def _prepare(pending: Pending) -> None:
         pending.jobs = jobs.send(pending.gm, pending.example_inputs)
         if pending.jobs is not None:
             pending.note(f"sent to the compile workers ({len(pending.jobs.jobs)} parts)")
-            if not numba_side_imported():  # the imports come after the worker's (docstring)
-                # (set by the worker's "ready", or by the job's end: a worker that died, none)
-                pending.jobs.jobs[0].worker_ready.wait()
+            if not numba_side_imported():  # the imports come after a worker's (docstring)
+                _until_a_worker_is_ready(pending.jobs.jobs[0])
                 pending.note("a compile worker has imported numba")
         _stages()[0](pending)
     except BaseException as exc:  # noqa: BLE001 - the switch compiles in the caller instead
@@ -187,6 +186,15 @@ def _prepare(pending: Pending) -> None:
     finally:
         pending.prepared.set()
         _switching_often(False)
+
+
+def _until_a_worker_is_ready(job: workers.CompileJob) -> None:
+    """Wait until the worker that took ``job`` has imported numba (its "ready"; or the job has
+    ended: the worker died, none could start), or any worker has, or another graph's thread
+    has imported the numba side here (graphs captured together, more than there are
+    workers)."""
+    while not (job.worker_ready.wait(0.05) or numba_side_imported() or workers.pool().warm()):
+        pass
 
 
 def _concrete(example_inputs: list, gm: Any) -> bool:
