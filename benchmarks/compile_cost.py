@@ -15,10 +15,10 @@ Each row runs in a fresh process with an empty kernel cache (``NPDYNAMO_CACHE_DI
   ``--rounds``: seconds from the first call until the compiled tier serves calls
   (``npdynamo.synchronize()``), in two settings:
 
-  - *cold process*: the first call comes right after ``compile()``, which starts the workers;
-    so the seconds include each worker's start (Python, npdynamo and numba imported, numba's
-    compiler set up: the same for one worker and two, and two starting at once share the
-    cores with the caller's own start) besides the graph's compile;
+  - *cold process*: the first call comes right after ``compile()``; its graph's capture starts
+    the workers, so the seconds include each worker's start (Python, npdynamo and numba
+    imported, numba's compiler set up: the same for one worker and two, and two starting at
+    once share the cores with the caller's own start) besides the graph's compile;
   - *warm pool*: the first call comes once the workers have started and set up numba's
     compiler (``workers.pool().warm()``), as for any graph but a program's first: the seconds
     are the graph's compile (its kernels in the workers, then loaded by the caller), and the
@@ -65,8 +65,9 @@ if cap:
 ns = {"np": np}
 exec(sys.stdin.read(), ns)
 fn, args = ns["fn"], ns["args"]
-compiled = npdynamo.compile(fn, backend="numba")  # (tiered: the compile workers start here)
+compiled = npdynamo.compile(fn, backend="numba")
 if warm:  # until every worker has numba's compiler set up (not imported here: the caller's)
+    pool.pool().prestart()  # (else the first graph's capture starts them)
     deadline = time.monotonic() + 300
     while pool.pool().warm() < workers and time.monotonic() < deadline:
         time.sleep(0.02)

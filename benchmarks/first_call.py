@@ -22,6 +22,14 @@ arguments drifts the same way plain and compiled.
 
 ``--backend eager`` times the eager backend instead (issue 24: its first call <= 1 s on every
 kernel; the ready column is then 0).
+
+``--per-call`` shows where the time of the first 100 calls goes instead: each call of the plain
+function and of the compiled one, interleaved (plain call k, then compiled call k, on copies of
+the inputs: both share whatever the machine and the background compile leave them), and what
+served each compiled call: ``eager`` (the eager tier), ``python`` (plain Python while
+compiling), ``switch`` (the call that switched to the compiled tier), ``tune`` (a tuning
+call) or ``compiled``. A sum per kind follows. Interleaving shows the compiled calls' own cost;
+the table's sequential runs add what the background compile takes from the calls.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.quiet import foreign_load
+
 EXTERNAL = Path(__file__).resolve().parents[1].parent / "shared/external"
 COUNTS = (1, 10, 100)
 BUDGET_RATIO, BUDGET_S = 1.2, 0.5
@@ -46,6 +56,7 @@ import numpy as np
 kind, where, name = sys.argv[1], sys.argv[2], sys.argv[3]
 counts = [int(c) for c in sys.argv[4].split(",")]
 backend = sys.argv[5]
+per_call = sys.argv[6] == "1"
 
 def load():
     if kind == "numpy-benchmarks":
@@ -71,12 +82,36 @@ def timed(fn, args, kwargs, after=None):
             marks[k] = now - start
     return marks, ready, start
 
-row = {}
-try:
-    fn, args, kwargs = load()
-    row["numpy"], _, _ = timed(fn, copy.deepcopy(args), copy.deepcopy(kwargs))
+def interleaved(fn, compiled, args, kwargs):
+    from npdynamo.backends import tiers, tuning
+    plain_in, ours = copy.deepcopy((args, kwargs)), copy.deepcopy((args, kwargs))
+    seen, calls = [], []
+
+    def state():
+        with tiers._pending_lock:
+            seen.extend(t for t in tiers._pending if t not in seen)
+        return (sum(t.eager_calls for t in seen), sum(t.plain_calls for t in seen),
+                sum(t.switched for t in seen), tuning.tuning_calls())
+
+    for _ in range(max(counts)):
+        t0 = time.perf_counter()
+        fn(*plain_in[0], **plain_in[1])
+        t1 = time.perf_counter()
+        before = state()
+        t2 = time.perf_counter()
+        compiled(*ours[0], **ours[1])
+        t3 = time.perf_counter()
+        after = state()
+        kinds = [k for k, b, a in zip(("eager", "python", "switch", "tune"), before, after)
+                 if a > b]
+        calls.append([t1 - t0, t3 - t2, kinds[0] if kinds else "compiled"])
+    return calls
+
+def sequential(fn, args, kwargs):
     import npdynamo
     from npdynamo.backends import tiers
+    row = {}
+    row["numpy"], _, _ = timed(fn, copy.deepcopy(args), copy.deepcopy(kwargs))
     compiled = npdynamo.compile(fn, backend=backend)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -90,10 +125,25 @@ try:
     instructions = sum(1 for _ in dis.get_instructions(fn))
     row["capture_us_per_instr"] = report.compile_time_s / max(instructions, 1) * 1e6
     row["instructions"] = instructions
+    return row
+
+row = {}
+try:
+    fn, args, kwargs = load()
+    if per_call:
+        import npdynamo
+        compiled = npdynamo.compile(fn, backend=backend)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            row["calls"] = interleaved(fn, compiled, args, kwargs)
+    else:
+        row.update(sequential(fn, args, kwargs))
 except BaseException as exc:
     row["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
 print("ROW" + json.dumps(row))
 """
+
+
 
 
 def kernels(suites: list[str], only: set[str],
@@ -115,7 +165,7 @@ def kernels(suites: list[str], only: set[str],
 
 
 def run_one(suite: str, where: str, name: str, blocking: bool, timeout: float,
-            backend: str = "numba") -> dict:
+            backend: str = "numba", per_call: bool = False) -> dict:
     """One kernel in a fresh process with an empty kernel cache."""
     with tempfile.TemporaryDirectory(prefix="npdynamo-first-call-") as cache:
         env = {**os.environ, "NPDYNAMO_CACHE_DIR": cache, "NPDYNAMO_PROGRESS": "0",
@@ -125,7 +175,7 @@ def run_one(suite: str, where: str, name: str, blocking: bool, timeout: float,
         try:
             proc = subprocess.run(
                 [sys.executable, "-c", CHILD, suite, where, name, ",".join(map(str, COUNTS)),
-                 backend],
+                 backend, "1" if per_call else "0"],
                 capture_output=True, text=True, timeout=timeout, env=env)
         except subprocess.TimeoutExpired:
             return {"error": f"timeout after {timeout:.0f} s"}
@@ -169,6 +219,29 @@ def table(rows: list[tuple[str, dict]], backend: str = "numba") -> str:
     return "\n".join(lines)
 
 
+def per_call_table(label: str, row: dict) -> str:
+    """One kernel's interleaved calls (``--per-call``): the first ten, then each tenth and each
+    call served otherwise than the one before; then the sums per kind of call."""
+    if "error" in row:
+        return f"{label}: ERROR {row['error']}"
+    lines = [f"== {label}: call, plain ms, compiled ms, served by, compiled - plain so far (s)"]
+    extra, previous = 0.0, None
+    sums: dict[str, list[float]] = {}
+    for k, (plain, ours, kind) in enumerate(row["calls"], 1):
+        extra += ours - plain
+        total = sums.setdefault(kind, [0, 0.0, 0.0])
+        total[0] += 1
+        total[1] += plain
+        total[2] += ours
+        if k <= 10 or k % 10 == 0 or kind != previous:
+            lines.append(f"{k:5d} {plain * 1e3:9.2f} {ours * 1e3:9.2f}  {kind:8s} {extra:7.3f}")
+        previous = kind
+    for kind, (n, plain, ours) in sums.items():
+        lines.append(f"  {kind:8s}: {n:3d} calls, plain {plain:.3f} s, compiled {ours:.3f} s "
+                     f"({ours / max(plain, 1e-9):.2f}x)")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated kernel names")
@@ -176,6 +249,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--blocking", action="store_true", help="tiers off (NPDYNAMO_TIERED=0)")
     parser.add_argument("--backend", default="numba", choices=("numba", "eager"),
                         help="eager: the first calls of the eager backend (issue 24: <= 1 s)")
+    parser.add_argument("--per-call", action="store_true",
+                        help="each of the first 100 calls, plain and compiled interleaved")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--external", type=Path, default=EXTERNAL,
                         help="the folder holding numpy-benchmarks and numba-examples")
@@ -189,12 +264,20 @@ def main(argv: list[str] | None = None) -> None:
         print(f"skipped: no kernels under {opts.external} (it sits next to the project's own "
               "checkout)")
         return
-    rows = []
+    rows, loads = [], []
     for suite, where, name, label in found:
-        rows.append((label, run_one(suite, where, name, opts.blocking, opts.timeout,
-                                    opts.backend)))
+        with foreign_load() as load:
+            rows.append((label, run_one(suite, where, name, opts.blocking, opts.timeout,
+                                        opts.backend, opts.per_call)))
+        loads.append(load.cores)
         print(f"  {label}: done", file=sys.stderr, flush=True)
-    print(table(rows, opts.backend))
+        if opts.per_call:
+            print(per_call_table(label, rows[-1][1])
+                  + f"\n  (other processes used {load.cores:.1f} cores meanwhile)", flush=True)
+    if not opts.per_call:
+        print(table(rows, opts.backend))
+    print(f"other processes used {statistics.median(loads):.1f} cores (median over the "
+          f"kernels; max {max(loads):.1f}) of {os.cpu_count()} while these ran")
 
 
 if __name__ == "__main__":

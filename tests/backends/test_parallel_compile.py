@@ -108,7 +108,11 @@ def test_the_job_logs_show_each_worker_compiled_its_own_kernels():
     np.testing.assert_allclose(fn(a - 1, w), four_kernels(a - 1, w), rtol=1e-9)
 
 
-def test_the_graph_goes_to_the_workers_before_numba_is_imported_here():
+def test_the_graph_goes_to_the_workers_before_numba_is_imported_here(monkeypatch):
+    from npdynamo.backends.numba import front
+
+    # as in a program's first graph (another test may have imported the numba side here)
+    monkeypatch.setattr(front, "numba_side_imported", lambda: False)
     rng = np.random.default_rng(2)
     a, w = rng.random((20, 20)), rng.random((20, 20)) / 20
     fn, tiered, got = _tiered_run(four_kernels, a, w)
@@ -116,8 +120,14 @@ def test_the_graph_goes_to_the_workers_before_numba_is_imported_here():
     assert npdynamo.synchronize(timeout=300)
     timeline = tiered.compiled.report.timeline
     mine = [what for _, where, what in timeline if where == "caller"]
-    assert mine[:4] == ["captured", "sent to the compile workers (2 parts)", "numba imported",
+    # (this process imports numba once a worker has: its import would slow the calls meanwhile)
+    assert mine[:5] == ["captured", "sent to the compile workers (2 parts)",
+                        "a compile worker has imported numba", "numba imported",
                         "program built (4 kernels)"]
+    ready = next(t for t, where, what in timeline if what == "a compile worker has imported numba")
+    imports = [t for t, where, what in timeline  # (a worker's first job logs its start)
+               if where.startswith("worker") and what == "numba imported"]
+    assert all(t <= ready for t in imports[:1])
     assert mine[-1] == "switched to the compiled tier"
     # each part's kernels were loaded here before the switch, so it loaded none itself
     assert {"kernels of part 1/2 loaded", "kernels of part 2/2 loaded"} <= set(mine)
@@ -164,8 +174,8 @@ def test_a_part_with_no_kernel_compiles_nothing():
     assert npdynamo.synchronize(timeout=300)
     jobs = tiered.job.jobs.jobs
     assert len(jobs) == 2  # sent before the kernels were known
-    # the second part was withdrawn unless a worker had taken it already; then it built the
-    # program and compiled nothing
+    # the second part was withdrawn (a worker that had taken it skipped it), unless a warm
+    # worker had already built the program and compiled nothing
     second = jobs[1]
     assert second.status == "withdrawn" or (second.status == "done" and
                                             second.result["compiled"] == [])
@@ -185,7 +195,65 @@ def test_kernels_on_disk_withdraw_the_jobs():
     assert npdynamo.synchronize(timeout=300)
     events = [what for _, where, what in tiered.compiled.report.timeline if where == "caller"]
     assert "jobs withdrawn: kernels on disk" in events
+    # numba imported here by the first graph: the second builds without waiting for a worker
+    assert "a compile worker has imported numba" not in events
     np.testing.assert_allclose(fn(x + 1), one_kernel(x + 1), rtol=1e-12)
+
+
+def zeros_only(x):
+    return np.zeros(x.shape[0], dtype=bool)  # no kernel (check_mask's graph before its loop)
+
+
+def test_a_graph_with_nothing_to_compile_waits_for_no_worker():
+    x = np.linspace(0.0, 1.0, 64)
+    fn, tiered, got = _tiered_run(zeros_only, x)
+    assert tiered.job.prepared.wait(300)
+    # withdrawn once the build found no kernel, taken by a worker or not: nobody waits for
+    # them (a warm worker may have finished one first: it compiled nothing)
+    assert tiered.job.done()
+    assert {job.status for job in tiered.job.jobs.jobs} <= {"withdrawn", "done"}
+    assert all(job.result["compiled"] == [] for job in tiered.job.jobs.jobs
+               if job.status == "done")
+    assert not fn(x).any() and tiered.switched
+
+
+def test_a_job_a_starting_worker_has_taken_is_withdrawn_at_once_and_skipped(tmp_path):
+    """A worker starting reads its job only once numba is imported: a job withdrawn meanwhile
+    ends at once, and the worker skips it (it compiles nothing); its next job runs as usual."""
+    from npdynamo.backends.numba import jobs, workers
+
+    graphs = []
+
+    def grab(gm, example_inputs):
+        graphs.append((gm, example_inputs))
+        return gm.forward
+
+    x = np.linspace(0.0, 1.0, 64)
+    npdynamo.compile(one_kernel, backend=grab)(x)
+    payload = jobs.dumps(*graphs[0])
+    cache = tmp_path / "cache" / "kernels"
+    pool = workers.Pool()  # a pool of its own: its one worker starts with the job
+    try:
+        job = pool.submit(payload, "one_kernel")
+        for _ in range(1200):
+            if pool._running:  # taken by the worker as it starts, numba not imported there yet
+                break
+            time.sleep(0.05)
+        assert pool._running and not job.done()
+        assert pool.withdraw(job)
+        assert job.status == "withdrawn"  # at once
+        for _ in range(6000):  # the worker reads the job, skips it and is free again
+            if not pool._running:
+                break
+            time.sleep(0.05)
+        assert not pool._running
+        assert not list(cache.rglob("*.nbc"))  # nothing compiled
+        again = pool.submit(payload, "one_kernel")
+        assert again.wait(300) and again.status == "done", again.result
+        assert again.result["compiled"] and list(cache.rglob("*.nbc"))
+        assert len(pool.pids()) == 1  # the same worker
+    finally:
+        pool.shutdown()
 
 
 def test_workers_say_when_they_are_ready():

@@ -14,6 +14,12 @@ A worker sends ``("ready",)`` once it has imported numba and set up its compiler
 (``_warm_compiler``), before it reads its first job; a job that comes during that set-up cuts
 it short (the job's own first compile would pay the rest anyway).
 
+A job the caller withdraws after sending it (its kernels turned out to be on disk, or it has
+none) is followed by ``cancel`` (``workers.CANCEL``): a worker that finds it behind the job it
+has just read answers ``("skipped",)`` instead of compiling (a worker starting reads its first
+job only once numba is imported); one that finds it later, behind a job it has answered,
+ignores it.
+
 A graph split into parts (``part`` of ``parts``) compiles only the kernels whose index falls in
 its part; the others are replaced by stand-ins that zero their outputs (types and shapes are
 what the compile needs, not values), so two workers compile one graph's kernels side by side.
@@ -78,10 +84,12 @@ def _counting(send: Any) -> Any:
     return kernels
 
 
-def main(fd: int, parent: int, started: float | None = None, niceness: int = 5) -> None:
+def main(fd: int, parent: int, started: float | None = None, niceness: int = 5,
+         cancel: bytes = b"") -> None:
     """The worker's loop: receive a payload, compile it, answer; until the socket closes.
     ``started``: when the process started (``time.time()``), for the first job's log;
-    ``niceness``: how much lower its priority is than the caller's (``workers.NICENESS``)."""
+    ``niceness``: how much lower its priority is than the caller's (``workers.NICENESS``);
+    ``cancel``: the message that withdraws the job just sent (``workers.CANCEL``)."""
     boot = [(started or time.time(), "worker started")]
     from multiprocessing.connection import Connection
 
@@ -105,6 +113,11 @@ def main(fd: int, parent: int, started: float | None = None, niceness: int = 5) 
     while True:
         try:
             payload = conn.recv_bytes()
+            if payload == cancel:  # for a job answered already
+                continue
+            if conn.poll(0) and conn.recv_bytes() == cancel:  # withdrawn before it began
+                conn.send(("skipped",))
+                continue
         except (EOFError, OSError):
             return
         try:

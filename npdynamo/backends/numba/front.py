@@ -11,11 +11,23 @@ when every kernel is in the disk cache already). The switch to the compiled tier
 the thread and the workers; with every kernel already on disk it comes at the next call (a
 load).
 
-The thread's work is light (an import and code generation); the main thread's calls run
-meanwhile. While it works the interpreter's switch interval is lowered (``_switching_often``):
-a caller's NumPy calls let go of the GIL inside each large operation, and at the default 5 ms
-each of them then waited up to that long to get it back from this thread (grouping's calls took
-ten times their plain time while its graph compiled).
+The thread's own work waits until a worker has imported numba (``_prepare``), unless an
+earlier graph's thread has imported the numba side here already: numba's import and the
+backend's (about 0.4 s of a core, the GIL held) are most of that work, and the caller's calls
+need the GIL between their NumPy operations (a thread importing numba made ten plain calls of
+numpy-benchmarks' euclidean_distance_square take 1.4-2.5x their time, and a hundred of
+check_mask 1.1-1.5x, on a busy machine). Until the worker is ready the build would only find
+what the worker finds once it is, so the import comes later, beside the worker's compile, and
+out of the first calls of a function called only a few times. Its cost: a program's first
+graph, when its kernels are on disk already, switches after a worker's numba import (the
+worker then skips the job), and one whose kernels compile faster than the thread builds
+waits for the build.
+
+The main thread's calls run meanwhile. While the thread works the interpreter's switch
+interval is lowered (``_switching_often``): a caller's NumPy calls let go of the GIL inside
+each large operation, and at the default 5 ms each of them then waited up to that long to get
+it back from this thread (grouping's calls took ten times their plain time while its graph
+compiled).
 
 Whatever goes wrong in the thread (an error, a fork that left it behind in the parent) makes
 the switch compile the graph in the caller's thread, as without tiers.
@@ -124,6 +136,11 @@ def install(prepare: Callable[[Pending], None], finish: Callable[..., Any]) -> N
 fork_guard = threading.Lock()
 
 
+def numba_side_imported() -> bool:
+    """Whether this process has imported the numba side (an earlier graph's thread did)."""
+    return bool(_installed)
+
+
 def _stages() -> tuple[Callable, Callable]:
     if not _installed:  # imported here, off the caller's thread: it imports numba
         with fork_guard:
@@ -160,12 +177,24 @@ def _prepare(pending: Pending) -> None:
         pending.jobs = jobs.send(pending.gm, pending.example_inputs)
         if pending.jobs is not None:
             pending.note(f"sent to the compile workers ({len(pending.jobs.jobs)} parts)")
+            if not numba_side_imported():  # the imports come after a worker's (docstring)
+                _until_a_worker_is_ready(pending.jobs.jobs[0])
+                pending.note("a compile worker has imported numba")
         _stages()[0](pending)
     except BaseException as exc:  # noqa: BLE001 - the switch compiles in the caller instead
         pending.error = f"{type(exc).__name__}: {exc}"
     finally:
         pending.prepared.set()
         _switching_often(False)
+
+
+def _until_a_worker_is_ready(job: workers.CompileJob) -> None:
+    """Wait until the worker that took ``job`` has imported numba (its "ready"; or the job has
+    ended: the worker died, none could start), or any worker has, or another graph's thread
+    has imported the numba side here (graphs captured together, more than there are
+    workers)."""
+    while not (job.worker_ready.wait(0.05) or numba_side_imported() or workers.pool().warm()):
+        pass
 
 
 def _concrete(example_inputs: list, gm: Any) -> bool:

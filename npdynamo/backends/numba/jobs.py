@@ -13,8 +13,9 @@ index is ``p`` modulo ``n`` (``backend.kernel_shares``), so one graph's independ
 compile side by side. A graph with control flow goes out whole (its loop programs and
 subgraphs would compile in every part). The workers run the same backend on the same graph,
 so they generate the same kernel sources and cache keys as the caller's build. Once the build
-knows the groups, parts with no kernel are withdrawn if no worker has started them; all of
-them when the graph has nothing to compile or all its kernels are on disk already.
+knows the groups, parts with no kernel are withdrawn; all of them when the graph has nothing
+to compile or all its kernels are on disk already. A withdrawn job ends at once, whether or not
+a worker has taken it (``workers.Pool.withdraw``: the worker skips it if it has not begun it).
 
 Symbolic sizes refuse to pickle in general (their identity belongs to a capture); a payload's
 graph is only compiled, so they are pickled by structure (``dumps``).
@@ -57,7 +58,7 @@ class Jobs:
         return True
 
     def keep(self, parts: set[int]) -> None:
-        """Withdraw the jobs of the other parts that no worker has started."""
+        """Withdraw the jobs of the other parts (``workers.Pool.withdraw``)."""
         for part, job in enumerate(self.jobs):
             if part not in parts:
                 workers.pool().withdraw(job)

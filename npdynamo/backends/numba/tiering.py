@@ -57,7 +57,7 @@ def prepare(pending: Any) -> None:
     if sent is None:
         return
     if not built.warm or _on_disk(built.report):
-        # (a job a worker has started is still waited for: it may be writing to the cache)
+        # (a worker that has taken a job skips it, or its answer is dropped: nobody waits)
         sent.keep(set())
         pending.note("jobs withdrawn: " + ("kernels on disk" if built.warm else
                                            "nothing to compile here"))

@@ -12,8 +12,11 @@ about ``WORKER_MEMORY`` bytes). A worker with nothing to do for ``KEEP_WARM_S`` 
 The tiers submit a graph's parts as soon as it is captured (``front``), so a process whose
 compiled functions never capture a graph starts no worker. ``prestart`` starts them all ahead
 of any job (a benchmark's warm pool): a worker takes seconds to import numba and to set up its
-compiler (``compile_worker``); each says when it is ready (``warm()`` counts them). A job no
-worker has started can be taken back (``withdraw``: its graph needs it no more).
+compiler (``compile_worker``); each says when it is ready (``warm()`` counts them). A job can
+be taken back (``withdraw``: its graph needs it no more, because its kernels are on disk or it
+has none): it ends at once, so nobody waits for it. A worker that has taken it but not begun
+it (a worker starting reads its first job only once numba is imported, a second or so) skips
+it; one that has begun finishes it and its answer is dropped (the cache's writes are atomic).
 Each worker is a plain ``subprocess`` started with ``python -c`` (not ``multiprocessing``,
 whose ``spawn``/``forkserver`` run the user's ``__main__`` script again in the child), speaking
 pickled messages over a socket pair, and served by one daemon thread of this process.
@@ -49,6 +52,9 @@ from npdynamo.logs import get_logger
 #: weight) two workers on two cores leave the caller a whole core; at 10 (a tenth) a machine
 #: busy with other processes starved a 10 s compile into 4 minutes.
 NICENESS = 5
+#: The message that withdraws the job just sent to a worker (a job's payload is never empty);
+#: it reaches the worker as an argument of its ``main``, as ``NICENESS`` does.
+CANCEL = b""
 #: Seconds a worker waits for a job before it stops.
 KEEP_WARM_S = 30.0
 #: Memory one worker takes once numba has compiled a few kernels (bytes; measured about 300 MB).
@@ -71,6 +77,8 @@ class CompileJob:
         self.submitted = time.perf_counter()
         self.finished_at: float | None = None
         self.worker_pid: int | None = None
+        #: set once the worker running the job has imported numba (or the job has ended)
+        self.worker_ready = threading.Event()
         self._event = threading.Event()
         self._callbacks: list = []
         self._lock = threading.Lock()
@@ -97,6 +105,7 @@ class CompileJob:
             self.status, self.result = status, result
             self.finished_at = time.perf_counter()
             self._event.set()
+            self.worker_ready.set()
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback(self)
@@ -133,7 +142,7 @@ class _Worker:
         code = (f"import sys, time; started = time.time(); "
                 f"sys.path[:0] = {[p for p in sys.path if p]!r}; "
                 "from npdynamo.backends.numba.compile_worker import main; "
-                f"main({theirs.fileno()}, {os.getpid()}, started, {NICENESS})")
+                f"main({theirs.fileno()}, {os.getpid()}, started, {NICENESS}, {CANCEL!r})")
         env = dict(os.environ, NPDYNAMO_PROGRESS="0", NPDYNAMO_TIERED="0")
         quiet = not config.verbose
         try:
@@ -145,6 +154,24 @@ class _Worker:
             theirs.close()
         self.conn = Connection(ours.detach())
         self.warm = False  # it said it is ready (numba imported, its compiler set up)
+        #: the job whose payload went to the worker and whose answer has not come back; sends
+        #: to the worker (a payload, a cancel) hold ``lock``
+        self.sent: CompileJob | None = None
+        self.lock = threading.Lock()
+
+    def cancel(self, job: CompileJob) -> None:
+        """Tell the worker to skip ``job`` (ended already) if it has not begun it
+        (``compile_worker.main``). Never waits: while the payload is still going out (a
+        worker starting reads it only once numba is imported, and a large one fills the
+        socket's buffer before), ``Pool._run`` sends the cancel once it is out."""
+        if not self.lock.acquire(blocking=False):
+            return
+        try:
+            if self.sent is job:
+                with contextlib.suppress(OSError):
+                    self.conn.send_bytes(CANCEL)
+        finally:
+            self.lock.release()
 
     def stop(self, kill: bool = False) -> None:
         with contextlib.suppress(OSError):
@@ -188,12 +215,20 @@ class Pool:
         return job
 
     def withdraw(self, job: CompileJob) -> bool:
-        """Take ``job`` back if no worker has started it (then it ends ``WITHDRAWN``)."""
+        """Take ``job`` back (it ends ``WITHDRAWN`` now); False if it had ended already. A
+        worker that has it skips it unless it has begun it (module docstring)."""
         with self._cond:
-            if job not in self._queue:
-                return False
-            self._queue.remove(job)
+            taken = None
+            if job in self._queue:
+                self._queue.remove(job)
+            else:
+                taken = next((w for w in self._workers if self._running.get(id(w)) is job),
+                             None)
+                if taken is None:
+                    return False
         job._finish(WITHDRAWN, None)
+        if taken is not None:
+            taken.cancel(job)
         return True
 
     def warm(self) -> int:
@@ -293,19 +328,33 @@ class Pool:
     def _run(self, worker: _Worker, job: CompileJob) -> bool:
         """Run ``job`` on ``worker``; False when the worker is gone."""
         try:
-            worker.conn.send_bytes(job.payload)
+            with worker.lock:
+                if job.done():  # withdrawn before it went out
+                    with self._cond:
+                        self._running.pop(id(worker), None)
+                    return True
+                if worker.warm:
+                    job.worker_ready.set()
+                worker.conn.send_bytes(job.payload)
+                worker.sent = job
+                if job.done():  # withdrawn while it went out (``_Worker.cancel``)
+                    worker.conn.send_bytes(CANCEL)
             while True:
                 kind, *rest = worker.conn.recv()
                 if kind == "ready":  # (the job came before the worker was ready)
                     worker.warm = True
+                    job.worker_ready.set()
                     continue
                 if kind == "kernels":
                     job.kernels = tuple(rest)
                     continue
-                status = DONE if kind == "done" else FAILED
+                with worker.lock:
+                    worker.sent = None
                 with self._cond:
                     self._running.pop(id(worker), None)
-                job._finish(status, rest[0])
+                if kind == "skipped":  # withdrawn: it ended then
+                    return True
+                job._finish(DONE if kind == "done" else FAILED, rest[0])
                 return True
         except (EOFError, OSError) as exc:
             with self._cond:
@@ -351,7 +400,7 @@ class Pool:
             # (their waiters and callbacks were threads of the parent, and may have held the
             # locks as it forked)
             job._event, job._callbacks = threading.Event(), []
-            job._lock = threading.Lock()
+            job._lock, job.worker_ready = threading.Lock(), threading.Event()
             job._finish(FORKED, "the process forked while its kernels compiled")
 
 
