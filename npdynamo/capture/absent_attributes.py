@@ -12,7 +12,7 @@ read is a graph break: Python then runs the line and raises or not, as it would.
 The same holds for a method found on the class (``class_function``): the entry inlines that
 function, so it must not serve a call where the class holds another one, or where the instance
 has since been given an attribute of that name, which Python would read first. A static or class
-method, or a property, is guarded the same way on the descriptor itself (``class_descriptor``),
+method, or a property, is guarded the same way on the descriptor itself (``descriptor_function``),
 and its function on its code and defaults, as any function read from outside. And for a field
 of a namedtuple (``namedtuple_field``): ``p.x`` is ``p[i]`` while the class's ``x`` is the
 field's descriptor and the class keeps tuple's own attribute lookup and item access.
