@@ -100,3 +100,28 @@ def test_a_range_still_empty_after_the_peel_unrolls():
     check_same(empty_twice, a, graphs=1, breaks=0)
     report = quiet_explain(empty_twice, a)
     assert any("unrolled" in line for line in report.loops), report.loops
+
+
+def running_total(A):
+    """``s`` lives across the outer loop: a Python float through its first iteration (the
+    inner range is empty there), an ``np.float64`` from its second on, so two iterations run
+    before the node."""
+    n = A.shape[0]
+    s = 0.0
+    for i in range(n):
+        for j in range(i):
+            s += A[j, i] * (i - j)
+    return s
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 17, 20])
+def test_a_total_across_the_outer_loop_peels_two_iterations(n):
+    A = RNG.random((n, n))
+    check_same(running_total, A, graphs=int(n >= 2), breaks=0)  # (n < 2: nothing to compute)
+    if n >= 17:  # long enough to form: two iterations run first, both loops are graph nodes
+        report = quiet_explain(running_total, A)
+        assert any("its second iteration runs too before the loop" in line
+                   for line in report.loops), report.loops
+        assert sum("in the graph as one fori_loop" in line for line in report.loops) == 2
+        assert not any("unrolled" in line and "fewer than" not in line for line in report.loops)
+        numba_matches(nd.compile(running_total, backend="numba"), running_total, (A,))

@@ -178,9 +178,9 @@ def form_for(frame, lazy: LazyRange) -> bool:
         cf.note_loop(frame, f"unrolled: {trips} iterations, fewer than "
                      f"config.for_loop_min_trips ({config.for_loop_min_trips})")
         return False
-    peel = (PEEL, *key)
+    peels = peeled(ctx, key)
     try:
-        if peel in ctx.unrolled_loops:
+        for _ in range(peels):
             lazy = _peel_first(frame, lazy, *shape)
             trips -= 1
         bounds = _form(frame, lazy, *shape)
@@ -190,13 +190,13 @@ def form_for(frame, lazy: LazyRange) -> bool:
             exc, SymbolicDecision) else f"the body raises {type(exc.error).__name__}: {exc.error}"
         if getattr(exc, "peelable", False):
             # a range empty for no iteration of the outer loops has a first iteration to peel
-            if peel not in ctx.unrolled_loops and _constant_start(lazy) and (
+            if peels < MAX_PEELS and _constant_start(lazy) and (
                     not varying or getattr(lazy, "may_be_empty", True) is False):
-                raise RollRefused(peel, f"{cf.loop_place(frame)}: its first iteration runs "
-                                  f"before the loop: {why}") from exc
+                raise RollRefused(peel_key(key, peels + 1), f"{cf.loop_place(frame)}: "
+                                  f"{ITERATIONS[peels]} before the loop: {why}") from exc
             outer = _outer_to_peel(ctx, lazy) if varying else None
             if outer is not None:
-                raise RollRefused((PEEL, *outer), f"{outer_place(ctx, outer)}: its first "
+                raise RollRefused(peel_key(outer, 1), f"{outer_place(ctx, outer)}: its first "
                                   "iteration runs before the loop, where the loop at "
                                   f"{cf.loop_place(frame)} runs no iteration ({why})") from exc
         raise RollRefused(key, f"{cf.loop_place(frame)}: unrolled: {why}") from exc
@@ -204,8 +204,25 @@ def form_for(frame, lazy: LazyRange) -> bool:
     return True
 
 
-#: the key's tag of a loop whose first iteration is captured before the node (``_peel_first``)
+#: the key's tag of a loop whose first iterations are captured before the node (``_peel_first``)
 PEEL = "peel"
+#: at most this many: ``s = 0.0`` accumulated in ``for j in range(i)`` inside ``for i in
+#: range(n)`` stays a Python float through the outer loop's first iteration (the inner range
+#: is empty there) and becomes an ``np.float64`` in its second
+MAX_PEELS = 2
+ITERATIONS = ("its first iteration runs", "its second iteration runs too")
+
+
+def peel_key(key: tuple, count: int) -> tuple:
+    """The key (among ``ctx.unrolled_loops``) saying the loop ``key`` runs its first ``count``
+    iterations before its node."""
+    return (PEEL, count, *key)
+
+
+def peeled(ctx, key: tuple) -> int:
+    """How many first iterations of the loop ``key`` run before its node."""
+    return max((n for n in range(1, MAX_PEELS + 1) if peel_key(key, n) in ctx.unrolled_loops),
+               default=0)
 
 
 def _outer_to_peel(ctx, lazy: LazyRange) -> tuple | None:
@@ -223,7 +240,7 @@ def _outer_to_peel(ctx, lazy: LazyRange) -> tuple | None:
             names |= free_symbols(a.expr)
     for name in sorted(names):
         key, constant_start = loops.get(name, (None, False))
-        if key is not None and constant_start and (PEEL, *key) not in ctx.unrolled_loops:
+        if key is not None and constant_start and not peeled(ctx, key):
             return key
     return None
 
