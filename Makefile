@@ -21,8 +21,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	@# one worker per core (pytest-xdist): the suite's time is mostly numba compiles, one core each;
-	@# at most 8: each worker holds numba and the kernels it compiled (300 MB after 50 numba tests)
-	$(BIN)/python -m pytest -q -n auto --maxprocesses=8
+	@# at most 8: each worker holds numba and the kernels it compiled (300 MB after 50 numba tests);
+	@# worksteal: a worker that runs out takes tests queued for another, so a long test near the
+	@# end of one queue does not leave the other cores idle
+	$(BIN)/python -m pytest -q -n auto --maxprocesses=8 --dist worksteal
 
 conformance: $(STAMP)
 	@# CPython's own Lib/test modules (of the venv's Python) with every test method compiled on the
