@@ -9,6 +9,9 @@ the subprocesses tests start), so that every test asserting kernels, tuning or r
 compiled tier from the first call; the tier tests (``tests/backends/test_tiers.py``) turn tiers
 on themselves.
 
+Under ``.ci/run`` with all three Pythons, the parameter sets of the tests of the stages after
+capture are shared among the versions (``tests/shards.py``), as the external kernel lists are.
+
 Under CI (``CI`` set, as ``.ci/run`` runs) hypothesis is derandomized so a run is reproducible;
 local runs keep exploring new examples (``NPDYNAMO_TEST_STRESS=N`` explores N times more).
 """
@@ -27,6 +30,7 @@ import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
 import npdynamo  # noqa: E402
+from tests.shards import shard_parameters  # noqa: E402
 
 os.environ["NPDYNAMO_TIERED"] = "0"
 npdynamo.config.tiered = False
@@ -39,6 +43,13 @@ if os.environ.get("CI"):
 def _fresh_npdynamo():
     npdynamo.reset()
     yield
+
+
+def pytest_collection_modifyitems(config, items):
+    kept, left_out = shard_parameters(items)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
 
 
 def pytest_sessionfinish(session):

@@ -28,3 +28,32 @@ def version_shard(items: Sequence[T], version: tuple[int, int] | None = None) ->
         return list(items)
     index = VERSIONS.index(version or sys.version_info[:2])
     return list(items[index::len(VERSIONS)])
+
+
+#: the test folders whose parameter lists are shared among the versions the same way: what they
+#: test (kernels, op rules, exports, graph passes, gradients) happens to a graph, after capture,
+#: and is the same on every Python; capture's own tests (``tests/capture``) and the end-to-end
+#: ones run whole on every version
+SHARED_FOLDERS = ("autograd", "backends", "export", "fx", "ops")
+
+
+def shard_parameters(items: list, version: tuple[int, int] | None = None) -> tuple[list, list]:
+    """(kept, left out): under a sharded CI run, this version's third of each parametrized test
+    function of ``SHARED_FOLDERS`` that has at least one parameter set per version (parameter
+    set ``i`` of a function on 3.11 when ``i % 3 == 0``, ...): every function still runs on every
+    version, every parameter set once per run. Else all of them."""
+    if os.environ.get("NPDYNAMO_TEST_SHARD_BY_VERSION") != "1":
+        return list(items), []
+    index = VERSIONS.index(version or sys.version_info[:2])
+    groups: dict[tuple, list] = {}
+    for item in items:
+        parts = item.nodeid.split("/")
+        if hasattr(item, "callspec") and len(parts) > 2 and parts[1] in SHARED_FOLDERS:
+            groups.setdefault((item.path, item.originalname), []).append(item)
+    left_out = set()
+    for group in groups.values():
+        if len(group) >= len(VERSIONS):
+            left_out.update(id(item) for position, item in enumerate(group)
+                            if position % len(VERSIONS) != index)
+    return ([item for item in items if id(item) not in left_out],
+            [item for item in items if id(item) in left_out])

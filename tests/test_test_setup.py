@@ -4,7 +4,7 @@ external kernel lists are shared among the CI run's Python versions without leav
 import os
 
 from npdynamo.backends.numba import diskcache
-from tests.shards import VERSIONS, version_shard
+from tests.shards import VERSIONS, shard_parameters, version_shard
 
 
 def test_the_kernel_cache_of_a_test_run_is_not_the_users():
@@ -22,3 +22,29 @@ def test_the_versions_of_a_sharded_run_check_every_item_once(monkeypatch):
     shards = [version_shard(items, version) for version in VERSIONS]
     assert sorted(sum(shards, [])) == sorted(items)  # every item on exactly one version
     assert all(10 <= len(shard) <= 11 for shard in shards)
+
+
+class _Item:
+    def __init__(self, nodeid, originalname, params=True):
+        self.nodeid, self.originalname = nodeid, originalname
+        self.path = nodeid.split("::")[0]
+        if params:
+            self.callspec = object()
+
+
+def test_parameter_sets_after_capture_are_shared_and_every_function_runs(monkeypatch):
+    items = ([_Item(f"tests/backends/test_k.py::test_a[{i}]", "test_a") for i in range(7)]
+             + [_Item(f"tests/backends/test_k.py::test_b[{i}]", "test_b") for i in range(2)]
+             + [_Item("tests/backends/test_k.py::test_c", "test_c", params=False)]
+             + [_Item(f"tests/capture/test_k.py::test_a[{i}]", "test_a") for i in range(6)])
+    monkeypatch.delenv("NPDYNAMO_TEST_SHARD_BY_VERSION", raising=False)
+    assert shard_parameters(items) == (items, [])
+    monkeypatch.setenv("NPDYNAMO_TEST_SHARD_BY_VERSION", "1")
+    runs = [shard_parameters(items, version) for version in VERSIONS]
+    for kept, left_out in runs:
+        assert sorted(map(id, kept + left_out)) == sorted(map(id, items))
+        names = {item.nodeid.split("[")[0] for item in kept}
+        assert len(names) == 4  # every function on every version
+    shared = [item for item in items if item.nodeid.startswith("tests/backends/test_k.py::test_a")]
+    assert sorted(id(i) for kept, _ in runs for i in kept if i in shared) == sorted(map(id, shared))
+    assert all(len(left_out) == 4 or len(left_out) == 5 for _, left_out in runs)
