@@ -182,34 +182,12 @@ class WhileCompiling:
 def beside_workers(run: Callable[..., Any], args: tuple) -> Any:
     """``run(*args)`` with BLAS leaving the cores the compile workers hold (``BLAS.taken``):
     OpenBLAS's threads on a core a worker holds made each BLAS call wait for it. A thread
-    count changes only the order of BLAS's sums (the backend's tolerance covers it). The call
-    counts for ``calls_running``."""
-    global _running, _last_return
-    with _calls_lock:
-        _running += 1
+    count changes only the order of BLAS's sums (the backend's tolerance covers it)."""
     saved = BLAS.leave_taken()
     try:
         return run(*args)
     finally:
         BLAS.restore(saved)
-        with _calls_lock:
-            _running -= 1
-            _last_return = time.monotonic()
-
-
-_calls_lock = threading.Lock()
-_running = 0  # calls running the eager tier or plain Python while compiling
-_last_return = float("-inf")  # when the last of them returned (time.monotonic())
-#: seconds after a waiting call returns during which the caller still counts as calling
-CALLING_GAP_S = 0.02
-
-
-def calls_running() -> bool:
-    """Whether the caller is calling graphs that wait for their compiled tier: a call runs, or
-    one returned less than ``CALLING_GAP_S`` ago (background work that holds the GIL then
-    slows those calls; ``front`` puts its numba import off meanwhile)."""
-    with _calls_lock:
-        return _running > 0 or time.monotonic() - _last_return < CALLING_GAP_S
 
 
 def synchronize(timeout: float | None = None) -> bool:

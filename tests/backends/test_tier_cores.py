@@ -15,7 +15,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -151,43 +150,3 @@ def test_a_real_blas_gets_its_count_back():
         threads.BLAS.taken = 0
     assert result[0] == before - 1
     assert threads.BLAS.count() == before
-
-
-def test_calls_running_while_a_waiting_call_runs_and_just_after(monkeypatch):
-    monkeypatch.setattr(tiers, "_last_return", float("-inf"))
-    assert not tiers.calls_running()
-    seen = tiers.beside_workers(tiers.calls_running, ())
-    assert seen and tiers.calls_running()  # (returned less than CALLING_GAP_S ago)
-    time.sleep(tiers.CALLING_GAP_S * 2)
-    assert not tiers.calls_running()
-
-
-class Kernels:
-    """A compile job as ``front`` sees it: kernels (compiled, to compile), ended or not."""
-
-    def __init__(self) -> None:
-        self.kernels = (0, 2)
-
-    def done(self) -> bool:
-        return False
-
-
-def test_the_numba_import_here_waits_while_calls_run_until_a_first_kernel(monkeypatch):
-    from npdynamo.backends.numba import front, jobs
-
-    monkeypatch.setattr(front, "numba_side_imported", lambda: False)
-    job = Kernels()
-    calling = [True]
-    monkeypatch.setattr(tiers, "calls_running", lambda: calling[0])
-    waited = []
-    thread = threading.Thread(target=lambda: waited.append(
-        front._while_calls_run(jobs.Jobs([job]))))
-    thread.start()
-    time.sleep(0.2)
-    assert thread.is_alive()  # calls run, no kernel yet
-    job.kernels = (1, 2)
-    thread.join(5)
-    assert waited == [True]
-    job.kernels = (0, 2)
-    calling[0] = False  # the calls paused: it goes on at once
-    assert front._while_calls_run(jobs.Jobs([job])) is False

@@ -18,12 +18,7 @@ need the GIL between their NumPy operations (a thread importing numba made ten p
 numpy-benchmarks' euclidean_distance_square take 1.4-2.5x their time, and a hundred of
 check_mask 1.1-1.5x, on a busy machine). Until the worker is ready the build would only find
 what the worker finds once it is, so the import comes later, beside the worker's compile, and
-out of the first calls of a function called only a few times. While the caller keeps calling
-graphs that wait (``tiers.calls_running``), the thread waits on until a worker has compiled a
-first kernel of the graph (``_while_calls_run``): with a worker ready after a second or so,
-the import otherwise fell among the first hundred calls of a function whose calls take ten
-milliseconds (numba-examples' lennard_jones). Once the calls pause (``synchronize``, other
-work), it goes on at once. Its cost: a program's first
+out of the first calls of a function called only a few times. Its cost: a program's first
 graph, when its kernels are on disk already, switches after a worker's numba import (the
 worker then skips the job), and one whose kernels compile faster than the thread builds
 waits for the build.
@@ -185,8 +180,6 @@ def _prepare(pending: Pending) -> None:
             if not numba_side_imported():  # the imports come after a worker's (docstring)
                 _until_a_worker_is_ready(pending.jobs.jobs[0])
                 pending.note("a compile worker has imported numba")
-                if _while_calls_run(pending.jobs):
-                    pending.note("calls paused or a first kernel compiled")
         _stages()[0](pending)
     except BaseException as exc:  # noqa: BLE001 - the switch compiles in the caller instead
         pending.error = f"{type(exc).__name__}: {exc}"
@@ -226,23 +219,6 @@ def _until_a_worker_is_ready(job: workers.CompileJob) -> None:
     workers)."""
     while not (job.worker_ready.wait(0.05) or numba_side_imported() or workers.pool().warm()):
         pass
-
-
-def _while_calls_run(sent: jobs.Jobs) -> bool:
-    """Wait while the caller's calls run on the eager tier or as plain Python
-    (``tiers.calls_running``) until a worker has compiled a first kernel of the graph (or a
-    job has ended, or another graph's thread has imported the numba side): the import would
-    slow those calls, and before then the build is not needed. True if it waited."""
-    waited = False
-    while tiers.calls_running() and not numba_side_imported() and not any(
-            job.kernels[0] or job.done() for job in sent.jobs):
-        waited = True
-        time.sleep(CALLS_POLL_S)
-    return waited
-
-
-#: how often ``_while_calls_run`` looks again (seconds)
-CALLS_POLL_S = 0.02
 
 
 def _concrete(example_inputs: list, gm: Any) -> bool:
