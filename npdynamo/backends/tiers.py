@@ -18,8 +18,7 @@ them, so no side effect happens twice) and time them; if the eager tier was slow
 Python runs every call until the switch, when the entry's own runner takes its place again.
 
 The calls that run while compiling (``beside_workers``) leave BLAS's threads to the cores the
-compile workers hold, and say that the caller is calling (``calls_running``: the numba side's
-preparing thread puts its own numba import off meanwhile).
+compile workers hold.
 
 ``synchronize()`` waits for every pending job and switches its graph (benchmarks and tests:
 after it, calls run compiled). The module knows nothing of numba: the backend hands over the
