@@ -17,6 +17,9 @@ be much worse than Python. Its first calls alternate the two (each call runs exa
 them, so no side effect happens twice) and time them; if the eager tier was slower, plain
 Python runs every call until the switch, when the entry's own runner takes its place again.
 
+The calls that run while compiling (``beside_workers``) leave BLAS's threads to the cores the
+compile workers hold.
+
 ``synchronize()`` waits for every pending job and switches its graph (benchmarks and tests:
 after it, calls run compiled). The module knows nothing of numba: the backend hands over the
 job (anything with ``done()``/``wait()``) and ``finish``.
@@ -31,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from npdynamo.backends.report import BackendReport, Compiled, as_compiled
+from npdynamo.backends.scheduler.threads import BLAS
 
 _pending: weakref.WeakSet = weakref.WeakSet()
 _pending_lock = threading.Lock()
@@ -72,7 +76,7 @@ class Tiered:
             return self._run(*inputs)
         self.eager_calls += 1
         start = time.perf_counter()
-        result = self._eager(*inputs)
+        result = beside_workers(self._eager, inputs)
         took = time.perf_counter() - start
         self.eager_timed += 1
         self.eager_fastest = min(self.eager_fastest, took)
@@ -152,7 +156,7 @@ class WhileCompiling:
             return self.run(*args)
         if self.plain_wins:
             tier.plain_calls += 1
-            return self.plain(*args)
+            return beside_workers(self.plain, args)
         if self.plain_wins is None:
             return self._measure(args)
         return self.run(*args)
@@ -162,7 +166,7 @@ class WhileCompiling:
         start = time.perf_counter()
         if plain:
             self.tier.plain_calls += 1
-            result = self.plain(*args)
+            result = beside_workers(self.plain, args)
         else:
             result = self.run(*args)
         took = time.perf_counter() - start
@@ -172,6 +176,17 @@ class WhileCompiling:
             self.tier.measured = (eager, python)
             self.plain_wins = eager > SLOWER * python
         return result
+
+
+def beside_workers(run: Callable[..., Any], args: tuple) -> Any:
+    """``run(*args)`` with BLAS leaving the cores the compile workers hold (``BLAS.taken``):
+    OpenBLAS's threads on a core a worker holds made each BLAS call wait for it. A thread
+    count changes only the order of BLAS's sums (the backend's tolerance covers it)."""
+    saved = BLAS.leave_taken()
+    try:
+        return run(*args)
+    finally:
+        BLAS.restore(saved)
 
 
 def synchronize(timeout: float | None = None) -> bool:

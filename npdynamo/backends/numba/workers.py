@@ -46,6 +46,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from npdynamo import config
+from npdynamo.backends.scheduler import threads
 from npdynamo.logs import get_logger
 
 #: How much lower a worker's scheduling priority is than its caller's: at 5 (a third of the
@@ -236,11 +237,18 @@ class Pool:
         with self._cond:
             return sum(w.warm for w in self._workers)
 
+    def _busy_changed_locked(self) -> None:
+        """Workers starting or compiling hold cores: the calls that run meanwhile leave them
+        those (``threads.BlasThreads.taken``: BLAS on as many threads fewer)."""
+        busy = 0 if self.closing else len(self._workers) + self._starting - self._idle
+        threads.BLAS.taken = max(0, busy)
+
     def _replace_locked(self) -> None:
         """Start a worker if more jobs wait than workers are free (the lock held)."""
         if self._idle + self._starting < len(self._queue) and \
                 len(self._workers) + self._starting < max_workers():
             self._starting += 1
+            self._busy_changed_locked()
             threading.Thread(target=self._serve, name="npdynamo-compile-worker",
                              daemon=True).start()
 
@@ -249,6 +257,7 @@ class Pool:
         with self._cond:
             while not self.closing and len(self._workers) + self._starting < max_workers():
                 self._starting += 1
+                self._busy_changed_locked()
                 threading.Thread(target=self._serve, name="npdynamo-compile-worker",
                                  daemon=True).start()
 
@@ -263,6 +272,7 @@ class Pool:
         except Exception as exc:  # noqa: BLE001 - no worker: the jobs waiting fail
             with self._cond:
                 self._starting -= 1
+                self._busy_changed_locked()
                 failed = list(self._queue) if not self._workers else []
                 self._queue.clear() if failed else None
             for job in failed:
@@ -277,6 +287,7 @@ class Pool:
         while True:
             with self._cond:
                 self._idle += 1
+                self._busy_changed_locked()
                 deadline = time.monotonic() + KEEP_WARM_S
                 while not self._queue and not self.closing:
                     left = deadline - time.monotonic()
@@ -287,14 +298,17 @@ class Pool:
                 if not self._queue or self.closing or worker not in self._workers:
                     if worker in self._workers:
                         self._workers.remove(worker)
+                    self._busy_changed_locked()
                     break
                 if worker.process.poll() is not None:  # died while idle: not this job's doing
                     self._workers.remove(worker)
+                    self._busy_changed_locked()
                     self._cond.notify()
                     self._replace_locked()
                     break
                 job = self._queue.popleft()
                 self._running[id(worker)] = job
+                self._busy_changed_locked()
             job.worker_pid = worker.process.pid
             try:
                 alive = self._run(worker, job)
@@ -305,6 +319,7 @@ class Pool:
                 with self._cond:
                     if worker in self._workers:
                         self._workers.remove(worker)
+                    self._busy_changed_locked()
                 break
         log.debug("compile worker %d stopped", worker.process.pid)
         worker.stop(kill=self.closing)
@@ -361,6 +376,7 @@ class Pool:
                 self._running.pop(id(worker), None)
                 if worker in self._workers:
                     self._workers.remove(worker)
+                self._busy_changed_locked()
             code = worker.process.poll()
             if self.closing:
                 job._finish(CLOSED, "the interpreter is exiting")
@@ -376,6 +392,7 @@ class Pool:
             workers, self._workers = list(self._workers), []
             jobs = list(self._queue) + list(self._running.values())
             self._queue.clear()
+            self._busy_changed_locked()
             self._cond.notify_all()
         for worker in workers:
             worker.stop(kill=True)
@@ -396,6 +413,7 @@ class Pool:
             with contextlib.suppress(OSError):
                 worker.conn.close()
         self._reset()
+        self._busy_changed_locked()  # (the child has no worker)
         for job in jobs:
             # (their waiters and callbacks were threads of the parent, and may have held the
             # locks as it forked)
