@@ -136,7 +136,7 @@ class GuardSet:
         klass = type(obj)
         if type(klass) is not type or unwrap(self.expected(source, GuardKind.TYPE)) is not klass:
             return None
-        return ClassSource(klass, source)
+        return ClassSource(id(klass), source, held(GuardKind.TYPE, klass))
 
     def ordered(self) -> list[Guard]:
         """The guards cheapest kinds first, except that the type, identity and function guards
@@ -221,9 +221,9 @@ class GuardSet:
             while isinstance(source, (AttrSource, ItemSource)):
                 source = source.base
             if isinstance(source, ClassSource) and source not in names and \
-                    not isinstance(held(GuardKind.TYPE, source.cls), Seen):
-                names[source] = ns.bind(source.cls, "T")
-                names[AttrSource(source, "__dict__")] = ns.bind(source.cls.__dict__, "D")
+                    not isinstance(source.held, Seen):
+                names[source] = ns.bind(source.held, "T")
+                names[AttrSource(source, "__dict__")] = ns.bind(source.held.__dict__, "D")
         return names
 
     def _read_once(self, guard: Guard, e: str, names: dict[Source, str], ns: Namespace) -> str:

@@ -99,14 +99,16 @@ class ClosureCellSource(_FrameSlot, letter="C", code="CELL{0.index}"):
 
 @dataclass(frozen=True)
 class ClassSource(Source):
-    """The class ``cls`` of the object at ``via``, which that object's type guard fixes. One
-    source per class (``via`` takes no part in equality): what a lookup on the class found is
-    guarded once for all its objects (three layers of one class: one ``__call__``). The guard
-    function reads it as the class itself where the type guards hold the class (``GuardSet``),
-    else as ``type(via)``."""
+    """The class of the object at ``via``, which that object's type guard fixes. One source
+    per class (``key``: its id while the capture runs; ``via`` takes no part in equality): what
+    a lookup on the class found is guarded once for all its objects (three layers of one class:
+    one ``__call__``). ``held``: the class as its type guard holds it (a class made in a
+    function by a weak reference: a source must not keep it alive either). The guard function
+    reads it as the class itself where that is the class (``GuardSet``), else as ``type(via)``."""
 
-    cls: type
+    key: int
     via: Source = field(compare=False)
+    held: object = field(compare=False)
 
     def name(self) -> str:
         return f"type({self.via.name()})"
