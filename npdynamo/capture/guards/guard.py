@@ -65,6 +65,9 @@ class Guard:
 
 #: Kinds whose check reads its source exactly once, unconditionally, first among its checks.
 _BINDING = frozenset({GuardKind.TYPE, GuardKind.ID})
+#: ... and those that read it once, unconditionally, after a constant: a source they share
+#: with later checks is read once into a local too (``'m' not in (S1 := a0.__dict__)``).
+_READ_FIRST = _BINDING | {GuardKind.HAS_KEY, GuardKind.LENGTH}
 
 
 def _read_again(layout: list) -> set[Source]:
@@ -190,7 +193,8 @@ class GuardSet:
                 lines += [f"        {line}" for line in item.check_lines(ns)]
             elif isinstance(item, Guard):
                 e = item.source.expr(names)
-                if item.kind in _BINDING and item.source in shared and item.source not in names:
+                if item.kind in _READ_FIRST and item.source in shared and \
+                        item.source not in names:
                     # the type or identity check reads the value first and unconditionally
                     # (``and`` stops at a failed check, and a miss returns at once): later
                     # checks of it and of what lies under it read the local
