@@ -6,10 +6,12 @@ what npdynamo adds to every call.
 
 Then the guard check alone (the entry's generated ``check``, called as the dispatcher calls it)
 of functions whose guards are most of that overhead: one calling three global helpers (each
-guarded on its type, globals, code and defaults: ``capture/outside_functions.py``), the
-closures of ``small_functions.py``'s pipeline (their cells' contents too), and four 1-D array
-arguments (the loop corpus's ``csr_spmv``: type, dtype and shape of each). To compare two
-checkouts, run this file with each first on ``PYTHONPATH``.
+guarded on its type, globals and code, and the defaults one of them uses:
+``capture/outside_functions.py``), the class-based model of ``small_functions.py`` (its methods
+and its layers' ``__call__`` read in their classes' ``__dict__``, once per class:
+``capture/absent_attributes.py``), the closures of its pipeline (their cells' contents too),
+and four 1-D array arguments (the loop corpus's ``csr_spmv``: type, dtype and shape of each).
+To compare two checkouts, run this file with each first on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 import npdynamo
 from benchmarks.common import fmt_time, interleaved, measure
 from benchmarks.loop_kernels import KERNELS
-from benchmarks.small_functions import pipeline
+from benchmarks.small_functions import _workloads, pipeline
 from npdynamo.backends import lookup_backend
 from npdynamo.capture.compile_frame import build_entry
 from tests.differential import CountingBackend
@@ -73,8 +75,10 @@ def main() -> None:
 
     (csr,) = [k for k in KERNELS if k.name == "csr_spmv"]
     csr_args = csr.make("small", np.random.default_rng(0))
+    (_, predict, predict_args), *_ = _workloads()
     cases = {
         "three global helpers": (three_helpers, (x,)),
+        "class-based predict (small_functions)": (predict, predict_args),
         "closures pipeline (small_functions)": (pipeline, (np.abs(x), [])),
         "four 1-D arrays (csr_spmv)": (csr.plain, csr_args),
     }

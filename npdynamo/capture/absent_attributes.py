@@ -59,22 +59,23 @@ def class_attribute(obj: object, name: str) -> object:
     return (original_function(attr) or attr) if isinstance(attr, CompiledFunction) else attr
 
 
-def class_function(frame: Frame, obj: object, source: Source | None, name: str) -> None:
+def class_function(frame: Frame, obj: object, source: Source | None, name: str) -> Source | None:
     """Guard that ``obj.name`` still finds the method it found on ``obj``'s class (the same
-    class attribute, read again through ``type(obj)``) and no instance attribute of that name;
-    a graph break where the guards cannot read either. An object with no source is one the
-    capture made, or reached through values no guard re-reads: its own attributes are modelled
-    from the start, and nothing is guarded for it."""
+    object in the same class's ``__dict__``, ``class_lookup``: not the class's attribute read,
+    which a static method of the same function would pass) and no instance attribute of that
+    name; where the class's object is read (None without a source). An object with no source
+    is one the capture made, or reached through values no guard re-reads: its own attributes
+    are modelled from the start, and nothing is guarded for it."""
     if source is None:
-        return
+        return None
     # the class's own object: the function itself, or a compiled function in the class body
-    # (inlined as its original), which the class hands out as it is
-    found = class_attribute_of_type(type(obj), name)
-    if getattr(type(obj), name, None) is not found:
+    # (inlined as its original)
+    found = class_lookup(frame, obj, source, name)
+    if found is None:
         raise frame.unsupported(f"the method .{name} cannot be guarded")
-    frame.ctx.guard(AttrSource(AttrSource(source, "__class__"), name), GuardKind.ID, found)
     if hasattr(obj, "__dict__"):
         frame.ctx.guard(AttrSource(source, "__dict__"), GuardKind.HAS_KEY, (name, False))
+    return found
 
 
 def descriptor_function(frame: Frame, obj: UserObjectValue, name: str, member: str,
@@ -102,9 +103,12 @@ def class_lookup(frame: Frame, obj: object, source: Source, name: str) -> Source
     which skips the instance): no class before the owner in the MRO has gained the name, and
     the owner's ``__dict__`` holds the same object, whose source is returned; when no class
     has it, that none has gained it (None)."""
-    mro = AttrSource(AttrSource(source, "__class__"), "__mro__")
+    # the class, known by the object's type guard, is one source for all its objects; its
+    # MRO starts with it (else the MRO's first class, read through ``__class__``)
+    klass = frame.ctx.guards.class_of(source, obj)
+    mro = AttrSource(klass or AttrSource(source, "__class__"), "__mro__")
     for i, base in enumerate(type(obj).__mro__):
-        namespace = AttrSource(ItemSource(mro, i), "__dict__")
+        namespace = AttrSource(klass if i == 0 and klass else ItemSource(mro, i), "__dict__")
         if name in base.__dict__:
             found = ItemSource(namespace, name)
             if base.__module__ != "builtins":
@@ -118,12 +122,11 @@ def class_lookup(frame: Frame, obj: object, source: Source, name: str) -> Source
 def class_method(frame: Frame, obj: UserObjectValue, name: str,
                  fn: types.FunctionType) -> Value:
     """The function ``fn`` that ``obj.name`` finds on ``obj``'s class, guarded to stay so."""
-    class_function(frame, obj.obj, obj.source, name)
-    # read again through the class (the guard above pins it there), unless the class holds a
-    # compiled function, inlined as its original
-    plain = obj.source is not None and class_attribute_of_type(type(obj.obj), name) is fn
-    found = AttrSource(AttrSource(obj.source, "__class__"), name) if plain else None
-    return frame.ctx.builder.class_member(fn, found)
+    found = class_function(frame, obj.obj, obj.source, name)
+    # read again where the class holds it (the guards above pin it there), unless the class
+    # holds a compiled function, inlined as its original
+    plain = class_attribute_of_type(type(obj.obj), name) is fn
+    return frame.ctx.builder.class_member(fn, found if plain else None)
 
 
 def special_method(frame: Frame, obj: UserObjectValue, name: str) -> Value:

@@ -317,12 +317,14 @@ def bind_arguments(frame: Frame, fn: FunctionValue, args: list[Value], kwargs: d
     first_default = nargs - len(defaults)
     for i, name in enumerate(pos_names):
         if name not in bound:
+            fn.relies_on("__defaults__")  # (which parameters have one: a TypeError too)
             if i >= first_default:
                 bound[name] = defaults[i - first_default]
             else:
                 raise UserCodeRaises(TypeError(f"{fn.name}() missing required argument: '{name}'"))
     for name in kw_names:
         if name not in bound:
+            fn.relies_on("__kwdefaults__")
             if name in fn.kwdefaults:
                 bound[name] = fn.kwdefaults[name]
             else:

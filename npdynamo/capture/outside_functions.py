@@ -12,10 +12,11 @@ TorchDynamo's nested-function values are:
   calls: ``SameFunction``), and the identity of its ``__code__`` (which fixes the number of
   closure cells and what the body does);
 * ``__defaults__`` (None, or a tuple of that length) and ``__kwdefaults__`` (None, or a dict of
-  those keys; only for code with keyword-only parameters), whose items are wrapped through
-  their own sources and guarded where used; a function guarded by identity has its
-  ``__code__`` and defaults guarded the same way (each may be assigned: the entry must not run
-  the old body);
+  those keys), guarded only once a call fills a parameter from them (``relies_on``: a call
+  passing every parameter reads neither, and its entry does not check them on every call),
+  whose items are wrapped through their own sources and guarded where used; a function
+  guarded by identity has its ``__code__`` and defaults guarded the same way (each may be
+  assigned: the entry must not run the old body);
 * the contents of its closure cells, each read through its source and guarded where used, and
   which cell each is where that matters: a cell also reached another way (a cell of the resume
   function itself) is guarded to be that same cell (``ALIAS``); when the capture writes a cell
@@ -58,7 +59,6 @@ def read_function(
             ctx.guard(source, GuardKind.ID, fn)
         # __code__, __defaults__ and __kwdefaults__ may be assigned, whatever the identity
         ctx.guard(AttrSource(source, "__code__"), GuardKind.ID, fn.__code__)
-        _guard_defaults(ctx, fn, source)
     defaults = tuple(
         builder.wrap(v, ItemSource(AttrSource(source, "__defaults__"), i) if source else None)
         for i, v in enumerate(fn.__defaults__ or ())
@@ -75,6 +75,8 @@ def read_function(
     )
     if loose:
         value.pin = lambda: ctx.guard(source, GuardKind.ID, fn)
+    if source is not None:
+        value.defaults_guards = _defaults_guards(ctx, fn, source)
     cells = []
     for i, cell in enumerate(fn.__closure__ or ()):
         cell_source = ItemSource(AttrSource(source, "__closure__"), i)
@@ -91,21 +93,28 @@ def _by_contents(fn: types.FunctionType) -> bool:
     return not fn.__dict__ and not is_generated_code(fn.__code__)
 
 
-def _guard_defaults(ctx, fn: types.FunctionType, source: Source) -> None:
-    """Which parameters have defaults: the length of ``__defaults__`` (it decides the
-    parameters its items go to) and the keys of ``__kwdefaults__``; the values are guarded
-    where a call uses them. (Not their identity: a function made anew on each call has new
-    ones, and a guard must not keep a default array alive.)"""
-    parts = [("__defaults__", tuple, GuardKind.LENGTH, len(fn.__defaults__ or ()))]
-    if fn.__code__.co_kwonlyargcount:  # a call reads __kwdefaults__ only for keyword-only ones
-        parts.append(("__kwdefaults__", dict, GuardKind.DICT_KEYS, tuple(fn.__kwdefaults__ or ())))
-    for name, cls, kind, expected in parts:
+def _defaults_guards(ctx, fn: types.FunctionType, source: Source) -> dict:
+    """Which parameters have defaults, guarded once a call fills a parameter from them
+    (``FunctionValue.relies_on``; a call passing every one reads neither): the length of
+    ``__defaults__`` (it decides the parameters its items go to) and the keys of
+    ``__kwdefaults__``. The values are guarded where a call uses them. (Not their identity: a
+    function made anew on each call has new ones, and a guard must not keep a default array
+    alive.)"""
+
+    def install(name: str, cls: type, kind: GuardKind, expected: object) -> None:
         part = AttrSource(source, name)
         if getattr(fn, name) is None:
             ctx.guard(part, GuardKind.ID, None)
         else:
             ctx.guard(part, GuardKind.TYPE, cls)
             ctx.guard(part, kind, expected)
+
+    return {
+        "__defaults__": lambda: install(
+            "__defaults__", tuple, GuardKind.LENGTH, len(fn.__defaults__ or ())),
+        "__kwdefaults__": lambda: install(
+            "__kwdefaults__", dict, GuardKind.DICT_KEYS, tuple(fn.__kwdefaults__ or ())),
+    }
 
 
 class CellLedger:

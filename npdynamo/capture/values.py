@@ -349,6 +349,16 @@ class FunctionValue(Value):
     #: on what inlining a call of it reads (``outside_functions``): a closure made anew on
     #: every call (a lambda handed to a resume function) then serves every call.
     pin: Callable[[], None] | None = None
+    #: ``"__defaults__"``/``"__kwdefaults__"`` -> installs the guards on that attribute of the
+    #: object read; run by the first call that fills a parameter from it (``relies_on``): a call
+    #: passing every parameter reads neither, and its entry need not check them on every call
+    defaults_guards: dict[str, Callable[[], None]] = field(default_factory=dict)
+
+    def relies_on(self, name: str) -> None:
+        """A call binds a parameter from ``name`` (``__defaults__`` or ``__kwdefaults__``)."""
+        install = self.defaults_guards.pop(name, None)
+        if install is not None:
+            install()
 
     @property
     def fn(self) -> types.FunctionType | None:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import npdynamo
-from tests.differential import assert_compiled, assert_same_value, run_both
+from tests.differential import assert_compiled, assert_same_value, check_same, run_both
 
 X = np.arange(3.0)
 
@@ -146,10 +146,21 @@ CHANGES = [
 ]
 
 
+def _named_classes():
+    """The classes of ``_classes`` made again with a qualified name outside any function: the
+    guards hold such a class as it is and read its ``__dict__`` bound once
+    (``GuardSet._classes``), where a class made in a function is read through ``type(obj)``."""
+    local, _ = _classes()
+    members = {k: v for k, v in vars(local).items() if k not in ("__dict__", "__weakref__")}
+    base = type("Base", (), members)
+    return base, type("Sub", (base,), {})
+
+
+@pytest.mark.parametrize("classes", [_classes, _named_classes], ids=["local", "named"])
 @pytest.mark.parametrize("fn,change,made", [(c[1], c[2], c[3] if len(c) > 3 else (2, 0))
                                              for c in CHANGES], ids=[c[0] for c in CHANGES])
-def test_a_class_member_changed_between_calls_is_not_run_stale(fn, change, made):
-    base, sub = _classes()
+def test_a_class_member_changed_between_calls_is_not_run_stale(fn, change, made, classes):
+    base, sub = classes()
     obj = sub()
     compiled = npdynamo.compile(fn)
     raised = False
@@ -163,3 +174,87 @@ def test_a_class_member_changed_between_calls_is_not_run_stale(fn, change, made)
     # one graph before the change, one after it (the third call is served by it); a call
     # that raises reruns in Python (no entry)
     assert_compiled(compiled, graphs=made[0] - raised, breaks=made[1], raised=raised)
+
+
+def _optional_x(self, x=None):
+    return -1.0 if x is None else x + 1
+
+
+def test_a_method_made_a_static_method_of_itself_is_a_guard_miss():
+    # ``B.m`` reads the same function either way: the guard reads the class's ``__dict__``
+    for make in (lambda: type("B", (), {"m": _optional_x}),  # (held as it is)
+                 lambda: _classes()[0]):
+        klass = make()
+        klass.m = _optional_x
+        obj = klass()
+        compiled = npdynamo.compile(call_method)
+        before = len(npdynamo.inspect(compiled).entries)  # (entries live with the code)
+        for turn in range(3):
+            if turn == 1:  # now ``o.m(x)`` is ``_optional_x(x)``: -1.0
+                klass.m = staticmethod(_optional_x)
+            run = run_both(call_method, compiled, (obj, X), {})
+            assert_same_value(run.expected, run.got)
+        # (the second capture returns a constant: an entry with no graph)
+        assert len(npdynamo.inspect(compiled).entries) == before + 2
+
+
+class Layer:
+    def __init__(self, k: float) -> None:
+        self.k = k
+
+    def __call__(self, x):
+        return x * self.k
+
+
+class Shifted(Layer):
+    def __call__(self, x):
+        return x + self.k
+
+
+def run_layers(layers, x):
+    for layer in layers:
+        x = layer(x)
+    return x
+
+
+def _layer_guards(compiled) -> list[str]:
+    (entry,) = npdynamo.inspect(compiled).entries
+    return [g for g in entry.guards if "__call__" in g]
+
+
+def test_objects_of_one_class_share_the_guards_of_its_members():
+    # three layers of one class: one lookup of ``__call__`` (and its code), and each layer's
+    # own type guard, so a layer given another class is a guard miss
+    layers = [Layer(2.0), Layer(3.0), Layer(4.0)]
+    compiled = npdynamo.compile(run_layers)
+    check_same(run_layers, layers, X, compiled=compiled, calls=2, graphs=1, breaks=0)
+    assert len(_layer_guards(compiled)) == 2, _layer_guards(compiled)
+    layers[2].__class__ = Shifted
+    check_same(run_layers, layers, X, compiled=compiled, calls=2, graphs=2, breaks=0)
+
+
+@pytest.mark.parametrize("change", [
+    lambda: setattr(Layer, "__call__", Other.__call__),
+    lambda: setattr(Layer.__call__, "__code__", Other.__call__.__code__),
+    lambda: setattr(Shifted, "__bases__", (Other,)),
+], ids=["replaced", "code", "bases"])
+def test_a_member_of_a_class_changed_is_a_miss_for_all_its_objects(change):
+    saved = Layer.__call__, Layer.__call__.__code__, Shifted.__call__, Shifted.__bases__
+    del Shifted.__call__  # (its objects find Layer's, in the MRO's second class)
+    layers = [Shifted(2.0), Shifted(3.0)]
+    compiled = npdynamo.compile(run_layers)
+    try:
+        check_same(run_layers, layers, X, compiled=compiled, calls=2, graphs=1, breaks=0)
+        change()
+        check_same(run_layers, layers, X, compiled=compiled, calls=2, graphs=2, breaks=0)
+    finally:
+        Layer.__call__, Shifted.__call__, Shifted.__bases__ = saved[0], saved[2], saved[3]
+        Layer.__call__.__code__ = saved[1]
+
+
+class Other:
+    def __init__(self, k: float) -> None:
+        self.k = k
+
+    def __call__(self, x):
+        return x - self.k

@@ -320,3 +320,45 @@ def test_each_fact_of_a_one_dimensional_array_still_misses_when_it_changes(backe
     assert_compiled(compiled)
     assert all(entry.runs_python is None for entry in npdynamo.inspect(compiled).entries
                if entry.graph_break is None)
+
+
+# -- a container's type guard runs before the guards that read its items ------------------
+class LoggedList(list):
+    """A list whose item reads are counted: Python's ``for`` over it does not call them."""
+
+    reads = 0
+
+    def __getitem__(self, i):
+        LoggedList.reads += 1
+        return list.__getitem__(self, i)
+
+
+def _halve(v):
+    return v * 0.5
+
+
+STAGES = [_halve, _halve]
+
+
+def run_stages(x):
+    for stage in STAGES:
+        x = stage(x)
+    return x
+
+
+def test_a_container_replaced_by_a_user_object_is_not_indexed_by_the_guards():
+    global STAGES
+    x = np.arange(3.0)
+    compiled = npdynamo.compile(run_stages)
+    assert_same_value(run_stages(x), compiled(x))
+    saved, STAGES = STAGES, LoggedList([_halve, np.negative])
+    try:
+        LoggedList.reads = 0
+        expected = run_stages(x)
+        assert LoggedList.reads == 0  # (Python iterates it without __getitem__)
+        assert_same_value(expected, compiled(x))
+        # the function guards on STAGES[0] and STAGES[1] came after its type guard, which
+        # failed first: no user __getitem__ ran in a guard
+        assert LoggedList.reads == 0
+    finally:
+        STAGES = saved

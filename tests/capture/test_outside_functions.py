@@ -166,8 +166,9 @@ def test_keyword_only_defaults_changed_in_place_are_read_again():
         scaled.__kwdefaults__["s"] = 4.0
         check_same(apply, scaled, x, compiled=compiled, calls=2, graphs=2, breaks=1)
         scaled.__kwdefaults__ = None
-        # TypeError, as in Python
-        check_same(apply, scaled, x, compiled=compiled, calls=1, graphs=2, breaks=2)
+        # TypeError, as in Python; the frame before the break does not call ``fn``, so it does
+        # not guard its defaults: its entry still serves
+        check_same(apply, scaled, x, compiled=compiled, calls=1, graphs=2, breaks=1)
     finally:
         scaled.__kwdefaults__ = {"s": 3.0}
 
@@ -326,3 +327,63 @@ def test_bound_methods_passed_in():
                    breaks=breaks)
     # not a method
     check_same(call_bound, make_adder(1.0), x, compiled=compiled, calls=1, graphs=4, breaks=3)
+
+
+# -- defaults are guarded where a call fills a parameter from them -------------------------
+def pass_every_parameter(x):
+    npdynamo.graph_break()
+    return helper(x, 3.0)
+
+
+def pass_every_then_use_default(x):
+    npdynamo.graph_break()
+    return helper(x, 3.0) + helper(x)
+
+
+def test_defaults_a_call_does_not_read_are_not_guarded():
+    compiled = npdynamo.compile(pass_every_parameter, backend=CountingBackend())
+    x = np.arange(3.0)
+    try:
+        check_same(pass_every_parameter, x, compiled=compiled, calls=2, graphs=1, breaks=1)
+        helper.__defaults__ = (5.0,)  # Python does not read them: the entry still serves
+        check_same(pass_every_parameter, x, compiled=compiled, calls=2, graphs=1, breaks=1)
+        helper.__defaults__ = None
+        check_same(pass_every_parameter, x, compiled=compiled, calls=2, graphs=1, breaks=1)
+    finally:
+        helper.__defaults__ = (2.0,)
+
+
+# (longer: the same first item, but ``s`` is now filled from the second, 9.0)
+@pytest.mark.parametrize("swap", [(5.0,), None, (True,), (2.0, 9.0)],
+                         ids=["value", "none", "bool", "longer"])
+def test_a_later_call_of_the_same_function_that_uses_a_default_guards_it(swap):
+    compiled = npdynamo.compile(pass_every_then_use_default, backend=CountingBackend())
+    x = np.arange(3.0)
+    try:
+        check_same(pass_every_then_use_default, x, compiled=compiled, calls=2, graphs=1,
+                   breaks=1)
+        helper.__defaults__ = swap  # (None: TypeError, as in Python)
+        check_same(pass_every_then_use_default, x, compiled=compiled, calls=2,
+                   graphs=1 if swap is None else 2, breaks=1)
+    finally:
+        helper.__defaults__ = (2.0,)
+
+
+def keyword_given(v, *, s=3.0):
+    return v * s
+
+
+def pass_the_keyword(x):
+    npdynamo.graph_break()
+    return keyword_given(x, s=2.0) + keyword_given(x)
+
+
+def test_keyword_only_defaults_are_guarded_where_a_call_uses_them():
+    compiled = npdynamo.compile(pass_the_keyword, backend=CountingBackend())
+    x = np.arange(3.0)
+    try:
+        check_same(pass_the_keyword, x, compiled=compiled, calls=2, graphs=1, breaks=1)
+        keyword_given.__kwdefaults__ = {"s": 7.0}
+        check_same(pass_the_keyword, x, compiled=compiled, calls=2, graphs=2, breaks=1)
+    finally:
+        keyword_given.__kwdefaults__ = {"s": 3.0}

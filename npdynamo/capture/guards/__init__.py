@@ -4,6 +4,7 @@ from npdynamo.capture.guards.guard import Guard, GuardSet
 from npdynamo.capture.guards.kinds import GuardKind, NonEmptyRange, Owners, SameFunction
 from npdynamo.capture.guards.sources import (
     AttrSource,
+    ClassSource,
     ClosureCellSource,
     ClosureSource,
     GlobalSource,
@@ -18,6 +19,7 @@ from npdynamo.capture.guards.sources import (
 
 __all__ = [
     "AttrSource",
+    "ClassSource",
     "ClosureCellSource",
     "ClosureSource",
     "GlobalSource",

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npdynamo.capture.guards.compact import ItemGroup, compact_layout
-from npdynamo.capture.guards.kinds import KINDS, GuardKind, held, one_dim_shape
+from npdynamo.capture.guards.kinds import KINDS, GuardKind, Seen, held, one_dim_shape, unwrap
 from npdynamo.capture.guards.sources import (
     AttrSource,
+    ClassSource,
     GlobalSource,
     ItemSource,
     Source,
@@ -64,6 +65,9 @@ class Guard:
 
 #: Kinds whose check reads its source exactly once, unconditionally, first among its checks.
 _BINDING = frozenset({GuardKind.TYPE, GuardKind.ID})
+#: ... and those that read it once, unconditionally, after a constant: a source they share
+#: with later checks is read once into a local too (``'m' not in (S1 := a0.__dict__)``).
+_READ_FIRST = _BINDING | {GuardKind.HAS_KEY, GuardKind.LENGTH}
 
 
 def _read_again(layout: list) -> set[Source]:
@@ -79,6 +83,15 @@ def _read_again(layout: list) -> set[Source]:
             (again if source in seen else seen).add(source)
             source = getattr(source, "base", None)
     return again
+
+
+def _bases(source: Source) -> list[Source]:
+    """The sources ``source`` is read through, nearest first (``a0.w.shape``: ``a0.w``, ``a0``)."""
+    bases = []
+    while isinstance(source, (AttrSource, ItemSource)):
+        source = source.base
+        bases.append(source)
+    return bases
 
 
 def frame_params(arg_count: int, cell_count: int | None) -> tuple[str, str]:
@@ -119,8 +132,40 @@ class GuardSet:
         guard = self._index.get((source, kind, None))
         return None if guard is None else guard.expected
 
+    def class_of(self, source: Source, obj: object) -> Source | None:
+        """``ClassSource`` of ``obj`` (read at ``source``) where a type guard on ``source``
+        fixes its class and that class is a plain one (``type`` its metaclass: its MRO starts
+        with it and its ``__dict__`` is its own); else None."""
+        klass = type(obj)
+        if type(klass) is not type or unwrap(self.expected(source, GuardKind.TYPE)) is not klass:
+            return None
+        return ClassSource(id(klass), source, held(GuardKind.TYPE, klass))
+
     def ordered(self) -> list[Guard]:
-        return sorted(self.guards, key=lambda g: g.kind)
+        """The guards cheapest kinds first, except that the type, identity and function guards
+        of what a guard reads its source through come before it (``G['STAGES'][0]``'s function
+        guard after ``G['STAGES']``'s type): the container is then known before its items are
+        read (no user ``__getitem__`` runs in a guard), and read once into a local."""
+        by_kind = sorted(self.guards, key=lambda g: g.kind)
+        binding: dict[Source, list[Guard]] = {}
+        for guard in by_kind:
+            if guard.kind in _BINDING or guard.kind is GuardKind.FUNCTION:
+                binding.setdefault(guard.source, []).append(guard)
+        order: dict[int, Guard] = {}
+
+        def place(guard: Guard) -> None:
+            if id(guard) in order:
+                return
+            order[id(guard)] = guard  # (first: a guard is never its own base's)
+            for base in reversed(_bases(guard.source)):
+                for first in binding.get(base, ()):
+                    place(first)
+            del order[id(guard)]
+            order[id(guard)] = guard
+
+        for guard in by_kind:
+            place(guard)
+        return list(order.values())
 
     def compile(self) -> None:
         """Generate the single guard function ``check(a0, a1, ...) -> bool``."""
@@ -140,7 +185,7 @@ class GuardSet:
 
         layout = self.layout()
         shared = _read_again(layout)
-        names: dict[Source, str] = {}  # sources held in locals by an earlier check
+        names = self._classes(ns)  # sources held in locals (by an earlier check) or bound
         for item in layout:
             if isinstance(item, ItemGroup):  # a loop over the items, between plain checks
                 if pending:
@@ -148,7 +193,8 @@ class GuardSet:
                 lines += [f"        {line}" for line in item.check_lines(ns)]
             elif isinstance(item, Guard):
                 e = item.source.expr(names)
-                if item.kind in _BINDING and item.source in shared and item.source not in names:
+                if item.kind in _READ_FIRST and item.source in shared and \
+                        item.source not in names:
                     # the type or identity check reads the value first and unconditionally
                     # (``and`` stops at a failed check, and a miss returns at once): later
                     # checks of it and of what lies under it read the local
@@ -167,6 +213,22 @@ class GuardSet:
         lines += ["    except Exception:", "        return False", ""]
         self.source = "\n".join(lines)
         self.check = make_function(self.source, "check", ns, "guards")
+
+    def _classes(self, ns: Namespace) -> dict[Source, str]:
+        """Each class read as a ``ClassSource``, and its ``__dict__``, bound as a constant
+        where the type guards hold that class as it is (not a class made in a function, held
+        by a weak reference: ``Seen``): ``T3.__dict__`` is a view of the one dict the class has
+        for its life."""
+        names: dict[Source, str] = {}
+        for guard in self.guards:
+            source = guard.source
+            while isinstance(source, (AttrSource, ItemSource)):
+                source = source.base
+            if isinstance(source, ClassSource) and source not in names and \
+                    not isinstance(source.held, Seen):
+                names[source] = ns.bind(source.held, "T")
+                names[AttrSource(source, "__dict__")] = ns.bind(source.held.__dict__, "D")
+        return names
 
     def _read_once(self, guard: Guard, e: str, names: dict[Source, str], ns: Namespace) -> str:
         """``guard``'s check, reading ``e`` once where the check reads it several times

@@ -9,7 +9,7 @@ its closure cells are ``CELL0, CELL1, ...``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 
@@ -95,6 +95,29 @@ class ClosureCellSource(_FrameSlot, letter="C", code="CELL{0.index}"):
 
     def short(self) -> str:
         return f"the cell of {self.var}"
+
+
+@dataclass(frozen=True)
+class ClassSource(Source):
+    """The class of the object at ``via``, which that object's type guard fixes. One source
+    per class (``key``: its id while the capture runs; ``via`` takes no part in equality): what
+    a lookup on the class found is guarded once for all its objects (three layers of one class:
+    one ``__call__``). ``held``: the class as its type guard holds it (a class made in a
+    function by a weak reference: a source must not keep it alive either). The guard function
+    reads it as the class itself where that is the class (``GuardSet``), else as ``type(via)``."""
+
+    key: int
+    via: Source = field(compare=False)
+    held: object = field(compare=False)
+
+    def name(self) -> str:
+        return f"type({self.via.name()})"
+
+    def short(self) -> str:
+        return f"type({self.via.short()})"
+
+    def render(self, names: Mapping[Source, str] | None) -> str:
+        return f"type({self.via.expr(names)})"
 
 
 @dataclass(frozen=True)
