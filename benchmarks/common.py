@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import npdynamo
 from benchmarks.quiet import foreign_load, wait_until_quiet
-from npdynamo.backends.tuning import tuning_calls
+from npdynamo.backends.tuning import own_work_busy, tuning_calls
 
 #: Warm calls before a function is timed: enough for a numba graph's tuning to finish (about 15
 #: calls, up to 40 when two candidates come close), so the calls that size the samples time
@@ -25,11 +25,24 @@ WARM_S = 0.5
 MAX_WARM_CALLS = 200
 
 
+def until_own_work_is_over(timeout: float = 120.0) -> None:
+    """Wait until this process's compile workers are idle (none starting, none compiling).
+    ``npdynamo.synchronize()`` returns once the graphs have their kernels; a graph whose
+    kernels were on disk has them once one worker has imported numba, while the worker started
+    for its other part may still import it, a core's worth of work for a second or more. In
+    ``make bench``'s warm section the MLP step once timed 4.51 ms against 1.79 ms: its BLAS
+    pool's second thread shared a core with such a worker (likely; not reproduced)."""
+    deadline = time.perf_counter() + timeout
+    while own_work_busy() and time.perf_counter() < deadline:
+        time.sleep(0.01)
+
+
 def warm_up(fn, *args) -> None:
     """Call ``fn(*args)`` ``WARM_CALLS`` times, or for ``WARM_S`` seconds when even its fastest
     call so far would make ``WARM_CALLS`` calls take longer, and then on while its calls still
-    run tuning steps. After the first call, wait for the numba tier's background compiles:
-    warm calls are the compiled tier's."""
+    run tuning steps. After the first call, wait for the numba tier's background compiles
+    and for the compile workers to be idle: warm calls are the compiled tier's, on cores of
+    their own."""
     start = fastest = None
     for k in range(MAX_WARM_CALLS):
         tuned_before = tuning_calls()
@@ -37,6 +50,7 @@ def warm_up(fn, *args) -> None:
         fn(*args)
         if k == 0:
             npdynamo.synchronize()
+            until_own_work_is_over()
             tuned_before = tuning_calls()
             t0 = time.perf_counter()
             fn(*args)
@@ -65,7 +79,9 @@ def interleaved(fns: dict, args, samples: int = 15, min_sample_s: float = 0.02) 
     affect every variant alike; median, min and max per variant, its ``samples`` (in turn
     order: sample i of each variant was taken in the same turn), and ``others``: the cores
     other processes used meanwhile. ``args`` is one argument tuple for all, or a dict giving
-    each label its own (functions that update their arguments)."""
+    each label its own (functions that update their arguments). Each turn starts one variant
+    later than the one before: a variant always timed right after the same other one (after a
+    scheduled form's two threads, say) would carry that one's after-effects in every sample."""
     timers, numbers = {}, {}
     for label, fn in fns.items():
         own = args[label] if isinstance(args, dict) else args
@@ -78,8 +94,9 @@ def interleaved(fns: dict, args, samples: int = 15, min_sample_s: float = 0.02) 
     times: dict = {label: [] for label in fns}
     wait_until_quiet()
     with foreign_load() as load:
-        for _ in range(samples):
-            for label in fns:
+        labels = list(fns)
+        for turn in range(samples):
+            for label in labels[turn % len(labels):] + labels[:turn % len(labels)]:
                 times[label].append(timers[label].timeit(numbers[label]) / numbers[label])
     return {label: {"median": statistics.median(t), "min": min(t), "max": max(t),
                     "samples": t, "others": load.cores} for label, t in times.items()}

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import statistics
 import sys
 import types
 from collections.abc import Callable
@@ -34,7 +35,12 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import npdynamo  # noqa: E402
-from benchmarks.common import fmt_time, interleaved  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    fmt_time,
+    interleaved,
+    until_own_work_is_over,
+    warm_up,
+)
 from npdynamo.autograd import value_and_grad  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -134,6 +140,7 @@ def _compiled(fn, backend: str, mode: str, args: tuple, one_thread: bool):
         # their kernels: wait for that inside the block, or they would switch after it under
         # the default mode (and the rows would time the tuner's choice three times)
         npdynamo.synchronize()
+        until_own_work_is_over()
         for _ in range(80):  # the tuner's calls: at most 4 candidates x (1 + 2 x 8 rounds)
             compiled(*args)
     return compiled
@@ -214,6 +221,21 @@ def machine_check(turns: int = 9, reps: int = 8) -> dict:
             "cpu_alone": float(np.median(alone)), "cpu_side": float(np.median(together))}
 
 
+#: Turns of the three forms per case (each turn starts with the next form: ``interleaved``).
+#: Where the tuner keeps the serial form, the tuned column times the same code as the serial
+#: one: the ratio is then the noise of two timings, and 9 turns put it at 0.94-1.01x.
+TURNS = 15
+
+
+def _paired(times: dict, label: str) -> tuple[float, float, float]:
+    """Serial time over ``label``'s, per turn (the two were timed in the same turn, so a drift
+    of the machine's load touches both): the median over the turns, then the lowest and
+    highest. A ratio of the two medians would pair a quiet turn of one with a busy one of the
+    other."""
+    ratios = sorted(a / b for a, b in zip(times["never"]["samples"], times[label]["samples"]))
+    return statistics.median(ratios), ratios[0], ratios[-1]
+
+
 def part_one() -> list[dict]:
     from threadpoolctl import threadpool_limits
 
@@ -225,16 +247,14 @@ def part_one() -> list[dict]:
                 args = make()
                 fns = {mode: _compiled(fn, backend, mode, args, one_thread)
                        for mode in ("never", "always", "auto")}
-                times = interleaved(fns, args, samples=9)
-                serial = times["never"]["median"]
-                # serial / scheduled in each turn: the spread says how much one run can differ
-                turns = [a / b for a, b in zip(times["never"]["samples"],
-                                               times["always"]["samples"])]
-                rows.append({"case": name, "backend": backend, "serial": serial,
-                             "scheduled": times["always"]["median"],
-                             "turns": (min(turns), max(turns)),
-                             "serial_form": _form(fns["never"]),
-                             "tuned": times["auto"]["median"], "choice": _choice(fns["auto"]),
+                times = interleaved(fns, args, samples=TURNS)
+                scheduled, tuned = _paired(times, "always"), _paired(times, "auto")
+                rows.append({"case": name, "backend": backend,
+                             "serial": times["never"]["median"],
+                             "scheduled": times["always"]["median"], "ratio": scheduled[0],
+                             "turns": scheduled[1:], "serial_form": _form(fns["never"]),
+                             "tuned": times["auto"]["median"], "tuned_ratio": tuned[0],
+                             "tuned_turns": tuned[1:], "choice": _choice(fns["auto"]),
                              "others": times["never"]["others"]})
     return rows
 
@@ -262,8 +282,6 @@ ROUNDS, EPOCHS = 3, 4
 def part_two() -> dict:
     """The Grain training loop with the loader's cost about the step's (BLAS on one thread:
     the step takes one core, the loader the other)."""
-    import statistics
-
     from threadpoolctl import threadpool_limits
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
@@ -275,6 +293,9 @@ def part_two() -> dict:
     with threadpool_limits(1, user_api="blas"):
         step = npdynamo.compile(train_mlp.step, backend="numba")
         train_grain.warm_up(step, x, y)
+        # (its workers idle, the step's tuning ends: a race run beside a worker's numba import
+        # is run again once the worker is done, at a call after this)
+        warm_up(step, train_mlp.init_params(), x[:train_grain.BATCH], y[:train_grain.BATCH])
         load0, run = train_grain.per_batch_costs(step, x, y, 0, per_sample=False)
         load8, _ = train_grain.per_batch_costs(step, x, y, 8, per_sample=False)
         per_pass = max((load8 - load0) / 8, 1e-6)
@@ -303,6 +324,12 @@ def part_two() -> dict:
     return out
 
 
+def gil_bound(loop: dict) -> float:
+    """The least a batch can take with reader threads: the loader and the step take turns with
+    the GIL, so the times each holds it add up (worker processes have a GIL of their own)."""
+    return loop["load"] * loop["held_load"] + loop["step"] * loop["held_step"]
+
+
 def main() -> None:
     check = machine_check()
     print("Machine check, case (a) in plain NumPy on two plain threads (BLAS one thread each): "
@@ -314,12 +341,15 @@ def main() -> None:
     print("Scheduler: serial against scheduled (ratio = serial time / time; > 1 is faster)")
     print(f"  {'workload':<46} {'backend':<7} {'serial':>11} {'scheduled':>11} "
           f"{'ratio':>6} {'tuned':>11} {'ratio':>6}  tuner's choice")
+    print(f"  (times: medians of {TURNS} turns; ratios: the median over the turns of serial / "
+          f"that form, both timed in the same turn, with their range)")
     for r in part_one():
         serial_form = f", serial runs as {r['serial_form']}" if r["serial_form"] else ""
         print(f"  {r['case']:<46} {r['backend']:<7} {fmt_time(r['serial'])} "
-              f"{fmt_time(r['scheduled'])} {r['serial'] / r['scheduled']:5.2f}x "
-              f"{fmt_time(r['tuned'])} {r['serial'] / r['tuned']:5.2f}x  {r['choice']}"
-              f"  (scheduled {r['turns'][0]:.2f}-{r['turns'][1]:.2f}x per turn{serial_form}; "
+              f"{fmt_time(r['scheduled'])} {r['ratio']:5.2f}x "
+              f"{fmt_time(r['tuned'])} {r['tuned_ratio']:5.2f}x  {r['choice']}"
+              f"  (per turn: scheduled {r['turns'][0]:.2f}-{r['turns'][1]:.2f}x, tuned "
+              f"{r['tuned_turns'][0]:.2f}-{r['tuned_turns'][1]:.2f}x{serial_form}; "
               f"others used {r['others']:.1f} cores)")
     loop = part_two()
     best = max(loop["load"], loop["step"])
@@ -328,6 +358,10 @@ def main() -> None:
           f"{fmt_time(loop['step'])}; the GIL is held {loop['held_step']:.0%} of the step's "
           f"time and {loop['held_load']:.0%} of the loader's (upper bounds on a busy machine)")
     print(f"  the step's tuning: {loop['tuning']}")
+    bound = gil_bound(loop)
+    print(f"  with threads no batch takes less than the time the two hold the GIL: load x "
+          f"{loop['held_load']:.0%} + step x {loop['held_step']:.0%} = {fmt_time(bound).strip()}"
+          f" = {bound / best:.2f}x max(load, step) (the held fractions are upper bounds)")
     print(f"  per batch: the median of {ROUNDS * EPOCHS} epochs ({ROUNDS} rounds of the ways in "
           f"turns), then the range of the epochs")
     for (how, readers), (median, low, high) in loop["ways"].items():

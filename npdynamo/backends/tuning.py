@@ -27,8 +27,11 @@ through one closure variable (no timing, no lookup). The choice and the times go
 report (``explain``) and to the ``npdynamo.tuning`` log. A candidate already timed on these
 sizes before the tuning began (the eager graph, on the eager tier while the kernels compiled:
 ``measured``) is not run again unless its time shows it might win.
-``NPDYNAMO_NUMBA_TUNE=0`` turns it off: the numba program then always runs as the thread
-policy decided.
+A candidate timed while this process's own background work ran (a compile worker importing
+numba or compiling, a thread here importing it: ``own_work_busy``) was timed on a core it did not
+have: the choice then stands only until that work is over, and the race is run again once
+(``RETIME_POLL_S``). ``NPDYNAMO_NUMBA_TUNE=0`` turns it off: the numba program then always runs
+as the thread policy decided.
 """
 
 from __future__ import annotations
@@ -77,6 +80,18 @@ PROBATION_CALLS = 9
 #: form, which held the GIL 49% of its time).
 GIL_MARGIN = 0.95
 
+#: A choice made from calls timed while this process's own background work ran is provisional:
+#: its calls check, at most this often (seconds), whether that work is over, and then the race
+#: is run again, once. In a fresh process whose kernels are all on disk, the graph switches to
+#: them after one compile worker has imported numba, while the second worker still imports it
+#: (a core's worth of work for a second or more on this 2-core machine): the MLP step's race ran
+#: beside it.
+RETIME_POLL_S = 0.01
+
+#: Checks of this process's own background work (``register_busy_check``): a compile worker
+#: starting or compiling, a thread importing numba. The numba backend's modules register them.
+_busy_checks: list[Callable[[], bool]] = []
+
 #: Calls that went through a tuning step (a candidate's trial or probation call), over all
 #: graphs of the process: a benchmark warms a function up until its calls stop adding to it.
 _tuning_calls = 0
@@ -99,6 +114,17 @@ class Candidate:
     #: ``run`` holds the GIL between its operations (NumPy calls one after another), where
     #: another candidate releases it for most of the call (compiled ``nogil`` kernels)
     holds_gil: bool = False
+
+
+def register_busy_check(check: Callable[[], bool]) -> None:
+    """Have ``own_work_busy`` ask ``check()`` too."""
+    _busy_checks.append(check)
+
+
+def own_work_busy() -> bool:
+    """Whether this process's own background work takes a core now (so a call timed now may
+    have run without one)."""
+    return any(check() for check in _busy_checks)
 
 
 def tuning_enabled() -> bool:
@@ -128,6 +154,7 @@ def fastest_of(
     clock: Callable[[], float] = time.perf_counter,
     report: BackendReport | None = None,
     measured: dict[str, float] | None = None,
+    busy: Callable[[], bool] | None = None,
 ) -> Compiled:
     """The graph (with ``report``) timing ``candidates`` on its first warm calls, then running
     the fastest: it retargets to the winner once chosen, so its followers (an entry's
@@ -140,7 +167,11 @@ def fastest_of(
     the first timed round of the others, one whose measured time is within ``LOSER_FACTOR``
     of the best (it might win: its calls ran beside the compile, so they may have been
     slowed) joins the rounds as any other candidate; one further behind is out, without
-    running the calls that would only show it again."""
+    running the calls that would only show it again.
+
+    ``busy()`` (default ``own_work_busy``) says whether this process's background work runs:
+    a choice timed while it did is run again once it is over (``RETIME_POLL_S``)."""
+    busy = own_work_busy if busy is None else busy
     if len(candidates) == 1:
         candidates[0].activate()
         return Compiled(candidates[0].run, report)
@@ -155,6 +186,7 @@ def fastest_of(
     out: list[Candidate] = []  # measured before, and too slow to be timed again
     chosen: Callable[..., tuple] | None = None
     extended = False
+    disturbed = retimed = False  # a call timed while busy(); the race run again already
 
     def single_threaded() -> list[Candidate]:
         return [c for c in alive if not c.side_by_side]
@@ -220,11 +252,43 @@ def fastest_of(
         times = ", ".join(f"{c.label} {best[c.label] * 1e3:.3f} ms"
                           + (" (its calls while compiling)" if c in out else "")
                           for c in candidates if c.label in best)
+        if retimed:
+            note += "; timed again once this process's compile work was over"
+        elif disturbed:
+            note += "; timed while this process's compile work ran: until it is over"
         text = f"runs as {winner.label} (best warm call: {times}{note})"
         record(text)
         get_logger("tuning").info("graph %s", text)
-        tuned.retarget(winner.run)
-        return winner.run
+        run = provisional(winner) if disturbed and not retimed else winner.run
+        tuned.retarget(run)
+        return run
+
+    def provisional(winner: Candidate) -> Callable[..., tuple]:
+        """``winner.run``, until this process's background work is over: then the race again."""
+        next_check = clock() + RETIME_POLL_S
+
+        def provisional_call(*inputs):
+            nonlocal next_check
+            if clock() >= next_check:
+                next_check = clock() + RETIME_POLL_S
+                if not busy():
+                    race_again()
+                    return call(*inputs)
+            return winner.run(*inputs)
+
+        return provisional_call
+
+    def race_again() -> None:
+        nonlocal chosen, alive, rounds_left, extended, disturbed, retimed
+        kept = {c.label: best[c.label] for c in out}  # (measured before: never run again)
+        best.clear()
+        best.update(kept)
+        alive = [c for c in candidates if c not in out and c not in seeded]
+        chosen, extended, disturbed, retimed = None, False, False, True
+        rounds_left = TIMED_ROUNDS - 1
+        queue.clear()
+        queue.extend(calls_in_order(alive, 1, first=False))
+        tuned.retarget(call)
 
     def releasing(single: list[Candidate]) -> tuple[Candidate, str]:
         """The fastest of ``single``, or the fastest of them that releases the GIL when the
@@ -270,7 +334,7 @@ def fastest_of(
         return probation_call
 
     def call(*inputs):
-        nonlocal chosen
+        nonlocal chosen, disturbed
         global _tuning_calls
         if chosen is not None:
             return chosen(*inputs)
@@ -280,11 +344,13 @@ def fastest_of(
         except IndexError:  # another thread took the last tuning call meanwhile
             return alive[0].run(*inputs)
         candidate.activate()
+        busy_before = timed and busy()
         start = clock()
         result = candidate.run(*inputs)
         if timed:
             elapsed = clock() - start
             best[candidate.label] = min(best.get(candidate.label, elapsed), elapsed)
+            disturbed = disturbed or busy_before or busy()
         if not queue and not next_round():
             chosen = decide()
         return result

@@ -11,6 +11,13 @@ from npdynamo.backends.numba.backend import TUNING_PENDING
 from tests.backends.compare import assert_close
 
 
+@pytest.fixture(autouse=True)
+def _no_background_work(monkeypatch):
+    """These tests' races are not disturbed by this process's compile workers (another test's
+    graphs may still compile in them): the tests that want a busy process say so."""
+    monkeypatch.setattr(tuning, "_busy_checks", [])
+
+
 class FakeClock:
     """Each candidate's run advances the clock by that candidate's cost."""
 
@@ -453,3 +460,91 @@ def test_measured_times_for_every_candidate_are_not_trusted_alone():
         fn(i)
     assert decided[0].startswith("runs as b")
     assert {"a", "b"} <= set(runs)
+
+
+class Busy:
+    """This process's background work as the tuner sees it, switched by the test; while it runs,
+    every call costs ``slowdown`` times as much (the worker took the call's core)."""
+
+    def __init__(self, slowdown: float = 1.0) -> None:
+        self.on, self.slowdown = True, slowdown
+
+    def __call__(self) -> bool:
+        return self.on
+
+
+def slowed(clock: FakeClock, label: str, cost: float, busy: Busy, runs: list):
+    def run(x):
+        runs.append(label)
+        clock.now += cost * (busy.slowdown if busy.on else 1.0)
+        return (x + 1,)
+
+    return tuning.Candidate(label, run)
+
+
+def test_a_choice_timed_while_compile_workers_ran_is_raced_again_once_they_are_idle():
+    """eager (1.0) against numba (0.8): numba's calls lost their core to a worker importing numba
+    (x3) while the race ran, so eager won; once the workers are idle the race runs again and
+    numba stays (before: eager was kept for good)."""
+    clock, runs, decided, busy = FakeClock(), [], [], Busy()
+    numba_busy = Busy(slowdown=3.0)
+    fn = tuning.fastest_of([slowed(clock, "eager", 1.0, busy, runs),
+                            slowed(clock, "numba", 0.8, numba_busy, runs)],
+                           decided.append, clock, busy=busy)
+    while not decided:
+        fn(0)
+    assert decided[0].startswith("runs as eager") and "compile work ran" in decided[0]
+    for i in range(3):  # still busy: the provisional choice runs
+        assert fn(i) == (i + 1,)
+    assert runs[-3:] == ["eager"] * 3
+    busy.on = numba_busy.on = False
+    for i in range(40):
+        assert fn(i) == (i + 1,)
+    assert len(decided) == 2 and decided[1].startswith("runs as numba"), decided
+    assert "timed again once" in decided[1]
+    assert runs[-5:] == ["numba"] * 5
+
+
+def test_a_choice_timed_on_a_quiet_process_is_not_raced_again():
+    clock, runs, decided, busy = FakeClock(), [], [], Busy()
+    busy.on = False
+    fn = tuning.fastest_of([costing(clock, "a", 3.0, runs), costing(clock, "b", 1.0, runs)],
+                           decided.append, clock, busy=busy)
+    for i in range(30):
+        fn(i)
+    before = tuning.tuning_calls()
+    busy.on = True  # work that starts after the choice changes nothing
+    for i in range(30):
+        fn(i)
+    assert decided == [decided[0]] and decided[0].startswith("runs as b")
+    assert "compile work" not in decided[0]
+    assert tuning.tuning_calls() == before
+
+
+def test_the_race_runs_again_only_once():
+    """Busy again during the second race (another graph compiling): its choice stands."""
+    clock, runs, decided = FakeClock(), [], []
+    calls = {"n": 0}
+
+    def busy() -> bool:
+        calls["n"] += 1
+        return calls["n"] % 2 == 0
+
+    fn = tuning.fastest_of([costing(clock, "a", 3.0, runs), costing(clock, "b", 1.0, runs)],
+                           decided.append, clock, busy=busy)
+    for i in range(200):
+        fn(i)
+    assert len(decided) == 2 and "timed again once" in decided[1], decided
+    assert runs[-5:] == ["b"] * 5
+
+
+def test_the_compile_pool_is_busy_while_a_worker_starts_or_a_job_waits():
+    from npdynamo.backends.numba import workers
+
+    pool = workers.Pool()
+    assert not pool.busy()
+    pool._starting = 1
+    assert pool.busy()
+    pool._starting = 0
+    pool._queue.append(workers.CompileJob(b"x", "job"))
+    assert pool.busy()

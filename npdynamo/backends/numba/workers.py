@@ -46,6 +46,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from npdynamo import config
+from npdynamo.backends import tuning
 from npdynamo.backends.scheduler import threads
 from npdynamo.logs import get_logger
 
@@ -261,6 +262,13 @@ class Pool:
                 threading.Thread(target=self._serve, name="npdynamo-compile-worker",
                                  daemon=True).start()
 
+    def busy(self) -> bool:
+        """Whether a worker is starting (importing numba) or a job waits or runs: the tuner's
+        ``own_work_busy`` (a call timed now shares the cores with this work)."""
+        with self._cond:
+            return bool(self._starting or self._queue or self._running
+                        or any(not w.warm for w in self._workers))
+
     def pids(self) -> list[int]:
         """The process ids of the running workers (tests use them)."""
         with self._cond:
@@ -433,6 +441,7 @@ def pool() -> Pool:
         with _pool_lock:
             if _pool is None:
                 made = Pool()
+                tuning.register_busy_check(made.busy)
                 atexit.register(made.shutdown)
                 os.register_at_fork(before=made._before_fork,
                                     after_in_parent=made._after_fork_parent,
