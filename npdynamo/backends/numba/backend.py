@@ -175,7 +175,9 @@ class Built:
         log = get_logger("output_code")
         if self.warm:
             _warm_up(self.program, self.example_inputs, self.gm, log, self)
-        scheduled = scheduler.program_candidate(
+        # (its streams order steps by what they read and make: an assignment in place would
+        # also have to wait for every earlier reader of its array, which they do not track)
+        scheduled = None if self.program.in_place else scheduler.program_candidate(
             self.program, self.graph, self.fusion, self.kernels, may_alias(self.graph),
             needs_calm_state(self.fusion))
         if scheduled is not None:
@@ -240,6 +242,11 @@ def build(gm, example_inputs: list, report: NumbaReport, eager: Callable[..., tu
                   part.groups[group_index].nodes)
 
     program = Program(graph, part, kernels, eager, on_fallback)
+    if program.fused_repeats:  # (assignments.py: its own compiled loop, no repeated array)
+        fused = {n.name for n in program.fused_repeats}
+        report.not_fused = [(name, "repeat: its own compiled loop, into the slice it is assigned to"
+                             if name in fused else why) for name, why in report.not_fused]
+        report.compiled_calls += sorted(fused)
     if whole is not None:
         whole.program = program.fn
         program.fn = whole.forward
