@@ -303,17 +303,18 @@ class Program:
         body.append(f"{target} = {fn}({', '.join(parts)})")
 
     def _assignment(self, node: Node, ns: _Namespace, body: list[str]) -> None:
-        """An in-place ``setitem`` (``assignments``): assign, then name the array as its result;
-        a repeat it assigns is computed by it (nothing to bind but the name, for ``del``)."""
+        """An in-place ``setitem`` (``assignments``): assign, then name the array as its result.
+        A repeat it assigns binds its source array under its own name (kept alive until the
+        assignment, its only use, which repeats it into its slice)."""
         if node in self.fused_repeats:
-            body.append(f"{node.name} = None")
+            body.append(f"{node.name} = {ns.render(node.args[0])}")
             return
         target, index, value = (ns.render(a) for a in node.args)
         if node.args[2] in self.fused_repeats:
             repeat = node.args[2]
             count = repeat.kwargs.get("repeats", repeat.args[1] if len(repeat.args) > 1 else None)
             fn = ns.bind(assign_repeat, "assign_repeat")
-            body.append(f"{fn}({target}[{index}], {ns.render(repeat.args[0])}, {count!r})")
+            body.append(f"{fn}({target}[{index}], {value}, {count!r})")
         else:
             body.append(f"{target}[{index}] = {value}")
         body.append(f"{node.name} = {target}")
