@@ -20,7 +20,7 @@ from npdynamo import progress
 from npdynamo.backends import scheduler, tuning
 from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.inplace import may_alias
-from npdynamo.backends.numba import diskcache, front, histograms, scans, threads
+from npdynamo.backends.numba import diskcache, front, histograms, nonzero, scans, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.direct_writes import direct_writes, needs_calm_state
 from npdynamo.backends.numba.fusion import partition
@@ -140,6 +140,7 @@ def prepare_graph(graph: Graph) -> Graph:
     expand_moments(graph)
     expand_abs_compares(graph)
     histograms.attach(graph)
+    nonzero.attach(graph)
     scans.attach(graph)
     return passes.run_pipeline(graph, "codegen")
 
