@@ -40,7 +40,7 @@ from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.session import CaptureContext
 from npdynamo.capture.translator import root_frame
 from npdynamo.errors import NpdynamoError, Unsupported
-from npdynamo.ops.nonzero import refusing
+from npdynamo.ops.nonzero import COUNT_READ, refusing
 
 
 def build_entry(
@@ -74,7 +74,7 @@ def _build_entry(fn, frame_args, fullgraph, context, cells_as_argument, opaque_i
     start = time.perf_counter()
     unrolled: dict[tuple, str] = {}
     steps = 0
-    counts_refused = False
+    counts_refused: str | None = None
     while True:  # again from the top for each for loop that could not be formed
         ctx = CaptureContext(
             fn, cells_as_argument=cells_as_argument, opaque_iterators=opaque_iterators,
@@ -92,7 +92,7 @@ def _build_entry(fn, frame_args, fullgraph, context, cells_as_argument, opaque_i
         if entry.runs_python and not counts_refused and _counted_nonzero(ctx):
             # Python code needed a run-time count and no break could hand it over: again,
             # with the graph breaking at the nonzero call (``ops.nonzero``)
-            counts_refused = True
+            counts_refused = COUNT_READ
             steps += ctx.steps
             continue
         break

@@ -43,13 +43,19 @@ def _nonzero_rule(a: object) -> tuple[ArrayMeta, ...]:
 
 register(Op("nonzero", np.nonzero, _nonzero_rule, differentiable=False))
 
-_REFUSED: ContextVar[bool] = ContextVar("nonzero_refused", default=False)
+_REFUSED: ContextVar[str | None] = ContextVar("nonzero_refused", default=None)
+
+#: why a capture that ran again refuses the op (``refusing``)
+COUNT_READ = ("this frame's Python code needs how many elements are nonzero, which only the run "
+              "time knows (a data-dependent shape)")
+COUNT_SAVED = ("an exported program saves its sizes, and how many elements are nonzero is known "
+               "only at run time (a data-dependent shape)")
 
 
 @contextmanager
-def refusing(refused: bool) -> Iterator[None]:
-    """While active with ``refused``, capturing ``nonzero`` is a graph break at the call."""
-    token = _REFUSED.set(refused)
+def refusing(reason: str | None) -> Iterator[None]:
+    """While active with a ``reason``, capturing ``nonzero`` is a graph break at the call."""
+    token = _REFUSED.set(reason)
     try:
         yield
     finally:
@@ -58,10 +64,9 @@ def refusing(refused: bool) -> Iterator[None]:
 
 def canon_nonzero(name: str, a: object):
     """The canonical ``nonzero`` call (``np.nonzero(a)``, ``np.where(a)``)."""
-    if _REFUSED.get():
-        raise UnsupportedArguments(
-            f"{name}: this frame's Python code needs how many elements are nonzero, which only "
-            "the run time knows (a data-dependent shape)")
+    reason = _REFUSED.get()
+    if reason is not None:
+        raise UnsupportedArguments(f"{name}: {reason}")
     return C.canon(REGISTRY["nonzero"], [C.operand(name, a)])
 
 

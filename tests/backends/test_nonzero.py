@@ -36,6 +36,14 @@ def two_d(x):
     return rows, cols, x[rows, cols].sum()
 
 
+def rows_in_a_loop(x):  # a kernel over an array one longer than the count, in a loop body
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        idx = np.where(x[i] > 0.5)[0]
+        out[i] = np.concatenate((idx, [7])).sum() * 2
+    return out
+
+
 def count_in_python(x, m):  # `if idx.size` needs the count: the break is at the call
     idx = np.nonzero(m)[0]
     if idx.size == 0:
@@ -67,6 +75,7 @@ def test_the_indices_feed_ops_after_them(backend):
     check_same(selected, (rng.random(60) > 0.7) * rng.random(60), backend=backend, graphs=1,
                breaks=0)
     check_same(two_d, rng.random((6, 7)), backend=backend, graphs=1, breaks=0)
+    check_same(rows_in_a_loop, rng.random((6, 9)), backend=backend, graphs=1, breaks=0)
 
 
 @pytest.mark.parametrize("backend", ["eager", "numba"])

@@ -222,8 +222,8 @@ class Program:
     def _kernel_call(self, group: FusionGroup, kernel: tuple[KernelSource, Callable],
                      ns: _Namespace, body: list[str]) -> None:
         ks, dispatcher = kernel[:2]
-        for name, (node, d) in ks.unbacked().items():  # read from the slice given
-            body.append(f"{ns.symbol(name)} = {node.name}.shape[{d}]")
+        for name, (node, d, offset) in ks.unbacked().items():  # read from the slice given
+            body.append(f"{ns.symbol(name)} = {node.name}.shape[{d}] - {offset}")
             ns.unbacked.add(name)
         kname = ns.bind(dispatcher, f"kernel{group.index}")
         callee = kname
