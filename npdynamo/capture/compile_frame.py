@@ -40,7 +40,7 @@ from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.session import CaptureContext
 from npdynamo.capture.translator import root_frame
 from npdynamo.errors import NpdynamoError, Unsupported
-from npdynamo.ops.nonzero import COUNT_READ, refusing
+from npdynamo.ops.nonzero_indices import COUNT_READ, refusing
 
 
 def build_entry(
@@ -91,7 +91,7 @@ def _build_entry(fn, frame_args, fullgraph, context, cells_as_argument, opaque_i
             continue
         if entry.runs_python and not counts_refused and _counted_nonzero(ctx):
             # Python code needed a run-time count and no break could hand it over: again,
-            # with the graph breaking at the nonzero call (``ops.nonzero``)
+            # with the graph breaking at the nonzero call (``ops.nonzero_indices``)
             counts_refused = COUNT_READ
             steps += ctx.steps
             continue

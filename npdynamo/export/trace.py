@@ -42,7 +42,7 @@ from npdynamo.errors import InvalidArgument, Unsupported
 from npdynamo.export.program import Dim, ExportedProgram, InputSpec, InvalidDim, path_text
 from npdynamo.fx.passes.cse import common_subexpression_elimination
 from npdynamo.fx.passes.dce import dead_code_elimination
-from npdynamo.ops.nonzero import COUNT_SAVED, refusing
+from npdynamo.ops.nonzero_indices import COUNT_SAVED, refusing
 from npdynamo.ops.symbolic import Fact, FactRecorder, SymInt, compare, free_symbols
 from npdynamo.ops.symbolic_code import symbol_name
 

@@ -23,7 +23,7 @@ from npdynamo.ops.binding import (
 from npdynamo.ops.canonical import NO_VALUE as NO
 from npdynamo.ops.composite import Composite, nested_array
 from npdynamo.ops.elementwise import UFUNC_OPS
-from npdynamo.ops.nonzero import canon_nonzero
+from npdynamo.ops.nonzero_indices import canon_nonzero
 from npdynamo.ops.registry import REGISTRY, Op, UnsupportedArguments
 from npdynamo.ops.symbolic import SymInt
 

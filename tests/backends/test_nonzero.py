@@ -1,5 +1,5 @@
-"""``np.nonzero(a)`` and the one-argument ``np.where(a)`` in a graph (``ops/nonzero.py``): one op
-whose results have a size known only at run time, so the code after it stays in the graph
+"""``np.nonzero(a)`` and the one-argument ``np.where(a)`` in a graph (``ops/nonzero_indices.py``):
+one op whose results have a size known only at run time, so the code after it stays in the graph
 (numpy-benchmarks' ``grouping``: one graph, no break); the numba backend's compiled loop for
 1-d data (``backends/numba/nonzero.py``) gives NumPy's indices exactly, sparse or dense, NaN
 and negative zero included; where Python code needs the count the graph breaks at the call, as
