@@ -40,6 +40,7 @@ from npdynamo.capture.rebuild import ValueRebuilder
 from npdynamo.capture.session import CaptureContext
 from npdynamo.capture.translator import root_frame
 from npdynamo.errors import NpdynamoError, Unsupported
+from npdynamo.ops.nonzero_indices import COUNT_READ, refusing
 
 
 def build_entry(
@@ -73,6 +74,7 @@ def _build_entry(fn, frame_args, fullgraph, context, cells_as_argument, opaque_i
     start = time.perf_counter()
     unrolled: dict[tuple, str] = {}
     steps = 0
+    counts_refused: str | None = None
     while True:  # again from the top for each for loop that could not be formed
         ctx = CaptureContext(
             fn, cells_as_argument=cells_as_argument, opaque_iterators=opaque_iterators,
@@ -81,9 +83,16 @@ def _build_entry(fn, frame_args, fullgraph, context, cells_as_argument, opaque_i
         if config.force_python:
             return python_entry(ctx, "npdynamo.config.force_python is set")
         try:
-            entry = _capture(ctx, fn, frame_args, fullgraph, context)
+            with refusing(counts_refused):
+                entry = _capture(ctx, fn, frame_args, fullgraph, context)
         except RollRefused as refused:
             unrolled[refused.key] = refused.note
+            steps += ctx.steps
+            continue
+        if entry.runs_python and not counts_refused and _counted_nonzero(ctx):
+            # Python code needed a run-time count and no break could hand it over: again,
+            # with the graph breaking at the nonzero call (``ops.nonzero_indices``)
+            counts_refused = COUNT_READ
             steps += ctx.steps
             continue
         break
@@ -95,6 +104,10 @@ def _build_entry(fn, frame_args, fullgraph, context, cells_as_argument, opaque_i
     if context.recorder is not None:
         context.recorder(entry, fn)
     return entry
+
+
+def _counted_nonzero(ctx: CaptureContext) -> bool:
+    return any(getattr(n.target, "name", None) == "nonzero" for n in ctx.graph.nodes)
 
 
 def _capture(ctx: CaptureContext, fn: types.FunctionType, frame_args: tuple, fullgraph: bool,

@@ -44,6 +44,7 @@ NOT_EXPORTED: dict[str, str] = {
                      "slogdet", "solve", "svd", "svdvals"], _DECOMPOSITION),
     "draw": _RANDOM, "shuffled": _RANDOM,
     "histogram": "not written yet (NumPy's bin index arithmetic with its edge corrections)",
+    "nonzero": "not written yet (ONNX's NonZero, with its results' size known only at run time)",
     "partition": "NumPy's order of the elements around the kth is its introselect's own",
     "argpartition": "NumPy's order of the elements around the kth is its introselect's own",
     "signbit": "ONNX cannot read the sign bit of a NaN",

@@ -42,6 +42,7 @@ from npdynamo.errors import InvalidArgument, Unsupported
 from npdynamo.export.program import Dim, ExportedProgram, InputSpec, InvalidDim, path_text
 from npdynamo.fx.passes.cse import common_subexpression_elimination
 from npdynamo.fx.passes.dce import dead_code_elimination
+from npdynamo.ops.nonzero_indices import COUNT_SAVED, refusing
 from npdynamo.ops.symbolic import Fact, FactRecorder, SymInt, compare, free_symbols
 from npdynamo.ops.symbolic_code import symbol_name
 
@@ -82,7 +83,8 @@ def export(fn: Callable, *args: Any, dynamic_shapes: Any = None,
     while True:
         ctx = _ExportContext(fn, dynamic=False, unrolled_loops=unrolled)
         try:
-            result = root_frame(ctx, frame_args).run()
+            with refusing(COUNT_SAVED):
+                result = root_frame(ctx, frame_args).run()
             check_written_arrays(ctx)
             return _program(ctx, result, values, user_params, dim_of, fn)
         except RollRefused as refused:

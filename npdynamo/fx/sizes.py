@@ -68,21 +68,24 @@ def gives_symbol(node: Node, names: set[str]) -> bool:
         symbol_name(size) in names for size in meta.shape)
 
 
-def unbacked_origins(sizes: Iterable[Any], inputs: Iterable[Node]) -> dict[str, tuple[Node, int]]:
+def unbacked_origins(sizes: Iterable[Any],
+                     inputs: Iterable[Node]) -> dict[str, tuple[Node, int, int]]:
     """Where generated code reads each unbacked size (``ops.unbacked``) that ``sizes`` compute
-    with: (an input array, its dimension that is exactly that size). Unbacked sizes are not
-    read at entry (no placeholder gives them): a kernel over a slice with run-time bounds
-    reads its length from the slice it is given. Raises ``NpdynamoError`` for one no input
-    gives."""
+    with: (an input array, its dimension that is that size plus a constant, the constant).
+    Unbacked sizes are not read at entry (no placeholder gives them): a kernel over a slice
+    with run-time bounds reads its length from the slice it is given, one over
+    ``np.concatenate((np.nonzero(x)[0], [n]))`` the count from that array's length less 1.
+    Raises ``NpdynamoError`` for one no input gives."""
     needed = set().union(*(unbacked_names(d) for d in sizes if isinstance(d, SymInt)))
-    found: dict[str, tuple[Node, int]] = {}
+    found: dict[str, tuple[Node, int, int]] = {}
     for node in inputs:
         meta = node.meta.get("val")
         if isinstance(meta, ArrayMeta):
             for d, size in enumerate(meta.shape):
-                name = symbol_name(size)
+                offset = dict(size.terms).get((), 0) if isinstance(size, SymInt) else 0
+                name = symbol_name(size - offset) if isinstance(size, SymInt) else None
                 if name in needed:
-                    found.setdefault(name, (node, d))
+                    found.setdefault(name, (node, d, offset))
     missing = needed - set(found)
     if missing:
         raise NpdynamoError(f"the sizes {sorted(missing)} are known only when the graph runs, "

@@ -18,6 +18,7 @@ from npdynamo.ops import (
     indexing,
     inplace_functions,
     linalg,
+    nonzero_indices,
     numeric,
     random,
     reductions,
@@ -68,5 +69,5 @@ __all__ = [
 ]
 
 del (complex_parts, composite, creation, decompositions, elementwise, higher_order, histograms,
-     indexing, inplace_functions, linalg, numeric, reductions, random, reorder, scalar_ops, scans,
-     selection, shape_ops, solvers, speculation, statistics, tuples)
+     indexing, inplace_functions, linalg, nonzero_indices, numeric, reductions, random, reorder,
+     scalar_ops, scans, selection, shape_ops, solvers, speculation, statistics, tuples)

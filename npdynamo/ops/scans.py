@@ -16,6 +16,7 @@ from npdynamo.ops.meta import ArrayMeta
 from npdynamo.ops.reductions import _sum_dtype
 from npdynamo.ops.registry import REGISTRY, Op, UnsupportedArguments, register
 from npdynamo.ops.rules import is_py_scalar, normalize_axis, scalar_dtype, to_meta
+from npdynamo.ops.symbolic import sym_max
 
 SCANS = ("cumsum", "cumprod", "nancumsum", "nancumprod")
 
@@ -61,7 +62,7 @@ def _diff_rule(a: object, *, n: int = 1, axis: int = -1, prepend: object = None,
         if extra is not None:
             shape[ax] += 1
             dtype = np.result_type(dtype, scalar_dtype(extra))
-    shape[ax] = max(0, shape[ax] - n)
+    shape[ax] = sym_max(0, shape[ax] - n)  # (settled by lower bounds, e.g. of a run-time count)
     if dtype.kind != "b":
         dtype = np.subtract.resolve_dtypes((dtype, dtype, None))[-1]
     return ArrayMeta(tuple(shape), dtype)

@@ -23,6 +23,7 @@ from npdynamo.ops.binding import (
 from npdynamo.ops.canonical import NO_VALUE as NO
 from npdynamo.ops.composite import Composite, nested_array
 from npdynamo.ops.elementwise import UFUNC_OPS
+from npdynamo.ops.nonzero_indices import canon_nonzero
 from npdynamo.ops.registry import REGISTRY, Op, UnsupportedArguments
 from npdynamo.ops.symbolic import SymInt
 
@@ -77,10 +78,8 @@ _register_ufuncs()
 
 @functions("where")
 def _where(condition, x=NO, y=NO, /):
-    if x is NO and y is NO:
-        raise UnsupportedArguments(
-            "where: the one-argument form (like np.nonzero) has a data-dependent shape"
-        )
+    if x is NO and y is NO:  # np.nonzero(condition): results of a size known at run time
+        return canon_nonzero("where", condition)
     if x is NO or y is NO:
         raise ValueError("where: either both or neither of x and y should be given")
     return C.canon(REGISTRY["where"], [C.operand("where", v) for v in (condition, x, y)])

@@ -357,6 +357,8 @@ def sym_max(a: Dim, b: Dim) -> Dim:
     decided = _decide(a - b, ">=")
     if decided is not None:
         return a if decided else b
+    if _decide(b - a, ">=") is True:  # (``max(0, u)`` of a size u >= 0)
+        return b
     la, lb = _lower(a), _lower(b)
     lower = None if la is None and lb is None else max(x for x in (la, lb) if x is not None)
     return _atom_expr(_Compound("max", a, b, lower))

@@ -50,13 +50,16 @@ def _data(kind: str, dtype: str, n: int, rng: np.random.Generator) -> np.ndarray
     if kind == "narrow":  # a range a few ulps wide
         base = np.array(1.0, dtype)
         return np.nextafter(base, base + 1, dtype=dtype) ** rng.integers(0, 4, n).astype(dtype)
+    if kind == "offset":  # a span of a few ulps of the values: edges rounded by up to a bin
+        base = np.array(1000.0 + rng.integers(0, 4), dtype)
+        return base + np.spacing(base) * rng.integers(-40, 40, n).astype(dtype)
     if kind == "zeros":
         return np.where(rng.random(n) < 0.5, 0.0, -rng.random(n)).astype(dtype)
     return np.full(n, 3.25, dtype)  # all equal: NumPy widens the range by 0.5 each side
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.sampled_from(["normal", "integers", "narrow", "zeros", "equal"]),
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["normal", "integers", "narrow", "offset", "zeros", "equal"]),
        st.sampled_from(["float32", "float64"]), st.integers(1, 400), st.integers(1, 60),
        st.integers(0, 2**32 - 1))
 def test_the_compiled_loop_gives_numpys_counts_and_edges(kind, dtype, n, bins, seed):

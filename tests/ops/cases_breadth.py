@@ -357,6 +357,19 @@ def histogram_case(draw):
     return Case((a,), kwargs, unsupported_ok=True)
 
 
+@st.composite
+def nonzero_case(draw):
+    """Data with zeros, NaN and negative zeros among it, every dtype kind (complex refused),
+    every rank (0-d refused: NumPy's error)."""
+    dtype = draw(st.sampled_from(["float64", "float32", "int64", "uint8", "bool", "complex128"]))
+    shape = draw(st.sampled_from([(0,), (5,), (2, 3), (2, 0, 3), ()]))
+    rng = np.random.default_rng(draw(st.integers(0, 99)))
+    a = np.where(rng.random(shape) < 0.5, 0.0, rng.normal(0, 3, shape))
+    if dtype.startswith("float"):
+        a[rng.random(shape) < 0.1] = np.nan
+    return Case((a.astype(dtype) if dtype != "bool" else a != 0,), {}, unsupported_ok=True)
+
+
 def breadth_cases() -> dict[str, st.SearchStrategy[Case]]:
     real = arrays(dtype=None)
     cases: dict[str, st.SearchStrategy[Case]] = {
@@ -374,6 +387,7 @@ def breadth_cases() -> dict[str, st.SearchStrategy[Case]]:
         "take_along_axis": take_along_axis_case(),
         "searchsorted": searchsorted_case(),
         "histogram": histogram_case(),
+        "nonzero": nonzero_case(),
         "repeat": unary(repeat_kwargs),
         "tile": unary(tile_kwargs),
         "pad": unary(pad_kwargs, unsupported_ok=True),

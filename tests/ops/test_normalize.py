@@ -316,7 +316,6 @@ def test_setitem_is_functional() -> None:
         lambda: normalize_call(np.sum, (X,), {"where": X > 1}),
         lambda: normalize_call(np.sum, (X,), {"initial": 1.0}),
         lambda: normalize_method("sum", X, (), {"out": np.empty(())}),
-        lambda: normalize_call(np.where, (B,), {}),
         lambda: normalize_call(np.concatenate, (X,), {}),
         lambda: normalize_call(np.einsum, (X, [0, 1], [1]), {}),
         lambda: normalize_call(np.einsum, ("ij->", X), {"optimize": True}),

@@ -20,7 +20,7 @@ from npdynamo import progress
 from npdynamo.backends import scheduler, tuning
 from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.inplace import may_alias
-from npdynamo.backends.numba import diskcache, front, histograms, scans, threads
+from npdynamo.backends.numba import diskcache, front, histograms, nonzero, scans, threads
 from npdynamo.backends.numba.codegen import generate_kernel
 from npdynamo.backends.numba.direct_writes import direct_writes, needs_calm_state
 from npdynamo.backends.numba.fusion import partition
@@ -140,6 +140,7 @@ def prepare_graph(graph: Graph) -> Graph:
     expand_moments(graph)
     expand_abs_compares(graph)
     histograms.attach(graph)
+    nonzero.attach(graph)
     scans.attach(graph)
     return passes.run_pipeline(graph, "codegen")
 
@@ -175,7 +176,9 @@ class Built:
         log = get_logger("output_code")
         if self.warm:
             _warm_up(self.program, self.example_inputs, self.gm, log, self)
-        scheduled = scheduler.program_candidate(
+        # (its streams order steps by what they read and make: an assignment in place would
+        # also have to wait for every earlier reader of its array, which they do not track)
+        scheduled = None if self.program.in_place else scheduler.program_candidate(
             self.program, self.graph, self.fusion, self.kernels, may_alias(self.graph),
             needs_calm_state(self.fusion))
         if scheduled is not None:
@@ -240,6 +243,11 @@ def build(gm, example_inputs: list, report: NumbaReport, eager: Callable[..., tu
                   part.groups[group_index].nodes)
 
     program = Program(graph, part, kernels, eager, on_fallback)
+    if program.fused_repeats:  # (assignments.py: its own compiled loop, no repeated array)
+        fused = {n.name for n in program.fused_repeats}
+        report.not_fused = [(name, "repeat: its own compiled loop, into the slice it is assigned to"
+                             if name in fused else why) for name, why in report.not_fused]
+        report.compiled_calls += sorted(fused)
     if whole is not None:
         whole.program = program.fn
         program.fn = whole.forward

@@ -92,10 +92,10 @@ class KernelSource:
     #: in the order of its return tuple (it has no output parameters then)
     returns: tuple[Node, ...] = ()
 
-    def unbacked(self) -> dict[str, tuple[Node, int]]:
+    def unbacked(self) -> dict[str, tuple[Node, int, int]]:
         """The unbacked sizes (``ops.unbacked``) a call computes with (its extents, its
         outputs' shapes, its group's size), each with the input array and dimension to read
-        it from."""
+        it from (``fx.sizes.unbacked_origins``)."""
         sizes: list = [self.group.size]
         sizes += [arg.value for arg in self.args if arg.kind in ("extent", "size")]
         for arg in self.args:

@@ -206,9 +206,10 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
         module, _path, _source = diskcache.load_kernel_module(ks.source)
         callee = self.bind(inline_kernel(module.kernel) if inline else module.kernel,
                            f"kernel{group.index}_")
-        for name, (node, d) in ks.unbacked().items():  # read from the slice given
+        for name, (node, d, offset) in ks.unbacked().items():  # read from the slice given
             self.loop_symbols.add(name)  # (per iteration: never read at entry nor hoisted)
-            self.emit(f"{self.symbol(name)} = {self.value(node, env)}.shape[{d}]", depth)
+            self.emit(f"{self.symbol(name)} = {self.value(node, env)}.shape[{d}] - {offset}",
+                      depth)
         if returns:
             # the kernel returns its values: locals, which LLVM keeps in registers (a
             # loop's accumulator) where a 0-d buffer is a store and a load per iteration

@@ -31,6 +31,7 @@ from numba.core.errors import NumbaWarning
 
 from npdynamo.backends.fp_state import ufuncs_cannot_raise
 from npdynamo.backends.numba import errstate, threads
+from npdynamo.backends.numba.assignments import assign_repeat, fused_repeats, in_place_setitems
 from npdynamo.backends.numba.codegen import KernelSource
 from npdynamo.backends.numba.direct_writes import graph_outputs, needs_calm_state, step_inputs
 from npdynamo.backends.numba.fusion import FusionGroup, Partition
@@ -162,6 +163,9 @@ class Program:
                               for node, holder in entry[0].into.items()}
         self._writes_started = False  # whether a kernel emitted so far may write an input
         self._calm_only = needs_calm_state(partition)
+        #: setitem steps assigned into their array (no copy), and repeats assigned by them
+        self.in_place = in_place_setitems(graph)
+        self.fused_repeats = fused_repeats(graph, self.in_place)
         #: each step's lines, without the ``del`` after it (the scheduler's streams run them)
         self.step_lines: list[list[str]] = []
         for i, step in enumerate(partition.steps):
@@ -218,8 +222,8 @@ class Program:
     def _kernel_call(self, group: FusionGroup, kernel: tuple[KernelSource, Callable],
                      ns: _Namespace, body: list[str]) -> None:
         ks, dispatcher = kernel[:2]
-        for name, (node, d) in ks.unbacked().items():  # read from the slice given
-            body.append(f"{ns.symbol(name)} = {node.name}.shape[{d}]")
+        for name, (node, d, offset) in ks.unbacked().items():  # read from the slice given
+            body.append(f"{ns.symbol(name)} = {node.name}.shape[{d}] - {offset}")
             ns.unbacked.add(name)
         kname = ns.bind(dispatcher, f"kernel{group.index}")
         callee = kname
@@ -286,6 +290,9 @@ class Program:
     def _numpy_call(self, node: Node, ns: _Namespace, body: list[str],
                     names: dict[Node, str] | None = None) -> None:
         # a loop node may carry its compiled loop (``loop_program``) in place of the Python one
+        if names is None and (node in self.in_place or node in self.fused_repeats):
+            self._assignment(node, ns, body)
+            return
         impl = node.meta.get("numba_impl") or getattr(node.target, "impl", node.target)
         fn = ns.bind(impl, getattr(node.target, "name", "op"))
         if isinstance(impl, LoopCall):  # its warm path, once a compiled call made one
@@ -294,6 +301,23 @@ class Program:
         parts += [f"{k}={ns.render(v, names)}" for k, v in node.kwargs.items()]
         target = names[node] if names else node.name
         body.append(f"{target} = {fn}({', '.join(parts)})")
+
+    def _assignment(self, node: Node, ns: _Namespace, body: list[str]) -> None:
+        """An in-place ``setitem`` (``assignments``): assign, then name the array as its result.
+        A repeat it assigns binds its source array under its own name (kept alive until the
+        assignment, its only use, which repeats it into its slice)."""
+        if node in self.fused_repeats:
+            body.append(f"{node.name} = {ns.render(node.args[0])}")
+            return
+        target, index, value = (ns.render(a) for a in node.args)
+        if node.args[2] in self.fused_repeats:
+            repeat = node.args[2]
+            count = repeat.kwargs.get("repeats", repeat.args[1] if len(repeat.args) > 1 else None)
+            fn = ns.bind(assign_repeat, "assign_repeat")
+            body.append(f"{fn}({target}[{index}], {value}, {count!r})")
+        else:
+            body.append(f"{target}[{index}] = {value}")
+        body.append(f"{node.name} = {target}")
 
     def _numpy_group(self, group: FusionGroup, ns: _Namespace) -> list[str]:
         """Lines computing ``group``'s values with NumPy into its output buffers."""
