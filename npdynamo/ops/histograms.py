@@ -43,6 +43,11 @@ def _check_range(range_: object, dtype: np.dtype, bins: int) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.histogram(np.zeros(0, dtype), bins, range_)
+        # NumPy makes the edges in the data's float dtype: a bound past its largest number is
+        # an infinite edge there, and what NumPy then does depends on the data (an IndexError)
+        edges = dtype if dtype.kind == "f" else np.dtype(np.float64)
+        if not np.isfinite(np.asarray(range_, dtype=edges)).all():
+            raise UnsupportedArguments(f"histogram: a range past {edges}'s numbers runs in Python")
 
 
 def _histogram_rule(a: object, *, bins: object = 10, range: object = None,  # noqa: A002

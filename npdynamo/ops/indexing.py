@@ -170,9 +170,21 @@ def index_shape(
         shape = _place_advanced(opname, out, adv_shapes, adv_positions)
     if on_shape is not None:
         on_shape(shape, element if not advanced else None)
-    if bounds_error is not None:
+    if bounds_error is not None and not _selects_nothing(adv_shapes):
         raise bounds_error
     return shape, element
+
+
+def _selects_nothing(adv_shapes: list[tuple]) -> bool:
+    """Whether the index arrays broadcast to no element: NumPy then checks none of their
+    values against the axis (``a[[], [5]]`` of a 1x1 array is empty, not an IndexError)."""
+    dims = [d for shape in adv_shapes for d in shape]
+    if not all(type(d) is int for d in dims):
+        return False
+    try:
+        return 0 in np.broadcast_shapes(*adv_shapes)
+    except ValueError:
+        return False
 
 
 def _place_advanced(opname: str, out: list[Any], adv_shapes: list[tuple[int, ...]],

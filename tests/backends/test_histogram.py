@@ -126,3 +126,14 @@ def test_a_reversed_range_raises_numpys_error_on_both_backends():
     for backend in ("eager", "numba"):
         with pytest.raises(ValueError, match="max must be larger than min"):
             npdynamo.compile(fn, backend=backend)(np.arange(4.0))
+
+
+def float16_past_its_range(a):
+    return np.histogram(a, 1, (-1e6, 10))  # -1e6 is -inf in float16: NumPy's IndexError
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_range_past_the_data_dtypes_numbers_runs_numpy_in_python(backend):
+    # (hypothesis found it: test_rules; NumPy makes a float16 edge of -inf and raises)
+    a = np.array([34.0, 25.0, 20.0, 10.0, 12.0], dtype=np.float16)
+    check_same(float16_past_its_range, a, backend=backend, graphs=0, breaks=1)
