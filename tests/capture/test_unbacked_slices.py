@@ -137,6 +137,7 @@ def test_random_csr_matrices(counts, ncols, seed):
 @given(counts=st.lists(st.integers(0, 4), min_size=N, max_size=N + 6),
        seed=st.integers(0, 2**16))
 def test_random_csr_matrices_numba(counts, seed):
+    nd.reset()  # (each example its own entries: the earlier examples' would reach the limit)
     compiled = nd.compile(csr_spmv, backend="numba", dynamic=True)
     numba_matches(compiled, csr_spmv, csr(counts, 7, np.random.default_rng(seed)))
 
