@@ -67,9 +67,16 @@ def test_methods_staticmethods_and_classmethods_keep_their_kind():
     assert np.array_equal(klass.__get__(None, Model)(x), x * 3.0)
 
 
+def shift(x):
+    return x + 3
+
+
 def test_disabled_functions_come_back_as_they_are():
-    off = disable(affine)
+    # (a function of its own: disabling marks its code for the rest of the process, and a test
+    # that runs after this one in the worker compiles ``affine``)
+    off = disable(shift)
     assert compile_with(off, session(), SETTINGS, REMAKE) is off
+    assert compile_with(shift, session(), SETTINGS, REMAKE) is shift
 
 
 @pytest.mark.parametrize("obj, says", [
