@@ -221,9 +221,7 @@ class GuardSet:
         for its life."""
         names: dict[Source, str] = {}
         for guard in self.guards:
-            source = guard.source
-            while isinstance(source, (AttrSource, ItemSource)):
-                source = source.base
+            source = (_bases(guard.source) or [guard.source])[-1]  # what it is read through first
             if isinstance(source, ClassSource) and source not in names and \
                     not isinstance(source.held, Seen):
                 names[source] = ns.bind(source.held, "T")
