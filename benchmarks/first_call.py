@@ -57,6 +57,7 @@ kind, where, name = sys.argv[1], sys.argv[2], sys.argv[3]
 counts = [int(c) for c in sys.argv[4].split(",")]
 backend = sys.argv[5]
 per_call = sys.argv[6] == "1"
+timeline = sys.argv[7] == "1"
 
 def load():
     if kind == "numpy-benchmarks":
@@ -70,41 +71,53 @@ def load():
     args, kwargs = ins["make_inputs"]("S")
     return ns[name], list(args), kwargs
 
-def timed(fn, args, kwargs, after=None):
+def timed(fn, args, kwargs, after=None, served=None, calls=None):
     marks, ready = {}, None
     start = time.perf_counter()
     for k in range(1, max(counts) + 1):
+        before = served() if served else None
+        t0 = time.perf_counter()
         fn(*args, **kwargs)
         now = time.perf_counter()
+        if served:
+            calls.append([t0 - start, now - t0, served.kind(before, served())])
         if after is not None and ready is None and after():
             ready = now - start
         if k in counts:
             marks[k] = now - start
     return marks, ready, start
 
-def interleaved(fn, compiled, args, kwargs):
-    from npdynamo.backends import tiers, tuning
-    plain_in, ours = copy.deepcopy((args, kwargs)), copy.deepcopy((args, kwargs))
-    seen, calls = [], []
+class Served:
+    # what served a compiled call: compare the state before and after it (kind)
 
-    def state():
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self):
+        from npdynamo.backends import tiers, tuning
         with tiers._pending_lock:
-            seen.extend(t for t in tiers._pending if t not in seen)
-        return (sum(t.eager_calls for t in seen), sum(t.plain_calls for t in seen),
-                sum(t.switched for t in seen), tuning.tuning_calls())
+            self.seen.extend(t for t in tiers._pending if t not in self.seen)
+        return (sum(t.eager_calls for t in self.seen), sum(t.plain_calls for t in self.seen),
+                sum(t.switched for t in self.seen), tuning.tuning_calls())
 
+    @staticmethod
+    def kind(before, after):
+        kinds = [k for k, b, a in zip(("eager", "python", "switch", "tune"), before, after)
+                 if a > b]
+        return kinds[0] if kinds else "compiled"
+
+def interleaved(fn, compiled, args, kwargs):
+    plain_in, ours = copy.deepcopy((args, kwargs)), copy.deepcopy((args, kwargs))
+    served, calls = Served(), []
     for _ in range(max(counts)):
         t0 = time.perf_counter()
         fn(*plain_in[0], **plain_in[1])
         t1 = time.perf_counter()
-        before = state()
+        before = served()
         t2 = time.perf_counter()
         compiled(*ours[0], **ours[1])
         t3 = time.perf_counter()
-        after = state()
-        kinds = [k for k, b, a in zip(("eager", "python", "switch", "tune"), before, after)
-                 if a > b]
-        calls.append([t1 - t0, t3 - t2, kinds[0] if kinds else "compiled"])
+        calls.append([t1 - t0, t3 - t2, served.kind(before, served())])
     return calls
 
 def sequential(fn, args, kwargs):
@@ -115,8 +128,12 @@ def sequential(fn, args, kwargs):
     compiled = npdynamo.compile(fn, backend=backend)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        calls = [] if timeline else None
         marks, ready, start = timed(compiled, copy.deepcopy(args), copy.deepcopy(kwargs),
-                                    lambda: tiers.pending() == 0)
+                                    lambda: tiers.pending() == 0,
+                                    Served() if timeline else None, calls)
+        if timeline:
+            row["timeline"] = calls
         if ready is None:
             npdynamo.synchronize()
             ready = time.perf_counter() - start
@@ -165,7 +182,7 @@ def kernels(suites: list[str], only: set[str],
 
 
 def run_one(suite: str, where: str, name: str, blocking: bool, timeout: float,
-            backend: str = "numba", per_call: bool = False) -> dict:
+            backend: str = "numba", per_call: bool = False, timeline: bool = False) -> dict:
     """One kernel in a fresh process with an empty kernel cache."""
     with tempfile.TemporaryDirectory(prefix="npdynamo-first-call-") as cache:
         env = {**os.environ, "NPDYNAMO_CACHE_DIR": cache, "NPDYNAMO_PROGRESS": "0",
@@ -175,7 +192,7 @@ def run_one(suite: str, where: str, name: str, blocking: bool, timeout: float,
         try:
             proc = subprocess.run(
                 [sys.executable, "-c", CHILD, suite, where, name, ",".join(map(str, COUNTS)),
-                 backend, "1" if per_call else "0"],
+                 backend, "1" if per_call else "0", "1" if timeline else "0"],
                 capture_output=True, text=True, timeout=timeout, env=env)
         except subprocess.TimeoutExpired:
             return {"error": f"timeout after {timeout:.0f} s"}
@@ -242,6 +259,27 @@ def per_call_table(label: str, row: dict) -> str:
     return "\n".join(lines)
 
 
+def timeline_table(label: str, row: dict) -> str:
+    """One kernel's compiled calls in the table's own sequential run (``--timeline``): runs of
+    calls served alike, when they began and what they cost against plain NumPy's mean call."""
+    if "error" in row or "timeline" not in row:
+        return f"{label}: ERROR {row.get('error', 'no timeline')}"
+    plain = row["numpy"][str(max(COUNTS))] / max(COUNTS)
+    lines = [f"== {label}: calls, served by, began at (s), seconds, mean ms (plain NumPy "
+             f"{plain * 1e3:.2f} ms), extra over plain (s)"]
+    runs: list[list] = []
+    for k, (began, took, kind) in enumerate(row["timeline"], 1):
+        if runs and runs[-1][2] == kind:
+            runs[-1][1], runs[-1][4] = k, runs[-1][4] + took
+        else:
+            runs.append([k, k, kind, began, took])
+    for first, last, kind, began, took in runs:
+        n = last - first + 1
+        lines.append(f"  {first:3d}-{last:<3d} {kind:8s} {began:7.3f} {took:7.3f} "
+                     f"{took / n * 1e3:8.2f} {took - n * plain:+7.3f}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated kernel names")
@@ -251,6 +289,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="eager: the first calls of the eager backend (issue 24: <= 1 s)")
     parser.add_argument("--per-call", action="store_true",
                         help="each of the first 100 calls, plain and compiled interleaved")
+    parser.add_argument("--timeline", default="",
+                        help="comma-separated kernels whose compiled calls the table's run "
+                        "records one by one (what served each, what it cost)")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--external", type=Path, default=EXTERNAL,
                         help="the folder holding numpy-benchmarks and numba-examples")
@@ -268,7 +309,8 @@ def main(argv: list[str] | None = None) -> None:
     for suite, where, name, label in found:
         with foreign_load() as load:
             rows.append((label, run_one(suite, where, name, opts.blocking, opts.timeout,
-                                        opts.backend, opts.per_call)))
+                                        opts.backend, opts.per_call,
+                                        label in opts.timeline.split(","))))
         loads.append(load.cores)
         print(f"  {label}: done", file=sys.stderr, flush=True)
         if opts.per_call:
@@ -276,6 +318,9 @@ def main(argv: list[str] | None = None) -> None:
                   + f"\n  (other processes used {load.cores:.1f} cores meanwhile)", flush=True)
     if not opts.per_call:
         print(table(rows, opts.backend))
+        for label, row in rows:
+            if label in opts.timeline.split(","):
+                print(timeline_table(label, row))
     print(f"other processes used {statistics.median(loads):.1f} cores (median over the "
           f"kernels; max {max(loads):.1f}) of {os.cpu_count()} while these ran")
 

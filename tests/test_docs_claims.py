@@ -228,9 +228,10 @@ def test_the_settings_quoted_are_the_codes():
     # tiers.md: compile_workers None is one worker per core, bounded by about 600 MB each
     assert workers.WORKER_MEMORY == 600 * 2**20 and npdynamo.config.compile_workers is None
     assert npdynamo.config.cache_size_limit == 8  # api.md
-    # tiers.md: two calls of each, plain Python when the eager tier's best is over a tenth longer
+    # tiers.md: two calls of each, plain Python unless the eager tier's best is a tenth under
+    # it; checked again 8 calls later, then 16, ..., while within half of each other
     from npdynamo.backends import tiers
-    assert (tiers.SAMPLES, tiers.SLOWER) == (2, 1.1)
+    assert (tiers.SAMPLES, tiers.EAGER_BELOW, tiers.RECHECK, tiers.CLOSE) == (2, 0.9, 8, 1.5)
 
 
 # -- what the pages cite exists ------------------------------------------------------------------

@@ -54,8 +54,10 @@ class Tiered:
         self.switched = False
         self.eager_calls = 0  # calls the eager tier ran (reports say when the switch came)
         self.plain_calls = 0  # calls that ran plain Python meanwhile (``WhileCompiling``)
-        #: what ``WhileCompiling`` measured: (eager seconds, plain seconds), the best of each
+        #: what ``WhileCompiling`` measured last: (eager seconds, plain seconds), the best of
+        #: each, and whether plain Python runs the waiting calls since
         self.measured: tuple[float, float] | None = None
+        self.plain_serving = False
         #: the eager tier's calls that returned, and the fastest of them (seconds): the tuner
         #: starts from it at the switch (``eager_best``) instead of timing the eager graph again
         self.eager_timed = 0
@@ -91,7 +93,7 @@ class Tiered:
         """What runs the graph's calls now, as the progress line says it."""
         if self.switched:
             return "the compiled tier runs its calls"
-        if self.measured is not None and self.measured[0] > SLOWER * self.measured[1]:
+        if self.measured is not None and self.plain_serving:
             return (f"plain Python runs its calls while compiling (the eager tier took "
                     f"{self.measured[0] / max(self.measured[1], 1e-9):.2f}x its time)")
         return "the eager tier runs its calls"
@@ -129,8 +131,18 @@ def waiting(compiled: Compiled | None) -> Tiered | None:
 #: calls of each kind ``WhileCompiling`` times before it decides (the best of each counts: the
 #: first call of either pays for what runs for the first time)
 SAMPLES = 2
-#: plain Python takes the waiting calls when the eager tier's best time is this much longer
-SLOWER = 1.1
+#: the eager tier runs the waiting calls only when its best time is under this fraction of plain
+#: Python's: a tie goes to plain Python, the reference (0: plain Python always, infinity: the
+#: eager tier always)
+EAGER_BELOW = 0.9
+#: After deciding, the side not taken runs one call again ``RECHECK`` calls later, then twice as
+#: many calls later, and so on, while the two measured within ``CLOSE`` times each other. The first
+#: calls are timed while the compile workers start up (importing numba on every core) and this
+#: process imports numba in a thread (taking the GIL from the calls), loads that change within a
+#: second: a decision from then can be wrong for the calls after (cma_pt's eager tier measured
+#: 10% faster, then ran 30% slower than plain Python the 96 calls after).
+RECHECK = 8
+CLOSE = 1.5
 
 
 class WhileCompiling:
@@ -148,21 +160,28 @@ class WhileCompiling:
         self.plain_times: list[float] = []
         #: None while measuring, then whether plain Python runs the waiting calls
         self.plain_wins: bool | None = None
+        self.calls = 0  # calls since the decision
+        self.next_check = 0  # the call (since the decision) the other side runs again; 0: never
+        self.gap = RECHECK
 
     def __call__(self, *args: Any) -> Any:
         tier = self.tier
         if tier.switched or tier.job.done():  # the next call through ``run`` switches
             self.rebind(self.run)
             return self.run(*args)
+        if self.plain_wins is None:
+            return self._timed(len(self.plain_times) < len(self.eager_times), args)
+        self.calls += 1
+        if self.next_check and abs(self.calls - self.next_check) <= 1:
+            # the check times the other side, the calls either side of it the side taken
+            at = self.calls - self.next_check
+            return self._timed(self.plain_wins != (at == 0), args, decide=at == 1)
         if self.plain_wins:
             tier.plain_calls += 1
             return beside_workers(self.plain, args)
-        if self.plain_wins is None:
-            return self._measure(args)
         return self.run(*args)
 
-    def _measure(self, args: tuple) -> Any:
-        plain = len(self.plain_times) < len(self.eager_times)
+    def _timed(self, plain: bool, args: tuple, decide: bool = False) -> Any:
         start = time.perf_counter()
         if plain:
             self.tier.plain_calls += 1
@@ -171,11 +190,24 @@ class WhileCompiling:
             result = self.run(*args)
         took = time.perf_counter() - start
         (self.plain_times if plain else self.eager_times).append(took)
-        if len(self.plain_times) >= SAMPLES and self.plain_wins is None:
-            eager, python = min(self.eager_times), min(self.plain_times)
-            self.tier.measured = (eager, python)
-            self.plain_wins = eager > SLOWER * python
+        if decide or (self.plain_wins is None and len(self.plain_times) >= SAMPLES):
+            self._decide()
         return result
+
+    def _decide(self) -> None:
+        """Decide on the best of each side's last ``SAMPLES`` times, and when to check again.
+        At a check: the other side's one new time against the best of the side taken just
+        before and just after it (a load that ended or began at the check touches both)."""
+        eager, python = min(self.eager_times[-SAMPLES:]), min(self.plain_times[-SAMPLES:])
+        if self.next_check:
+            eager, python = (self.eager_times[-1], python) if self.plain_wins else \
+                (eager, self.plain_times[-1])
+        self.tier.measured = (eager, python)
+        self.plain_wins = self.tier.plain_serving = eager >= EAGER_BELOW * python
+        if self.next_check:
+            self.gap *= 2
+        close = max(eager, python) < CLOSE * min(eager, python)
+        self.next_check = self.calls + self.gap if close else 0
 
 
 def beside_workers(run: Callable[..., Any], args: tuple) -> Any:

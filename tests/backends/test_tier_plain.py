@@ -2,7 +2,7 @@
 
 A frame whose graph waits for its compiled tier runs either its eager tier or the frame as
 plain Python, whichever its first calls measured faster, then the compiled tier after the
-switch. The decision is forced here (``tiers.SLOWER``: 0 makes plain Python win, infinity the
+switch. The decision is forced here (``tiers.EAGER_BELOW``: 0 makes plain Python win, infinity the
 eager tier), and the compile is a job the test ends (``Job``), so nothing depends on timing.
 Each call must run exactly once on one of the paths: the functions count their runs through a
 side effect (a global list), and results and arguments' states are compared with plain Python.
@@ -122,7 +122,7 @@ def gate_of(compiled):
 
 
 def test_plain_python_runs_the_waiting_calls_once_slower(monkeypatch):
-    monkeypatch.setattr(tiers, "SLOWER", 0.0)  # any eager time is "slower"
+    monkeypatch.setattr(tiers, "EAGER_BELOW", 0.0)  # any eager time is "slower"
     backend = Backend()
     fn = npdynamo.compile(stencil, backend=backend)
     for seed in range(8):
@@ -143,7 +143,7 @@ def test_plain_python_runs_the_waiting_calls_once_slower(monkeypatch):
 
 
 def test_the_eager_tier_keeps_the_waiting_calls_when_faster(monkeypatch):
-    monkeypatch.setattr(tiers, "SLOWER", math.inf)
+    monkeypatch.setattr(tiers, "EAGER_BELOW", math.inf)
     backend = Backend()
     fn = npdynamo.compile(stencil, backend=backend)
     for seed in range(7):
@@ -160,7 +160,7 @@ def test_the_eager_tier_keeps_the_waiting_calls_when_faster(monkeypatch):
 
 
 def test_switched_off_the_eager_tier_runs_every_waiting_call(monkeypatch):
-    monkeypatch.setattr(tiers, "SLOWER", 0.0)
+    monkeypatch.setattr(tiers, "EAGER_BELOW", 0.0)
     monkeypatch.setattr(npdynamo.config, "plain_while_compiling", False)
     backend = Backend()
     fn = npdynamo.compile(stencil, backend=backend)
@@ -172,7 +172,7 @@ def test_switched_off_the_eager_tier_runs_every_waiting_call(monkeypatch):
 
 
 def test_a_broken_frame_runs_whole_in_plain_python(monkeypatch):
-    monkeypatch.setattr(tiers, "SLOWER", 0.0)
+    monkeypatch.setattr(tiers, "EAGER_BELOW", 0.0)
     backend = Backend()
     fn = npdynamo.compile(with_break, backend=backend)
     for seed in range(6):
@@ -188,9 +188,81 @@ def test_a_broken_frame_runs_whole_in_plain_python(monkeypatch):
     assert backend.compiled == 4 and backend.eager == 2 * tiers.SAMPLES
 
 
+#: the clock ``WhileCompiling`` reads in ``test_the_choice_is_checked_again``, and what a call of
+#: each side advances it by (seconds)
+CLOCK = {"now": 0.0, "eager": 0.0, "plain": 0.0}
+
+
+def costly(u):
+    LOG.append(0)
+    return u * 2.0
+
+
+class ClockedBackend(Backend):
+    def __call__(self, gm: GraphModule, example_inputs: list):
+        def eager(*inputs):
+            self.eager += 1
+            CLOCK["now"] += CLOCK["eager"]
+            return gm.forward(*inputs)
+
+        tiered = tiers.Tiered(eager, self.job, lambda job: gm.forward)
+        self.made.append(tiered)
+        return tiered.compiled
+
+
+def test_the_choice_is_checked_again(monkeypatch):
+    """The first calls choose the eager tier (a fifth faster); later it is a third slower: the
+    check 8 calls after the choice runs plain Python once, against the eager tier's best of the
+    calls just before and after it, and plain Python takes the calls after. The next check
+    comes 16 calls later."""
+    monkeypatch.setattr(tiers, "time", type("Clock", (), {"perf_counter": staticmethod(
+        lambda: CLOCK["now"])}))
+    CLOCK.update(now=0.0, eager=0.040, plain=0.050)
+    backend = ClockedBackend()
+    fn = npdynamo.compile(costly, backend=backend)
+    same_call(fn, costly, np.ones(3))  # captures; the eager tier runs it
+    gate = gate_of(fn)
+    plain = gate.plain
+
+    def clocked(*args):
+        CLOCK["now"] += CLOCK["plain"]
+        return plain(*args)
+
+    gate.plain = clocked
+    for _ in range(2 * tiers.SAMPLES - 1):
+        same_call(fn, costly, np.ones(3))
+    (tiered,) = backend.made
+    assert gate.plain_wins is False and tiered.measured == pytest.approx((0.040, 0.050))
+    CLOCK["eager"] = 0.066
+    for k in range(1, tiers.RECHECK):  # eager only, the last one timed
+        same_call(fn, costly, np.ones(3))
+        assert gate.plain_wins is False and tiered.plain_calls == tiers.SAMPLES, k
+    same_call(fn, costly, np.ones(3))  # the check: plain Python, 0.050 against 0.066
+    assert tiered.plain_calls == tiers.SAMPLES + 1 and gate.plain_wins is False
+    same_call(fn, costly, np.ones(3))  # the eager tier again, then the decision
+    assert tiered.plain_calls == tiers.SAMPLES + 1
+    assert gate.plain_wins is True and tiered.plain_serving
+    assert tiered.measured == pytest.approx((0.066, 0.050))
+    assert "plain Python runs its calls" in tiered.serving()
+    eager = backend.eager
+    for _ in range(2 * tiers.RECHECK - 2):
+        same_call(fn, costly, np.ones(3))
+    # a load on plain Python's call before the check, gone by the call after it: the eager
+    # tier's 0.060 is not a tenth under plain Python's best of the two (0.050)
+    CLOCK.update(plain=0.080)
+    same_call(fn, costly, np.ones(3))
+    assert backend.eager == eager  # plain Python only, until the next check
+    CLOCK.update(eager=0.060, plain=0.050)
+    same_call(fn, costly, np.ones(3))
+    assert backend.eager == eager + 1
+    same_call(fn, costly, np.ones(3))
+    assert gate.plain_wins is True and tiered.measured == pytest.approx((0.060, 0.050))
+    backend.job.finish()
+
+
 @pytest.mark.parametrize("slower", [0.0, math.inf])
 def test_the_switch_under_threads(monkeypatch, slower):
-    monkeypatch.setattr(tiers, "SLOWER", slower)
+    monkeypatch.setattr(tiers, "EAGER_BELOW", slower)
     backend = Backend()
     fn = npdynamo.compile(stencil, backend=backend)
     same_call(fn, stencil, start(), 30)  # captured before the threads start
@@ -228,7 +300,7 @@ def test_numba_end_to_end(monkeypatch, tmp_path):
     monkeypatch.setenv("NPDYNAMO_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(npdynamo.config, "tiered", True)
     monkeypatch.setattr(diskcache, "_loaded", {})
-    monkeypatch.setattr(tiers, "SLOWER", 0.0)
+    monkeypatch.setattr(tiers, "EAGER_BELOW", 0.0)
     made = []
 
     def backend(gm, example_inputs):
