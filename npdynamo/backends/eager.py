@@ -42,7 +42,8 @@ def eager(gm, example_inputs: list) -> Compiled:
     """Return the graph module's generated ``forward``: results are bitwise NumPy's. A graph
     with independent parts worth running side by side is timed serial and scheduled
     (``scheduler.tuned_eager``)."""
-    return tuned_eager(gm.graph, eager_forward(gm), may_alias(gm.graph))
+    return tuned_eager(gm.graph, eager_forward(gm), may_alias(gm.graph),
+                       temporary_plan(gm.graph, set()))
 
 
 def eager_forward(gm) -> Callable[..., tuple]:

@@ -122,6 +122,24 @@ def test_two_independent_branches(backend, monkeypatch, jitter):
     check_plain(branches, args, backend)
 
 
+def shared_temporaries(x1, w1, x2, w2):
+    t = x1 @ w1  # read by two ops that may run on different streams: never written into
+    u = np.maximum(x2 @ w2, 0.0)  # x2 @ w2 read once: maximum may compute into its buffer
+    a = np.tanh(t)
+    b = t * 2.0
+    return a, u + 1.0, b
+
+
+def test_a_temporary_is_reused_only_where_one_op_reads_it(monkeypatch, jitter):
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal((16, 16)) for _ in range(4)]
+    report = run_both_forms(shared_temporaries, args, "eager", monkeypatch, calls=5)
+    source = report.source
+    assert "out=matmul_1)" in source, source  # the maximum, into the product only it reads
+    assert "out=matmul)" not in source, source  # tanh and the multiply both read t
+    check_plain(shared_temporaries, args, "eager")
+
+
 def views_and_updates(x, y, w, g):
     a = x[:, :3]  # a view of an input, read after the input is updated
     b = x.T * 2.0

@@ -29,11 +29,12 @@ __all__ = ["Candidate", "ScheduleReport", "eager_candidate", "gil_held_fraction"
            "program_candidate", "tuned_eager"]
 
 
-def tuned_eager(graph, serial: Callable[..., tuple], aliases) -> Compiled:
+def tuned_eager(graph, serial: Callable[..., tuple], aliases, temps=None) -> Compiled:
     """The eager backend's result for ``graph``: ``serial`` itself, or (when the graph has
     independent parts worth running side by side) whichever of ``serial`` and the scheduled
-    form the tuner measures faster, reported by a ``ScheduleReport`` for ``explain``."""
-    candidate = eager_candidate(graph, serial, aliases)
+    form the tuner measures faster, reported by a ``ScheduleReport`` for ``explain``.
+    ``aliases`` and ``temps``: as ``eager_candidate`` takes them."""
+    candidate = eager_candidate(graph, serial, aliases, temps)
     if candidate is None:
         return Compiled(serial)
     report = candidate.report

@@ -1,8 +1,9 @@
 """A graph's scheduled form, for the eager backend (its ops) and the numba backend (its program).
 
-``eager_candidate(graph, serial, aliases)`` cuts a graph into one step per op, each spelt as the
-eager backend's generated code spells it (``fx.codegen.Emitter``), run functionally (every op
-makes its own result; nothing is written in place, so no step can see another's writes).
+``eager_candidate(graph, serial, aliases, temps)`` cuts a graph into one step per op, each spelt
+as the eager backend's generated code spells it (``fx.codegen.Emitter``), run functionally
+(every op makes its own result or reuses a temporary only it reads; nothing else is written in
+place, so no step can see another's writes).
 ``program_candidate(program, graph, partition, kernels, aliases)`` cuts a numba program into its
 own steps (a kernel with its buffers, a NumPy call), with the same lines the serial program
 runs: its kernels run serially (a kernel using every core gains nothing beside another), and a
@@ -116,9 +117,14 @@ def _names_free(graph: Graph) -> bool:
 
 
 def eager_candidate(graph: Graph, serial: Callable[..., tuple],
-                    aliases: dict[Node, frozenset[Node]]) -> Candidate | None:
+                    aliases: dict[Node, frozenset[Node]],
+                    temps: dict[Node, Node] | None = None) -> Candidate | None:
     """The scheduled form of ``graph`` on the eager backend, or None (see the docstring).
-    ``aliases``: which arrays each value may share memory with (``inplace.may_alias``)."""
+    ``aliases``: which arrays each value may share memory with (``inplace.may_alias``);
+    ``temps``: ufunc calls that may compute into an operand's buffer (``inplace.temporary_plan``:
+    the operand is a temporary the graph made, read for the last time there). The scheduled form
+    does so where that call is the operand's only reader, so that no stream can still be reading
+    the buffer: it saves the serial form's allocation (a large array's page faults) too."""
     if (mode() == "never" or not _names_free(graph) or graph.output_node is None
             or under_errstate(graph)):
         return None  # (ops in a user's np.errstate block: their own state, in the serial form)
@@ -127,8 +133,14 @@ def eager_candidate(graph: Graph, serial: Callable[..., tuple],
     for node in graph.nodes:
         if node.op != "call_function":
             continue
+        into = (temps or {}).get(node)
+        if into is not None and list(into.users) == [node]:
+            operands = [emitter.expr(a) for a in node.args] + [f"out={into.name}"]
+            line = f"{node.name} = {emitter.target(node.target)}({', '.join(operands)})"
+        else:
+            line = f"{node.name} = {emitter.call(node)}"
         steps.append(Step(
-            index=len(steps), label=f"{node.name}", lines=[f"{node.name} = {emitter.call(node)}"],
+            index=len(steps), label=f"{node.name}", lines=[line],
             defines=(node,), uses=tuple(node.all_input_nodes), cost=op_cost(node),
             impure=getattr(node.target, "impure", False),
             blas=getattr(node.target, "blas", False)))
