@@ -259,6 +259,11 @@ def per_call_table(label: str, row: dict) -> str:
     return "\n".join(lines)
 
 
+def _over(row: dict) -> bool:
+    n = str(max(COUNTS))
+    return "error" not in row and not within(row["numpy"][n], row["compiled"][n])
+
+
 def timeline_table(label: str, row: dict) -> str:
     """One kernel's compiled calls in the table's own sequential run (``--timeline``): runs of
     calls served alike, when they began and what they cost against plain NumPy's mean call."""
@@ -291,7 +296,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="each of the first 100 calls, plain and compiled interleaved")
     parser.add_argument("--timeline", default="",
                         help="comma-separated kernels whose compiled calls the table's run "
-                        "records one by one (what served each, what it cost)")
+                        "records one by one (what served each, what it cost); 'over': those "
+                        "of every row over the budget at 100 calls")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--external", type=Path, default=EXTERNAL,
                         help="the folder holding numpy-benchmarks and numba-examples")
@@ -310,7 +316,8 @@ def main(argv: list[str] | None = None) -> None:
         with foreign_load() as load:
             rows.append((label, run_one(suite, where, name, opts.blocking, opts.timeout,
                                         opts.backend, opts.per_call,
-                                        label in opts.timeline.split(","))))
+                                        opts.timeline == "over"
+                                        or label in opts.timeline.split(","))))
         loads.append(load.cores)
         print(f"  {label}: done", file=sys.stderr, flush=True)
         if opts.per_call:
@@ -319,7 +326,7 @@ def main(argv: list[str] | None = None) -> None:
     if not opts.per_call:
         print(table(rows, opts.backend))
         for label, row in rows:
-            if label in opts.timeline.split(","):
+            if label in opts.timeline.split(",") or (opts.timeline == "over" and _over(row)):
                 print(timeline_table(label, row))
     print(f"other processes used {statistics.median(loads):.1f} cores (median over the "
           f"kernels; max {max(loads):.1f}) of {os.cpu_count()} while these ran")

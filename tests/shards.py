@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import zlib
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -41,16 +42,26 @@ def shard_parameters(items: list, version: tuple[int, int] | None = None) -> tup
     """(kept, left out): under a sharded CI run, this version's third of each parametrized test
     function of ``SHARED_FOLDERS`` that has at least one parameter set per version (parameter
     set ``i`` of a function on 3.11 when ``i % 3 == 0``, ...): every function still runs on every
-    version, every parameter set once per run. Else all of them."""
+    version, every parameter set once per run. And capture's tests run with ``backend="numba"``
+    on one version each (by a hash of the test's id; the same test with ``backend="eager"``
+    runs on every version): what they add to the eager run is the numba backend on the graph
+    capture made, the same on every Python, where capture itself is checked bit for bit on the
+    eager backend. Else all of them."""
     if os.environ.get("NPDYNAMO_TEST_SHARD_BY_VERSION") != "1":
         return list(items), []
     index = VERSIONS.index(version or sys.version_info[:2])
     groups: dict[tuple, list] = {}
+    left_out = set()
     for item in items:
         parts = item.nodeid.split("/")
-        if hasattr(item, "callspec") and len(parts) > 2 and parts[1] in SHARED_FOLDERS:
+        if not hasattr(item, "callspec") or len(parts) <= 2:
+            continue
+        if parts[1] in SHARED_FOLDERS:
             groups.setdefault((item.path, item.originalname), []).append(item)
-    left_out = set()
+        elif parts[1] == "capture" and getattr(item.callspec, "params", {}).get(
+                "backend") == "numba" and \
+                zlib.crc32(item.nodeid.encode()) % len(VERSIONS) != index:
+            left_out.add(id(item))
     for group in groups.values():
         if len(group) >= len(VERSIONS):
             left_out.update(id(item) for position, item in enumerate(group)

@@ -25,11 +25,11 @@ def test_the_versions_of_a_sharded_run_check_every_item_once(monkeypatch):
 
 
 class _Item:
-    def __init__(self, nodeid, originalname, params=True):
+    def __init__(self, nodeid, originalname, params=True, backend=None):
         self.nodeid, self.originalname = nodeid, originalname
         self.path = nodeid.split("::")[0]
         if params:
-            self.callspec = object()
+            self.callspec = type("CallSpec", (), {"params": {"backend": backend}})()
 
 
 def test_parameter_sets_after_capture_are_shared_and_every_function_runs(monkeypatch):
@@ -48,3 +48,17 @@ def test_parameter_sets_after_capture_are_shared_and_every_function_runs(monkeyp
     shared = [item for item in items if item.nodeid.startswith("tests/backends/test_k.py::test_a")]
     assert sorted(id(i) for kept, _ in runs for i in kept if i in shared) == sorted(map(id, shared))
     assert all(len(left_out) == 4 or len(left_out) == 5 for _, left_out in runs)
+
+
+def test_capture_tests_on_numba_run_on_one_version_each_and_on_eager_on_all(monkeypatch):
+    items = [_Item(f"tests/capture/test_k{i}.py::test_a[{backend}]", "test_a", backend=backend)
+             for i in range(60) for backend in ("eager", "numba")]
+    monkeypatch.setenv("NPDYNAMO_TEST_SHARD_BY_VERSION", "1")
+    runs = [shard_parameters(items, version) for version in VERSIONS]
+    numba = [item for item in items if item.callspec.params["backend"] == "numba"]
+    kept_numba = [i for kept, _ in runs for i in kept if i in numba]
+    assert sorted(map(id, kept_numba)) == sorted(map(id, numba))  # each on exactly one version
+    for kept, left_out in runs:
+        assert all(i in kept for i in items if i not in numba)  # eager: on every version
+        assert 10 <= sum(i in numba for i in kept) <= 30  # about a third each
+        assert all(i in numba for i in left_out)
