@@ -10,7 +10,8 @@ compiled tier from the first call; the tier tests (``tests/backends/test_tiers.p
 on themselves.
 
 Under ``.ci/run`` with all three Pythons, the parameter sets of the tests of the stages after
-capture are shared among the versions (``tests/shards.py``), as the external kernel lists are.
+capture are shared among the versions (``tests/shards.py``), as the external kernel lists are,
+and capture's tests on the numba backend run on one version each.
 
 Under CI (``CI`` set, as ``.ci/run`` runs) hypothesis is derandomized so a run is reproducible;
 local runs keep exploring new examples (``NPDYNAMO_TEST_STRESS=N`` explores N times more).
