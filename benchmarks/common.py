@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import npdynamo
 from benchmarks.quiet import foreign_load, wait_until_quiet
-from npdynamo.backends.tuning import own_work_busy, tuning_calls
+from npdynamo.backends import own_work
+from npdynamo.backends.tuning import tuning_calls
 
 #: Warm calls before a function is timed: enough for a numba graph's tuning to finish (about 15
 #: calls, up to 40 when two candidates come close), so the calls that size the samples time
@@ -33,7 +34,7 @@ def until_own_work_is_over(timeout: float = 120.0) -> None:
     ``make bench``'s warm section the MLP step once timed 4.51 ms against 1.79 ms: its BLAS
     pool's second thread shared a core with such a worker (likely; not reproduced)."""
     deadline = time.perf_counter() + timeout
-    while own_work_busy() and time.perf_counter() < deadline:
+    while own_work.busy() and time.perf_counter() < deadline:
         time.sleep(0.01)
 
 

@@ -211,9 +211,10 @@ class WhileCompiling:
 
 
 def beside_workers(run: Callable[..., Any], args: tuple) -> Any:
-    """``run(*args)`` with BLAS leaving the cores the compile workers hold (``BLAS.taken``):
-    OpenBLAS's threads on a core a worker holds made each BLAS call wait for it. A thread
-    count changes only the order of BLAS's sums (the backend's tolerance covers it)."""
+    """``run(*args)`` with BLAS leaving the cores the compile workers hold
+    (``own_work.cores_held``): OpenBLAS's threads on a core a worker holds made each BLAS call
+    wait for it. A thread count changes only the order of BLAS's sums (the backend's tolerance
+    covers it)."""
     saved = BLAS.leave_taken()
     try:
         return run(*args)

@@ -28,7 +28,7 @@ report (``explain``) and to the ``npdynamo.tuning`` log. A candidate already tim
 sizes before the tuning began (the eager graph, on the eager tier while the kernels compiled:
 ``measured``) is not run again unless its time shows it might win.
 A candidate timed while this process's own background work ran (a compile worker importing
-numba or compiling, a thread here importing it: ``own_work_busy``) was timed on a core it did not
+numba or compiling, a thread here importing it: ``own_work.busy``) was timed on a core it did not
 have: the choice then stands only until that work is over, and the race is run again once
 (``RETIME_POLL_S``). ``NPDYNAMO_NUMBA_TUNE=0`` turns it off: the numba program then always runs
 as the thread policy decided.
@@ -42,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from npdynamo import config
+from npdynamo.backends import own_work
 from npdynamo.backends.report import BackendReport, Compiled
 from npdynamo.logs import get_logger
 
@@ -88,10 +89,6 @@ GIL_MARGIN = 0.95
 #: beside it.
 RETIME_POLL_S = 0.01
 
-#: Checks of this process's own background work (``register_busy_check``): a compile worker
-#: starting or compiling, a thread importing numba. The numba backend's modules register them.
-_busy_checks: list[Callable[[], bool]] = []
-
 #: Calls that went through a tuning step (a candidate's trial or probation call), over all
 #: graphs of the process: a benchmark warms a function up until its calls stop adding to it.
 _tuning_calls = 0
@@ -114,17 +111,6 @@ class Candidate:
     #: ``run`` holds the GIL between its operations (NumPy calls one after another), where
     #: another candidate releases it for most of the call (compiled ``nogil`` kernels)
     holds_gil: bool = False
-
-
-def register_busy_check(check: Callable[[], bool]) -> None:
-    """Have ``own_work_busy`` ask ``check()`` too."""
-    _busy_checks.append(check)
-
-
-def own_work_busy() -> bool:
-    """Whether this process's own background work takes a core now (so a call timed now may
-    have run without one)."""
-    return any(check() for check in _busy_checks)
 
 
 def tuning_enabled() -> bool:
@@ -169,9 +155,9 @@ def fastest_of(
     slowed) joins the rounds as any other candidate; one further behind is out, without
     running the calls that would only show it again.
 
-    ``busy()`` (default ``own_work_busy``) says whether this process's background work runs:
+    ``busy()`` (default ``own_work.busy``) says whether this process's background work runs:
     a choice timed while it did is run again once it is over (``RETIME_POLL_S``)."""
-    busy = own_work_busy if busy is None else busy
+    busy = own_work.busy if busy is None else busy
     if len(candidates) == 1:
         candidates[0].activate()
         return Compiled(candidates[0].run, report)

@@ -1,7 +1,7 @@
 """The cores the compile workers hold: BLAS leaves them to the workers, and a prestarted pool.
 
-While the numba backend's compile workers start or compile (``workers.Pool`` keeps the count in
-``threads.BLAS.taken``), a call that runs meanwhile on the eager tier or as plain Python
+While the numba backend's compile workers start or compile (``workers.Pool.cores_held``, read
+through ``own_work.cores_held``), a call that runs meanwhile on the eager tier or as plain Python
 (``tiers.beside_workers``) runs BLAS on as many threads fewer, and gets BLAS's own count back
 after; off the main thread nothing changes (OpenBLAS raises its count only from there).
 ``front.prestart`` starts the workers and imports the numba side in the caller once one is
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from npdynamo.backends import tiers
+from npdynamo.backends import own_work, tiers
 from npdynamo.backends.scheduler import threads
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,13 +43,18 @@ class FakeBlas:
 def blas(monkeypatch):
     fake = FakeBlas(4)
     monkeypatch.setattr(threads.BLAS, "_controllers", [fake])
-    monkeypatch.setattr(threads.BLAS, "taken", 0)
+    held(monkeypatch, 0)
     return fake
+
+
+def held(monkeypatch, cores: int) -> None:
+    """This process's background work holds ``cores`` now (and nothing else is counted)."""
+    monkeypatch.setattr(own_work, "_probes", [lambda: cores])
 
 
 @pytest.mark.parametrize("taken,during", [(0, 4), (1, 3), (2, 2), (3, 1), (6, 1)])
 def test_a_call_beside_busy_workers_leaves_them_their_cores(blas, monkeypatch, taken, during):
-    monkeypatch.setattr(threads.BLAS, "taken", taken)
+    held(monkeypatch, taken)
     seen = []
     assert tiers.beside_workers(lambda x: seen.append(blas.count) or x + 1, (1,)) == 2
     assert seen == [during]
@@ -57,7 +62,7 @@ def test_a_call_beside_busy_workers_leaves_them_their_cores(blas, monkeypatch, t
 
 
 def test_the_count_comes_back_when_the_call_raises(blas, monkeypatch):
-    monkeypatch.setattr(threads.BLAS, "taken", 1)
+    held(monkeypatch, 1)
 
     def fails():
         assert blas.count == 3
@@ -69,7 +74,7 @@ def test_the_count_comes_back_when_the_call_raises(blas, monkeypatch):
 
 
 def test_off_the_main_thread_blas_keeps_its_threads(blas, monkeypatch):
-    monkeypatch.setattr(threads.BLAS, "taken", 1)
+    held(monkeypatch, 1)
     seen = []
     thread = threading.Thread(target=tiers.beside_workers,
                               args=(lambda: seen.append(blas.count), ()))
@@ -90,7 +95,7 @@ class Job:
 
 
 def test_the_eager_tier_and_plain_python_leave_the_cores_until_the_switch(blas, monkeypatch):
-    monkeypatch.setattr(threads.BLAS, "taken", 1)
+    held(monkeypatch, 1)
     seen = []
     job = Job()
     tier = tiers.Tiered(lambda x: seen.append(("eager", blas.count)) or (x,), job,
@@ -108,18 +113,18 @@ def test_the_eager_tier_and_plain_python_leave_the_cores_until_the_switch(blas, 
 POOL = """
 import time
 from npdynamo.backends.numba import front, workers
-from npdynamo.backends.scheduler import threads
 
 workers.pool()
-print("IDLE", threads.BLAS.taken, front.numba_side_imported(), flush=True)
+print("IDLE", workers.pool().cores_held(), front.numba_side_imported(), flush=True)
 front.prestart()
-print("STARTING", threads.BLAS.taken, flush=True)
+print("STARTING", workers.pool().cores_held(), flush=True)
 deadline = time.monotonic() + 240
 while (workers.pool().warm() < 2 or not front.numba_side_imported()) and \\
         time.monotonic() < deadline:
     time.sleep(0.05)
 time.sleep(0.2)
-print("WARM", workers.pool().warm(), threads.BLAS.taken, front.numba_side_imported(), flush=True)
+print("WARM", workers.pool().warm(), workers.pool().cores_held(), front.numba_side_imported(),
+      flush=True)
 """
 
 
@@ -136,17 +141,15 @@ def test_prestart_counts_the_starting_workers_and_imports_the_numba_side(tmp_pat
     assert lines[2] == "WARM 2 0 True", lines  # ready and idle: none held; numba side here
 
 
-def test_a_real_blas_gets_its_count_back():
+def test_a_real_blas_gets_its_count_back(monkeypatch):
     if not threads.BLAS.controllers() or threads.BLAS.count() < 2:
         pytest.skip("no BLAS with a thread pool found (threadpoolctl)")
     before = threads.BLAS.count()
     a = np.ones((64, 64))
+    held(monkeypatch, 0)
     saved = threads.BLAS.leave_taken()
     assert saved == []  # no worker holds a core
-    threads.BLAS.taken = 1
-    try:
-        result = tiers.beside_workers(lambda: (threads.BLAS.count(), a @ a), ())
-    finally:
-        threads.BLAS.taken = 0
+    held(monkeypatch, 1)
+    result = tiers.beside_workers(lambda: (threads.BLAS.count(), a @ a), ())
     assert result[0] == before - 1
     assert threads.BLAS.count() == before

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import npdynamo
-from npdynamo.backends import tuning
+from npdynamo.backends import own_work, tuning
 from npdynamo.backends.numba.backend import TUNING_PENDING
 from tests.backends.compare import assert_close
 
@@ -15,7 +15,7 @@ from tests.backends.compare import assert_close
 def _no_background_work(monkeypatch):
     """These tests' races are not disturbed by this process's compile workers (another test's
     graphs may still compile in them): the tests that want a busy process say so."""
-    monkeypatch.setattr(tuning, "_busy_checks", [])
+    monkeypatch.setattr(own_work, "_probes", [])
 
 
 class FakeClock:
@@ -538,13 +538,15 @@ def test_the_race_runs_again_only_once():
     assert runs[-5:] == ["b"] * 5
 
 
-def test_the_compile_pool_is_busy_while_a_worker_starts_or_a_job_waits():
+def test_the_compile_pool_holds_a_core_per_worker_starting_or_at_a_job():
     from npdynamo.backends.numba import workers
 
     pool = workers.Pool()
-    assert not pool.busy()
+    assert pool.cores_held() == 0
     pool._starting = 1
-    assert pool.busy()
-    pool._starting = 0
-    pool._queue.append(workers.CompileJob(b"x", "job"))
-    assert pool.busy()
+    assert pool.cores_held() == 1
+    pool._workers = [object(), object()]  # one of them idle, waiting for a job
+    pool._idle = 1
+    assert pool.cores_held() == 2
+    pool.closing = True
+    assert pool.cores_held() == 0

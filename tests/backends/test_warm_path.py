@@ -17,7 +17,7 @@ import pytest
 
 import npdynamo
 from npdynamo.backends import compile as compile_step
-from npdynamo.backends import tuning
+from npdynamo.backends import own_work, tuning
 from npdynamo.backends.numba import diskcache
 from npdynamo.ops.random import saved_states
 
@@ -62,9 +62,9 @@ def warm(fn, *args) -> None:
     for _ in range(WARM_CALLS):
         fn(*args)
     # a race timed while the compile workers still ran is run again once they are idle
-    # (``tuning.own_work_busy``); its choice then runs as directly as any other
+    # (``own_work.busy``); its choice then runs as directly as any other
     deadline = time.perf_counter() + 120
-    while tuning.own_work_busy() and time.perf_counter() < deadline:
+    while own_work.busy() and time.perf_counter() < deadline:
         time.sleep(0.01)
     time.sleep(2 * tuning.RETIME_POLL_S)
     for _ in range(WARM_CALLS):

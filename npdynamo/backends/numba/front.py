@@ -45,7 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 from npdynamo import config, progress
-from npdynamo.backends import tiers, tuning
+from npdynamo.backends import own_work, tiers
 from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.numba import jobs, workers
 from npdynamo.backends.numba.report import NumbaReport
@@ -154,9 +154,9 @@ SWITCH_INTERVAL_S = 0.0005
 _switching = threading.Lock()
 _working = 0  # preparing threads at work
 _interval_before = 0.0  # the switch interval the first of them found
-# (a thread importing numba or building here holds the GIL most of the time: calls timed
-# meanwhile are the thread's as much as their own)
-tuning.register_busy_check(lambda: _working > 0)
+# (a thread importing numba or building here holds a core, and the GIL most of the time: calls
+# timed meanwhile are the thread's as much as their own)
+own_work.register(lambda: _working)
 
 
 def _switching_often(begin: bool) -> None:

@@ -46,8 +46,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from npdynamo import config
-from npdynamo.backends import tuning
-from npdynamo.backends.scheduler import threads
+from npdynamo.backends import own_work
 from npdynamo.logs import get_logger
 
 #: How much lower a worker's scheduling priority is than its caller's: at 5 (a third of the
@@ -238,18 +237,11 @@ class Pool:
         with self._cond:
             return sum(w.warm for w in self._workers)
 
-    def _busy_changed_locked(self) -> None:
-        """Workers starting or compiling hold cores: the calls that run meanwhile leave them
-        those (``threads.BlasThreads.taken``: BLAS on as many threads fewer)."""
-        busy = 0 if self.closing else len(self._workers) + self._starting - self._idle
-        threads.BLAS.taken = max(0, busy)
-
     def _replace_locked(self) -> None:
         """Start a worker if more jobs wait than workers are free (the lock held)."""
         if self._idle + self._starting < len(self._queue) and \
                 len(self._workers) + self._starting < max_workers():
             self._starting += 1
-            self._busy_changed_locked()
             threading.Thread(target=self._serve, name="npdynamo-compile-worker",
                              daemon=True).start()
 
@@ -258,16 +250,18 @@ class Pool:
         with self._cond:
             while not self.closing and len(self._workers) + self._starting < max_workers():
                 self._starting += 1
-                self._busy_changed_locked()
                 threading.Thread(target=self._serve, name="npdynamo-compile-worker",
                                  daemon=True).start()
 
-    def busy(self) -> bool:
-        """Whether a worker is starting (importing numba) or a job waits or runs: the tuner's
-        ``own_work_busy`` (a call timed now shares the cores with this work)."""
+    def cores_held(self) -> int:
+        """Workers starting (importing numba, setting up its compiler) or at a job: each holds
+        a core (``own_work``: the calls made meanwhile leave them those, the tuner times again
+        what it timed meanwhile). A job waiting has a worker starting for it, or waits for busy
+        ones."""
         with self._cond:
-            return bool(self._starting or self._queue or self._running
-                        or any(not w.warm for w in self._workers))
+            if self.closing:
+                return 0
+            return max(0, len(self._workers) + self._starting - self._idle)
 
     def pids(self) -> list[int]:
         """The process ids of the running workers (tests use them)."""
@@ -280,7 +274,6 @@ class Pool:
         except Exception as exc:  # noqa: BLE001 - no worker: the jobs waiting fail
             with self._cond:
                 self._starting -= 1
-                self._busy_changed_locked()
                 failed = list(self._queue) if not self._workers else []
                 self._queue.clear() if failed else None
             for job in failed:
@@ -295,7 +288,6 @@ class Pool:
         while True:
             with self._cond:
                 self._idle += 1
-                self._busy_changed_locked()
                 deadline = time.monotonic() + KEEP_WARM_S
                 while not self._queue and not self.closing:
                     left = deadline - time.monotonic()
@@ -306,17 +298,14 @@ class Pool:
                 if not self._queue or self.closing or worker not in self._workers:
                     if worker in self._workers:
                         self._workers.remove(worker)
-                    self._busy_changed_locked()
                     break
                 if worker.process.poll() is not None:  # died while idle: not this job's doing
                     self._workers.remove(worker)
-                    self._busy_changed_locked()
                     self._cond.notify()
                     self._replace_locked()
                     break
                 job = self._queue.popleft()
                 self._running[id(worker)] = job
-                self._busy_changed_locked()
             job.worker_pid = worker.process.pid
             try:
                 alive = self._run(worker, job)
@@ -327,7 +316,6 @@ class Pool:
                 with self._cond:
                     if worker in self._workers:
                         self._workers.remove(worker)
-                    self._busy_changed_locked()
                 break
         log.debug("compile worker %d stopped", worker.process.pid)
         worker.stop(kill=self.closing)
@@ -384,7 +372,6 @@ class Pool:
                 self._running.pop(id(worker), None)
                 if worker in self._workers:
                     self._workers.remove(worker)
-                self._busy_changed_locked()
             code = worker.process.poll()
             if self.closing:
                 job._finish(CLOSED, "the interpreter is exiting")
@@ -400,7 +387,6 @@ class Pool:
             workers, self._workers = list(self._workers), []
             jobs = list(self._queue) + list(self._running.values())
             self._queue.clear()
-            self._busy_changed_locked()
             self._cond.notify_all()
         for worker in workers:
             worker.stop(kill=True)
@@ -421,7 +407,6 @@ class Pool:
             with contextlib.suppress(OSError):
                 worker.conn.close()
         self._reset()
-        self._busy_changed_locked()  # (the child has no worker)
         for job in jobs:
             # (their waiters and callbacks were threads of the parent, and may have held the
             # locks as it forked)
@@ -441,7 +426,7 @@ def pool() -> Pool:
         with _pool_lock:
             if _pool is None:
                 made = Pool()
-                tuning.register_busy_check(made.busy)
+                own_work.register(made.cores_held)
                 atexit.register(made.shutdown)
                 os.register_at_fork(before=made._before_fork,
                                     after_in_parent=made._after_fork_parent,

@@ -9,9 +9,10 @@ a microsecond; without threadpoolctl BLAS keeps its pool). The limit is
 process-wide for that time: a BLAS call on another thread meanwhile runs on one thread too.
 Whether the scheduled form wins with it is measured by the tuner, never assumed.
 
-The numba backend's compile workers (other processes) hold cores too while they start and
-compile (``BlasThreads.taken``); a call that runs while they do (the eager tier, plain Python
-while compiling: ``tiers``) leaves BLAS as many threads fewer (``leave_taken``, one at least),
+This process's background work holds cores too: the numba backend's compile workers (other
+processes) while they start and compile, a thread importing numba (``own_work.cores_held``); a
+call that runs meanwhile (the eager tier, plain Python while compiling: ``tiers``) leaves BLAS
+as many threads fewer (``leave_taken``, one at least),
 so none of its BLAS calls waits for a thread whose core a worker holds (on two cores, two
 OpenBLAS threads beside one busy worker made a 2.2 ms ``np.dot`` take 8-16 ms).
 """
@@ -23,6 +24,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from npdynamo import config
+from npdynamo.backends import own_work
 
 
 #: Streams at most: this machine's cores (``NPDYNAMO_SCHEDULE_STREAMS`` overrides, >= 2).
@@ -59,9 +61,6 @@ class BlasThreads:
 
     def __init__(self) -> None:
         self._controllers: list | None = None
-        #: cores other work of this process holds now: its compile workers starting or
-        #: compiling (``numba.workers.Pool`` keeps the count)
-        self.taken = 0
 
     def controllers(self) -> list:
         if self._controllers is None:
@@ -90,11 +89,14 @@ class BlasThreads:
         return saved
 
     def leave_taken(self) -> list[tuple[object, int]]:
-        """For one call: BLAS on ``taken`` threads fewer (one at least); returns what
-        ``restore`` needs. Nothing changes off the main thread: OpenBLAS lowers its count
-        from any thread but raises it again only from the main one (0.3.31)."""
-        taken = self.taken
-        if taken <= 0 or threading.current_thread() is not threading.main_thread():
+        """For one call: BLAS on as many threads fewer as this process's background work holds
+        cores (``own_work.cores_held``; one at least); returns what ``restore`` needs. Nothing
+        changes off the main thread: OpenBLAS lowers its count from any thread but raises it
+        again only from the main one (0.3.31)."""
+        if threading.current_thread() is not threading.main_thread():
+            return []
+        taken = own_work.cores_held()
+        if taken <= 0:
             return []
         saved = []
         for c in self.controllers():
