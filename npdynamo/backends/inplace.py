@@ -314,3 +314,23 @@ def _shared_memory(node: Node, owners: dict[Node, frozenset[Node]]) -> frozenset
     if is_plain_ufunc_call(node) or getattr(node.target, "allocates", False):
         return frozenset({node})
     return frozenset().union(*(owners.get(a, frozenset()) for a in node.all_input_nodes))
+
+
+def readers_run_first(node: Node, written: Node, order: dict[Node, int],
+                      step_of: dict[Node, int], aliases: dict[Node, frozenset[Node]]) -> bool:
+    """Whether every reader of ``written``'s memory (of any value ``aliases`` says may share
+    it) that comes before ``node``, which writes that array in place, in the graph (``order``)
+    also runs before it in the backend's steps (``step_of``: a node -> the position of the step
+    that runs it; a fusion group's nodes share one). The plans above go by the graph's order; a
+    backend that fuses ops may run an early reader of a view in a kernel after the assignment,
+    together with later ops (``s = row + 1; a[:] = ...; t = s + row``): written in place, the
+    array would show that reader the new values."""
+    mine = aliases.get(written, frozenset())
+    at, here = order[node], step_of.get(node, -1)
+    for value, owners in aliases.items():
+        if not owners & mine:
+            continue
+        for user in value.users:
+            if user is not node and order.get(user, at) < at and step_of.get(user, -1) > here:
+                return False
+    return True

@@ -107,3 +107,45 @@ def test_setitems_into_a_made_array_keep_python_semantics():
     a = np.random.default_rng(1).random(50)
     for f in (fn, with_view):
         check_same(f, a, backend="numba", graphs=1, breaks=0)
+
+
+def read_before_and_after(a):
+    """An early read of a view (``s``) that fusion could join with a later one (``t``) into a
+    kernel running after the assignment: in place, it would read the new values."""
+    b = a * 1.0
+    row = b[0]
+    s = row + 1.0
+    b[:] = b * 0.5
+    t = s + row
+    return t, b
+
+
+def read_before_and_after_in_a_loop(a):
+    s = np.zeros(a.shape[1])
+    for i in range(len(a)):
+        row = a[i]
+        s = s + row
+        a[:] = a * 0.5  # the loop's own copy of a, written in place
+        s = s + row
+    return s, a
+
+
+def read_by_a_slice_before_and_after(a, n):
+    b = a * 1.0
+    for i in range(n):
+        head = b[i, :3]
+        u = head * 2.0
+        b[i, 1:4] = b[i, :3] + 1.0
+        b[i, :3] = u + head
+    return b
+
+
+@pytest.mark.parametrize("fn,args", [
+    (read_before_and_after, (np.random.default_rng(2).random((6, 5)),)),
+    (read_before_and_after_in_a_loop, (np.random.default_rng(3).random((20, 30)),)),
+    (read_by_a_slice_before_and_after, (np.random.default_rng(4).random((12, 6)), 12)),
+])
+def test_a_reader_fused_after_an_assignment_reads_the_old_values_python_read(fn, args):
+    """Each reader of the array's memory that comes before the assignment in the code runs
+    before it in the program (or the assignment copies): the results are Python's."""
+    check_same(fn, *args, backend="numba", graphs=1, breaks=0)

@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from npdynamo.backends.inplace import op_name, setitem_plan
+from npdynamo.backends.inplace import may_alias, op_name, readers_run_first, setitem_plan
+from npdynamo.backends.numba.fusion import FusionGroup
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 
@@ -29,11 +30,20 @@ _LOOP_DTYPES = frozenset(np.dtype(t) for t in (
     np.float32, np.float64, np.complex64, np.complex128))
 
 
-def in_place_setitems(graph: Graph) -> set[Node]:
+def in_place_setitems(graph: Graph, steps: list) -> set[Node]:
     """The ``setitem`` nodes the program may run as an assignment into their array: those the
-    eager backend's plan assigns into an array the graph made (none into an input)."""
+    eager backend's plan assigns into an array the graph made (none into an input), where every
+    earlier reader of that array's memory runs before them among the program's ``steps``
+    (``inplace.readers_run_first``: fusion may join an early reader with later ops)."""
     assign, _ = setitem_plan(graph)
-    return {n for n in assign if op_name(n) == "setitem"}
+    chosen = {n for n in assign if op_name(n) == "setitem"}
+    if not chosen:
+        return chosen
+    order = {n: k for k, n in enumerate(graph.nodes)}
+    step_of = {node: k for k, step in enumerate(steps)
+               for node in (step.nodes if isinstance(step, FusionGroup) else (step,))}
+    aliases = may_alias(graph)
+    return {n for n in chosen if readers_run_first(n, n.args[0], order, step_of, aliases)}
 
 
 def fused_repeats(graph: Graph, in_place: set[Node]) -> dict[Node, Node]:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from npdynamo.backends.inplace import may_alias, setitem_plan
+from npdynamo.backends.inplace import may_alias, readers_run_first, setitem_plan
 from npdynamo.backends.numba.direct_writes import graph_outputs
+from npdynamo.backends.numba.fusion import FusionGroup
 from npdynamo.fx.graph import Graph
 from npdynamo.fx.node import Node
 from npdynamo.ops.meta import ArrayMeta, ScalarMeta
@@ -55,6 +56,30 @@ class InPlacePlan:
         self.owners: list[tuple[list[int], list[Node]]] = []
         self.shared: dict[Node, set[int]] = {}
         self._aliases: dict[int, tuple[Graph, dict]] = {}  # per graph: may_alias, narrowed
+        self._steps: dict[int, tuple[Graph, dict, dict]] = {}  # per graph: its order, steps
+
+    def plan_steps(self, graph: Graph, steps: list) -> None:
+        """The order the writer runs ``graph``'s steps in (its partition's: ``readers_ran``)."""
+        order = {n: k for k, n in enumerate(graph.nodes)}
+        step_of = {node: k for k, step in enumerate(steps)
+                   for node in (step.nodes if isinstance(step, FusionGroup) else (step,))}
+        self._steps[id(graph)] = (graph, order, step_of)
+
+    def readers_ran(self, node: Node, written: Node) -> bool:
+        """Whether every reader of ``written``'s memory that comes before ``node`` in its graph
+        runs before it in the written code (``inplace.readers_run_first``): else ``node`` may
+        not write it in place. Unknown steps: it may not."""
+        known = self._steps.get(id(node.graph))
+        if known is None or known[0] is not node.graph:
+            return False
+        return readers_run_first(node, written, known[1], known[2], self.aliases(node.graph))
+
+    def aliases(self, graph: Graph) -> dict:
+        """``may_alias`` of ``graph`` with loop results narrowed (once per graph)."""
+        cached = self._aliases.get(id(graph))
+        if cached is None or cached[0] is not graph:
+            cached = self._aliases[id(graph)] = (graph, may_alias(graph, narrow_loop_results))
+        return cached[1]
 
     def _plan_branch_writes(self, graph: Graph, writable: set[int]) -> None:
         """A branch of a ``cond`` whose input array at ``writable`` positions is the loop's
@@ -129,11 +154,7 @@ class InPlacePlan:
             return set()
         written, holders = self.owners[-1]
         order = {n: k for k, n in enumerate(node.graph.nodes)}
-        cached = self._aliases.get(id(node.graph))
-        if cached is None or cached[0] is not node.graph:  # (once per graph, not per node)
-            cached = self._aliases[id(node.graph)] = (
-                node.graph, may_alias(node.graph, narrow_loop_results))
-        aliases = cached[1]
+        aliases = self.aliases(node.graph)
         out = set()
         for position, x in enumerate(inputs):
             meta = node_meta(x)
@@ -148,7 +169,7 @@ class InPlacePlan:
                 continue
             if x is not root and any(u is not node for u in x.users):
                 continue
-            if self._shared_after(node, x, order, aliases):
+            if self._shared_after(node, x, order, aliases) or not self.readers_ran(node, x):
                 continue
             out.add(position)
             written.append(holders.index(root))

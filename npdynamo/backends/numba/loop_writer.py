@@ -159,6 +159,7 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
                 self.emit(f"{self.symbol(p.meta['size_symbol'])} = {given}", depth)
         fresh: set[Node] = set()  # arrays this graph allocated (setitem may write into them)
         part = partition(graph)
+        self.plan_steps(graph, part.steps)
         if owned is not None:
             # ``v = v - r * q``: the kernel writes the loop's own vector (no array per step);
             # not a 0-d value, which may be a number in the code (``unboxable``)
@@ -538,8 +539,8 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
         if bounds is not None:
             self.emit(f"if {val} < {bounds[0]} or {val} > {bounds[1]}:", depth)
             self.emit("raise OverflowError('Python integer out of bounds')", depth + 1)
-        if node in self.in_place or (x in fresh and len(x.users) == 1) or self._last_write(
-                node, x):
+        if self.readers_ran(node, x) and (node in self.in_place or (
+                x in fresh and len(x.users) == 1) or self._last_write(node, x)):
             # the array was allocated here and nothing else reads it: write into it (the
             # functional setitem's copy is unobservable)
             self.emit(store.format(target), depth)

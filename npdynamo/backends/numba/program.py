@@ -164,7 +164,7 @@ class Program:
         self._writes_started = False  # whether a kernel emitted so far may write an input
         self._calm_only = needs_calm_state(partition)
         #: setitem steps assigned into their array (no copy), and repeats assigned by them
-        self.in_place = in_place_setitems(graph)
+        self.in_place = in_place_setitems(graph, partition.steps)
         self.fused_repeats = fused_repeats(graph, self.in_place)
         #: each step's lines, without the ``del`` after it (the scheduler's streams run them)
         self.step_lines: list[list[str]] = []
