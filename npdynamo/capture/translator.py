@@ -117,6 +117,9 @@ class Frame:
         self.unrolling: dict[int, tuple] = {}
         #: run stops before this instruction (a while loop's body captured as a subgraph)
         self.stop_at: int | None = None
+        #: jumps to a label go to an instruction instead (a branch at the end of a loop body:
+        #: a jump back to the loop's head goes to the branch's own jump back, where it stops)
+        self.redirects: dict[bc.Label, int] | None = None
 
     def _has_exception_handlers(self) -> bool:
         """True if the code has a handler that runs user code: a try/with block, not 3.12+'s
@@ -152,7 +155,8 @@ class Frame:
         return items
 
     def jump(self, label: bc.Label) -> None:
-        self.ip = self.labels[label]
+        redirects = self.redirects
+        self.ip = redirects[label] if redirects and label in redirects else self.labels[label]
 
     def unsupported(
         self, reason: str, hint: str = "", kind: str = "unsupported_construct"

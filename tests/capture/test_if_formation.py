@@ -114,3 +114,58 @@ def test_off_by_default(monkeypatch):
     monkeypatch.setattr(nd.config, "capture_if_branches", False)
     check_same(if_else, np.ones(2), graphs=2, breaks=1)
     assert nd.explain(if_else)(np.ones(2)).graph_break_count == 1
+
+
+def nested_at_the_loop_end(db, out):
+    """3.13 compiles the inner ``if`` ending the outer ``if``'s block, itself ending the loop
+    body, as tests that each jump over a jump back to the loop's head."""
+    for i in range(db.shape[0]):
+        if db[i, 0] > 0.3:
+            if db[i, 1] > 0.5:
+                out[i] = db[i, 2]
+    return out
+
+
+def three_deep_with_an_else(db, out):
+    for i in range(db.shape[0]):
+        if db[i, 0] > 0.2:
+            out[i] = 1.0
+            if db[i, 1] > 0.4:
+                if db[i, 2] > 0.6:
+                    out[i] = 3.0
+        else:
+            if db[i, 1] < 0.5:
+                out[i] = -1.0
+    return out
+
+
+def static_inner_test(db, out, flag):
+    for i in range(db.shape[0]):
+        if db[i, 0] > 0.5:
+            if flag:  # a Python bool: decided at capture, its jump back taken or not
+                out[i] = db[i, 1]
+    return out
+
+
+def with_a_continue(db, out):
+    for i in range(db.shape[0]):
+        if db[i, 0] > 0.5:
+            if db[i, 1] > 0.5:
+                continue
+            out[i] = db[i, 2]
+    return out
+
+
+@pytest.mark.parametrize("fn,extra,graphs,breaks", [
+    (nested_at_the_loop_end, (), 1, 0),
+    (three_deep_with_an_else, (), 1, 0),
+    (static_inner_test, (True,), 1, 0),
+    (static_inner_test, (False,), None, 0),  # (nothing left to compute: no graph)
+    (with_a_continue, (), None, None),  # (a branch that leaves: a break, as before)
+])
+def test_nested_ifs_ending_a_loop_body(fn, extra, graphs, breaks):
+    db = np.random.default_rng(5).random((40, 3))
+    check_same(fn, db, np.zeros(40), *extra, graphs=graphs, breaks=breaks)
+    if graphs == 1:
+        report = str(nd.explain(fn)(db, np.zeros(40), *extra))
+        assert "in the graph as one fori_loop" in report, report

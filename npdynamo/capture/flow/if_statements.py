@@ -51,7 +51,7 @@ def form_if(frame, pred: Value, jump_index: int) -> bool:
     if shape is None:
         return False
     try:
-        _form(frame, pred, *shape)
+        _form(frame, pred, *shape[:3], head=shape[3])
         cf.note_loop(frame, "in the graph as one cond")
     except CaptureUnsupported as exc:
         # (a nested if that could not be formed already says so)
@@ -67,7 +67,10 @@ def _last_instr(frame, index: int) -> int:
     return index
 
 
-def _stays_inside(frame, start: int, end: int) -> bool:
+def _stays_inside(frame, start: int, end: int, head: bc.Label | None = None) -> bool:
+    """Whether the instructions from ``start`` to ``end`` jump nowhere outside them, except
+    back to ``head`` (the loop whose body they end: such a jump is one to the block's own
+    jump back at ``end``, ``redirects``)."""
     failing = assert_blocks(frame.instrs, start, end)  # (rerun in Python, never captured)
     for i in range(start, end):
         ins = frame.instrs[i]
@@ -77,14 +80,16 @@ def _stays_inside(frame, start: int, end: int) -> bool:
             continue
         if ins.name in LEAVING:
             return False
-        if isinstance(ins.arg, bc.Label) and not start <= frame.labels[ins.arg] <= end:
+        if isinstance(ins.arg, bc.Label) and not start <= frame.labels[ins.arg] <= end and not (
+                ins.arg is head and ins.name in JUMPS_BACK):
             return False
     return True
 
 
 def _if_shape(frame, jump_index: int) -> tuple | None:
-    """((then start, then end), (else start, else end) or None, merge) of the ``if``
-    statement tested at ``jump_index``, or None."""
+    """((then start, then end), (else start, else end) or None, merge, head) of the ``if``
+    statement tested at ``jump_index``, or None. ``head``: the label of the loop whose body the
+    statement ends (both blocks end by jumping back to it), else None."""
     jump = frame.instrs[jump_index]
     if not isinstance(jump, bc.Instr):
         return None
@@ -103,14 +108,16 @@ def _if_shape(frame, jump_index: int) -> tuple | None:
         if not _stays_inside(frame, then_start, last) or any(
                 isinstance(ins, (bc.TryBegin, bc.TryEnd)) for ins in frame.instrs[target:]):
             return None
-        return (then_start, None), (target, None), None
+        return (then_start, None), (target, None), None, None
+    head = None
     if frame.instrs[last].name == "JUMP_FORWARD":
         merge = frame.labels[frame.instrs[last].arg]
         branches = ((then_start, last), (target, merge))
     elif frame.instrs[last].name in JUMPS_BACK:
         # the statement ends a loop body: both blocks end with the jump back to the loop's
         # head, which the frame runs after the cond (the else block's own jump back)
-        merge = _jump_back_from(frame, target, frame.instrs[last].arg)
+        head = frame.instrs[last].arg
+        merge = _block_end(frame, target, head)
         if merge is None:
             return None
         branches = ((then_start, last), (target, merge))
@@ -118,23 +125,34 @@ def _if_shape(frame, jump_index: int) -> tuple | None:
         merge = target
         branches = ((then_start, target), None)
     for branch in branches:
-        if branch is not None and not _stays_inside(frame, *branch):
+        if branch is not None and not _stays_inside(frame, *branch, head):
             return None
-    return (*branches, merge)
+    return (*branches, merge, head)
 
 
 def _jumping_into_block(frame, jump_index: int, jump: bc.Instr) -> tuple | None:
     """3.12+'s ``if`` without ``else`` at the end of a loop body: ``POP_JUMP_IF_TRUE block;
     JUMP_BACKWARD head; block: ...; JUMP_BACKWARD head``. The block is the true branch."""
+    if not _skips_into_block(frame, jump_index):
+        return None
+    target = frame.labels[jump.arg]
+    head = frame.instrs[_last_instr(frame, target - 1)].arg
+    merge = _block_end(frame, target, head)
+    if merge is None or not _stays_inside(frame, target, merge, head):
+        return None
+    return (target, merge), None, merge, head
+
+
+def _skips_into_block(frame, index: int) -> bool:
+    """Whether the instruction at ``index`` is such a test (``_jumping_into_block``): a true
+    test jumping over the jump back right after it."""
+    jump = frame.instrs[index]
+    if not isinstance(jump, bc.Instr) or jump.name not in TRUE_TESTS:
+        return False
     target = frame.labels[jump.arg]
     skip = _last_instr(frame, target - 1)
-    if target <= jump_index or skip != _next_instr(frame, jump_index + 1) or (
-            frame.instrs[skip].name not in JUMPS_BACK):
-        return None
-    merge = _jump_back_from(frame, target, frame.instrs[skip].arg)
-    if merge is None or not _stays_inside(frame, target, merge):
-        return None
-    return (target, merge), None, merge
+    return target > index and skip == _next_instr(frame, index + 1) and (
+        frame.instrs[skip].name in JUMPS_BACK)
 
 
 def _next_instr(frame, index: int) -> int:
@@ -143,11 +161,17 @@ def _next_instr(frame, index: int) -> int:
     return index
 
 
-def _jump_back_from(frame, start: int, head: bc.Label) -> int | None:
-    """The first jump back to ``head`` from ``start`` on (the end of a block), or None."""
+def _block_end(frame, start: int, head: bc.Label) -> int | None:
+    """The jump back to ``head`` that ends the block starting at ``start``, or None: the first
+    from ``start`` on that is not the jump an inner ``if`` at the end of the block skips
+    (3.13 compiles ``if a: if b: x`` ending a loop body so: each test jumps over a jump back
+    to the head, and those jump back before the block's own end)."""
     for i in range(start, len(frame.instrs)):
         ins = frame.instrs[i]
         if isinstance(ins, bc.Instr) and ins.name in JUMPS_BACK and ins.arg is head:
+            before = _last_instr(frame, i - 1)
+            if before >= start and _skips_into_block(frame, before):
+                continue
             return i
     return None
 
@@ -162,7 +186,8 @@ def _stored(frame, start: int, end: int) -> list[str]:
     return list(names)
 
 
-def _form(frame, pred: Value, then: tuple, other: tuple | None, merge: int | None) -> None:
+def _form(frame, pred: Value, then: tuple, other: tuple | None, merge: int | None,
+          head: bc.Label | None = None) -> None:
     if cf.inside_expression(frame):
         raise frame.unsupported("the if statement sits inside an expression")
     if merge is None:
@@ -185,7 +210,7 @@ def _form(frame, pred: Value, then: tuple, other: tuple | None, merge: int | Non
     subs, outs, written = [], [], set()
     for role, branch in (("true", then), ("false", other)):
         sub, values = cf.sub_capture(
-            frame, "cond", role, _runner(frame, branch, names, writable, written), roots,
+            frame, "cond", role, _runner(frame, branch, names, writable, written, head), roots,
             f"the {role} branch")
         subs.append(sub)
         outs.append(values)
@@ -307,17 +332,21 @@ def _returner(frame, start: int):
 
 
 def _runner(frame, branch: tuple | None, names: list[str], writable: list[str],
-            written: set[str]):
+            written: set[str], head: bc.Label | None = None):
     """The branch's values of ``names``, then of the ``writable`` arrays (their content at its
     end: the array as it was, or what the branch wrote into it). The arrays' own values get
     their outer node back, so the other branch and the code after see them unwritten; the
-    names of those written go into ``written``."""
+    names of those written go into ``written``. ``head``: the loop whose body the statement
+    ends; a jump back to it inside the branch ends the branch (the branch's own jump back is
+    the same jump)."""
     def run(sub: cf.SubCapture) -> list[Value]:
         arrays = [frame.locals[name] for name in writable]
         if branch is None:  # no else block: the locals as they are
             return [frame.locals[name] for name in names] + arrays
         nodes = [a.node for a in arrays]
         body = cf.sub_frame(frame, *branch)
+        if head is not None:
+            body.redirects = {head: branch[1]}
         try:
             body.run()
         finally:
