@@ -28,8 +28,9 @@ from npdynamo.capture.containers import (
     truthiness,
 )
 from npdynamo.capture.errors import UserCodeRaises, python_raised
-from npdynamo.capture.flow.for_loops import lazy_range
+from npdynamo.capture.flow.for_loops import iterated_next, lazy_range
 from npdynamo.capture.flow.ndindex_loops import lazy_ndindex
+from npdynamo.capture.flow.row_loops import lazy_rows
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.identity import object_id, same_object
 from npdynamo.capture.mixed_scalars import mixed_fold
@@ -117,10 +118,19 @@ def _enumerate(frame: Frame, target, args, kwargs):
         raise frame.unsupported("enumerate() with a start that is not a Python int")
     if is_lazy(args[0]):
         return lazy_enumerate(frame, args[0], start, args)
-    return IteratorValue(
-        mode="enumerate", inner=[get_iter(frame, args[0])], count=start.value,
-        python_type=enumerate,
-    )
+
+    def iterator() -> IteratorValue:
+        return IteratorValue(
+            mode="enumerate", inner=[get_iter(frame, args[0])], count=start.value,
+            python_type=enumerate,
+        )
+
+    def count(frame: Frame, index: Value) -> Value:
+        return index if start.value == 0 else binary_op(frame, "+", index, start)
+
+    # iterated by a for statement next: maybe one loop node (``row_loops``)
+    lazy = lazy_rows(frame, args[0], iterated_next(frame, True), count, iterator)
+    return iterator() if lazy is None else lazy
 
 
 @builtin(np.ndindex)
