@@ -8,8 +8,6 @@ compiled on copies of the same inputs with its graph and break counts."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -96,6 +94,65 @@ def test_rows_and_enumerate_are_one_fori_loop(backend):
         npdynamo.reset()
         check_same(fn, *args, backend=backend, graphs=1, breaks=0)
         assert "in the graph as one fori_loop" in str(npdynamo.explain(fn)(*args)), fn.__name__
+
+
+def normalise(a):
+    for row in a:
+        row /= row.sum()  # a write into a through the row
+    return a
+
+
+def add_first(a):
+    for row in a:
+        row += a[0]  # row 0 doubled first: the later rows add its new value
+    return a
+
+
+def nested(a):
+    s = np.zeros(1)
+    for row in a:
+        for x in row:  # (3 items: unrolled inside the body)
+            s = s + x
+    return s
+
+
+def running_total(v):
+    s = 0  # a Python int the first iteration makes a NumPy float: it runs before the node
+    for x in v:
+        s = s + x
+    return s
+
+
+def aliased(a):
+    b = a
+    for row in a:
+        b[0] += row
+    return a
+
+
+def of_a_view(a):
+    s = np.zeros(a.shape[1])
+    for row in a[1:]:
+        s = s + row
+        a[0] += 1.0
+    return s, a
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_writes_through_the_rows_are_into_the_array(backend):
+    a = RNG.random((N, 3)) + 0.1
+    for fn, arg in ((normalise, a), (add_first, a), (nested, a), (running_total, a[:, 0])):
+        npdynamo.reset()
+        check_same(fn, arg, backend=backend, graphs=1, breaks=0)
+        assert "in the graph as one fori_loop" in str(npdynamo.explain(fn)(arg.copy()))
+
+
+def test_a_write_into_the_array_by_another_name_unrolls():
+    a = RNG.random((N, 3))
+    for fn in (aliased, of_a_view):  # the body writes into what it iterates, not through it
+        npdynamo.reset()
+        check_same(fn, a, graphs=1, breaks=0)
+        assert "fori_loop" not in str(npdynamo.explain(fn)(a.copy()))
 
 
 def test_check_mask_of_the_benchmark_is_one_graph():
@@ -225,24 +282,3 @@ def test_generated_shapes_and_dtypes(n, m, dtype, start):
     check_same(kernel, a, np.zeros(n), calls=1, graphs=int(n > 0), breaks=0)
     npdynamo.reset()
     check_same(column_sums, a, calls=1, graphs=1, breaks=0)
-
-
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="3.11+ bytecode")
-def test_the_for_targets_a_loop_takes():
-    from npdynamo.capture.flow.for_targets import store_target, targets, var_text
-
-    def fn(a):
-        for i, row in enumerate(a):
-            pass
-        for row in a:
-            pass
-
-    from npdynamo.capture import bytecode as bc
-
-    instrs = list(bc.Bytecode.from_code(fn.__code__))
-    bodies = [k + 1 for k, ins in enumerate(instrs)
-              if isinstance(ins, bc.Instr) and ins.name == "FOR_ITER"]
-    assert store_target(instrs, bodies[0], True) == ("i", "row")
-    assert store_target(instrs, bodies[0], False) is None  # a range loop's int never unpacks
-    assert store_target(instrs, bodies[1], False) == "row"
-    assert targets("row") == ("row",) and var_text(("i", "row")) == "i, row"

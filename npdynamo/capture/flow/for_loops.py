@@ -91,8 +91,9 @@ class LazyRange(GuardedConst):
         """What ``GET_ITER`` iterates when the loop is not formed."""
         return self
 
-    #: whether the ``for`` target may unpack the loop variable (an int cannot be unpacked)
+    #: may the target unpack the variable (an int cannot); locals the variable is read through
     unpacks = False
+    reads: tuple[str, ...] = ()
 
 
 def iterated_next(frame, unpack: bool = False) -> tuple | None:
@@ -282,12 +283,12 @@ def _peel_first(frame, lazy: LazyRange, head: int, body: int, exit_index: int,
     return lazy.starting_at(first + 1)
 
 
-def _carried_names(frame, head: int, body: int, exit_index: int,
-                   stores: tuple[str, ...]) -> list[str]:
+def _carried_names(frame, head: int, body: int, exit_index: int, stores: tuple[str, ...],
+                   reads: tuple[str, ...]) -> list[str]:
     """Locals the body stores that a later iteration or the code after the loop reads, then
-    the local arrays it reads (it may write into them in place)."""
+    the local arrays it reads, or ``reads`` (it may write into them in place)."""
     stored: dict[str, None] = {}
-    read: dict[str, None] = {}
+    read = dict.fromkeys(reads)
     for i in range(body, exit_index):
         ins = frame.instrs[i]
         if isinstance(ins, bc.Instr):
@@ -389,7 +390,7 @@ def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: Ta
     """Capture the loop into one node; returns what its bounds are, in words."""
     ctx = frame.ctx
     stores, var = targets(var), var_text(var)  # (a range's target is one local: ``var``)
-    names = _carried_names(frame, head, body, exit_index, stores)
+    names = _carried_names(frame, head, body, exit_index, stores, lazy.reads)
     views = views_of_carried(frame, names)
     names = [name for name in names if name not in views]
     after = live_locals(frame.code, exit_index)

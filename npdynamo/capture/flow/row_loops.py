@@ -8,8 +8,9 @@ leaves it or needs the index's value), the loop iterates the rows as before (``u
 
 The array iterated is the one the statement started with, as Python's iterator keeps it:
 
-* a local holding it that the body never rebinds is carried by the loop (it reads it), so a
-  row is indexed from its state at that iteration: writes of earlier iterations are seen;
+* a local holding it that the body never rebinds is carried by the loop (its rows are read
+  through it: ``reads``), so a row is indexed from its state at that iteration: writes of
+  earlier iterations are seen, and a write into the row (``row /= row.sum()``) is one into it;
 * otherwise (the body rebinds that local, or the array is no local's: ``a.T``, ``x[1:]``) it is
   an array from outside the body, which the body may not write into (``sub_capture`` refuses),
   so every iteration indexes the array as it was when the loop started.
@@ -46,10 +47,11 @@ class LazyRows(LazyRange):
         hint = size._value if isinstance(size, GuardedConst) else size.value
         super().__init__([Const(first), size], [first, hint])
         self.array, self.size, self.kept, self.count = array, size, kept, count
+        self.reads = () if kept is None else (kept,)  # (writes through a row are into it)
         self._unformed = unformed
 
     def item(self, frame, index: Value) -> Value:
-        # the local ``kept`` holds the array (as carried into the body, if the body reads it)
+        # the local ``kept`` holds the array (as the body carries it)
         array = self.array if self.kept is None else frame.locals[self.kept]
         at = index if isinstance(index, ScalarInputValue) else index.value  # (a graph int)
         row = op_call(frame, ops.REGISTRY["getitem"], (array, at), {})
