@@ -155,6 +155,60 @@ def test_a_write_into_the_array_by_another_name_unrolls():
         assert "fori_loop" not in str(npdynamo.explain(fn)(a.copy()))
 
 
+def dot_rows(a, b):
+    out = np.zeros(min(len(a), len(b)))
+    for i, (x, y) in enumerate(zip(a, b)):  # (a nested target: unrolled)
+        out[i] = x @ y
+    s = np.zeros(1)
+    for x, y in zip(a, b):  # stops at the shorter
+        s += x @ y
+    return out, s
+
+
+def three(a, b, c):
+    s = np.zeros(a.shape[1])
+    for x, y, z in zip(a, b, c):
+        s = s + x * y - z
+    return s
+
+
+def zip_itself(a):
+    for x, y in zip(a, a):
+        x *= 2.0  # y is the same row: it sees the write
+        a[0] += y
+    return a
+
+
+def zip_strict(a, b):
+    s = np.zeros(1)
+    for x, y in zip(a, b, strict=True):
+        s += x @ y
+    return s
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_zip_of_arrays_is_one_fori_loop_to_the_shortest(backend):
+    a, b, c = RNG.random((N, 3)), RNG.random((N + 7, 3)), RNG.random((N - 3, 3))
+    for fn, args in ((dot_rows, (a, b)), (dot_rows, (b, a)), (three, (a, b, c)),
+                     (zip_itself, (a,))):
+        npdynamo.reset()
+        check_same(fn, *args, backend=backend, graphs=1, breaks=0)
+        assert "in the graph as one fori_loop" in str(npdynamo.explain(fn)(*args)), fn.__name__
+
+
+def test_zip_that_does_not_form_is_zip_as_before():
+    a = RNG.random((20, 3))
+    check_same(zip_strict, a, a[::-1].copy(), graphs=1, breaks=0)  # strict: unrolled
+    npdynamo.reset()
+    check_same(zip_strict, a, a[:19].copy())  # ValueError at the end, as Python's
+    npdynamo.reset()
+    check_same(three, a, a.copy(), [[1.0, 2.0, 3.0]] * 20, graphs=1, breaks=0)  # a list: unrolled
+    compiled = npdynamo.compile(three, dynamic=True)
+    for n in (30, 41):  # sizes of their own per call: the shortest is not known at capture
+        check_same(three, RNG.random((n, 2)), RNG.random((n + 1, 2)), RNG.random((n, 2)),
+                   compiled=compiled, calls=1)
+
+
 def test_check_mask_of_the_benchmark_is_one_graph():
     db = np.array(np.random.default_rng(0).integers(0, 2, (1000, 4)), dtype=bool)
     check_same(check_mask, db, graphs=1, breaks=0)

@@ -1,12 +1,15 @@
-"""``for row in a`` and ``for i, row in enumerate(a, start)`` over an array of the graph, formed
-like a ``for`` over ``range(len(a))`` (``for_loops``): at the ``GET_ITER`` of the statement
-(``opcodes.control``), or at the ``enumerate`` call a ``for`` statement iterates next
-(``builtin_calls``), a ``LazyRows`` stands for the loop; its variable at index ``i`` is the view
-``a[i]`` (with ``i + start`` before it for ``enumerate``), indexed when the iteration starts, as
-NumPy's iterator does. Not formed (too short, the variable read after the loop, a body that
-leaves it or needs the index's value), the loop iterates the rows as before (``unformed``).
+"""``for row in a``, ``for i, row in enumerate(a, start)`` and ``for x, y in zip(a, b)`` over
+arrays of the graph, formed like a ``for`` over ``range(len(a))`` (``for_loops``): at the
+``GET_ITER`` of the statement (``opcodes.control``), or at the ``enumerate``/``zip`` call a
+``for`` statement iterates next (``builtin_calls``), a ``LazyRows`` stands for the loop; its
+variable at index ``i`` is the view ``a[i]`` (with ``i + start`` before it for ``enumerate``;
+``zip``: the tuple of rows, as many as the shortest array has, a number known at capture
+unless every array has the same size), indexed when the iteration starts, as NumPy's iterator
+does. Not formed (too short, the variable read after the loop, a body that leaves it or needs
+the index's value, ``zip(..., strict=True)``), the loop iterates the rows as before
+(``unformed``).
 
-The array iterated is the one the statement started with, as Python's iterator keeps it:
+Each array iterated is the one the statement started with, as Python's iterator keeps it:
 
 * a local holding it that the body never rebinds is carried by the loop (its rows are read
   through it: ``reads``), so a row is indexed from its state at that iteration: writes of
@@ -36,51 +39,66 @@ from npdynamo.capture.values import (
 
 
 class LazyRows(LazyRange):
-    """Iterating the rows of ``array`` by a ``for`` statement: the loop over
-    ``range(first, len(array))`` whose variable is the row at the index, or with ``count``
-    (``enumerate``) the pair ``(count(frame, index), row)``; unformed, ``unformed()``."""
+    """Iterating the rows of ``arrays`` by a ``for`` statement: the loop over
+    ``range(first, size)`` whose variable is ``pack(frame, index, rows)`` of the rows at the
+    index (the row itself; ``enumerate``'s pair; ``zip``'s tuple); unformed, ``unformed()``."""
 
-    unpacks = True  # (a row of a 2-d array, or enumerate's pair, may be unpacked)
+    unpacks = True  # (a row of a 2-d array, enumerate's pair or zip's tuple may be unpacked)
 
-    def __init__(self, array: ArrayValue, size: Value, kept: str | None,
-                 count: Callable | None, unformed: Callable[[], Value], first: int = 0) -> None:
+    def __init__(self, arrays: list[ArrayValue], size: Value, kept: list[str | None],
+                 pack: Callable, unformed: Callable[[], Value], first: int = 0) -> None:
         hint = size._value if isinstance(size, GuardedConst) else size.value
         super().__init__([Const(first), size], [first, hint])
-        self.array, self.size, self.kept, self.count = array, size, kept, count
-        self.reads = () if kept is None else (kept,)  # (writes through a row are into it)
+        self.arrays, self.size, self.kept, self.pack = arrays, size, kept, pack
+        self.reads = tuple(name for name in kept if name is not None)  # (written through rows)
         self._unformed = unformed
 
     def item(self, frame, index: Value) -> Value:
-        # the local ``kept`` holds the array (as the body carries it)
-        array = self.array if self.kept is None else frame.locals[self.kept]
         at = index if isinstance(index, ScalarInputValue) else index.value  # (a graph int)
-        row = op_call(frame, ops.REGISTRY["getitem"], (array, at), {})
-        return row if self.count is None else TupleValue([self.count(frame, index), row])
+        # a local in ``kept`` holds its array (as the body carries it)
+        rows = [op_call(frame, ops.REGISTRY["getitem"], (
+            array if name is None else frame.locals[name], at), {})
+            for array, name in zip(self.arrays, self.kept)]
+        return self.pack(frame, index, rows)
 
     def starting_at(self, start: int) -> LazyRange:
-        return LazyRows(self.array, self.size, self.kept, self.count, self._unformed, start)
+        return LazyRows(self.arrays, self.size, self.kept, self.pack, self._unformed, start)
 
     def unformed(self) -> Value:
         return self._unformed()
 
 
-def lazy_rows(frame, array: Value, shape: tuple | None, count: Callable | None,
+def lazy_rows(frame, arrays: list[Value], shape: tuple | None, pack: Callable,
               unformed: Callable[[], Value]) -> LazyRows | None:
-    """A ``LazyRows`` when ``array`` has rows and the plain ``for`` statement ``shape``
-    (``for_shape``) iterates it; None: iterated as before (a 0-d array raises then)."""
-    if not config.capture_for_loops or shape is None or not isinstance(array, ArrayValue):
+    """A ``LazyRows`` when ``arrays`` all have rows (as many, or a number known now: ``zip``
+    stops at the shortest) and the plain ``for`` statement ``shape`` (``for_shape``) iterates
+    them; None: iterated as before (a 0-d array raises then)."""
+    if not config.capture_for_loops or shape is None or not arrays or not all(
+            isinstance(a, ArrayValue) and a.meta.ndim > 0 for a in arrays):
         return None
-    if array.meta.ndim == 0:
-        return None
-    size = frame.ctx.size_value(array.meta.shape[0])
-    return LazyRows(array, size, _kept_name(frame, array, shape), count, unformed)
+    sizes = {a.meta.shape[0] for a in arrays}
+    if len(sizes) > 1 and not all(type(n) is int for n in sizes):
+        return None  # the shortest of sizes known per call only
+    size = frame.ctx.size_value(min(sizes) if len(sizes) > 1 else sizes.pop())
+    kept = [_kept_name(frame, a, shape) for a in arrays]
+    return LazyRows(arrays, size, kept, pack, unformed)
 
 
 def rows_at_get_iter(frame, array: Value) -> LazyRows | None:
     """At a ``GET_ITER`` just run: ``for row in array``, maybe formed."""
     if not isinstance(array, ArrayValue):
         return None
-    return lazy_rows(frame, array, for_shape(frame, frame.ip, True), None, lambda: array)
+    return lazy_rows(frame, [array], for_shape(frame, frame.ip, True), only_row, lambda: array)
+
+
+def only_row(frame, index: Value, rows: list[Value]) -> Value:
+    """The variable of ``for row in a``."""
+    return rows[0]
+
+
+def row_tuple(frame, index: Value, rows: list[Value]) -> Value:
+    """The variable of ``for x, y in zip(a, b)``."""
+    return TupleValue(rows)
 
 
 def _kept_name(frame, array: ArrayValue, shape: tuple) -> str | None:
@@ -94,4 +112,4 @@ def _kept_name(frame, array: ArrayValue, shape: tuple) -> str | None:
                  if value is array and name not in stored), None)
 
 
-__all__ = ["LazyRows", "lazy_rows", "rows_at_get_iter"]
+__all__ = ["LazyRows", "lazy_rows", "row_tuple", "rows_at_get_iter"]
