@@ -129,8 +129,9 @@ def _enumerate(frame: Frame, target, args, kwargs):
         count = index if start.value == 0 else binary_op(frame, "+", index, start)
         return TupleValue([count, rows[0]])
 
-    # iterated by a for statement next: maybe one loop node (``row_loops``)
-    lazy = lazy_rows(frame, args[:1], iterated_next(frame, True), counted, iterator)
+    lazy = None
+    if isinstance(args[0], ArrayValue):  # rows iterated by a for statement next: maybe one node
+        lazy = lazy_rows(frame, args[:1], iterated_next(frame, True), counted, iterator)
     return iterator() if lazy is None else lazy
 
 
