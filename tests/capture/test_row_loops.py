@@ -155,6 +155,61 @@ def test_writes_through_the_rows_are_into_the_array(backend):
         assert "in the graph as one fori_loop" in str(npdynamo.explain(fn)(arg.copy()))
 
 
+def seen_by_the_row(a):
+    s = np.zeros(a.shape[1])
+    for row in a:
+        s = s + row
+        a[:] = a * 0.5  # the row is a view: it sees the write in its own iteration
+        s = s + row
+    return s, a
+
+
+def nested_rows(a, out):
+    for i, row in enumerate(a):
+        for j, x in enumerate(row):  # (a row of 30: a loop node inside the loop node)
+            out[i, j] = x * i - j
+    return out
+
+
+def counted_from_an_argument(a, k):
+    out = np.zeros(len(a))
+    for i, row in enumerate(a, k):
+        out[i - k] = row.max() + i
+    return out
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_in_iteration_writes_nested_loops_and_a_start_argument(backend):
+    a = RNG.random((20, 30))
+    for fn, args, loops in ((seen_by_the_row, (a,), 1), (nested_rows, (a, np.zeros(a.shape)), 2),
+                            (counted_from_an_argument, (a, 4), 1)):
+        if fn is seen_by_the_row and backend == "numba":
+            continue  # (test_a_row_read_after_its_array_is_written_on_numba)
+        npdynamo.reset()
+        check_same(fn, *args, backend=backend, graphs=1, breaks=0)
+        report = str(npdynamo.explain(fn)(*args))
+        assert report.count("in the graph as one fori_loop") == loops, report
+
+
+def seen_by_the_row_of_a_range(a):
+    s = np.zeros(a.shape[1])
+    for i in range(len(a)):
+        row = a[i]
+        s = s + row
+        a[:] = a * 0.5
+        s = s + row
+    return s, a
+
+
+@pytest.mark.xfail(strict=True, reason="the numba loop program reads a row viewed before its "
+                   "array is written in the iteration as it was before the write (on main too, "
+                   "with the range loop: not the row loop's doing)")
+@pytest.mark.parametrize("fn", [seen_by_the_row, seen_by_the_row_of_a_range])
+def test_a_row_read_after_its_array_is_written_on_numba(fn):
+    npdynamo.reset()
+    check_same(fn, RNG.random((20, 30)), backend="numba", calls=1)
+
+
 def test_a_write_into_the_array_by_another_name_unrolls():
     a = RNG.random((N, 3))
     for fn in (aliased, of_a_view):  # the body writes into what it iterates, not through it
