@@ -28,8 +28,9 @@ from npdynamo.capture.containers import (
     truthiness,
 )
 from npdynamo.capture.errors import UserCodeRaises, python_raised
-from npdynamo.capture.flow.for_loops import lazy_range
+from npdynamo.capture.flow.for_loops import iterated_next, lazy_range
 from npdynamo.capture.flow.ndindex_loops import lazy_ndindex
+from npdynamo.capture.flow.row_loops import lazy_rows, row_tuple
 from npdynamo.capture.generators import each, is_lazy, lazy_enumerate, lazy_zip, next_item
 from npdynamo.capture.identity import object_id, same_object
 from npdynamo.capture.mixed_scalars import mixed_fold
@@ -117,10 +118,21 @@ def _enumerate(frame: Frame, target, args, kwargs):
         raise frame.unsupported("enumerate() with a start that is not a Python int")
     if is_lazy(args[0]):
         return lazy_enumerate(frame, args[0], start, args)
-    return IteratorValue(
-        mode="enumerate", inner=[get_iter(frame, args[0])], count=start.value,
-        python_type=enumerate,
-    )
+
+    def iterator() -> IteratorValue:
+        return IteratorValue(
+            mode="enumerate", inner=[get_iter(frame, args[0])], count=start.value,
+            python_type=enumerate,
+        )
+
+    def counted(frame: Frame, index: Value, rows: list[Value]) -> Value:
+        count = index if start.value == 0 else binary_op(frame, "+", index, start)
+        return TupleValue([count, rows[0]])
+
+    lazy = None
+    if isinstance(args[0], ArrayValue):  # rows iterated by a for statement next: maybe one node
+        lazy = lazy_rows(frame, args[:1], iterated_next(frame, True), counted, iterator)
+    return iterator() if lazy is None else lazy
 
 
 @builtin(np.ndindex)
@@ -175,9 +187,17 @@ def _zip(frame: Frame, target, args, kwargs):
             raise frame.unsupported("zip() of a generator with keyword arguments")
         return lazy_zip(frame, [get_iter(frame, a) for a in args], args)
     strict = truthiness(frame, kwargs["strict"]) if "strict" in kwargs else False
-    return IteratorValue(
-        mode="zip", inner=[get_iter(frame, a) for a in args], origin=strict, python_type=zip
-    )
+
+    def iterator() -> IteratorValue:
+        return IteratorValue(
+            mode="zip", inner=[get_iter(frame, a) for a in args], origin=strict, python_type=zip
+        )
+
+    # rows of arrays iterated by a for statement next: maybe one loop node (``row_loops``)
+    lazy = None
+    if args and not strict and all(isinstance(a, ArrayValue) for a in args):
+        lazy = lazy_rows(frame, args, iterated_next(frame, True), row_tuple, iterator)
+    return iterator() if lazy is None else lazy
 
 
 @builtin(reversed)

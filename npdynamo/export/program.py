@@ -107,7 +107,7 @@ class ExportedProgram:
         bound = self._bind(args, kwargs)
         for path, expected in self.fixed_args:
             got = _at(bound, path, self.name)
-            if type(got) is not type(expected) or got != expected:
+            if not _same_fixed(got, expected):
                 raise InputSpecError(
                     f"{self.name}: argument {path_text(path)} was {expected!r} when the program "
                     f"was exported (its graph is specialised to it), got {got!r}")
@@ -392,6 +392,16 @@ def _check_str(v: Any) -> str:
 
 def _fact_symbols(fact: Fact) -> list[str]:
     return sorted(free_symbols(fact.expr))
+
+
+def _same_fixed(got: Any, expected: Any) -> bool:
+    """Whether an argument is the value fixed at export: the same types throughout (``1.0``
+    is not ``1``: the graph was specialised to the kind too) and equal values and lengths."""
+    if type(got) is not type(expected):
+        return False
+    if type(expected) in (tuple, list):
+        return len(got) == len(expected) and all(map(_same_fixed, got, expected))
+    return got == expected
 
 
 def _at(bound: Mapping[str, Any], path: tuple, name: str) -> Any:

@@ -297,12 +297,21 @@ def _output_tree(value: Value, outputs: list, fn) -> Any:
                       "returns arrays, Python constants, and tuples/lists/dicts of them")
 
 
+def _plain_sequence(value: Any) -> bool:
+    """A tuple or list of Python numbers, strings and None (``mask=(1, 0, 1)``), nested or not."""
+    return type(value) in (tuple, list) and all(
+        type(v) in _LEAF_TYPES or _plain_sequence(v) for v in value)
+
+
 def _fixed_leaves(values: dict, user_params: list[str], inputs: list[InputSpec]) -> list:
     taken = {s.path for s in inputs if s.kind == "input"}
     out: list = []
 
     def walk(value: Any, path: tuple) -> None:
         if path in taken or isinstance(value, np.ndarray):
+            return
+        if _plain_sequence(value) and not any(p[:len(path)] == path for p in taken):
+            out.append((path, value))  # fixed whole: its length too, and a call may omit it
             return
         if type(value) in (tuple, list):
             for i, v in enumerate(value):

@@ -93,7 +93,7 @@ def masked_rows(db, mask=(1, 0, 1)):  # numpy-benchmarks' check_mask, with no br
     for idx, line in enumerate(db):
         target, vector = line[0], line[1:]
         out[idx] = (mask == np.bitwise_and(mask, vector)).all() & target
-    return out
+    return out, idx  # (the index read after the loop: not one loop node, so it would unroll)
 
 
 def rows_left_after_a_break(a):

@@ -85,10 +85,9 @@ def test_every_bench_workload_deploys(tmp_path):
     assert len(jobs) == len(cases) == 10
 
 
-#: kernels that are not one exported graph (a graph break: a loop too long to unroll,
-#: data-dependent branches; a one-argument np.where, one graph when compiled, whose count an
-#: exported program could not save)
-NOT_ONE_GRAPH = {"check_mask", "grouping", "local_maxima"}
+#: kernels that are not one exported graph (a one-argument np.where, one graph when compiled,
+#: whose count an exported program could not save; an argument that is a function)
+NOT_ONE_GRAPH = {"grouping", "local_maxima"}
 PARTS = 2  # the kernels in two halves, each its own fresh process: pytest-xdist runs both at once
 
 

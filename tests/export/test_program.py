@@ -123,6 +123,18 @@ def test_containers_keywords_and_fixed_numbers():
         ep(params, np.ones((7, 3)), scale=2.0)
 
 
+def test_a_tuple_default_is_fixed_whole():
+    def masked(x, mask=(1, 0, 1)):
+        return np.bitwise_and(mask, x)
+    x = np.array([3, 2, 7])
+    ep = npdynamo.export(masked, x)
+    assert_same_value(masked(x), ep(x))  # the default a call leaves out
+    assert_same_value(masked(x, (1, 0, 1)), ep(x, (1, 0, 1)))
+    for other in ((1, 0, 1, 1), (1.0, 0, 1), [1, 0, 1], (True, 0, 1)):
+        with pytest.raises(InputSpecError, match=r"mask was \(1, 0, 1\) when the program"):
+            ep(x, other)
+
+
 class Model:
     def __init__(self):
         self.w = np.arange(6.0).reshape(3, 2)

@@ -43,6 +43,7 @@ from npdynamo.capture.errors import CaptureUnsupported, RollRefused, UserCodeRai
 from npdynamo.capture.flow import higher_order as cf
 from npdynamo.capture.flow.assertions import assert_blocks
 from npdynamo.capture.flow.carried_views import remake_views, root_of, views_kept, views_of_carried
+from npdynamo.capture.flow.for_targets import Target, store_target, targets, var_text
 from npdynamo.capture.flow.if_statements import JUMPS_BACK, LEAVING
 from npdynamo.capture.guards import GuardKind, NonEmptyRange, SourceTuple
 from npdynamo.capture.mixed_scalars import float_like, widen_key, widened
@@ -90,10 +91,14 @@ class LazyRange(GuardedConst):
         """What ``GET_ITER`` iterates when the loop is not formed."""
         return self
 
+    #: may the target unpack the variable (an int cannot); locals the variable is read through
+    unpacks = False
+    reads: tuple[str, ...] = ()
 
-def iterated_next(frame) -> bool:
-    """Whether a plain ``for`` statement (``_for_shape``) iterates the value just made."""
-    return _for_shape(frame, _after(frame, frame.ip, "GET_ITER")) is not None
+
+def iterated_next(frame, unpack: bool = False) -> tuple | None:
+    """The plain ``for`` statement (``for_shape``) that iterates the value just made, if any."""
+    return for_shape(frame, _after(frame, frame.ip, "GET_ITER"), unpack)
 
 
 def lazy_range(frame, args: list[Value]) -> LazyRange | None:
@@ -121,18 +126,18 @@ def _after(frame, index: int, name: str) -> int | None:
     return None
 
 
-def _for_shape(frame, start: int | None) -> tuple[int, int, int, str] | None:
-    """(loop head, body start, exit, loop variable) of a plain ``for`` statement whose
-    ``FOR_ITER`` comes next from ``start``; None when it is something else (a comprehension, a
-    target that is not a local, a body that can leave the loop)."""
+def for_shape(frame, start: int | None, unpack: bool = False) -> tuple | None:
+    """(loop head, body start, exit, loop variable: a ``Target``) of a plain ``for`` statement
+    whose ``FOR_ITER`` comes next from ``start``; None when it is something else (a
+    comprehension, a target that is not a local or, unless ``unpack``, a tuple of locals, a
+    body that can leave the loop)."""
     if start is None or frame.code.co_flags & CO_GENERATOR_LIKE:
         return None
     instrs, labels = frame.instrs, frame.labels
     body = _after(frame, start, "FOR_ITER")
     if body is None:
         return None
-    store = instrs[body] if body < len(instrs) else None
-    if not isinstance(store, bc.Instr) or store.name != "STORE_FAST":
+    if (target := store_target(instrs, body, unpack)) is None:
         return None
     exit_index = labels[instrs[body - 1].arg]
     last = exit_index - 1
@@ -155,7 +160,7 @@ def _for_shape(frame, start: int | None) -> tuple[int, int, int, str] | None:
         if isinstance(ins.arg, bc.Label) and not (
                 labels[ins.arg] == head or body <= labels[ins.arg] < exit_index):
             return None  # break, or a jump out of the loop
-    return head, body, exit_index, store.arg
+    return head, body, exit_index, target
 
 
 def form_for(frame, lazy: LazyRange) -> bool:
@@ -163,7 +168,7 @@ def form_for(frame, lazy: LazyRange) -> bool:
     (``frame`` then continues after it) and return True; False when the loop stays unrolled
     for a reason known before trying; ``RollRefused`` when the attempt failed."""
     ctx = frame.ctx
-    shape = _for_shape(frame, frame.ip)
+    shape = for_shape(frame, frame.ip, lazy.unpacks)
     if shape is None or ctx.differentiating:  # a differentiated loop stays the tape's
         return False
     key = (frame.code, shape[1])
@@ -258,7 +263,7 @@ def _constant_start(lazy: LazyRange) -> bool:
 
 
 def _peel_first(frame, lazy: LazyRange, head: int, body: int, exit_index: int,
-                var: str) -> LazyRange:
+                var: Target) -> LazyRange:
     """Run the first iteration of ``for var in range(a, b)`` (``a`` a constant) inline, as the
     unrolled loop would, and give ``range(a + 1, b)`` for the node: a local that starts as a
     Python number and becomes a NumPy scalar in the first iteration (``crc = 0xFFFF``,
@@ -278,11 +283,12 @@ def _peel_first(frame, lazy: LazyRange, head: int, body: int, exit_index: int,
     return lazy.starting_at(first + 1)
 
 
-def _carried_names(frame, head: int, body: int, exit_index: int, var: str) -> list[str]:
+def _carried_names(frame, head: int, body: int, exit_index: int, stores: tuple[str, ...],
+                   reads: tuple[str, ...]) -> list[str]:
     """Locals the body stores that a later iteration or the code after the loop reads, then
-    the local arrays it reads (it may write into them in place)."""
+    the local arrays it reads, or ``reads`` (it may write into them in place)."""
     stored: dict[str, None] = {}
-    read: dict[str, None] = {}
+    read = dict.fromkeys(reads)
     for i in range(body, exit_index):
         ins = frame.instrs[i]
         if isinstance(ins, bc.Instr):
@@ -294,14 +300,14 @@ def _carried_names(frame, head: int, body: int, exit_index: int, var: str) -> li
         raise frame.unsupported("the function reads its locals implicitly (locals(), eval...)")
     carried = []
     for name in stored:
-        if name == var or name not in live:
+        if name in stores or name not in live:
             continue  # the index, or a temporary of one iteration
         if frame.locals.get(name, DELETED) is DELETED:
             raise frame.unsupported(
                 f"{name} is first assigned inside the loop but read after it or in a later "
                 "iteration")
         carried.append(name)
-    carried += [name for name in read if name not in stored and name != var
+    carried += [name for name in read if name not in stored and name not in stores
                 and isinstance(frame.locals.get(name), ArrayValue)]
     return carried
 
@@ -380,14 +386,15 @@ def _guard_nonempty(ctx, lower, upper, var: str) -> bool:
     return False
 
 
-def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: str) -> str:
+def _form(frame, lazy: LazyRange, head: int, body: int, exit_index: int, var: Target) -> str:
     """Capture the loop into one node; returns what its bounds are, in words."""
     ctx = frame.ctx
-    names = _carried_names(frame, head, body, exit_index, var)
+    stores, var = targets(var), var_text(var)  # (a range's target is one local: ``var``)
+    names = _carried_names(frame, head, body, exit_index, stores, lazy.reads)
     views = views_of_carried(frame, names)
     names = [name for name in names if name not in views]
     after = live_locals(frame.code, exit_index)
-    var_read_after = after is None or var in after
+    var_read_after = after is None or any(name in after for name in stores)
     if var_read_after and type(lazy) is not LazyRange:
         raise frame.unsupported(f"{var} is read after the loop")
     args = lazy.args if len(lazy.args) > 1 else [Const(0), *lazy.args]
@@ -590,4 +597,4 @@ def _check_no_alias(frame, names: list[str], init: list[Value], parts: list, sam
                     "shares its memory")
 
 
-__all__ = ["LazyRange", "form_for", "iterated_next", "lazy_range"]
+__all__ = ["LazyRange", "for_shape", "form_for", "iterated_next", "lazy_range"]

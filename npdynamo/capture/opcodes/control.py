@@ -15,6 +15,7 @@ from npdynamo.capture.flow.assertions import speculate_assert
 from npdynamo.capture.flow.comprehensions import form_comprehension
 from npdynamo.capture.flow.for_loops import LazyRange, form_for
 from npdynamo.capture.flow.loop_exits import graph_condition
+from npdynamo.capture.flow.row_loops import rows_at_get_iter
 from npdynamo.capture.flow.unrolled_loops import check_unroll
 from npdynamo.capture.generators import is_lazy, next_item
 from npdynamo.capture.identity import same_object
@@ -89,6 +90,9 @@ def _jump_or_pop(frame: Frame, ins):
 @handler("GET_ITER")
 def _get_iter(frame: Frame, ins):
     value = frame.pop()
+    rows = rows_at_get_iter(frame, value)  # for row in array: maybe one loop node
+    if rows is not None:
+        value = rows
     if isinstance(value, LazyRange):
         if form_for(frame, value):
             return  # the whole loop is one node; the frame goes on after it
