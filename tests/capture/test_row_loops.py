@@ -8,8 +8,6 @@ compiled on copies of the same inputs with its graph and break counts."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -18,9 +16,6 @@ from hypothesis import strategies as st
 import npdynamo
 from tests.differential import check_same
 
-#: check_mask's ``if`` inside an ``if`` on array values becomes two conds on 3.11 only: on
-#: 3.13 the loop breaks there, as ``for idx in range(len(db))`` with the same body does
-NESTED_IFS_FORM = sys.version_info < (3, 13)
 RNG = np.random.default_rng(11)
 N = 40  # rows: past config.for_loop_min_trips
 
@@ -97,9 +92,6 @@ def test_rows_and_enumerate_are_one_fori_loop(backend):
     ]
     for fn, args in cases:
         npdynamo.reset()
-        if fn is check_mask and not NESTED_IFS_FORM:
-            check_same(fn, *args, backend=backend)
-            continue
         check_same(fn, *args, backend=backend, graphs=1, breaks=0)
         assert "in the graph as one fori_loop" in str(npdynamo.explain(fn)(*args)), fn.__name__
 
@@ -183,8 +175,6 @@ def test_in_iteration_writes_nested_loops_and_a_start_argument(backend):
     a = RNG.random((20, 30))
     for fn, args, loops in ((seen_by_the_row, (a,), 1), (nested_rows, (a, np.zeros(a.shape)), 2),
                             (counted_from_an_argument, (a, 4), 1)):
-        if fn is seen_by_the_row and backend == "numba":
-            continue  # (test_a_row_read_after_its_array_is_written_on_numba)
         npdynamo.reset()
         check_same(fn, *args, backend=backend, graphs=1, breaks=0)
         report = str(npdynamo.explain(fn)(*args))
@@ -201,11 +191,10 @@ def seen_by_the_row_of_a_range(a):
     return s, a
 
 
-@pytest.mark.xfail(strict=True, reason="the numba loop program reads a row viewed before its "
-                   "array is written in the iteration as it was before the write (on main too, "
-                   "with the range loop: not the row loop's doing)")
 @pytest.mark.parametrize("fn", [seen_by_the_row, seen_by_the_row_of_a_range])
 def test_a_row_read_after_its_array_is_written_on_numba(fn):
+    """Fusion once joined the two sums into one kernel after the write, in place: the first sum
+    then read the new row (``inplace.readers_run_first``)."""
     npdynamo.reset()
     check_same(fn, RNG.random((20, 30)), backend="numba", calls=1)
 
@@ -274,8 +263,7 @@ def test_zip_that_does_not_form_is_zip_as_before():
 
 def test_check_mask_of_the_benchmark_is_one_graph():
     db = np.array(np.random.default_rng(0).integers(0, 2, (1000, 4)), dtype=bool)
-    counts = {"graphs": 1, "breaks": 0} if NESTED_IFS_FORM else {}
-    check_same(check_mask, db, **counts)
+    check_same(check_mask, db, graphs=1, breaks=0)  # (its nested ifs: conds on 3.13 too)
 
 
 def test_rows_of_ints_and_bools_in_a_condition():
