@@ -84,3 +84,26 @@ def _holds(dtype: np.dtype, value: object) -> bool:
         return (math.isnan(value) or math.isinf(value) or value == 0.0
                 or float(info.tiny) <= abs(value) <= float(info.max))
     return type(value) is int and abs(value) <= _EXACT_INT[dtype]
+
+
+def tuple_operands_as_arrays(graph: Graph) -> None:
+    """Give each plain ufunc call's tuple-of-numbers operands (``np.bitwise_and(mask, v)`` with
+    ``mask = (1, 0, 1)``) as the array NumPy makes of them on each call (``np.asarray``: the
+    same dtype and values), in place: the numba backend's kernels read arrays, not tuples. A
+    tuple NumPy would make an object array of, or that holds anything but numbers, stays."""
+    for node in graph.nodes:
+        if node.op != "call_function" or not is_plain_ufunc_call(node):
+            continue
+        args = list(node.args)
+        for k, value in enumerate(args):
+            if type(value) is tuple and value and _numbers(value):
+                array = np.asarray(value)
+                if array.dtype.kind in "biufc":
+                    args[k] = array
+        node.args = tuple(args)
+
+
+def _numbers(value: object) -> bool:
+    if type(value) is tuple:
+        return all(_numbers(v) for v in value)
+    return type(value) in (bool, int, float, complex)

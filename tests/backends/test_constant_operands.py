@@ -99,3 +99,49 @@ def test_which_constants_convert(ufunc, constant, dtype, converted):
     npdynamo.compile(fn, backend=backend)(np.ones(3, dtype=dtype))
     (gm,) = backend_graphs
     assert (with_array_constants(gm.graph) is not None) is converted
+
+
+def masked_rows(db, mask=(1, 0, 1)):
+    """numpy-benchmarks' check_mask: a tuple operand of a ufunc, a Python int stored into a bool
+    array, in a loop over rows."""
+    out = np.zeros(db.shape[0], dtype=bool)
+    for idx, line in enumerate(db):
+        target, vector = line[0], line[1:]
+        if (mask == np.bitwise_and(mask, vector)).all():
+            if target == 1:
+                out[idx] = 1
+    return out
+
+
+def stored_ints(x):
+    out = np.ones(x.shape[0], dtype=bool)
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            out[i] = 0
+        else:
+            out[i] = 2  # any nonzero int stores True
+    return out
+
+
+def tuple_of_floats(x):
+    return np.multiply(x, (0.5, 2.0, -1.0)) + np.add((1, 2, 3), x)
+
+
+@pytest.mark.parametrize("fn,arg", [
+    (masked_rows, np.random.default_rng(0).integers(0, 2, (300, 4)).astype(bool)),
+    (stored_ints, np.random.default_rng(1).random(200)),
+    (tuple_of_floats, np.random.default_rng(2).random((4, 3))),
+])
+def test_tuples_of_numbers_and_int_stores_into_bools_compile_on_numba(fn, arg, monkeypatch):
+    """The tuple is the array NumPy makes of it (``tuple_operands_as_arrays``), the int the
+    truth NumPy stores: one kernel or loop program, no NumPy call for either."""
+    monkeypatch.setenv("NPDYNAMO_NUMBA_TUNE", "0")
+    compiled = npdynamo.compile(fn, backend="numba")
+    for _ in range(2):
+        run = run_both(fn, compiled, (arg.copy(),), {})
+        assert_same_value(run.expected, run.got)
+    (entry,) = compiled_entries(compiled)
+    report = str(entry.report)
+    assert "operand of type tuple" not in report and "another dtype" not in report, report
+    if fn is not tuple_of_floats:  # (the loop's setitems are nopython code too)
+        assert report.startswith("numba backend") and "the loop runs in numba" in report, report

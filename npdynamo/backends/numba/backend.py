@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from npdynamo import progress
 from npdynamo.backends import scheduler, tuning
+from npdynamo.backends.constant_operands import tuple_operands_as_arrays
 from npdynamo.backends.eager import eager_forward
 from npdynamo.backends.inplace import may_alias
 from npdynamo.backends.numba import diskcache, front, histograms, nonzero, scans, threads
@@ -135,6 +136,7 @@ def fall_back(report: NumbaReport, reason: str, nodes) -> None:
 def prepare_graph(graph: Graph) -> Graph:
     """A simplified copy of ``graph`` for code generation (the input graph is not changed)."""
     graph, _ = graph.copy()
+    tuple_operands_as_arrays(graph)
     expand_region_writes(graph)
     expand_masked_reductions(graph)
     expand_moments(graph)

@@ -525,7 +525,10 @@ class Writer(InPlacePlan, ScalarCode, CreationCode, ControlFlowCode):
             py = mv.type if isinstance(mv, ScalarMeta) else type(value)
             same = (py is float and mx.dtype.kind in "fc") or (
                 py is complex and mx.dtype.kind == "c") or (
-                py is int and mx.dtype in (np.dtype(np.int64), np.dtype(np.float64)))
+                py is int and mx.dtype in (np.dtype(np.int64), np.dtype(np.float64))) or (
+                py is bool and mx.dtype == np.dtype(bool))
+            if py is int and mx.dtype == np.dtype(bool) and not isinstance(value, Node):
+                value, same = bool(value), True  # (NumPy stores a constant int's truth)
             if py is int and mx.dtype.kind == "i" and not same:
                 # NumPy raises OverflowError for an int out of the dtype's range: so does
                 # the compiled loop (which then reruns in Python, for NumPy's own message)
