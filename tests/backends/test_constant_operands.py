@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import npdynamo
 from npdynamo.backends.constant_operands import with_array_constants
 from npdynamo.capture.hooks import compiled_entries
+from tests.capture.test_row_loops import check_mask  # (a tuple operand, an int into bools)
 from tests.differential import assert_same_value, run_both
 
 UFUNCS = ["add", "subtract", "multiply", "divide", "power", "maximum", "fmin", "arctan2",
@@ -101,18 +102,6 @@ def test_which_constants_convert(ufunc, constant, dtype, converted):
     assert (with_array_constants(gm.graph) is not None) is converted
 
 
-def masked_rows(db, mask=(1, 0, 1)):
-    """numpy-benchmarks' check_mask: a tuple operand of a ufunc, a Python int stored into a bool
-    array, in a loop over rows."""
-    out = np.zeros(db.shape[0], dtype=bool)
-    for idx, line in enumerate(db):
-        target, vector = line[0], line[1:]
-        if (mask == np.bitwise_and(mask, vector)).all():
-            if target == 1:
-                out[idx] = 1
-    return out
-
-
 def stored_ints(x):
     out = np.ones(x.shape[0], dtype=bool)
     for i in range(x.shape[0]):
@@ -128,7 +117,7 @@ def tuple_of_floats(x):
 
 
 @pytest.mark.parametrize("fn,arg", [
-    (masked_rows, np.random.default_rng(0).integers(0, 2, (300, 4)).astype(bool)),
+    (check_mask, np.random.default_rng(0).integers(0, 2, (300, 4)).astype(bool)),
     (stored_ints, np.random.default_rng(1).random(200)),
     (tuple_of_floats, np.random.default_rng(2).random((4, 3))),
 ])
