@@ -395,6 +395,39 @@ def test_ctrl_c_with_compiles_pending(tmp_path):
     assert _gone(pids)
 
 
+EXIT_DURING_A_STEP = """
+import threading, time
+from npdynamo.backends.numba import front
+
+def step():  # a preparing thread's import, build or load: inside numba, the guard held
+    with front.numba_step():
+        print("STEP", flush=True)
+        time.sleep(1.0)
+        print("STEP DONE", flush=True)
+    try:
+        with front.numba_step():  # the exit has begun: no step begins
+            print("ANOTHER STEP", flush=True)
+    except front.Exiting:
+        print("REFUSED", flush=True)
+
+threading.Thread(target=step, daemon=True).start()
+time.sleep(0.2)
+raise KeyboardInterrupt
+"""
+
+
+def test_the_exit_waits_for_a_preparing_step_and_lets_none_begin(tmp_path):
+    """A preparing thread is a daemon: the interpreter's exit (here a Ctrl-C's) lets it end
+    the numba step it is in (``front._at_exit``), where finalization would have stopped it
+    inside numba, then holds the guard so that it begins none."""
+    proc = subprocess.run([sys.executable, "-c", EXIT_DURING_A_STEP], capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode != 0 and "KeyboardInterrupt" in proc.stderr
+    # the next step waits on the guard the exit holds, or finds the exit begun: never runs
+    assert proc.stdout.split()[:3] == ["STEP", "STEP", "DONE"], proc.stdout
+    assert "ANOTHER" not in proc.stdout, proc.stdout
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc (Linux)")
 def test_workers_run_python_c_at_a_lower_priority_and_die_with_a_killed_parent(tmp_path):
     proc = _run("print('SLEEP', flush=True); time.sleep(120)", tmp_path)

@@ -35,13 +35,15 @@ the switch compile the graph in the caller's thread, as without tiers.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib
 import os
 import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from npdynamo import config, progress
@@ -143,9 +145,26 @@ def numba_side_imported() -> bool:
 
 def _stages() -> tuple[Callable, Callable]:
     if not _installed:  # imported here, off the caller's thread: it imports numba
-        with fork_guard:
+        with numba_step():
             importlib.import_module("npdynamo.backends.numba.tiering")
     return _installed[0]
+
+
+class Exiting(Exception):
+    """The interpreter exits: a preparing thread begins no step inside numba."""
+
+
+_exiting = False
+
+
+@contextlib.contextmanager
+def numba_step() -> Iterator[None]:
+    """``fork_guard`` held for one step of a preparing thread inside numba (an import, a build,
+    a kernel's load); once the interpreter exits (``_at_exit``) none begins: ``Exiting``."""
+    with fork_guard:
+        if _exiting:
+            raise Exiting("the interpreter is exiting")
+        yield
 
 
 #: the interpreter's switch interval while a preparing thread works (seconds; CPython's default
@@ -253,6 +272,23 @@ def _after_fork_in_child() -> None:
     fork_guard.release()
     _after_fork_child()
 
+
+#: seconds the interpreter's exit waits for a preparing thread to end the numba step it is in
+EXIT_WAIT_S = 10.0
+
+
+def _at_exit() -> None:
+    """At interpreter exit: let a preparing thread end the step it is in (``numba_step``: an
+    import of numba, a build, a kernel's load), and begin none after (the guard stays taken).
+    Its thread is a daemon: stopped at finalization inside numba, with numba's or LLVM's locks
+    held, it hung the finalizing garbage collector (Ctrl-C with compiles pending, about one
+    run in twenty)."""
+    global _exiting
+    _exiting = True
+    fork_guard.acquire(timeout=EXIT_WAIT_S)
+
+
+atexit.register(_at_exit)
 
 if hasattr(os, "register_at_fork"):
     # (the pool's own hook holds its lock through the fork: ``submit`` stays outside the guard)

@@ -49,7 +49,7 @@ def prepare(pending: Any) -> None:
     """The preparing thread's work (``front``), once the graph's jobs are out: build the
     graph's program, settle the jobs with it (the switch finishes here without them)."""
     pending.note("numba imported")
-    with front.fork_guard:  # (a fork waits for the build: it takes numba's locks)
+    with front.numba_step():  # (a fork waits for the build: it takes numba's locks)
         built = backend.build(pending.gm, pending.example_inputs, pending.report, pending.eager)
     pending.built = built
     pending.note(f"program built ({built.report.kernels} kernels)")
@@ -91,7 +91,7 @@ def _load_when_compiled(pending: Any, sent: jobs.Jobs, built: Built) -> None:
             else:
                 dispatcher = built.program.globals.get(name)
             for signature in signatures:
-                with front.fork_guard, contextlib.suppress(Exception):
+                with front.numba_step(), contextlib.suppress(Exception):
                     diskcache.load_compiled(dispatcher, signature)
         if answer.get("signatures"):
             part, parts = answer.get("part", (0, 1))
