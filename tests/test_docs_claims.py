@@ -173,7 +173,7 @@ _SETTINGS = {
     ("scheduling.md", "40 µs"), ("scheduling.md", "100 µs"), ("numba.md", "0.1 ms"),
     ("numba.md", "1.25x"),
     ("tiers.md", "1 s"), ("tiers.md", "30 s"), ("tiers.md", "11.8 s"), ("tiers.md", "4.0 s"),
-    ("tiers.md", "3.26x"),
+    ("tiers.md", "3.26x"), ("tiers.md", "10 s"),
 }
 
 
@@ -232,6 +232,9 @@ def test_the_settings_quoted_are_the_codes():
     # it; checked again 8 calls later, then 16, ..., while within half of each other
     from npdynamo.backends import tiers
     assert (tiers.SAMPLES, tiers.EAGER_BELOW, tiers.RECHECK, tiers.CLOSE) == (2, 0.9, 8, 1.5)
+    # tiers.md: at exit the preparing thread ends its step, for up to 10 s
+    from npdynamo.backends.numba import front
+    assert front.EXIT_WAIT_S == 10.0
 
 
 # -- what the pages cite exists ------------------------------------------------------------------
