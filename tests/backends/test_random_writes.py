@@ -11,15 +11,13 @@ values (``inplace.readers_run_first``)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import npdynamo
+from benchmarks.loaded import tuning
 from tests.backends.compare import assert_close
 from tests.differential import check_same, run_both
 
@@ -117,25 +115,12 @@ def test_random_views_and_writes_on_numba_are_python_within_tolerance(source):
     npdynamo.reset()
     fn = _function(source)
     compiled = npdynamo.compile(fn, backend="numba")
-    with untuned():  # the program itself runs (the tuner might keep NumPy's graph)
+    with tuning(False):  # the program itself runs (the tuner might keep NumPy's graph)
         for _ in range(2):
             run = run_both(fn, compiled, _inputs(), {})
             assert run.exc is None, (source, run.exc)
             assert_close(run.got, run.expected)
             assert_close(run.comp_args, run.plain_args)
-
-
-@contextlib.contextmanager
-def untuned():
-    saved = os.environ.get("NPDYNAMO_NUMBA_TUNE")
-    os.environ["NPDYNAMO_NUMBA_TUNE"] = "0"
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ["NPDYNAMO_NUMBA_TUNE"]
-        else:
-            os.environ["NPDYNAMO_NUMBA_TUNE"] = saved
 
 
 @pytest.mark.parametrize("backend", ["eager", "numba"])
